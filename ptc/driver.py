@@ -69,6 +69,28 @@ def interpret(path: str | Path, inputs: Mapping[str, np.ndarray] | None = None, 
     """
     from .interp import run_kernel
 
-    program = check_file(path, shapes)
-    return run_kernel(select_kernel(program, kernel), inputs or {}, shapes=shapes or {},
+    inputs = dict(inputs or {})
+    module = parse_file(path)
+    shapes = {**dims_from_inputs(module, kernel, inputs), **(shapes or {})}
+    program = check(module, shapes)
+    return run_kernel(select_kernel(program, kernel), inputs, shapes=shapes,
                       tiles=tiles or {}, seed=seed)
+
+
+def dims_from_inputs(module: ast.Module, kernel: str | None,
+                     inputs: Mapping[str, object]) -> dict[str, int]:
+    """Dim sizes that the given input arrays imply, so that a dim needed at compile time
+    can come from the data; conflicts are left for the interpreter to report."""
+    sizes: dict[str, int] = {}
+    for k in module.kernels:
+        if kernel is not None and k.name != kernel or kernel is None and len(module.kernels) > 1:
+            continue
+        for p in k.params:
+            if p.name not in inputs or not isinstance(p.type, ast.TensorType):
+                continue
+            shape = np.shape(inputs[p.name])
+            if len(shape) == len(p.type.dims):
+                for d, n in zip(p.type.dims, shape):
+                    if isinstance(d.name, str):
+                        sizes.setdefault(d.name, int(n))
+    return sizes

@@ -1,0 +1,319 @@
+"""The reference interpreter: runs a typed kernel with NumPy, tile by tile, as the semantic
+oracle for every later stage.
+
+It walks the parallel grid in row-major order and each tile loop in order, for any valid
+tile sizes. Loads outside a tensor read the pad value (zero by default); stores and atomic
+adds outside an output are dropped. Every operation's result is rounded to its dtype
+(f16 and bf16 round to nearest even, as the hardware does); half-precision matmuls and sums
+accumulate in f32.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Mapping
+
+import ml_dtypes
+import numpy as np
+
+from .diagnostics import CompileError, Diagnostic
+from .sema import typed as T
+
+NUMPY_DTYPES = {
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f32": np.dtype(np.float32),
+    "i32": np.dtype(np.int32),
+    "bool": np.dtype(np.bool_),
+}
+_F32 = np.dtype(np.float32)
+
+
+def _err(message: str, hint: str | None = None) -> CompileError:
+    return CompileError(Diagnostic(message, hint=hint))
+
+
+# ---- binding a call: dims, tiles, inputs ----------------------------------------------
+def bind_dims(kernel: T.TypedKernel, inputs: Mapping[str, object],
+              shapes: Mapping[str, int]) -> dict[str, int]:
+    """Every dim's size: from --shape, then the inputs' shapes, then the `dims` defaults."""
+    sizes: dict[str, int] = dict(shapes)
+    source = {name: "--shape" for name in shapes}
+    for p in kernel.inputs:
+        if not isinstance(p, T.TensorParam) or p.name not in inputs:
+            continue
+        shape = np.shape(inputs[p.name])
+        if len(shape) != len(p.dims):
+            raise _err(f"input {p.name} has {len(shape)} dims {tuple(shape)}, but the kernel "
+                       f"declares {p}")
+        for dim, n in zip(p.dims, shape):
+            if isinstance(dim, int):
+                if dim != n:
+                    raise _err(f"input {p.name} has shape {tuple(shape)}, but {p} fixes that dim "
+                               f"to {dim}")
+                continue
+            if dim in sizes and sizes[dim] != n:
+                raise _err(f"input {p.name} has shape {tuple(shape)}, so {dim}={n}, but "
+                           f"{dim}={sizes[dim]} from {source[dim]}")
+            sizes[dim] = int(n)
+            source.setdefault(dim, f"input {p.name}")
+    for d in kernel.dims:
+        if d.name not in sizes:
+            if d.default is None:
+                raise _err(f"the size of dim {d.name} is unknown",
+                           f"pass --shape {d.name}=<size>, give an input that has it, or "
+                           f"declare `dims {d.name} = <size>`")
+            sizes[d.name] = d.default
+        if sizes[d.name] <= 0:
+            raise _err(f"dim {d.name} must be positive, not {sizes[d.name]}")
+        if d.static is not None and sizes[d.name] != d.static:
+            raise _err(f"dim {d.name} was fixed to {d.static} at compile time, but this call "
+                       f"has {d.name}={sizes[d.name]}", f"check with --shape {d.name}={sizes[d.name]}")
+    return sizes
+
+
+def bind_tiles(kernel: T.TypedKernel, tiles: Mapping[str, int]) -> dict[str, int]:
+    known = {t.name: t for t in kernel.tiles}
+    for name, value in tiles.items():
+        if name not in known:
+            raise _err(f"kernel {kernel.name} has no tile size {name}",
+                       "tile sizes: " + (", ".join(known) or "none"))
+        if value <= 0:
+            raise _err(f"tile size {name} must be positive, not {value}")
+    return {name: int(tiles.get(name, t.choices[0])) for name, t in known.items()}
+
+
+def coerce(name: str, value, dtype: str) -> np.ndarray:
+    """An input as an array of exactly `dtype` (floats round to f16/bf16 as stored)."""
+    arr = np.asarray(value)
+    target = NUMPY_DTYPES[dtype]
+    if arr.dtype == target:
+        return arr
+    kind = arr.dtype.kind
+    if dtype in ("f16", "bf16", "f32"):
+        if kind in "fiub" or arr.dtype == NUMPY_DTYPES["bf16"]:
+            return arr.astype(np.float32).astype(target) if dtype == "bf16" else arr.astype(target)
+    elif dtype == "i32" and kind in "iub":
+        if arr.size and (arr.max() > np.iinfo(np.int32).max or arr.min() < np.iinfo(np.int32).min):
+            raise _err(f"input {name} has values outside the i32 range")
+        return arr.astype(target)
+    elif dtype == "bool" and kind == "b":
+        return arr.astype(target)
+    raise _err(f"input {name} is {dtype}, but the array given holds {arr.dtype}")
+
+
+def random_input(rng: np.random.Generator, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    if dtype == "i32":
+        return rng.integers(0, 16, size=shape, dtype=np.int32)
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if not shape:
+        return np.asarray(rng.uniform(0.1, 1.0), dtype=np.float32).astype(NUMPY_DTYPES[dtype])
+    return rng.standard_normal(shape, dtype=np.float32).astype(NUMPY_DTYPES[dtype])
+
+
+def run_kernel(kernel: T.TypedKernel, inputs: Mapping[str, object], *,
+               shapes: Mapping[str, int] | None = None, tiles: Mapping[str, int] | None = None,
+               seed: int = 0) -> dict[str, np.ndarray]:
+    params = {p.name: p for p in kernel.inputs}
+    unknown = [n for n in inputs if n not in params]
+    if unknown:
+        raise _err(f"kernel {kernel.name} has no parameter {unknown[0]}",
+                   "parameters: " + ", ".join(params))
+    dims = bind_dims(kernel, inputs, shapes or {})
+    tile_sizes = bind_tiles(kernel, tiles or {})
+    rng = np.random.default_rng(seed)
+    arrays: dict[str, np.ndarray] = {}
+    scalars: dict[str, np.ndarray] = {}
+    for p in kernel.inputs:
+        if isinstance(p, T.TensorParam):
+            shape = tuple(d if isinstance(d, int) else dims[d] for d in p.dims)
+            arr = (coerce(p.name, inputs[p.name], p.dtype) if p.name in inputs
+                   else random_input(rng, p.dtype, shape))
+            arrays[p.name] = arr
+        else:
+            value = (coerce(p.name, inputs[p.name], p.dtype) if p.name in inputs
+                     else random_input(rng, p.dtype, ()))
+            if np.ndim(value) != 0:
+                raise _err(f"scalar parameter {p.name} needs a single value, "
+                           f"not an array of shape {np.shape(value)}")
+            scalars[p.name] = np.asarray(value)
+    for p in kernel.outputs:
+        shape = tuple(d if isinstance(d, int) else dims[d] for d in p.dims)
+        arrays[p.name] = np.zeros(shape, NUMPY_DTYPES[p.dtype])
+    for name, n in itertools.chain(dims.items(), tile_sizes.items()):
+        scalars[name] = np.int32(n)
+    machine = _Machine(arrays, scalars, dims, tile_sizes)
+    with np.errstate(all="ignore"):
+        for grid in kernel.body:
+            machine.grid(grid)
+    return {p.name: arrays[p.name] for p in kernel.outputs}
+
+
+# ---- execution -----------------------------------------------------------------------
+def _tiles(extent: int, size: int) -> int:
+    return max(0, math.ceil(extent / size))
+
+
+_BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+    "floordiv": np.floor_divide, "mod": np.mod, "max": np.maximum, "min": np.minimum,
+    "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+    "eq": np.equal, "ne": np.not_equal, "and": np.logical_and, "or": np.logical_or,
+}
+_UNARY = {
+    "neg": np.negative, "not": np.logical_not, "abs": np.abs, "exp": np.exp, "exp2": np.exp2,
+    "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: np.reciprocal(np.sqrt(x)),
+}
+
+
+class _Machine:
+    def __init__(self, arrays, scalars, dims, tiles):
+        self.arrays = arrays
+        self.scalars = scalars
+        self.dims = dims
+        self.tiles = tiles
+        self.env: dict[str, np.ndarray] = {}
+
+    def extent(self, e: T.Extent) -> int:
+        if isinstance(e, int):
+            return e
+        return self.tiles[e] if e in self.tiles else self.dims[e]
+
+    # statements
+    def grid(self, grid: T.Grid) -> None:
+        ranges = [range(_tiles(self.dims[a.dim], self.extent(a.size)) if a.size is not None
+                        else self.dims[a.dim]) for a in grid.axes]
+        for point in itertools.product(*ranges):
+            self.env = {}
+            for a, idx in zip(grid.axes, point):
+                self.scalars[a.var] = np.int32(idx)
+            self.block(grid.body)
+
+    def block(self, stmts) -> None:
+        for s in stmts:
+            if isinstance(s, T.Let):
+                self.env[s.name] = self.eval(s.value)
+            elif isinstance(s, T.Store):
+                self.store(s)
+            elif isinstance(s, T.Loop):
+                self.loop(s)
+            else:
+                raise AssertionError(s)
+
+    def loop(self, s: T.Loop) -> None:
+        extent = self.dims[s.axis.dim]
+        if s.until is not None:
+            extent = min(extent, int(self.eval(s.until)))
+        for idx in range(_tiles(extent, self.extent(s.axis.size))):
+            self.scalars[s.axis.var] = np.int32(idx)
+            self.block(s.body)
+
+    def _region(self, index, shape):
+        """Source (tensor) and destination (tile) slices of the in-bounds part, or None."""
+        src, dst, tile_shape = [], [], []
+        for item, n in zip(index, shape):
+            if isinstance(item, T.TileSlice):
+                size = self.extent(item.size)
+                start = int(self.scalars[item.var]) * size
+                lo, hi = max(start, 0), min(start + size, n)
+                tile_shape.append(size)
+                if hi <= lo:
+                    return None, tile_shape
+                src.append(slice(lo, hi))
+                dst.append(slice(lo - start, hi - start))
+            elif isinstance(item, T.WholeDim):
+                tile_shape.append(n)
+                src.append(slice(0, n))
+                dst.append(slice(0, n))
+            else:
+                i = int(self.eval(item.index))
+                if not 0 <= i < n:
+                    return None, tile_shape
+                src.append(i)
+        return (tuple(src), tuple(dst)), tile_shape
+
+    def store(self, s: T.Store) -> None:
+        out = self.arrays[s.tensor]
+        value = self.eval(s.value)
+        region, tile_shape = self._region(s.index, out.shape)
+        if region is None:
+            return
+        src, dst = region
+        tile = np.broadcast_to(value, tile_shape)[dst]
+        if s.atomic:
+            acc = out[src].astype(_F32 if out.dtype != np.int32 else np.int32) + tile
+            out[src] = acc.astype(out.dtype)
+        else:
+            out[src] = tile
+
+    # expressions
+    def eval(self, e: T.TExpr):
+        method = getattr(self, "_" + type(e).__name__)
+        return method(e)
+
+    def _Const(self, e: T.Const):
+        return np.asarray(e.value).astype(NUMPY_DTYPES[e.type.dtype])
+
+    def _Var(self, e: T.Var):
+        return self.env[e.name]
+
+    def _Scalar(self, e: T.Scalar):
+        return self.scalars[e.name]
+
+    def _Load(self, e: T.Load):
+        src = self.arrays[e.tensor]
+        region, tile_shape = self._region(e.index, src.shape)
+        out = np.full(tile_shape, e.pad, dtype=_F32).astype(src.dtype)
+        if region is not None:
+            s, d = region
+            out[d] = src[s]
+        return out
+
+    def _Elementwise(self, e: T.Elementwise):
+        args = [self.eval(a) for a in e.args]
+        dtype = NUMPY_DTYPES[e.type.dtype]
+        if e.op == "where":
+            c, a, b = args
+            return np.where(c, a, b).astype(dtype)
+        if dtype.kind == "f" or dtype == NUMPY_DTYPES["bf16"]:
+            # half-precision ops compute in f32 and round once: exactly the IEEE result
+            args = [a.astype(_F32) if a.dtype != np.bool_ else a for a in args]
+        fn = _UNARY[e.op] if len(args) == 1 else _BINARY[e.op]
+        return np.asarray(fn(*args)).astype(dtype)
+
+    def _Reduce(self, e: T.Reduce):
+        a = self.eval(e.arg)
+        dtype = NUMPY_DTYPES[e.type.dtype]
+        if e.op == "sum":
+            return np.sum(a.astype(dtype), axis=e.axis).astype(dtype)
+        fn = np.max if e.op == "max" else np.min
+        return fn(a, axis=e.axis).astype(dtype)
+
+    def _MatMul(self, e: T.MatMul):
+        a, b = self.eval(e.lhs), self.eval(e.rhs)
+        return np.matmul(a.astype(_F32), b.astype(_F32))
+
+    def _Transpose(self, e: T.Transpose):
+        return np.ascontiguousarray(self.eval(e.arg).T)
+
+    def _Convert(self, e: T.Convert):
+        a = self.eval(e.arg)
+        dtype = NUMPY_DTYPES[e.type.dtype]
+        if dtype == NUMPY_DTYPES["bf16"] and a.dtype != _F32:
+            a = a.astype(_F32)  # round once, from the exact f32 value
+        return a.astype(dtype)
+
+    def _Expand(self, e: T.Expand):
+        return np.expand_dims(self.eval(e.arg), e.axes)
+
+    def _Fill(self, e: T.Fill):
+        shape = tuple(self.extent(x) for x in e.type.shape)
+        return np.full(shape, self.eval(e.value), dtype=NUMPY_DTYPES[e.type.dtype])
+
+    def _IndexVec(self, e: T.IndexVec):
+        idx = int(self.scalars[e.var])
+        if e.size is None:
+            return np.int32(idx)
+        size = self.extent(e.size)
+        return (np.arange(size, dtype=np.int32) + idx * size).astype(np.int32)

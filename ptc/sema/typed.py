@@ -1,0 +1,258 @@
+"""The typed tile program: what `ptc.sema.check` produces and every later stage consumes.
+
+Every expression carries its `TileType` (dtype and symbolic shape). Shapes hold extents:
+a tile-size name (`BM`), a dim name (`D`, only when known at compile time), or an int
+(1 for broadcast axes). `ptc.sema.printer` is the one canonical text form.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from ..diagnostics import Span
+
+Extent = Union[str, int]
+
+
+@dataclass(frozen=True)
+class TileType:
+    dtype: str
+    shape: tuple[Extent, ...] = ()
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{', '.join(str(e) for e in self.shape)}]"
+
+
+# ---- kernel interface ----------------------------------------------------------------
+@dataclass(frozen=True)
+class TensorParam:
+    name: str
+    dtype: str
+    dims: tuple[Extent, ...]
+    is_output: bool
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.dtype}[{', '.join(str(d) for d in self.dims)}]"
+
+
+@dataclass(frozen=True)
+class ScalarParam:
+    name: str
+    dtype: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.dtype}"
+
+
+@dataclass(frozen=True)
+class TileSize:
+    name: str
+    choices: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class DimInfo:
+    """A symbolic dim: its default size (from `dims`), and its compile-time value if the
+    program needs one (a `:` extent, a register-tile size)."""
+
+    name: str
+    default: int | None
+    static: int | None
+
+
+# ---- expressions ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Const:
+    value: Union[int, float, bool]
+    type: TileType
+
+
+@dataclass(frozen=True)
+class Var:
+    """A local variable bound by `=`."""
+
+    name: str
+    type: TileType
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A kernel-level scalar: a dim's size, a tile size, a grid/loop index, a scalar param."""
+
+    name: str
+    kind: str  # "dim" | "tile" | "index" | "param"
+    type: TileType
+
+
+@dataclass(frozen=True)
+class TileSlice:
+    """Subscript item: the tile `var` of a dim (`A[i, ...]` with `i: BM of M`)."""
+
+    var: str
+    size: Extent
+
+
+@dataclass(frozen=True)
+class Point:
+    """Subscript item: one element, by an i32 scalar expression (the dim is dropped)."""
+
+    index: "TExpr"
+
+
+@dataclass(frozen=True)
+class WholeDim:
+    """Subscript item `:` — the whole (compile-time) extent."""
+
+    extent: Extent
+
+
+IndexItem = Union[TileSlice, Point, WholeDim]
+
+
+@dataclass(frozen=True)
+class Load:
+    tensor: str
+    index: tuple[IndexItem, ...]
+    pad: float
+    type: TileType
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """An elementwise op with NumPy broadcasting; args are already of the result's
+    computation dtype except for comparisons, `where`'s condition and logical ops."""
+
+    op: str
+    args: tuple["TExpr", ...]
+    type: TileType
+
+
+@dataclass(frozen=True)
+class Reduce:
+    op: str  # sum | max | min
+    arg: "TExpr"
+    axis: int
+    type: TileType
+
+
+@dataclass(frozen=True)
+class MatMul:
+    lhs: "TExpr"
+    rhs: "TExpr"
+    type: TileType
+
+
+@dataclass(frozen=True)
+class Transpose:
+    arg: "TExpr"
+    type: TileType
+
+
+@dataclass(frozen=True)
+class Convert:
+    arg: "TExpr"
+    type: TileType
+
+
+@dataclass(frozen=True)
+class Expand:
+    """Insert unit axes (`x[:, None]`): `axes` are the positions of the new axes in the result."""
+
+    arg: "TExpr"
+    axes: tuple[int, ...]
+    type: TileType
+
+
+@dataclass(frozen=True)
+class Fill:
+    value: "TExpr"  # a scalar
+    type: TileType
+
+
+@dataclass(frozen=True)
+class IndexVec:
+    """`index(i)`: the global positions covered by tile `i` (a scalar for a single index)."""
+
+    var: str
+    size: Extent | None
+    type: TileType
+
+
+TExpr = Union[Const, Var, Scalar, Load, Elementwise, Reduce, MatMul, Transpose, Convert,
+              Expand, Fill, IndexVec]
+
+
+# ---- statements ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Let:
+    name: str
+    value: TExpr
+    span: Span
+
+
+@dataclass(frozen=True)
+class Store:
+    tensor: str
+    index: tuple[IndexItem, ...]
+    value: TExpr
+    atomic: bool
+    span: Span
+
+
+@dataclass(frozen=True)
+class GridAxis:
+    var: str
+    size: Extent | None  # None: a single index (`b of B`)
+    dim: str
+
+
+@dataclass(frozen=True)
+class Loop:
+    axis: GridAxis
+    until: TExpr | None
+    body: tuple["TStmt", ...]
+    carried: tuple[str, ...]  # variables from outside the loop that it reassigns
+    span: Span
+
+
+@dataclass(frozen=True)
+class Grid:
+    axes: tuple[GridAxis, ...]
+    body: tuple["TStmt", ...]
+    span: Span
+
+
+TStmt = Union[Let, Store, Loop, Grid]
+
+
+@dataclass(frozen=True)
+class TypedKernel:
+    name: str
+    inputs: tuple[Union[TensorParam, ScalarParam], ...]
+    outputs: tuple[TensorParam, ...]
+    dims: tuple[DimInfo, ...]
+    tiles: tuple[TileSize, ...]
+    body: tuple[Grid, ...]
+    span: Span
+
+    def tensor(self, name: str) -> TensorParam:
+        for p in self.inputs + self.outputs:
+            if p.name == name and isinstance(p, TensorParam):
+                return p
+        raise KeyError(name)
+
+    def dim(self, name: str) -> DimInfo:
+        for d in self.dims:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Program:
+    filename: str
+    kernels: tuple[TypedKernel, ...]
