@@ -1,0 +1,219 @@
+"""Independent NumPy formulas of the operators in samples/ -- the oracle the reference
+interpreter is checked against. Nothing here uses ptc: each formula is written straight
+from the math (einsum, softmax, ...) in float64, from the inputs as they were rounded to
+their own dtypes (f16 / bf16 / f32).
+
+`make_inputs(sample, shapes, rng)` draws realistic random inputs for a sample (named as its
+file and kernel) and `REFERENCE[sample](inputs)` gives its outputs, by name, in float64.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import ml_dtypes
+import numpy as np
+
+BF16 = ml_dtypes.bfloat16
+F16 = np.float16
+F32 = np.float32
+
+
+def f64(a) -> np.ndarray:
+    return np.asarray(a).astype(np.float64)
+
+
+# ---- the formulas --------------------------------------------------------------------
+def gemm(A, B) -> np.ndarray:
+    """C = A @ B."""
+    return f64(A) @ f64(B)
+
+
+def matmul_sum(A, B) -> tuple[np.ndarray, np.ndarray]:
+    """C = A @ B and S = the row sums of C (of the exact product, not of C rounded)."""
+    C = gemm(A, B)
+    return C, C.sum(axis=1)
+
+
+def attention(Q, K, V, causal: bool = False) -> np.ndarray:
+    """softmax(Q K^T / sqrt(D)) V over [B, H, S, D] queries and [B, H, T, D] keys/values.
+
+    causal: query i sees keys 0..i (top-left aligned).
+    """
+    q, k, v = f64(Q), f64(K), f64(V)
+    scores = np.einsum("bhsd,bhtd->bhst", q, k) / np.sqrt(q.shape[-1])
+    if causal:
+        S, T = scores.shape[-2:]
+        visible = np.arange(T)[None, :] <= np.arange(S)[:, None]
+        scores = np.where(visible, scores, -np.inf)
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    p = np.exp(scores)
+    p /= p.sum(axis=-1, keepdims=True)
+    return np.einsum("bhst,bhtd->bhsd", p, v)
+
+
+def _per_head(a, H: int, axis: int) -> np.ndarray:
+    """Expand a [.., G, ..] group axis to H heads: head h uses group h // (H // G)."""
+    G = a.shape[axis]
+    assert H % G == 0, f"H={H} is not a multiple of G={G}"
+    return np.repeat(f64(a), H // G, axis=axis)
+
+
+def mamba2_chunk_state(x, Bm, dt, dA_cs) -> np.ndarray:
+    """mamba_ssm's chunk state (SSD), with the sequence laid out as [NC chunks, L]:
+
+    states[b,c,h,p,n] = sum_l x[b,c,l,h,p] * exp(dA_cs[b,h,c,L-1] - dA_cs[b,h,c,l])
+                              * dt[b,h,c,l] * Bm[b,c,l,h // (H//G),n]
+
+    x: [B,NC,L,H,P], Bm: [B,NC,L,G,N], dt and dA_cs: [B,H,NC,L] -> states [B,NC,H,P,N].
+    """
+    H = x.shape[3]
+    Bh = _per_head(Bm, H, axis=3)                            # [B,NC,L,H,N]
+    cs = f64(dA_cs)
+    weight = np.exp(cs[..., -1:] - cs) * f64(dt)             # [B,H,NC,L]
+    return np.einsum("bclhp,bhcl,bclhn->bchpn", f64(x), weight, Bh)
+
+
+def mamba2_chunk_scan(cb, x, dt, dA_cs, C, prev_states, D) -> np.ndarray:
+    """mamba_ssm's chunk scan (SSD) output, per chunk c, head h (group g = h // (H//G)):
+
+    out[l,p] = sum_{s<=l} cb[g,l,s] * exp(cs[l] - cs[s]) * dt[s] * x[s,p]
+             + exp(cs[l]) * sum_n C[l,g,n] * prev_states[p,n]  +  D[h] * x[l,p]
+
+    cb: [B,NC,G,L,L], x: [B,NC,L,H,P], dt and dA_cs (= cs): [B,H,NC,L], C: [B,NC,L,G,N],
+    prev_states: [B,NC,H,P,N], D: [H] -> out [B,NC,L,H,P].
+    """
+    H = x.shape[3]
+    L = x.shape[2]
+    cbh = _per_head(cb, H, axis=2)                           # [B,NC,H,L,L]
+    Ch = _per_head(C, H, axis=3)                             # [B,NC,L,H,N]
+    cs = f64(dA_cs)                                          # [B,H,NC,L]
+    causal = np.tril(np.ones((L, L), dtype=bool))            # [l, s]: s <= l
+    seg = np.where(causal, cs[..., :, None] - cs[..., None, :], -np.inf)   # [B,H,NC,l,s]
+    decay = np.exp(seg).transpose(0, 2, 1, 3, 4)             # [B,NC,H,l,s]
+    dt_s = f64(dt).transpose(0, 2, 1, 3)[:, :, :, None, :]   # [B,NC,H,1,s]
+    weight = cbh * decay * dt_s
+    intra = np.einsum("bchls,bcshp->bclhp", weight, f64(x))
+    carried = np.einsum("bclhn,bchpn->bclhp", Ch, f64(prev_states))
+    carried *= np.exp(cs).transpose(0, 2, 3, 1)[..., None]   # exp(cs[l]) as [B,NC,L,H,1]
+    skip = f64(D)[None, None, None, :, None] * f64(x)
+    return intra + carried + skip
+
+
+def gemm_chain(A, B, D) -> np.ndarray:
+    """E = (A @ B) @ D."""
+    return (f64(A) @ f64(B)) @ f64(D)
+
+
+def rmsnorm(X, W, eps) -> np.ndarray:
+    """Y = X / sqrt(mean(X^2, axis=-1) + eps) * W."""
+    x = f64(X)
+    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + float(eps)) * f64(W)
+
+
+def softmax(X) -> np.ndarray:
+    """Row-wise softmax."""
+    x = f64(X)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+# ---- outputs by sample ---------------------------------------------------------------
+def _matmul_sum_outputs(i):
+    C, S = matmul_sum(i["A"], i["B"])
+    return {"C": C, "S": S}
+
+
+REFERENCE: dict[str, Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]] = {
+    "gemm": lambda i: {"C": gemm(i["A"], i["B"])},
+    "matmul_sum": _matmul_sum_outputs,
+    "flash_attn": lambda i: {"O": attention(i["Q"], i["K"], i["V"], causal=False)},
+    "flash_attn_causal": lambda i: {"O": attention(i["Q"], i["K"], i["V"], causal=True)},
+    "mamba2_chunk_state": lambda i: {
+        "states": mamba2_chunk_state(i["x"], i["Bm"], i["dt"], i["dA_cs"])},
+    "mamba2_chunk_scan": lambda i: {"out": mamba2_chunk_scan(
+        i["cb"], i["x"], i["dt"], i["dA_cs"], i["C"], i["prev_states"], i["D"])},
+    "gemm_chain": lambda i: {"E": gemm_chain(i["A"], i["B"], i["D"])},
+    "rmsnorm": lambda i: {"Y": rmsnorm(i["X"], i["W"], i["eps"])},
+    "softmax": lambda i: {"Y": softmax(i["X"])},
+}
+
+# The dtype of every output, as the kernels declare them.
+OUTPUT_DTYPES: dict[str, dict[str, str]] = {
+    "gemm": {"C": "f16"},
+    "matmul_sum": {"C": "f16", "S": "f32"},
+    "flash_attn": {"O": "bf16"},
+    "flash_attn_causal": {"O": "bf16"},
+    "mamba2_chunk_state": {"states": "f32"},
+    "mamba2_chunk_scan": {"out": "f16"},
+    "gemm_chain": {"E": "f16"},
+    "rmsnorm": {"Y": "f16"},
+    "softmax": {"Y": "f16"},
+}
+
+
+# ---- realistic random inputs ---------------------------------------------------------
+def _randn(rng, shape, dtype, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def _mamba_dt_dA(rng, B, H, NC, L):
+    """dt > 0 around 0.01..0.1 (as softplus(dt + dt_bias) comes out) and dA_cs = the
+    cumulative sum, within each chunk, of dt * A with A < 0 per head (mamba's dA_cumsum).
+
+    The heads' A are spread log-uniformly over [-16, -0.1] (mamba initializes A in
+    [-16, -1]; trained long-memory heads go smaller), so a test has both a fast-decaying
+    head and one whose every position still reaches the end of a chunk.
+    """
+    dt = np.exp(rng.uniform(np.log(0.01), np.log(0.1), (B, H, NC, L))).astype(F32)
+    A = -np.geomspace(16.0, 0.1, H) if H > 1 else np.array([-1.0])
+    dA_cs = np.cumsum(dt * A.astype(F32)[None, :, None, None], axis=-1, dtype=F32)
+    return dt, dA_cs
+
+
+def make_inputs(sample: str, shapes: Mapping[str, int], rng: np.random.Generator) -> dict:
+    """Random inputs, by parameter name, for `sample` at the dims `shapes`."""
+    d = dict(shapes)
+    if sample in ("gemm", "matmul_sum"):
+        M, N, K = d["M"], d["N"], d["K"]
+        return {"A": _randn(rng, (M, K), F16), "B": _randn(rng, (K, N), F16, K ** -0.5)}
+    if sample in ("flash_attn", "flash_attn_causal"):
+        B, H, S, D = d["B"], d["H"], d["S"], d["D"]
+        T = d["T"] if sample == "flash_attn" else S
+        return {"Q": _randn(rng, (B, H, S, D), BF16, 1.5),   # a little peakier than N(0, 1)
+                "K": _randn(rng, (B, H, T, D), BF16),
+                "V": _randn(rng, (B, H, T, D), BF16)}
+    if sample == "mamba2_chunk_state":
+        B, NC, L, H, G, P, N = (d[k] for k in ("B", "NC", "L", "H", "G", "P", "N"))
+        dt, dA_cs = _mamba_dt_dA(rng, B, H, NC, L)
+        return {"x": _randn(rng, (B, NC, L, H, P), F16),
+                "Bm": _randn(rng, (B, NC, L, G, N), F16, N ** -0.25),
+                "dt": dt, "dA_cs": dA_cs}
+    if sample == "mamba2_chunk_scan":
+        B, NC, L, H, G, P, N = (d[k] for k in ("B", "NC", "L", "H", "G", "P", "N"))
+        dt, dA_cs = _mamba_dt_dA(rng, B, H, NC, L)
+        Bm = _randn(rng, (B, NC, L, G, N), F16, N ** -0.25)
+        C = _randn(rng, (B, NC, L, G, N), F16, N ** -0.25)
+        cb = np.einsum("bclgn,bcsgn->bcgls", f64(C), f64(Bm)).astype(F16)   # C[l] . B[s]
+        return {"cb": cb, "x": _randn(rng, (B, NC, L, H, P), F16), "dt": dt, "dA_cs": dA_cs,
+                "C": C, "prev_states": _randn(rng, (B, NC, H, P, N), F16, 0.5),
+                "D": rng.uniform(0.5, 1.5, H).astype(F32)}
+    if sample == "gemm_chain":
+        M, N, K, L = d["M"], d["N"], d["K"], d["L"]
+        return {"A": _randn(rng, (M, K), F16),
+                "B": _randn(rng, (K, N), F16, K ** -0.5),
+                "D": _randn(rng, (N, L), F16, N ** -0.5)}
+    if sample == "rmsnorm":
+        M, N = d["M"], d["N"]
+        return {"X": (rng.standard_normal((M, N)) * 2.0 + 0.3).astype(F16),
+                "W": (1.0 + 0.1 * rng.standard_normal(N)).astype(F16),
+                "eps": F32(1e-5)}
+    if sample == "softmax":
+        M, N = d["M"], d["N"]
+        return {"X": _randn(rng, (M, N), F16, 3.0)}
+    raise KeyError(f"no inputs for sample {sample!r}")
+
+
+def rel_l2(got, want) -> float:
+    """||got - want|| / ||want|| in float64 (NaN if got holds a NaN)."""
+    got, want = f64(got), f64(want)
+    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
