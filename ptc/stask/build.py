@@ -1,0 +1,330 @@
+"""Typed kernel -> sTask-graphs (one per parallel grid).
+
+1. Flatten: every load and every matrix multiply becomes a statement of its own, bound to
+   a `%name`; `x = y + a @ b` stays one mma statement (the tensor core accumulates).
+2. Classify: load -> copy, mma -> mma, store/atomic_add -> copy, the rest -> simt.
+3. Fuse: simt statements of one straight-line segment join one simt task when they are
+   adjacent or one feeds the other, unless the move would reorder a dependence.
+4. Connect: edges by the values tasks define and use; a value used before its definition
+   in a loop body comes from the previous iteration (distance 1).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..sema import typed as T
+from .graph import Edge, Region, STask, STaskGraph
+
+
+def build_graphs(kernel: T.TypedKernel) -> list[STaskGraph]:
+    return [build_graph(kernel, grid) for grid in kernel.body]
+
+
+def build_graph(kernel: T.TypedKernel, grid: T.Grid) -> STaskGraph:
+    flat = _Flattener().block(grid.body)
+    builder = _Builder(kernel)
+    root = builder.region("", None, flat, None)
+    tasks = tuple(builder.tasks)
+    edges = tuple(_connect(root, {t.name: t for t in tasks}))
+    return STaskGraph(kernel, grid, tasks, edges, root)
+
+
+# ---- 1. flatten ----------------------------------------------------------------------
+class _Flattener:
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def fresh(self, base: str) -> str:
+        name, n = f"%{base}", 1
+        while name in self.names:
+            n += 1
+            name = f"%{base}{n}"
+        self.names.add(name)
+        return name
+
+    def block(self, stmts) -> list:
+        out: list = []
+        for s in stmts:
+            if isinstance(s, T.Let):
+                out.extend(self.let(s))
+            elif isinstance(s, T.Store):
+                pre: list = []
+                value = s.value
+                if not isinstance(value, T.Var):
+                    value = self.lift(self.lower(value, pre, s.tensor), pre, s.tensor, s.span)
+                out.extend(pre)
+                out.append(replace(s, value=value))
+            elif isinstance(s, T.Loop):
+                out.append(replace(s, body=tuple(self.block(s.body))))
+            else:
+                raise AssertionError(s)
+        return out
+
+    def let(self, s: T.Let) -> list:
+        pre: list = []
+        v = s.value
+        # acc = X + a @ b (either order): the accumulate belongs to the mma
+        if isinstance(v, T.Elementwise) and v.op == "add":
+            x, y = v.args
+            if isinstance(y, T.MatMul) or isinstance(x, T.MatMul):
+                mm, other = (y, x) if isinstance(y, T.MatMul) else (x, y)
+                other = self.as_var(self.lower(other, pre, s.name), pre, s.name, s.span)
+                mm = self.mma_operands(mm, pre, s.name, s.span)
+                pre.append(T.Let(s.name, T.Elementwise("add", (other, mm), v.type), s.span))
+                return pre
+        if isinstance(v, T.MatMul):
+            pre.append(T.Let(s.name, self.mma_operands(v, pre, s.name, s.span), s.span))
+            return pre
+        if isinstance(v, T.Load):
+            pre.append(s)
+            return pre
+        pre.append(T.Let(s.name, self.lower(v, pre, s.name, s.span), s.span))
+        return pre
+
+    def lift(self, e: T.TExpr, pre: list, base: str, span) -> T.Var:
+        name = self.fresh(base)
+        pre.append(T.Let(name, e, span))
+        return T.Var(name, e.type)
+
+    def as_var(self, e: T.TExpr, pre: list, base: str, span) -> T.TExpr:
+        return e if isinstance(e, T.Var) else self.lift(e, pre, base, span)
+
+    def mma_operands(self, mm: T.MatMul, pre: list, base: str, span) -> T.MatMul:
+        def operand(e: T.TExpr) -> T.TExpr:
+            if isinstance(e, T.Transpose):  # a transposed operand is a layout, not work
+                return replace(e, arg=operand(e.arg))
+            if isinstance(e, T.Load):
+                return self.lift(e, pre, e.tensor, span)
+            return self.as_var(self.lower(e, pre, base), pre, base, span)
+        return replace(mm, lhs=operand(mm.lhs), rhs=operand(mm.rhs))
+
+    def lower(self, e: T.TExpr, pre: list, base: str, span=None) -> T.TExpr:
+        """Lift loads and matmuls out of an elementwise expression."""
+        if isinstance(e, T.Load):
+            return self.lift(e, pre, e.tensor, span)
+        if isinstance(e, T.MatMul):
+            return self.lift(self.mma_operands(e, pre, base, span), pre, base + "_mma", span)
+        if isinstance(e, T.Elementwise):
+            return replace(e, args=tuple(self.lower(a, pre, base, span) for a in e.args))
+        if isinstance(e, (T.Reduce, T.Transpose, T.Convert, T.Expand)):
+            return replace(e, arg=self.lower(e.arg, pre, base, span))
+        if isinstance(e, T.Fill):
+            return replace(e, value=self.lower(e.value, pre, base, span))
+        return e
+
+
+# ---- 2 + 3. classify and fuse --------------------------------------------------------
+def reads(e) -> set[str]:
+    """Local variables an expression or statement reads."""
+    if isinstance(e, T.Var):
+        return {e.name}
+    if isinstance(e, T.Let):
+        return reads(e.value)
+    if isinstance(e, T.Store):
+        return reads(e.value) | set().union(*(reads(i.index) for i in e.index
+                                              if isinstance(i, T.Point)))
+    if isinstance(e, T.Load):
+        return set().union(*(reads(i.index) for i in e.index if isinstance(i, T.Point)))
+    out: set[str] = set()
+    for child in _children(e):
+        out |= reads(child)
+    return out
+
+
+def _children(e):
+    if isinstance(e, T.Elementwise):
+        return e.args
+    if isinstance(e, (T.Reduce, T.Transpose, T.Convert, T.Expand)):
+        return (e.arg,)
+    if isinstance(e, T.MatMul):
+        return (e.lhs, e.rhs)
+    if isinstance(e, T.Fill):
+        return (e.value,)
+    return ()
+
+
+def writes(s) -> set[str]:
+    return {s.name} if isinstance(s, T.Let) else set()
+
+
+def classify(s) -> str:
+    if isinstance(s, T.Store):
+        return "atomic_add" if s.atomic else "store"
+    v = s.value
+    if isinstance(v, T.Load):
+        return "load"
+    if isinstance(v, T.MatMul) or (isinstance(v, T.Elementwise) and v.op == "add"
+                                   and isinstance(v.args[1], T.MatMul)):
+        return "mma"
+    return "simt"
+
+
+_KIND = {"load": "copy", "store": "copy", "atomic_add": "copy", "mma": "mma", "simt": "simt"}
+
+
+def _segments(stmts) -> list:
+    """Split a block at nested loops: [[stmt...], Loop, [stmt...], ...]."""
+    out, cur = [], []
+    for s in stmts:
+        if isinstance(s, T.Loop):
+            out.append(cur)
+            out.append(s)
+            cur = []
+        else:
+            cur.append(s)
+    out.append(cur)
+    return out
+
+
+def fuse_simt(stmts: list) -> list[list[int]]:
+    """Group the statement positions of one segment into tasks (lists in program order)."""
+    kinds = [classify(s) for s in stmts]
+    groups: list[list[int]] = [[i] for i in range(len(stmts))]
+    owner = list(range(len(stmts)))
+
+    def can_join(g: list[int], h: list[int]) -> bool:
+        # moving h's statements up to g's position must not cross a dependence
+        first = g[0]
+        moved = set(h)
+        for j in h:
+            for x in range(first + 1, j):
+                if x in moved or owner[x] == owner[g[0]]:
+                    continue
+                sx, sj = stmts[x], stmts[j]
+                if (reads(sx) & writes(sj) or writes(sx) & (reads(sj) | writes(sj))):
+                    return False
+        return True
+
+    for i in range(len(stmts)):
+        if kinds[i] != "simt":
+            continue
+        for j in range(i):
+            if kinds[j] != "simt" or owner[j] == owner[i]:
+                continue
+            adjacent = all(kinds[x] == "simt" for x in range(j + 1, i))
+            feeds = writes(stmts[j]) & reads(stmts[i])
+            g, h = groups[owner[j]], groups[owner[i]]
+            if (adjacent or feeds) and can_join(g, h):
+                merged = sorted(g + h)
+                old = owner[i]
+                for x in h:
+                    owner[x] = owner[j]
+                groups[owner[j]] = merged
+                groups[old] = []
+    return sorted((g for g in groups if g), key=lambda g: g[0])
+
+
+class _Builder:
+    def __init__(self, kernel: T.TypedKernel) -> None:
+        self.kernel = kernel
+        self.tasks: list[STask] = []
+        self.used_names: set[str] = set()
+
+    def name(self, base: str) -> str:
+        name, n = base, 1
+        while name in self.used_names:
+            n += 1
+            name = f"{base}{n}"
+        self.used_names.add(name)
+        return name
+
+    def region(self, name: str, loop: T.Loop | None, stmts: list, parent: str | None) -> Region:
+        items: list = []
+        for seg in _segments(stmts):
+            if isinstance(seg, T.Loop):
+                items.append(self.region(seg.axis.var, seg, list(seg.body), name))
+                continue
+            for group in fuse_simt(seg):
+                items.append(self.task([seg[i] for i in group], name))
+        return Region(name, loop, tuple(items), parent)
+
+    def task(self, stmts: list, region: str) -> str:
+        op = classify(stmts[0])
+        first = stmts[0]
+        tensor = None
+        if op in ("store", "atomic_add"):
+            tensor = first.tensor
+            shape, dtype = _store_shape(self.kernel, first), self.kernel.tensor(tensor).dtype
+            base = f"{op}_{tensor}"
+        else:
+            shape, dtype = first.value.type.shape, first.value.type.dtype
+            if op == "load":
+                tensor = first.value.tensor
+                base = f"load_{tensor}"
+            else:
+                user = next((s.name for s in stmts if not s.name.startswith("%")), first.name)
+                base = f"{op}_{user.lstrip('%').removesuffix('_mma')}"
+            last = stmts[-1]
+            shape, dtype = last.value.type.shape, last.value.type.dtype
+        defined: list[str] = []
+        used: list[str] = []
+        for s in stmts:
+            for r in sorted(reads(s)):
+                if r not in defined and r not in used:
+                    used.append(r)
+            for w in writes(s):
+                if w not in defined:
+                    defined.append(w)
+        t = STask(self.name(base), _KIND[op], op, region, tuple(stmts), tuple(defined),
+                  tuple(used), tuple(shape), dtype, tensor)
+        self.tasks.append(t)
+        return t.name
+
+
+def _store_shape(kernel: T.TypedKernel, s: T.Store) -> tuple[T.Extent, ...]:
+    return tuple(i.size if isinstance(i, T.TileSlice) else i.extent
+                 for i in s.index if not isinstance(i, T.Point))
+
+
+# ---- 4. connect ----------------------------------------------------------------------
+def _connect(root: Region, tasks: dict[str, STask]) -> list[Edge]:
+    edges: list[Edge] = []
+    seen: set[tuple] = set()
+
+    def add(src: str, dst: str, value: str, distance: int) -> None:
+        key = (src, dst, value, distance)
+        if key not in seen:
+            seen.add(key)
+            edges.append(Edge(src, dst, value, distance))
+
+    def definers(region: Region) -> list[tuple[str, set[str]]]:
+        """(task, values it leaves defined) for each item, loops summarised."""
+        out = []
+        for item in region.items:
+            if isinstance(item, Region):
+                out.extend(definers(item))
+            else:
+                out.append((item, set(tasks[item].defines)))
+        return out
+
+    def walk(region: Region, outer: list[tuple[str, set[str]]]) -> None:
+        order = definers(region)
+        position = {name: i for i, (name, _) in enumerate(order)}
+        for item in region.items:
+            if isinstance(item, Region):
+                before = [d for d in order if position[d[0]] < position[_first_task(item)]]
+                walk(item, outer + before)
+                continue
+            t = tasks[item]
+            here = position[item]
+            for v in t.uses:
+                src = next((n for n, vs in reversed(order[:here]) if v in vs), None)
+                if src is not None:
+                    add(src, item, v, 0)
+                    continue
+                if region.loop is not None:
+                    later = next((n for n, vs in reversed(order[here:]) if v in vs), None)
+                    if later is not None:
+                        add(later, item, v, 1)
+                init = next((n for n, vs in reversed(outer) if v in vs), None)
+                if init is not None:
+                    add(init, item, v, 0)
+
+    walk(root, [])
+    return edges
+
+
+def _first_task(region: Region) -> str:
+    for item in region.items:
+        return item if isinstance(item, str) else _first_task(item)
+    raise ValueError("empty region")

@@ -1,0 +1,111 @@
+"""sTasks and the sTask-graph (DESIGN §3).
+
+An sTask is one tile-level task: the typed statements it computes, the kind of execution
+unit it needs (copy / mma / simt), its tile shape, the bytes it moves and the work it does.
+Tasks live in regions: the grid body (`prologue` / `epilogue` around loops) and each tile
+loop. Edges carry an iteration distance inside a loop: 0 within one iteration, 1 for a
+loop-carried value (`acc`, `mx`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from ..sema import typed as T
+
+KINDS = ("copy", "mma", "simt")
+
+
+@dataclass(frozen=True)
+class Work:
+    """What a task does, in numbers: memory bytes, tensor-core FLOPs, CUDA-core elementwise
+    operations, and transcendental (SFU) operations."""
+
+    bytes: int = 0
+    mma_flops: int = 0
+    simt_ops: int = 0
+    sfu_ops: int = 0
+
+    def __add__(self, other: "Work") -> "Work":
+        return Work(self.bytes + other.bytes, self.mma_flops + other.mma_flops,
+                    self.simt_ops + other.simt_ops, self.sfu_ops + other.sfu_ops)
+
+
+@dataclass(frozen=True)
+class STask:
+    name: str                  # unique, after the program: load_A, mma_acc, simt_p, store_C
+    kind: str                  # copy | mma | simt
+    op: str                    # load | store | atomic_add | mma | simt
+    region: str                # "" for the grid body, else the loop's index (k, n, ...)
+    stmts: tuple[T.TStmt, ...] # Let / Store statements, in program order
+    defines: tuple[str, ...]   # values it produces
+    uses: tuple[str, ...]      # values it reads (produced by other tasks or carried)
+    shape: tuple[T.Extent, ...]  # its output tile (symbolic until propagated)
+    dtype: str
+    tensor: str | None = None  # the tensor a copy task moves
+    work: Work = field(default_factory=Work)
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    value: str
+    distance: int              # 0: same iteration; 1: from the previous iteration
+
+
+@dataclass(frozen=True)
+class Region:
+    """A grid body or a tile loop; `items` are task names and nested regions in order."""
+
+    name: str                  # "" for the grid, else the loop index
+    loop: T.Loop | None
+    items: tuple[str | "Region", ...]
+    parent: str | None
+
+
+@dataclass(frozen=True)
+class STaskGraph:
+    kernel: T.TypedKernel
+    grid: T.Grid
+    tasks: tuple[STask, ...]
+    edges: tuple[Edge, ...]
+    root: Region
+    tiles: Mapping[str, int] | None = None   # set by propagate(): concrete tile sizes
+
+    def task(self, name: str) -> STask:
+        for t in self.tasks:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def regions(self) -> list[Region]:
+        out, todo = [], [self.root]
+        while todo:
+            r = todo.pop(0)
+            out.append(r)
+            todo.extend(i for i in r.items if isinstance(i, Region))
+        return out
+
+    def loop_regions(self) -> list[Region]:
+        return [r for r in self.regions() if r.loop is not None]
+
+    def innermost_loops(self) -> list[Region]:
+        return [r for r in self.loop_regions()
+                if not any(isinstance(i, Region) for i in r.items)]
+
+    def preds(self, name: str) -> list[Edge]:
+        return [e for e in self.edges if e.dst == name]
+
+    def succs(self, name: str) -> list[Edge]:
+        return [e for e in self.edges if e.src == name]
+
+    def total_work(self) -> Work:
+        total = Work()
+        for t in self.tasks:
+            total = total + t.work
+        return total
+
+
+def replace_tasks(graph: STaskGraph, tasks, tiles) -> STaskGraph:
+    return replace(graph, tasks=tuple(tasks), tiles=dict(tiles))

@@ -1,0 +1,84 @@
+"""Propagate(graph, tile_shape): every task's concrete tile shape and work.
+
+The symbolic shapes come from sema's shape inference, which already related every tile to
+the output tile and the loop tiles; propagating a tile choice substitutes the sizes and
+counts bytes and operations per task (one execution of the task, one tile).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Mapping
+
+from ..diagnostics import CompileError, Diagnostic
+from ..sema import typed as T
+from .graph import STask, STaskGraph, Work, replace_tasks
+
+DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "bool": 1}
+SFU_OPS = ("exp", "exp2", "log", "sqrt", "rsqrt")
+
+
+def resolve_tiles(kernel: T.TypedKernel, tile_shape: Mapping[str, int]) -> dict[str, int]:
+    known = {t.name: t.choices for t in kernel.tiles}
+    for name, value in tile_shape.items():
+        if name not in known:
+            raise CompileError(Diagnostic(f"kernel {kernel.name} has no tile size {name}",
+                                          hint="tile sizes: " + (", ".join(known) or "none")))
+        if value <= 0:
+            raise CompileError(Diagnostic(f"tile size {name} must be positive, not {value}"))
+    return {n: int(tile_shape.get(n, c[0])) for n, c in known.items()}
+
+
+def extent_of(kernel: T.TypedKernel, tiles: Mapping[str, int], e: T.Extent) -> int:
+    if isinstance(e, int):
+        return e
+    if e in tiles:
+        return tiles[e]
+    static = kernel.dim(e).static
+    assert static is not None, f"dim {e} used as an extent is not static"
+    return static
+
+
+def propagate(graph: STaskGraph, tile_shape: Mapping[str, int]) -> STaskGraph:
+    tiles = resolve_tiles(graph.kernel, tile_shape)
+
+    def ext(shape) -> tuple[int, ...]:
+        return tuple(extent_of(graph.kernel, tiles, e) for e in shape)
+
+    def task(t: STask) -> STask:
+        shape = ext(t.shape)
+        return replace(t, shape=shape, work=_work(t, shape, ext))
+
+    return replace_tasks(graph, (task(t) for t in graph.tasks), tiles)
+
+
+def _work(t: STask, shape: tuple[int, ...], ext) -> Work:
+    if t.kind == "copy":
+        return Work(bytes=math.prod(shape) * DTYPE_BYTES[t.dtype])
+    work = Work()
+    for s in t.stmts:
+        work = work + _expr_work(s.value, ext)
+    return work
+
+
+def _expr_work(e: T.TExpr, ext) -> Work:
+    w = Work()
+    if isinstance(e, T.Elementwise) and e.op == "add" and isinstance(e.args[1], T.MatMul):
+        return _expr_work(e.args[0], ext) + _expr_work(e.args[1], ext)  # mma accumulates
+    if isinstance(e, T.MatMul):
+        m, k = ext(e.lhs.type.shape)
+        n = ext(e.rhs.type.shape)[1]
+        w = Work(mma_flops=2 * m * n * k)
+    elif isinstance(e, (T.Elementwise, T.Convert, T.Fill)):
+        n = math.prod(ext(e.type.shape))
+        w = Work(simt_ops=n, sfu_ops=n if getattr(e, "op", None) in SFU_OPS else 0)
+    elif isinstance(e, T.Reduce):
+        w = Work(simt_ops=math.prod(ext(e.arg.type.shape)))
+    for child in _children(e):
+        w = w + _expr_work(child, ext)
+    return w
+
+
+def _children(e):
+    from .build import _children as children
+    return children(e)

@@ -1,0 +1,98 @@
+"""sTask-graph construction: tasks, kinds, fusion, edges with iteration distances, Propagate."""
+from pathlib import Path
+
+import pytest
+
+from ptc.driver import check_file
+from ptc.stask import build_graphs, print_graph, propagate, to_dot
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+def graph(name, tiles=None):
+    kernel = check_file(SAMPLES / f"{name}.pt").kernels[0]
+    (g,) = build_graphs(kernel)
+    return propagate(g, tiles or {})
+
+
+def edges(g):
+    return {(e.src, e.dst, e.value, e.distance) for e in g.edges}
+
+
+def test_gemm_tasks_and_edges():
+    g = graph("gemm", {"BM": 128, "BN": 128, "BK": 64})
+    kinds = [(t.name, t.kind, t.region) for t in g.tasks]
+    assert kinds == [("simt_acc", "simt", ""), ("load_A", "copy", "k"), ("load_B", "copy", "k"),
+                     ("mma_acc", "mma", "k"), ("simt_C", "simt", ""), ("store_C", "copy", "")]
+    assert ("mma_acc", "mma_acc", "acc", 1) in edges(g)        # the accumulator is carried
+    assert ("simt_acc", "mma_acc", "acc", 0) in edges(g)       # ... from its initial value
+    assert ("load_A", "mma_acc", "%A", 0) in edges(g)
+    assert ("mma_acc", "simt_C", "acc", 0) in edges(g)
+    mma = g.task("mma_acc")
+    assert mma.shape == (128, 128)
+    assert mma.work.mma_flops == 2 * 128 * 128 * 64
+    assert mma.work.simt_ops == 0                              # the accumulate is the mma's
+    assert g.task("load_A").work.bytes == 128 * 64 * 2
+    assert g.task("store_C").work.bytes == 128 * 128 * 2
+
+
+def test_flash_attention_fuses_the_softmax_into_one_simt_task():
+    g = graph("flash_attn", {"BM": 128, "BN": 64})
+    loop = [t for t in g.tasks if t.region == "n"]
+    assert [(t.name, t.kind) for t in loop] == [
+        ("load_K", "copy"), ("load_V", "copy"), ("mma_s", "mma"), ("simt_s", "simt"),
+        ("mma_o", "mma")]
+    softmax = g.task("simt_s")
+    assert {"s", "mn", "p", "a", "l", "mx"} <= set(softmax.defines)
+    assert softmax.work.sfu_ops == 128 * 64 + 128 + 1   # exp(s - mn), exp(mx - mn), rsqrt(D)
+    e = edges(g)
+    assert ("mma_o", "simt_s", "o", 1) in e                   # o is rescaled before the next mma
+    assert ("simt_s", "simt_s", "mx", 1) in e
+    assert ("load_K", "mma_s", "k", 0) in e and ("load_V", "mma_o", "v", 0) in e
+    assert ("load_Q", "mma_s", "q", 0) in e                   # from outside the loop
+    assert g.task("mma_s").work.mma_flops == 2 * 128 * 64 * 128
+
+
+def test_nested_loops_keep_their_regions():
+    g = graph("gemm_chain")
+    assert {r.name for r in g.loop_regions()} == {"n", "k"}
+    assert [r.name for r in g.innermost_loops()] == ["k"]
+    assert g.task("mma_t").region == "k" and g.task("mma_acc").region == "n"
+    assert ("mma_t", "mma_t", "t", 1) in edges(g)
+    assert ("simt_t", "mma_t", "t", 0) in edges(g)
+
+
+def test_memory_bound_kernel_is_copy_and_simt_only():
+    g = graph("rmsnorm")
+    assert {t.kind for t in g.tasks} == {"copy", "simt"}
+    assert not g.loop_regions()
+
+
+def test_propagate_rejects_unknown_tiles():
+    from ptc.diagnostics import CompileError
+    kernel = check_file(SAMPLES / "gemm.pt").kernels[0]
+    (g,) = build_graphs(kernel)
+    with pytest.raises(CompileError, match="no tile size BX"):
+        propagate(g, {"BX": 64})
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in SAMPLES.glob("*.pt")))
+def test_every_sample_builds_and_prints(name):
+    g = graph(name)
+    text = print_graph(g)
+    assert text.startswith(f"stask-graph {name}")
+    for t in g.tasks:
+        assert f"{t.name}: {t.kind}" in text
+    dot = to_dot(g)
+    assert dot.startswith("digraph") and dot.rstrip().endswith("}")
+    assert dot.count("->") == len(g.edges)
+    names = [t.name for t in g.tasks]
+    assert len(names) == len(set(names))
+    # every value a task uses is produced by some edge into it, or is carried in from outside
+    for t in g.tasks:
+        incoming = {e.value for e in g.edges if e.dst == t.name}
+        own = set()
+        for s in t.stmts:
+            own.add(getattr(s, "name", None))
+        for v in t.uses:
+            assert v in incoming or v in own, f"{t.name} uses {v} with no edge"
