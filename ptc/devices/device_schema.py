@@ -1,0 +1,157 @@
+"""The device-description schema (`ptc/devices/*.yaml`) and the checks across its fields."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ptc.devices.model import UNIT_KINDS
+from ptc.devices.schema import (Bool, Choice, Int, ListOf, MapOf, Num, Optional, Pattern,
+                                Record, Str, Walk, did_you_mean, valid)
+from ptc.sema.dtypes import DTYPES, FUTURE_DTYPES
+
+IDENT = Pattern(r"[a-z_][a-z0-9_]*", "an identifier (lower-case letters, digits and _)")
+THROUGHPUT_DTYPES = tuple(d for d in DTYPES + FUTURE_DTYPES if d != "bool")
+
+BACKEND_OF = {"nvidia": "cuda", "amd": "hip"}
+ARCH_OF = {"nvidia": (r"sm_\d+[af]?", "sm_NN, e.g. sm_90a"),
+           "amd": (r"gfx[0-9a-f]+", "gfxNNN, e.g. gfx942")}
+
+# What a backend may emit; the templates test `feature in device.features`. Add a name here
+# when a template learns a new instruction family.
+FEATURES = {
+    "nvidia": ("cp_async", "ldmatrix", "stmatrix", "mma_sync", "mbarrier", "named_barrier",
+               "tma", "wgmma", "setmaxnreg", "cluster"),
+    "amd": ("mfma", "mfma_bf16_1k", "mfma_xf32", "mfma_f8", "lds", "s_waitcnt", "buffer_load",
+            "buffer_load_lds", "dpp", "s_setprio"),
+}
+
+UNIT = Record({
+    "name": IDENT,
+    "kind": Choice(*UNIT_KINDS),
+    "async": Bool(),
+    "count": Int(min=1),
+    "throughput": MapOf(("bytes",) + THROUGHPUT_DTYPES, Num(),
+                        "a mapping of dtype to number", "throughput key"),
+    "issue_latency_cycles": Int(min=0),
+    "latency_cycles": Int(min=0),
+    "shares": Optional(IDENT),
+})
+
+DEVICE = Record({
+    "name": IDENT,
+    "description": Str(),
+    "vendor": Choice(*BACKEND_OF),
+    "backend": Choice(*BACKEND_OF.values()),
+    "arch": Pattern("|".join(p for p, _ in ARCH_OF.values()), "an arch like sm_90a or gfx942"),
+    "clock_ghz": Num(),
+    "eu_count": Int(min=1),
+    "memory": Record({
+        "dram_bandwidth_gbs": Num(),
+        "dram_bytes": Int(min=1),
+        "l2_bytes": Int(min=1),
+        "l2_bandwidth_gbs": Num(),
+        "dram_latency_cycles": Int(min=1),
+    }),
+    "eu": Record({
+        "resources": Record({
+            "shared_memory_bytes": Int(min=1),
+            "shared_memory_per_eu_bytes": Int(min=1),
+            "registers": Int(min=1),
+            "max_registers_per_thread": Int(min=1),
+            "max_threads": Int(min=1),
+            "max_threads_per_block": Int(min=1),
+            "warp_size": Int(min=1),
+            "warpgroup_size": Int(min=1),
+            "named_barriers": Int(min=1),
+            "max_blocks": Int(min=1),
+        }),
+        "units": ListOf(UNIT, min_len=1),
+    }),
+    "features": ListOf(Str()),
+})
+
+
+def cross_check(d: dict[str, Any], walk: Walk) -> None:
+    """Checks that relate several fields; each runs only on fields that passed the schema."""
+    vendor = d.get("vendor")
+    if valid(vendor, d.get("backend")) and d["backend"] != BACKEND_OF[vendor]:
+        walk.error(("backend",), f"{d['backend']!r} does not go with vendor {vendor!r} "
+                                 f"(expected {BACKEND_OF[vendor]!r})")
+    if valid(vendor, d.get("arch")):
+        regex, example = ARCH_OF[vendor]
+        if not re.fullmatch(regex, d["arch"]):
+            walk.error(("arch",), f"{d['arch']!r} is not an {vendor} arch (expected {example})")
+    eu = d.get("eu")
+    if isinstance(eu, dict):
+        _check_resources(eu.get("resources"), walk)
+        _check_units(eu.get("units"), walk)
+    if valid(vendor, d.get("features")):
+        _check_features(vendor, d["features"], walk)
+
+
+def _check_resources(r: Any, walk: Walk) -> None:
+    if not isinstance(r, dict):
+        return
+    at = ("eu", "resources")
+    pairs = [("shared_memory_bytes", "shared_memory_per_eu_bytes"),
+             ("max_threads_per_block", "max_threads")]
+    for small, big in pairs:
+        if valid(r[small], r[big]) and r[small] > r[big]:
+            walk.error(at + (small,), f"{r[small]} is more than {big} ({r[big]})")
+    block, warp = r["max_threads_per_block"], r["warp_size"]
+    if valid(block, warp) and block % warp:
+        walk.error(at + ("max_threads_per_block",),
+                   f"{block} is not a multiple of warp_size ({warp})")
+
+
+def _check_units(units: Any, walk: Walk) -> None:
+    if not isinstance(units, list):
+        return
+    at = ("eu", "units")
+    first: dict[str, int] = {}
+    for i, u in enumerate(units):
+        if not isinstance(u, dict):
+            continue
+        name = u["name"]
+        if valid(name):
+            if name in first:
+                walk.error(at + (i, "name"), f"duplicate unit name {name!r} "
+                                             f"(also eu.units[{first[name]}])")
+            else:
+                first[name] = i
+        if valid(u["kind"]) and isinstance(u["throughput"], dict):
+            keys = list(u["throughput"])
+            if u["kind"] == "copy" and keys != ["bytes"]:
+                walk.error(at + (i, "throughput"), "a copy unit's throughput is bytes per "
+                           f"clock ({{bytes: N}}), got {', '.join(map(str, keys))}")
+            elif u["kind"] != "copy" and "bytes" in keys:
+                walk.error(at + (i, "throughput"), f"a {u['kind']} unit's throughput is per "
+                           "dtype (e.g. {f16: 4096}), not in bytes", at_key="bytes")
+    for i, u in enumerate(units):
+        if isinstance(u, dict) and valid(u["shares"]) and u["shares"] is not None:
+            if u["shares"] == u["name"]:
+                walk.error(at + (i, "shares"), "a unit cannot share its own pipeline")
+            elif u["shares"] not in first:
+                walk.error(at + (i, "shares"), f"no unit named {u['shares']!r}",
+                           did_you_mean(u["shares"], list(first)))
+    if valid(units):
+        kinds = {u["kind"] for u in units}
+        for kind in ("mma", "copy"):
+            if kind not in kinds:
+                walk.error(at, f"no unit of kind {kind!r} (a device needs at least one "
+                               "mma unit and one copy unit)")
+
+
+def _check_features(vendor: str, features: list[str], walk: Walk) -> None:
+    known = FEATURES[vendor]
+    seen: set[str] = set()
+    for i, f in enumerate(features):
+        if f in seen:
+            walk.error(("features", i), f"duplicate feature {f!r}")
+        elif f not in known:
+            other = next((v for v, names in FEATURES.items() if f in names), None)
+            message = (f"{f!r} is an {other} feature, not an {vendor} one" if other
+                       else f"unknown {vendor} feature {f!r}")
+            walk.error(("features", i), message, None if other else did_you_mean(f, known)
+                       or f"known {vendor} features: {', '.join(known)}")
+        seen.add(f)

@@ -1,0 +1,155 @@
+"""What a device description holds, as frozen dataclasses (built by `ptc.devices.loader`).
+
+Units of measure: every throughput is *per clock, per EU, for the whole group of `count`
+units*; latencies are in EU clock cycles. A task of `work` (bytes or FLOPs or ops) on a unit
+is modelled as
+
+    the issuing warp is busy for   issue_latency_cycles   (+ work / throughput when not async)
+    the unit is busy for           issue_latency_cycles + work / throughput
+    the result is usable after     latency_cycles + work / throughput
+
+so `latency_cycles` is the fixed pipeline / round-trip cost on top of the time the work itself
+takes at the unit's throughput.
+
+Throughput keys by unit kind: copy -- `bytes`; mma -- FLOPs per input dtype (an FMA is 2;
+`tf32` is the tensor-core path for f32 inputs, `f32` a true f32 matrix instruction); simt --
+elementwise results per dtype (an FMA is one); sfu -- transcendental results per dtype.
+A unit with `shares: other` issues through `other`'s pipeline (AMD's transcendentals run on
+the VALU): time on one is time on both.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+UNIT_KINDS = ("copy", "mma", "simt", "sfu")
+
+
+@dataclass(frozen=True)
+class Throughput(Mapping):
+    """An immutable, hashable mapping: dtype (or `bytes`) -> amount per clock per EU."""
+
+    pairs: tuple[tuple[str, float], ...]
+
+    def __getitem__(self, key: str) -> float:
+        for k, v in self.pairs:
+            if k == key:
+                return v
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, _ in self.pairs)
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k}: {v:g}" for k, v in self.pairs) + "}"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One kind of specialized execution unit (sEU) of an EU."""
+
+    name: str
+    kind: str  # one of UNIT_KINDS
+    is_async: bool  # False: issuing it occupies the issuing warp for the whole task
+    count: int  # how many such units per EU (throughput already covers all of them)
+    throughput: Throughput
+    issue_latency_cycles: int
+    latency_cycles: int
+    shares: str | None = None  # another unit whose pipeline this one issues through
+
+    def cycles(self, work: float, dtype: str = "bytes") -> float:
+        """Cycles the unit is busy for `work` bytes/FLOPs/ops of `dtype` (issue included)."""
+        rate = self.throughput.get(dtype)
+        if rate is None:
+            raise KeyError(f"unit {self.name!r} has no throughput for {dtype!r} "
+                           f"(it has: {', '.join(self.throughput)})")
+        return self.issue_latency_cycles + work / rate
+
+
+@dataclass(frozen=True)
+class Memory:
+    dram_bandwidth_gbs: float  # GB/s (10^9 bytes per second)
+    dram_bytes: int
+    l2_bytes: int
+    l2_bandwidth_gbs: float
+    dram_latency_cycles: int
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one EU offers the blocks resident on it."""
+
+    shared_memory_bytes: int  # usable by one block
+    shared_memory_per_eu_bytes: int  # shared by all resident blocks
+    registers: int  # 32-bit registers per EU
+    max_registers_per_thread: int
+    max_threads: int  # resident per EU
+    max_threads_per_block: int
+    warp_size: int
+    warpgroup_size: int  # warps per warpgroup; 1 where there is no such thing
+    named_barriers: int  # per block
+    max_blocks: int  # resident per EU
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    description: str
+    vendor: str  # nvidia | amd
+    backend: str  # cuda | hip
+    arch: str  # what nvcc -arch / hipcc --offload-arch gets
+    clock_ghz: float
+    eu_count: int
+    memory: Memory
+    resources: Resources
+    units: tuple[Unit, ...]
+    features: frozenset[str]
+    path: Path
+
+    @property
+    def clock_hz(self) -> float:
+        return self.clock_ghz * 1e9
+
+    @property
+    def dram_bytes_per_cycle_per_eu(self) -> float:
+        """This EU's fair share of DRAM bandwidth, in bytes per EU clock."""
+        return self.memory.dram_bandwidth_gbs * 1e9 / self.clock_hz / self.eu_count
+
+    @property
+    def l2_bytes_per_cycle_per_eu(self) -> float:
+        return self.memory.l2_bandwidth_gbs * 1e9 / self.clock_hz / self.eu_count
+
+    def units_of(self, kind: str) -> tuple[Unit, ...]:
+        if kind not in UNIT_KINDS:
+            raise ValueError(f"unknown unit kind {kind!r} "
+                             f"(expected one of {', '.join(UNIT_KINDS)})")
+        return tuple(u for u in self.units if u.kind == kind)
+
+    def unit(self, name: str) -> Unit:
+        for u in self.units:
+            if u.name == name:
+                return u
+        raise KeyError(f"{self.name} has no unit {name!r} "
+                       f"(it has: {', '.join(u.name for u in self.units)})")
+
+    def mma_dtypes(self) -> tuple[str, ...]:
+        """The input dtypes some mma unit of this device multiplies."""
+        seen: dict[str, None] = {}
+        for u in self.units_of("mma"):
+            seen.update(dict.fromkeys(u.throughput))
+        return tuple(seen)
+
+    def peak_flops(self, dtype: str) -> float:
+        """Dense FLOP/s of the whole device for mma inputs of `dtype` (e.g. 'f16', 'tf32')."""
+        per_clock = sum(u.throughput.get(dtype, 0.0) for u in self.units_of("mma"))
+        if not per_clock:
+            raise ValueError(f"{self.name} has no mma unit for {dtype!r} "
+                             f"(it multiplies: {', '.join(self.mma_dtypes())})")
+        return per_clock * self.clock_hz * self.eu_count
+
+    def peak_dram_bytes_per_s(self) -> float:
+        return self.memory.dram_bandwidth_gbs * 1e9
