@@ -6,7 +6,7 @@ import math
 from lark import Token, Transformer, v_args
 
 from .. import ast
-from ..diagnostics import Span
+from ..diagnostics import CompileError, Diagnostic, Span
 
 
 def _span(meta) -> Span:
@@ -15,6 +15,15 @@ def _span(meta) -> Span:
 
 def _tspan(tok: Token) -> Span:
     return Span(tok.line, tok.column, tok.end_line, tok.end_column)
+
+
+def _int(tok: Token) -> int:
+    """An INT token's value; one too long for Python's int() is a diagnostic."""
+    try:
+        return int(tok)
+    except ValueError:
+        raise CompileError(Diagnostic(f"integer literal {str(tok)[:12]}... is too long "
+                                      f"({len(tok)} digits)", _tspan(tok))) from None
 
 
 def _node_span(node) -> Span:
@@ -51,7 +60,7 @@ class BuildAst(Transformer):
 
     def dim_item(self, meta, c):
         tok = c[0]
-        value = int(tok) if tok.type == "INT" else str(tok)
+        value = _int(tok) if tok.type == "INT" else str(tok)
         return ast.DimRef(value, _tspan(tok))
 
     # ---- statements ------------------------------------------------------------------
@@ -63,18 +72,18 @@ class BuildAst(Transformer):
 
     def dim_default(self, meta, c):
         name, value = c
-        return ast.DimDefault(str(name), int(value), _span(meta))
+        return ast.DimDefault(str(name), _int(value), _span(meta))
 
     def tile_decl(self, meta, c):
         return ast.TileDecl(tuple(c), _span(meta))
 
     def tile_choices(self, meta, c):
         name, *values = c
-        return ast.TileChoice(str(name), tuple(int(v) for v in values), _span(meta))
+        return ast.TileChoice(str(name), tuple(_int(v) for v in values), _span(meta))
 
     def tile_fixed(self, meta, c):
         name, value = c
-        return ast.TileChoice(str(name), (int(value),), _span(meta))
+        return ast.TileChoice(str(name), (_int(value),), _span(meta))
 
     def parallel(self, meta, c):
         *axes, body = c
@@ -89,7 +98,7 @@ class BuildAst(Transformer):
 
     def tiled_axis(self, meta, c):
         var, tile, dim = c
-        tile_value = int(tile) if tile.type == "INT" else str(tile)
+        tile_value = _int(tile) if tile.type == "INT" else str(tile)
         return ast.Axis(str(var), tile_value, str(dim), _span(meta), _tspan(var), _tspan(dim),
                         _tspan(tile))
 
@@ -113,7 +122,7 @@ class BuildAst(Transformer):
 
     # ---- expressions -----------------------------------------------------------------
     def int_lit(self, meta, c):
-        return ast.IntLit(int(c[0]), _tspan(c[0]))
+        return ast.IntLit(_int(c[0]), _tspan(c[0]))
 
     def float_lit(self, meta, c):
         return ast.FloatLit(float(c[0]), _tspan(c[0]))

@@ -44,9 +44,10 @@ def decode_source(data: bytes, filename: str) -> str:
     except UnicodeDecodeError as exc:
         before = data[: exc.start]
         line = before.count(b"\n") + 1
-        col = exc.start - (before.rfind(b"\n") + 1) + 1
+        # a column counts characters, not bytes (the line may hold other non-ASCII text)
+        col = len(before[before.rfind(b"\n") + 1:].decode("utf-8")) + 1
         raise CompileError(Diagnostic(
-            f"{filename} is not UTF-8 text (byte 0x{data[exc.start]:02x})",
+            f"the file is not UTF-8 text (byte 0x{data[exc.start]:02x})",
             Span(line, col, line, col + 1),
             hint="save the file as UTF-8",
         )) from None
@@ -112,11 +113,15 @@ def _syntax_diagnostic(exc: UnexpectedInput, source: str) -> Diagnostic:
                         tok.end_column or tok.column + 1)
             if tok.type == "_NL":  # point at the end of the line, not at the next one
                 span = Span(tok.line, tok.column, tok.line, tok.column + 1)
+        prev, open_bracket = _context(source, tok)
+        special = _special_diagnostic(tok, prev)
+        if special is not None:
+            return special
         expected = _expected(set(exc.expected))
         msg = f"syntax error: unexpected {_describe(tok)}"
         if expected:
             msg += f"; {expected}"
-        return Diagnostic(msg, span, _hint_for(tok, exc.expected))
+        return Diagnostic(msg, span, _hint_for(tok, exc.expected, open_bracket))
     if isinstance(exc, UnexpectedEOF):
         line, col = _end_position(source)
         return Diagnostic("syntax error: unexpected end of file", Span(line, col, line, col + 1),
@@ -125,14 +130,96 @@ def _syntax_diagnostic(exc: UnexpectedInput, source: str) -> Diagnostic:
     return Diagnostic("syntax error", Span(line, col, line, col + 1))
 
 
-def _hint_for(tok: Token, expected) -> str | None:
+_CLOSE = {"(": ")", "[": "]", "{": "}"}
+
+
+def _hint_for(tok: Token, expected, open_bracket: Token | None = None) -> str | None:
     if tok.type == "$END":
+        if open_bracket is not None:
+            return (f"the {open_bracket.value!r} at line {open_bracket.line}, column "
+                    f"{open_bracket.column} is never closed; is a "
+                    f"{_CLOSE[open_bracket.value]!r} missing?")
         return "is a '}' or ')' missing?"
+    if open_bracket is not None and tok.value in (")", "]"):
+        want = ")" if open_bracket.value == "(" else "]"
+        if tok.value != want:
+            return (f"the innermost open bracket is the {open_bracket.value!r} at line "
+                    f"{open_bracket.line}, column {open_bracket.column}; close it with {want!r}")
+    if open_bracket is not None and open_bracket.line < (tok.line or 0):
+        # Newlines inside brackets are skipped, so an unclosed bracket shows up only here.
+        close = ")" if open_bracket.value == "(" else "]"
+        return (f"the {open_bracket.value!r} at line {open_bracket.line}, column "
+                f"{open_bracket.column} is still open here; is a {close!r} missing?")
+    if open_bracket is not None:  # inside brackets no statement can end
+        return None
     if "RBRACE" in expected and "_NL" in expected:
         return "put one statement per line, or separate statements with ';'"
     if tok.type == "_NL" and ("RPAR" in expected or "RSQB" in expected):
         return "an opening bracket on this line is not closed"
     return None
+
+
+# Words from other languages that a kernel engineer may reach for, and what .pt has instead.
+_FOREIGN_STATEMENTS = {
+    "if": "select values with where(cond, a, b), or mask loads and stores by the tensor edge",
+    "elif": "select values with where(cond, a, b)",
+    "else": "select values with where(cond, a, b)",
+    "while": "loops are tile loops: `for k: BK of K { ... }` (with `until E` to stop early)",
+    "return": "a kernel writes its outputs with store(O[...], value)",
+    "def": "a kernel starts with `kernel NAME(...) -> (...) { ... }`",
+}
+_RESERVED = {"kernel", "dims", "tile", "parallel", "for", "until", "of", "in", "as", "inf",
+             "None"}
+
+
+def _context(source: str, tok: Token) -> tuple[Token | None, Token | None]:
+    """The token before `tok`, and the innermost bracket still open at `tok`: a `(` or `[`,
+    or at the end of the file also a `{`."""
+    prev: Token | None = None
+    stack: list[Token] = []
+    opening = {"(": "", "[": "", "{": ""} if tok.type == "$END" else {"(": "", "[": ""}
+    if tok.type == "$END":
+        target = (float("inf"), float("inf"))
+    else:
+        target = (tok.line or 0, tok.column or 0)
+    try:
+        for t in _parser().lex(source):
+            if (t.line, t.column) >= target:
+                break
+            if t.type == "_NL":
+                continue
+            if t.value in opening:
+                stack.append(t)
+            elif t.value in (")", "]", "}") and stack and (t.value != "}" or "{" in opening):
+                stack.pop()
+            prev = t
+    except UnexpectedInput:
+        pass
+    return prev, (stack[-1] if stack else None)
+
+
+def _special_diagnostic(tok: Token, prev: Token | None) -> Diagnostic | None:
+    """Clearer words for a few mistakes that the grammar alone reports poorly."""
+    if prev is None or tok.type in ("$END", "_NL"):
+        return None
+    word = str(prev)
+    if prev.type == "NAME" and word in _FOREIGN_STATEMENTS:
+        return Diagnostic(f"syntax error: .pt has no `{word}` statement", _tspan(prev),
+                          _FOREIGN_STATEMENTS[word])
+    if word in _RESERVED and prev.type != "NAME" and tok.value in ("=", "+=", "-=", "*=", "/="):
+        return Diagnostic(f"syntax error: {word!r} is a reserved word, not a variable name",
+                          _tspan(prev), "choose another name")
+    adjacent = prev.line == tok.line and prev.end_column == tok.column
+    if word == "*" and tok.value == "*" and adjacent:
+        return Diagnostic("syntax error: `**` is not an operator",
+                          Span(prev.line, prev.column, tok.line, tok.column + 1),
+                          "multiply out small powers (x * x); .pt has no power operator")
+    return None
+
+
+def _tspan(tok: Token) -> Span:
+    return Span(tok.line, tok.column, tok.end_line or tok.line,
+                tok.end_column or tok.column + 1)
 
 
 def _end_position(source: str) -> tuple[int, int]:

@@ -7,6 +7,7 @@ instead of cascading.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 
 from .. import ast
@@ -49,7 +50,7 @@ def check(module: ast.Module, shapes: dict[str, int]) -> T.Program:
         if result is not None:
             kernels.append(result)
     if not module.kernels:
-        collector.error(f"{module.filename} holds no kernels", Span(1, 1, 1, 1),
+        collector.error("the file holds no kernels", Span(1, 1, 1, 1),
                         hint="a kernel starts with `kernel NAME(...) -> (...) { ... }`")
     for name in shapes:
         if module.kernels and name not in all_dims:
@@ -61,7 +62,11 @@ def check(module: ast.Module, shapes: dict[str, int]) -> T.Program:
 
 
 def _suggest(name: str, candidates) -> str | None:
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    candidates = list(candidates)
+    for c in candidates:  # a difference of case only (BT for Bt) is the likeliest slip
+        if c.lower() == name.lower() and c != name:
+            return f"did you mean {c!r}?"
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
     return f"did you mean {close[0]!r}?" if close else None
 
 
@@ -103,6 +108,7 @@ class KernelChecker:
         self.expired: dict[str, Span] = {}   # names local to a finished block -> block span
         self.written: set[str] = set()
         self.assigned_anywhere = _assigned_names(kernel.body)
+        self.store_targets = _store_targets(kernel.body)
         self.errors_before = len(collector.diagnostics)
 
     # ---- driver ----------------------------------------------------------------------
@@ -122,14 +128,22 @@ class KernelChecker:
                 grid = self._parallel(stmt)
                 if grid is not None:
                     grids.append(grid)
+            elif isinstance(stmt, ast.For):
+                self.error("a `for` loop must be inside a parallel block", stmt.span,
+                           "`for` is a sequential loop within one task; to spread the tiles "
+                           "over the GPU write `parallel "
+                           f"{_source_text(self.source, stmt.axis.span)} {{ ... }}`")
             else:
+                if isinstance(stmt, ast.Assign):
+                    self.poisoned.add(stmt.name)
                 self.error("only `dims`, `tile` and `parallel` may stand at kernel level",
                            stmt.span, "put this statement inside the parallel block")
-        if not any(isinstance(s, ast.Parallel) for s in self.k.body):
+        has_work = any(isinstance(s, (ast.Parallel, ast.For)) for s in self.k.body)
+        if not has_work:
             self.error(f"kernel {self.k.name!r} has no parallel block", self.k.name_span,
                        "the work goes in `parallel i: BM of M { ... }`")
-        for out in outputs:
-            if out is not None and out.name not in self.written:
+        for out in outputs if has_work else ():
+            if out is not None and out.name not in self.written | self.store_targets:
                 self.error(f"output {out.name!r} is never written", self._param_span(out.name),
                            f"write it with store({out.name}[...], value)")
         dims = self._dim_infos()
@@ -150,7 +164,9 @@ class KernelChecker:
     def _declare(self, name: str, kind: str, span: Span) -> bool:
         if name in self.kernel_names:
             other_kind, other = self.kernel_names[name]
-            self.error(f"{name!r} is already declared as a {other_kind} (line {other.line})",
+            article = "an" if other_kind[0] in "aeiou" else "a"
+            self.error(f"{name!r} is already declared as {article} {other_kind} "
+                       f"(line {other.line})",
                        span, "kernel, parameter, dim, tile-size and index names must differ")
             return False
         self.kernel_names[name] = (kind, span)
@@ -171,10 +187,13 @@ class KernelChecker:
         if isinstance(p.type, ast.ScalarType):
             if is_output:
                 self.error(f"output {p.name!r} must be a tensor", p.type.span,
-                           f"write e.g. {p.name}: {p.type.dtype}[M]")
+                           f"a single value is a one-element tensor: "
+                           f"{p.name}: {p.type.dtype}[1]")
+                self.poisoned.add(p.name)
                 return None
             dtype = self._dtype(p.type.dtype, p.type.span)
             if not self._declare(p.name, "scalar parameter", p.span) or dtype is None:
+                self.poisoned.add(p.name)
                 return None
             sp = T.ScalarParam(p.name, dtype)
             self.scalars[p.name] = sp
@@ -195,6 +214,7 @@ class KernelChecker:
             dims.append(d.name)
         ok = self._declare(p.name, "output" if is_output else "parameter", p.span)
         if dtype is None or not ok:
+            self.poisoned.add(p.name)
             return None
         tp = T.TensorParam(p.name, dtype, tuple(dims), is_output)
         self.tensors[p.name] = tp
@@ -220,10 +240,13 @@ class KernelChecker:
         for item in stmt.items:
             bad = [c for c in item.choices if c <= 0]
             if bad:
-                self.error(f"tile size {item.name} must be positive, not {bad[0]}", item.span)
+                self.error(f"tile size {item.name} must be positive, not {bad[0]}",
+                           self._number_in(item.span, bad[0], skip=len(item.name)))
+                self.poisoned.add(item.name)
                 continue
             if len(set(item.choices)) != len(item.choices):
                 self.error(f"tile size {item.name} lists a candidate twice", item.span)
+                self.poisoned.add(item.name)
                 continue
             if self._declare(item.name, "tile size", item.span):
                 self.tiles[item.name] = item.choices
@@ -234,7 +257,7 @@ class KernelChecker:
             value = self.shapes.get(name, self.dim_defaults.get(name))
             static = None
             if name in self.static_needed:
-                if value is None:
+                if value is None and name not in self.poisoned:
                     self.error(
                         f"dim {name} must be known at compile time (it sets a tile extent here)",
                         self.static_needed[name],
@@ -252,7 +275,9 @@ class KernelChecker:
         if axis.dim not in self.dims:
             hint = _suggest(axis.dim, self.dims) or "dims: " + (", ".join(self.dims) or "none")
             kind = self.kernel_names.get(axis.dim, (None,))[0]
-            msg = (f"{axis.dim!r} is a {kind}, not a dim" if kind else f"unknown dim {axis.dim!r}")
+            article = "an" if kind and kind[0] in "aeiou" else "a"
+            msg = (f"{axis.dim!r} is {article} {kind}, not a dim" if kind
+                   else f"unknown dim {axis.dim!r}")
             self.error(msg, axis.dim_span, hint)
             ok = False
         size: T.Extent | None = None
@@ -262,6 +287,8 @@ class KernelChecker:
                     self.error(f"tile size must be positive, not {axis.tile}", axis.tile_span)
                     ok = False
                 size = axis.tile
+            elif axis.tile in self.poisoned:
+                ok = False
             elif axis.tile not in self.tiles:
                 self.error(f"unknown tile size {axis.tile!r}", axis.tile_span,
                            _suggest(axis.tile, self.tiles) or
@@ -296,7 +323,9 @@ class KernelChecker:
                 pass
         axis = self._axis(stmt.axis)
         if axis is not None and axis.size is None:
-            self.error("a for loop walks tiles: write `for k: BK of K`", stmt.axis.span)
+            self.error(f"a for loop walks tiles: write `for {stmt.axis.var}: <tile size> of "
+                       f"{stmt.axis.dim}`", stmt.axis.span,
+                       "a single index (`b of B`) is for parallel axes only")
             axis = None
         scope = _Scope("for", stmt.span)
         self.scopes.append(scope)
@@ -336,6 +365,7 @@ class KernelChecker:
                       "list every axis in one `parallel i: BM of M, j: BN of N`")
         if isinstance(s, (ast.DimsDecl, ast.TileDecl)):
             word = "dims" if isinstance(s, ast.DimsDecl) else "tile"
+            self.poisoned.update(item.name for item in s.items)
             self.fail(f"`{word}` declarations belong at kernel level", s.span,
                       "move it before the parallel block")
         raise AssertionError(s)
@@ -359,7 +389,8 @@ class KernelChecker:
             if found is None:
                 self._unknown_name(s.name, s.name_span)
             cur = V(T.Var(s.name, found[1]))
-            value = self._binary(s.op, cur, self.expr(s.value), s.span, s.span)
+            value = self._binary(s.op, cur, self.expr(s.value), s.span,
+                                 self._aug_op_span(s), (ast.Name(s.name, s.name_span), s.value))
         else:
             value = self.expr(s.value)
         if found is None:
@@ -374,11 +405,20 @@ class KernelChecker:
         if value.type != old:
             carried = any(sc.kind == "for" for sc in self.scopes[depth + 1:])
             what = "loop-carried variable" if carried else "variable"
-            hint = None
-            if value.type.shape == old.shape:
-                hint = f"convert it: {s.name} = (...) as {old.dtype}"
-            self.fail(f"{what} {s.name!r} changes type from {old} to {value.type}", s.span,
-                      hint or "a variable keeps the dtype and shape of its first assignment")
+            keeps = "a variable keeps the dtype and shape of its first assignment"
+            if value.type.shape != old.shape:
+                hint = keeps
+            elif isinstance(s.value, ast.Cast) and s.op is None:
+                hint = f"{keeps}; give the converted value a new name"
+            elif s.op is not None:
+                hint = f"convert it: `{s.name} = ({s.name} {s.op} ...) as {old.dtype}`"
+            else:
+                text = self._operand_text(s.value, "(...)")
+                hint = f"convert it: `{s.name} = {text} as {old.dtype}`"
+                if not carried:
+                    hint += ", or give it a new name"
+            self.fail(f"{what} {s.name!r} changes type from {old} to {value.type}",
+                      s.value.span, hint)
         for sc in self.scopes[depth + 1:]:
             if sc.kind == "for" and s.name not in sc.carried:
                 sc.carried.append(s.name)
@@ -410,12 +450,12 @@ class KernelChecker:
             self.fail(f"atomic_add needs a f16, bf16, f32 or i32 output, not {tensor.dtype}",
                       target.span)
         if not dt.widens_to(value.type.dtype, tensor.dtype):
-            hint = f"convert it: `... as {tensor.dtype}`"
-            self.fail(f"{call.func} of a {value.type.dtype} value into {tensor.dtype} output "
+            hint = f"convert it: `{self._operand_text(value_ast, '...')} as {tensor.dtype}`"
+            self.fail(f"{call.func} of {_an(value.type.dtype)} value into {tensor.dtype} output "
                       f"{tensor.name!r} would narrow it silently", value_ast.span, hint)
         target_type = T.TileType(tensor.dtype, shape)
         if broadcast_shapes(value.type.shape, shape) != shape:
-            self.fail(f"{call.func} of a {value.type} value into the {target_type} tile "
+            self.fail(f"{call.func} of {_an(str(value.type))} value into the {target_type} tile "
                       f"{_source_text(self.source, target.span)}: shapes differ", value_ast.span)
         self.written.add(tensor.name)
         expr = value.expr
@@ -432,7 +472,11 @@ class KernelChecker:
         if isinstance(e, ast.Name):
             return self._name(e)
         if isinstance(e, ast.Binary):
-            return self._binary(e.op, self.expr(e.lhs), self.expr(e.rhs), e.span, e.op_span)
+            if e.op == "@":
+                return self._matmul(self.expr(e.lhs), self.expr(e.rhs), e.span, e.op_span,
+                                    (e.lhs, e.rhs))
+            return self._binary(e.op, self.expr(e.lhs), self.expr(e.rhs), e.span, e.op_span,
+                                (e.lhs, e.rhs))
         if isinstance(e, ast.Unary):
             return self._unary(e)
         if isinstance(e, ast.Cast):
@@ -452,7 +496,13 @@ class KernelChecker:
             if e.name != "T":
                 self.fail(f"tiles have no attribute {e.name!r}", e.span, "only `.T` (transpose)")
             if v.type.rank != 2:
-                self.fail(f".T transposes a 2-D tile; this one is {v.type}", e.span)
+                hint = None
+                if v.type.rank == 1:
+                    text = self._operand_text(e.base, "x")
+                    hint = (f"a 1-D tile is neither a row nor a column; `{text}[None, :]` is "
+                            f"[1, {v.type.shape[0]}] and `{text}[:, None]` is "
+                            f"[{v.type.shape[0]}, 1]")
+                self.fail(f".T transposes a 2-D tile; this one is {v.type}", e.span, hint)
             a, b = v.type.shape
             return V(T.Transpose(v.expr, T.TileType(v.type.dtype, (b, a))))
         if isinstance(e, ast.Call):
@@ -467,7 +517,8 @@ class KernelChecker:
             self.fail(f"{name!r} is defined only inside the block at line {where.line}", span,
                       f"assign {name} before that block to use it after it")
         if name in self.assigned_anywhere:
-            self.fail(f"{name!r} is used before it is assigned", span)
+            self.fail(f"{name!r} is used before it is assigned", span,
+                      f"assign {name} first (a value a loop updates is created before the loop)")
         visible = [n for sc in self.scopes for n in sc.vars] + list(self.kernel_names)
         self.fail(f"unknown name {name!r}", span, _suggest(name, visible))
 
@@ -517,7 +568,8 @@ class KernelChecker:
         weak = a.weak and b.weak
         return V(self._as_dtype(a, dtype).expr, weak), V(self._as_dtype(b, dtype).expr, weak), dtype
 
-    def _broadcast(self, types: list[T.TileType], span: Span) -> tuple[T.Extent, ...]:
+    def _broadcast(self, types: list[T.TileType], span: Span,
+                   operands=None) -> tuple[T.Extent, ...]:
         shape = broadcast_shapes(*(t.shape for t in types))
         if shape is None:
             shown = " and ".join(str(t) for t in types)
@@ -525,19 +577,65 @@ class KernelChecker:
             ranks = {t.rank for t in types}
             if len(ranks) > 1:
                 hint = "add an axis with x[:, None] or x[None, :]"
+            if operands is not None and len(types) == 2 and abs(types[0].rank - types[1].rank) == 1:
+                # name the fix: which operand, and where its new axis goes
+                low = 0 if types[0].rank < types[1].rank else 1
+                other = types[1 - low].shape
+                text = self._operand_text(operands[low], "x")
+                rank = types[low].rank
+                for where, new in (("[:, None]", types[low].shape + (1,)),
+                                   ("[None, :]", (1,) + types[low].shape)):
+                    if rank == 1 and broadcast_shapes(new, other) is not None:
+                        hint = (f"add an axis: `{text}{where}` is "
+                                f"[{', '.join(map(str, new))}]")
+                        break
             self.fail(f"cannot broadcast {shown}", span, hint)
         return shape
 
-    def _binary(self, op: str, a: V, b: V, span: Span, op_span: Span) -> V:
+    def _number_in(self, span: Span, value: int, skip: int = 0) -> Span:
+        """The span of the integer literal `value` inside `span` (one line), else `span`."""
+        lines = self.source.splitlines()
+        if span.line != span.end_line or not 1 <= span.line <= len(lines):
+            return span
+        text = lines[span.line - 1][span.col - 1:span.end_col - 1]
+        m = re.search(rf"(?<![\w.]){value}(?![\w.])", text[skip:])
+        if m is None:
+            return span
+        col = span.col + skip + m.start()
+        return Span(span.line, col, span.line, col + len(m.group()))
+
+    def _find_op(self, span: Span, op: str) -> Span:
+        """The one-character operator `op` inside `span` (a one-line span), else `span`."""
+        lines = self.source.splitlines()
+        if span.line != span.end_line or not 1 <= span.line <= len(lines):
+            return span
+        text = lines[span.line - 1][span.col - 1:span.end_col - 1]
+        if text.count(op) != 1:
+            return span
+        col = span.col + text.index(op)
+        return Span(span.line, col, span.line, col + 1)
+
+    def _aug_op_span(self, s: ast.Assign) -> Span:
+        """The span of the `+=` of an augmented assignment (found in the source text)."""
+        line = s.name_span.line
+        lines = self.source.splitlines()
+        if 1 <= line <= len(lines):
+            col = lines[line - 1].find(s.op + "=", s.name_span.end_col - 1)
+            if col >= 0:
+                return Span(line, col + 1, line, col + 3)
+        return s.span
+
+    def _binary(self, op: str, a: V, b: V, span: Span, op_span: Span, operands=None) -> V:
         if op == "@":
             return self._matmul(a, b, span, op_span)
         if op in LOGIC:
+            op_span = self._find_op(op_span, op)  # the parser gives the gap between operands
             for v in (a, b):
-                if v.type.dtype not in ("bool", "i32"):
+                if v.type.dtype != "bool":
                     self.fail(f"`{op}` needs bool operands, not {v.type.dtype}", op_span,
                               "compare first, e.g. (x > 0) & (y > 0)")
             a, b, dtype = self._unify(a, b, op_span, f"`{op}`")
-            shape = self._broadcast([a.type, b.type], span)
+            shape = self._broadcast([a.type, b.type], span, operands)
             return V(T.Elementwise(LOGIC[op], (a.expr, b.expr), T.TileType(dtype, shape)),
                      a.weak and b.weak)
         for v in (a, b):
@@ -550,7 +648,7 @@ class KernelChecker:
                     self.fail(f"`{op}` needs integer operands, not {v.type.dtype}", op_span,
                               "use `/` for floats" if op == "//" else None)
         a, b, dtype = self._unify(a, b, op_span, f"`{op}`")
-        shape = self._broadcast([a.type, b.type], span)
+        shape = self._broadcast([a.type, b.type], span, operands)
         if op in COMPARE:
             return V(T.Elementwise(COMPARE[op], (a.expr, b.expr), T.TileType("bool", shape)))
         if op == "/" and dtype == "i32":
@@ -558,24 +656,50 @@ class KernelChecker:
         return V(T.Elementwise(ARITH[op], (a.expr, b.expr), T.TileType(dtype, shape)),
                  a.weak and b.weak)
 
-    def _matmul(self, a: V, b: V, span: Span, op_span: Span) -> V:
-        for v, side in ((a, "left"), (b, "right")):
+    def _matmul(self, a: V, b: V, span: Span, op_span: Span, operands=None) -> V:
+        lhs, rhs = operands or (None, None)
+        lt, rt = self._operand_text(lhs, "a"), self._operand_text(rhs, "b")
+        for v, side, node in ((a, "left", lhs), (b, "right", rhs)):
             if v.weak or v.type.rank != 2:
-                self.fail(f"`@` needs 2-D tiles; the {side} operand is {v.type}", span)
+                hint = None
+                if v.type.rank == 1:
+                    text = self._operand_text(node, "x")
+                    hint = (f"make it 2-D: `{text}[None, :]` is [1, {v.type.shape[0]}]"
+                            if side == "left" else
+                            f"make it 2-D: `{text}[:, None]` is [{v.type.shape[0]}, 1]")
+                self.fail(f"`@` needs 2-D tiles; the {side} operand is {v.type}",
+                          node.span if node is not None else span, hint)
         if a.type.dtype != b.type.dtype:
+            # convert the wider side (mma inputs are usually half precision)
+            if dt.widens_to(b.type.dtype, a.type.dtype):
+                example = f"`({lt} as {b.type.dtype}) @ {rt}`"
+            else:
+                example = f"`{lt} @ ({rt} as {a.type.dtype})`"
             self.fail(f"`@` operands differ in dtype: {a.type} @ {b.type}", op_span,
-                      f"convert one side, e.g. `(p as {b.type.dtype}) @ v`")
+                      f"convert one side, e.g. {example}")
         if a.type.dtype not in dt.MMA_DTYPES:
             self.fail(f"`@` multiplies f16, bf16 or f32 tiles, not {a.type.dtype}", op_span)
         (m, k1), (k2, n) = a.type.shape, b.type.shape
         if not same_extent(k1, k2):
             hint = None
             if same_extent(k1, n):
-                hint = "transpose the right operand: `a @ b.T`"
+                hint = f"transpose the right operand: `{lt} @ {rt}.T`"
             elif same_extent(m, k2):
-                hint = "transpose the left operand: `a.T @ b`"
+                hint = f"transpose the left operand: `{lt}.T @ {rt}`"
             self.fail(f"`@` inner dims differ: {a.type} @ {b.type} ({k1} vs {k2})", op_span, hint)
         return V(T.MatMul(a.expr, b.expr, T.TileType("f32", (m, n))))
+
+    def _operand_text(self, node, fallback: str) -> str:
+        """Source text of an operand for a hint, parenthesized unless it is a postfix form."""
+        if node is None:
+            return fallback
+        text = _source_text(self.source, node.span)
+        if text == "..." or len(text) > 40:
+            return fallback
+        if isinstance(node, (ast.Name, ast.Call, ast.Subscript, ast.Attribute, ast.IntLit,
+                             ast.FloatLit)):
+            return text
+        return f"({text})"
 
     def _unary(self, e: ast.Unary) -> V:
         v = self.expr(e.operand)
@@ -584,7 +708,8 @@ class KernelChecker:
                 self.fail("unary `-` does not apply to bool values", e.span, "use `!`")
             return V(T.Elementwise("neg", (v.expr,), v.type), v.weak)
         if v.type.dtype != "bool":
-            self.fail(f"`!` needs a bool operand, not {v.type.dtype}", e.span)
+            self.fail(f"`!` needs a bool operand, not {v.type.dtype}", e.span,
+                      "negate numbers with `-`")
         return V(T.Elementwise("not", (v.expr,), v.type))
 
     def _value_subscript(self, e: ast.Subscript) -> V:
@@ -621,6 +746,11 @@ class KernelChecker:
         if name not in self.tensors:
             if name in self.poisoned:
                 raise _Bad()
+            if self._lookup_var(name) is not None:
+                self.fail(f"{name!r} is a tile value, not a tensor parameter", sub.base.span,
+                          f"it is already in registers: use `{name}` directly"
+                          if func == "load" else
+                          f"{func} writes outputs, which are declared after `->`")
             kind = self.kernel_names.get(name, (None,))[0]
             if kind:
                 self.fail(f"{name!r} is a {kind}, not a tensor parameter", sub.base.span)
@@ -630,7 +760,8 @@ class KernelChecker:
         tensor = self.tensors[name]
         if len(sub.items) != len(tensor.dims):
             self.fail(f"{name} has {len(tensor.dims)} dims ({', '.join(map(str, tensor.dims))}) "
-                      f"but {len(sub.items)} indices", sub.span)
+                      f"but {len(sub.items)} indices", sub.span,
+                      "give one index per dim: a tile index, a single index or integer, or `:`")
         items: list[T.IndexItem] = []
         shape: list[T.Extent] = []
         for item, dim in zip(sub.items, tensor.dims):
@@ -643,12 +774,19 @@ class KernelChecker:
                 shape.append(dim)
                 continue
             if isinstance(item, ast.Name) and item.id in self.indices:
+                if item.id in self.poisoned:  # declared twice: which one is meant is unclear
+                    raise _Bad()
                 axis = self.indices[item.id]
                 if axis.dim != dim:
                     what = "tiles" if axis.size is not None else "indexes"
+                    others = [v for v, a in self.indices.items() if a.dim == dim]
+                    shown = ", ".join(map(str, tensor.dims))
+                    hint = (f"{name} is {tensor.dtype}[{shown}]; index its {dim} dim with an "
+                            f"index over {dim}")
+                    if others:
+                        hint += f", such as {others[0]}"
                     self.fail(f"index {item.id!r} {what} {axis.dim} but is used on dim {dim} "
-                              f"of {name}", item.span,
-                              f"{name} is {tensor}; index each dim with an index of that dim")
+                              f"of {name}", item.span, hint)
                 if axis.size is not None:
                     items.append(T.TileSlice(item.id, axis.size))
                     shape.append(axis.size)
@@ -662,8 +800,13 @@ class KernelChecker:
 
     def _require_int_scalar(self, v: V, span: Span, what: str) -> None:
         if v.type.rank != 0 or v.type.dtype != "i32":
-            self.fail(f"{what} must be an i32 scalar, not {v.type}", span,
-                      "tile indices, dims, tile sizes and integers combine with + - * // %")
+            if v.type.rank != 0:
+                hint = ("it must be one value per task, not a tile; build it from tile "
+                        "indices, dims, tile sizes and integers, e.g. (m + 1) * BM")
+            else:
+                hint = ("tile indices, dims, tile sizes and integers combine with + - * // %; "
+                        "or convert with `as i32`")
+            self.fail(f"{what} must be an i32 scalar, not {v.type}", span, hint)
 
     # ---- calls -----------------------------------------------------------------------
     def _no_kwargs(self, call: ast.Call, allowed=()) -> dict[str, ast.Expr]:
@@ -685,7 +828,8 @@ class KernelChecker:
     def _call(self, call: ast.Call) -> V:
         f = call.func
         if f in ("store", "atomic_add"):
-            self.fail(f"{f}(...) is a statement; it has no value", call.span)
+            self.fail(f"{f}(...) is a statement; it has no value", call.span,
+                      f"call {f}(...) on a line of its own")
         if f == "load":
             return self._load(call)
         if f in ("zeros", "full"):
@@ -715,8 +859,11 @@ class KernelChecker:
             self._arity(call, 1, f"{f}(x)")
             v = self.expr(call.args[0])
             if v.type.rank != 2:
+                op = ROW_REDUCE[f]
                 self.fail(f"{f} reduces the rows of a 2-D tile; this one is {v.type}",
-                          call.args[0].span, f"for other ranks use sum/max/min(x, axis=...)")
+                          call.args[0].span,
+                          f"reduce a 1-D tile with {op}(x, axis=0)" if v.type.rank == 1 else
+                          f"for other ranks use {op}(x, axis=...)")
             return self._reduce(ROW_REDUCE[f], v, 1, call)
         if f in ("max", "min", "sum"):
             kw = self._no_kwargs(call, ("axis",))
@@ -728,7 +875,9 @@ class KernelChecker:
                 v = self.expr(call.args[0])
                 axis = axis_ast.value
                 if not -v.type.rank <= axis < max(v.type.rank, 1) or v.type.rank == 0:
-                    self.fail(f"axis {axis} is out of range for {v.type}", axis_ast.span)
+                    self.fail(f"axis {axis} is out of range for {v.type}", axis_ast.span,
+                              f"its axes are 0..{v.type.rank - 1} (or -{v.type.rank}..-1)"
+                              if v.type.rank else "a scalar has no axis to reduce")
                 return self._reduce(f, v, axis % v.type.rank, call)
             if f == "sum":
                 self.fail("sum needs an axis: sum(x, axis=1)", call.span)
@@ -769,13 +918,20 @@ class KernelChecker:
         tensor, index, shape = self._tensor_index(call.args[0], "load")
         if tensor.is_output:
             self.fail(f"cannot load from output {tensor.name!r}; outputs are write-only",
-                      call.args[0].span)
+                      call.args[0].span, "pass the values in as an input parameter")
         pad = 0.0
         if "pad" in kw:
             p = kw["pad"]
             if not isinstance(p, (ast.IntLit, ast.FloatLit)):
                 self.fail("pad= takes a number, e.g. pad=-inf", p.span)
             pad = float(p.value)
+            if tensor.dtype == "i32" and not (pad.is_integer() and -2**31 <= pad < 2**31):
+                self.fail(f"pad={_source_text(self.source, p.span)} is not an i32 value, and "
+                          f"{tensor.name} is {tensor.dtype}", p.span,
+                          "pad an i32 tensor with an integer")
+            if tensor.dtype == "bool" and pad not in (0.0, 1.0):
+                self.fail(f"pad={_source_text(self.source, p.span)} is not a bool value, and "
+                          f"{tensor.name} is bool", p.span, "pad a bool tensor with 0 or 1")
         return V(T.Load(tensor.name, index, pad, T.TileType(tensor.dtype, shape)))
 
     def _fill(self, call: ast.Call) -> V:
@@ -815,6 +971,8 @@ class KernelChecker:
             elif isinstance(item, ast.Name) and item.id in self.dims:
                 self._need_static(item.id, item.span)
                 shape.append(item.id)
+            elif isinstance(item, ast.Name) and item.id in self.poisoned:
+                raise _Bad()
             elif isinstance(item, ast.Name):
                 self.fail(f"unknown tile extent {item.id!r}", item.span,
                           _suggest(item.id, list(self.tiles) + list(self.dims)) or
@@ -833,6 +991,44 @@ def _assigned_names(stmts) -> set[str]:
         elif isinstance(s, (ast.Parallel, ast.For)):
             names |= _assigned_names(s.body)
     return names
+
+
+def _store_targets(stmts) -> set[str]:
+    """Tensors named as the target of a store/atomic_add anywhere (even a misplaced or
+    ill-typed one), so that an error in that store does not also report them unwritten."""
+    names: set[str] = set()
+
+    def visit(e) -> None:
+        if isinstance(e, ast.Call):
+            if (e.func in ("store", "atomic_add") and e.args
+                    and isinstance(e.args[0], ast.Subscript)
+                    and isinstance(e.args[0].base, ast.Name)):
+                names.add(e.args[0].base.id)
+            for a in e.args:
+                visit(a)
+            for kw in e.kwargs:
+                visit(kw.value)
+        elif isinstance(e, ast.Binary):
+            visit(e.lhs)
+            visit(e.rhs)
+        elif isinstance(e, (ast.Unary, ast.Cast)):
+            visit(e.operand)
+        elif isinstance(e, (ast.Subscript, ast.Attribute)):
+            visit(e.base)
+
+    for s in stmts:
+        if isinstance(s, ast.ExprStmt):
+            visit(s.expr)
+        elif isinstance(s, ast.Assign):
+            visit(s.value)
+        elif isinstance(s, (ast.Parallel, ast.For)):
+            names |= _store_targets(s.body)
+    return names
+
+
+def _an(dtype: str) -> str:
+    """`a bf16` / `an f32`: the article for a dtype name."""
+    return ("an " if dtype[0] in "fi" else "a ") + dtype
 
 
 def _source_text(source: str, span: Span) -> str:
