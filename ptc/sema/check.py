@@ -451,8 +451,10 @@ class KernelChecker:
                       target.span)
         if not dt.widens_to(value.type.dtype, tensor.dtype):
             hint = f"convert it: `{self._operand_text(value_ast, '...')} as {tensor.dtype}`"
+            change = ("narrow it" if dt.widens_to(tensor.dtype, value.type.dtype)
+                      else "change its format")
             self.fail(f"{call.func} of {_an(value.type.dtype)} value into {tensor.dtype} output "
-                      f"{tensor.name!r} would narrow it silently", value_ast.span, hint)
+                      f"{tensor.name!r} would {change} silently", value_ast.span, hint)
         target_type = T.TileType(tensor.dtype, shape)
         if broadcast_shapes(value.type.shape, shape) != shape:
             self.fail(f"{call.func} of {_an(str(value.type))} value into the {target_type} tile "
