@@ -1,8 +1,8 @@
 """Diagnostics on the terminal: `ptc.diagnostics.format_plain`, in colour where it helps.
 
 Colour is used only on a terminal and never when NO_COLOR is set (FORCE_COLOR forces it);
-otherwise the output is exactly `format_plain` per diagnostic, one after the other, which is
-what the tests and tests/errors/*.expected compare against.
+otherwise the output is exactly `format_plain` per diagnostic, a blank line between two,
+which is what the tests and tests/errors/*.expected compare against.
 """
 from __future__ import annotations
 
@@ -67,7 +67,15 @@ def render(diag: Diagnostic, filename: str, source: str = "", *,
 
 
 def render_error(error: CompileError, filename: str, source: str = "", *,
-                 file: TextIO | None = None, color: bool | None = None) -> None:
-    """Write every diagnostic of `error`, in order."""
-    for diag in error.diagnostics:
-        render(diag, filename, source, file=file, color=color)
+                 file: TextIO | None = None, color: bool | None = None,
+                 unlocated: str | None = None) -> None:
+    """Write every diagnostic of `error`, in order, with a blank line between two.
+
+    Diagnostics without a span are headed `unlocated` (say `ptc`) if given, else `filename`.
+    """
+    stream = file if file is not None else sys.stderr
+    for n, diag in enumerate(error.diagnostics):
+        if n:
+            stream.write("\n")
+        where = filename if diag.span.line or unlocated is None else unlocated
+        render(diag, where, source, file=stream, color=color)

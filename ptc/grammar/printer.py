@@ -104,46 +104,41 @@ def _axis(a: ast.Axis) -> str:
 
 # ---- expressions ---------------------------------------------------------------------
 def _expr(e, context: int) -> str:
-    """`e` printed to sit where the grammar wants a level of at least `context`."""
-    level, text = _bare(e)
-    return f"({text})" if level < context else text
+    """`e` printed to sit where the grammar wants a binding level of at least `context`.
 
-
-def _bare(e) -> tuple[int, str]:
-    """(binding level, text without outer parentheses) of an expression."""
+    One stack frame per level of nesting, fewer than the parser needs, so that whatever
+    parses also prints.
+    """
     if isinstance(e, ast.IntLit):
-        return (UNARY if e.value < 0 else ATOM), str(e.value)
-    if isinstance(e, ast.FloatLit):
-        return (UNARY if math.copysign(1.0, e.value) < 0 else ATOM), _float(e.value)
-    if isinstance(e, ast.Name):
-        return ATOM, e.id
-    if isinstance(e, ast.Call):
+        level, text = (UNARY if e.value < 0 else ATOM), str(e.value)
+    elif isinstance(e, ast.FloatLit):
+        level, text = (UNARY if math.copysign(1.0, e.value) < 0 else ATOM), _float(e.value)
+    elif isinstance(e, ast.Name):
+        level, text = ATOM, e.id
+    elif isinstance(e, ast.Call):
         args = [_expr(a, 0) for a in e.args]
         args += [f"{k.name}={_expr(k.value, 0)}" for k in e.kwargs]
-        return ATOM, f"{e.func}({', '.join(args)})"
-    if isinstance(e, ast.Subscript):
+        level, text = ATOM, f"{e.func}({', '.join(args)})"
+    elif isinstance(e, ast.Subscript):
         items = ", ".join(_subscript_item(i) for i in e.items)
-        return POSTFIX, f"{_postfix_base(e.base)}[{items}]"
-    if isinstance(e, ast.Attribute):
-        return POSTFIX, f"{_postfix_base(e.base, attribute=True)}.{e.name}"
-    if isinstance(e, ast.Cast):
-        return CAST, f"{_expr(e.operand, CAST)} as {e.dtype}"
-    if isinstance(e, ast.Unary):
-        return UNARY, f"{e.op}{_expr(e.operand, UNARY)}"
-    if isinstance(e, ast.Binary):
+        level, text = POSTFIX, f"{_expr(e.base, POSTFIX)}[{items}]"
+    elif isinstance(e, ast.Attribute):
+        # `1.T` would lex as the number `1.` and a name: an integer base needs parentheses.
+        base = _expr(e.base, ATOM + 1 if isinstance(e.base, ast.IntLit) else POSTFIX)
+        level, text = POSTFIX, f"{base}.{e.name}"
+    elif isinstance(e, ast.Cast):
+        level, text = CAST, f"{_expr(e.operand, CAST)} as {e.dtype}"
+    elif isinstance(e, ast.Unary):
+        level, text = UNARY, f"{e.op}{_expr(e.operand, UNARY)}"
+    elif isinstance(e, ast.Binary):
         level = _BINARY_LEVEL[e.op]
         # Left-associative levels take their own level on the left and the next one on
         # the right; comparisons do not chain, so both sides must bind tighter.
         left = level + 1 if level == CMP else level
-        return level, f"{_expr(e.lhs, left)} {e.op} {_expr(e.rhs, level + 1)}"
-    raise TypeError(f"not an expression: {type(e).__name__}")
-
-
-def _postfix_base(base, attribute: bool = False) -> str:
-    # `1.T` would lex as the number `1.` followed by `T`: an integer base needs parentheses.
-    if attribute and isinstance(base, ast.IntLit):
-        return f"({_expr(base, 0)})"
-    return _expr(base, POSTFIX)
+        text = f"{_expr(e.lhs, left)} {e.op} {_expr(e.rhs, level + 1)}"
+    else:
+        raise TypeError(f"not an expression: {type(e).__name__}")
+    return f"({text})" if level < context else text
 
 
 def _subscript_item(item) -> str:
