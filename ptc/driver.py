@@ -1,8 +1,10 @@
 """The pipeline, in one place: each stage is one function; `STAGES` lists them in order.
 
-    source bytes --decode/parse--> ast.Module --check--> typed.Program --interpret--> arrays
+    source bytes --decode/parse--> ast.Module --check--> typed.Program
+        --build/propagate--> STaskGraph --schedule(device)--> Plan (verified)
+    and, as the semantic oracle: typed.Program --interpret--> arrays
 
-Later issues append stask / plan / render / build here.
+Later issues append render / build here.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from .grammar import decode_source, parse
 from .sema import check
 from .sema.typed import Program, TypedKernel
 
-STAGES = ("ast", "typed")
+STAGES = ("ast", "typed", "stask", "plan")
 
 
 def read_source(path: str | Path) -> tuple[str, str]:
@@ -94,3 +96,51 @@ def dims_from_inputs(module: ast.Module, kernel: str | None,
                     if isinstance(d.name, str):
                         sizes.setdefault(d.name, int(n))
     return sizes
+
+
+# ---- scheduling (stask, plan) ---------------------------------------------------------
+def stask_graph(kernel: TypedKernel, tiles: Mapping[str, int] | None = None):
+    """The sTask-graph of the kernel's (first) grid, propagated with `tiles` (defaults:
+    each tile size's first candidate)."""
+    from .stask import build_graph, propagate
+
+    return propagate(build_graph(kernel, kernel.body[0]), dict(tiles or {}))
+
+
+def problem_dims(kernel: TypedKernel, shapes: Mapping[str, int] | None) -> dict[str, int]:
+    """The problem size the cost model times: --shape, then the `dims` defaults."""
+    from .interp import bind_dims
+
+    return bind_dims(kernel, {}, dict(shapes or {}))
+
+
+def schedule(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | None = None,
+             tiles: Mapping[str, int] | None = None, progress: bool = False):
+    """Search the best plan for `target` (a builtin name or a device YAML path)."""
+    from .devices import get_device
+    from .sched.search import search, search_for_cli
+
+    device = get_device(target)
+    dims = problem_dims(kernel, shapes)
+    run = search_for_cli if progress else search
+    return run(kernel, device, dims, fixed_tiles=dict(tiles or {}))
+
+
+def pinned_plan(kernel: TypedKernel, target: str, plan_path: str | Path):
+    """A plan from JSON (`--schedule`), checked against the kernel and device and verified."""
+    from .devices import get_device
+    from .sched.plan import from_json
+    from .sched.verify import verify
+
+    device = get_device(target)
+    filename, text = read_source(plan_path)
+    plan = from_json(text, filename)
+    if plan.kernel != kernel.name:
+        raise CompileError(Diagnostic(f"{filename} is a plan for kernel {plan.kernel!r}, "
+                                      f"not {kernel.name!r}", hint="choose it with --kernel"))
+    if plan.device != device.name:
+        raise CompileError(Diagnostic(f"{filename} is a plan for {plan.device}, not "
+                                      f"{device.name}", hint=f"pass --target {plan.device}"))
+    graph = stask_graph(kernel, plan.tile_sizes)
+    verify(plan, graph, device)
+    return plan, graph

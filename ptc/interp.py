@@ -112,9 +112,11 @@ def random_input(rng: np.random.Generator, dtype: str, shape: tuple[int, ...]) -
     return rng.standard_normal(shape, dtype=np.float32).astype(NUMPY_DTYPES[dtype])
 
 
-def run_kernel(kernel: T.TypedKernel, inputs: Mapping[str, object], *,
-               shapes: Mapping[str, int] | None = None, tiles: Mapping[str, int] | None = None,
-               seed: int = 0) -> dict[str, np.ndarray]:
+def prepare(kernel: T.TypedKernel, inputs: Mapping[str, object], *,
+            shapes: Mapping[str, int] | None = None, tiles: Mapping[str, int] | None = None,
+            seed: int = 0) -> "Machine":
+    """Bind a call (dims, tile sizes, inputs -- drawn at random where not given -- and
+    zeroed outputs) and return the machine that runs it; `run_kernel` runs every grid."""
     params = {p.name: p for p in kernel.inputs}
     unknown = [n for n in inputs if n not in params]
     if unknown:
@@ -143,11 +145,17 @@ def run_kernel(kernel: T.TypedKernel, inputs: Mapping[str, object], *,
         arrays[p.name] = np.zeros(shape, NUMPY_DTYPES[p.dtype])
     for name, n in itertools.chain(dims.items(), tile_sizes.items()):
         scalars[name] = np.int32(n)
-    machine = _Machine(arrays, scalars, dims, tile_sizes)
+    return Machine(arrays, scalars, dims, tile_sizes)
+
+
+def run_kernel(kernel: T.TypedKernel, inputs: Mapping[str, object], *,
+               shapes: Mapping[str, int] | None = None, tiles: Mapping[str, int] | None = None,
+               seed: int = 0) -> dict[str, np.ndarray]:
+    machine = prepare(kernel, inputs, shapes=shapes, tiles=tiles, seed=seed)
     with np.errstate(all="ignore"):
         for grid in kernel.body:
             machine.grid(grid)
-    return {p.name: arrays[p.name] for p in kernel.outputs}
+    return {p.name: machine.arrays[p.name] for p in kernel.outputs}
 
 
 # ---- execution -----------------------------------------------------------------------
@@ -167,7 +175,11 @@ _UNARY = {
 }
 
 
-class _Machine:
+class Machine:
+    """Evaluates typed statements and expressions tile by tile: `arrays` hold the tensors,
+    `scalars` the dims, tile sizes, scalar params and grid / loop indices, `env` the local
+    variables of the tile being run. The plan simulator (ptc.sched.simulate) reuses it."""
+
     def __init__(self, arrays, scalars, dims, tiles):
         self.arrays = arrays
         self.scalars = scalars
@@ -317,3 +329,6 @@ class _Machine:
             return np.int32(idx)
         size = self.extent(e.size)
         return (np.arange(size, dtype=np.int32) + idx * size).astype(np.int32)
+
+
+_Machine = Machine   # the old private name

@@ -1,0 +1,201 @@
+"""Intra-EU plan construction: one plan per (graph, device, Choice), using the primitives.
+
+Styles:
+- warp_specialized: a producer warpgroup issues every load on the TMA unit; consumer
+  warpgroups (1 or 2, splitting the tile's rows) run mma and simt tasks and the epilogue.
+  Needs an async bulk-copy unit (`tma`) and warpgroups with register reallocation.
+- multistage: one role does everything; loads of the pipelined loop are issued
+  `stages - 1` iterations ahead into a ring of `stages` slots (cp.async / global->LDS).
+- sequential: the same single role without prefetch (one stage) — the unpipelined baseline.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..devices import Device, Unit
+from ..stask.graph import STaskGraph
+from ..stask.propagate import DTYPE_BYTES
+from .plan import Plan
+from .primitives import PlanBuilder
+
+# wgmma multiplies 64 rows per warpgroup; a consumer warpgroup needs at least that many.
+MIN_ROWS_PER_CONSUMER = 64
+PRODUCER_REGISTERS = 40
+BASE_REGISTERS = 32  # addresses, loop counters, indices
+
+
+@dataclass(frozen=True)
+class Choice:
+    style: str       # warp_specialized | multistage | sequential
+    stages: int
+    consumers: int = 1   # consumer warpgroups (warp_specialized)
+    warps: int = 4       # warps of the single role (multistage / sequential)
+
+    def describe(self) -> str:
+        if self.style == "warp_specialized":
+            return f"warp-specialized, {self.stages} stages, {self.consumers} consumer warpgroup(s)"
+        if self.style == "multistage":
+            return f"multistage, {self.stages} stages, {self.warps} warps"
+        return f"sequential (no pipelining), {self.warps} warps"
+
+
+class Unfit(Exception):
+    """The choice does not apply to this device or graph; the message says why."""
+
+
+def pipelined_loop(graph: STaskGraph) -> str:
+    """The innermost loop doing the most mma work (else the most bytes); "" without loops."""
+    best, key = "", None
+    for r in graph.innermost_loops():
+        tasks = [graph.task(i) for i in r.items if isinstance(i, str)]
+        k = (sum(t.work.mma_flops for t in tasks), sum(t.work.bytes for t in tasks))
+        if key is None or k > key:
+            best, key = r.name, k
+    return best
+
+
+def copy_unit(device: Device, style: str) -> Unit:
+    units = device.units_of("copy")
+    if style == "warp_specialized":
+        bulk = [u for u in units if u.is_async and u.name == "tma"]
+        if not bulk or device.resources.warpgroup_size <= 1:
+            raise Unfit(f"{device.name} has no TMA unit and warpgroups for warp specialization")
+        return bulk[0]
+    # prefer an async per-thread copy (cp.async, buffer loads) over bulk tensor copies
+    ranked = sorted(units, key=lambda u: (u.name == "tma", not u.is_async))
+    return ranked[0]
+
+
+def unit_for(device: Device, kind: str) -> Unit:
+    units = device.units_of(kind)
+    if not units:
+        raise Unfit(f"{device.name} has no {kind} unit")
+    return units[0]
+
+
+def construct(graph: STaskGraph, device: Device, choice: Choice) -> Plan:
+    loop = pipelined_loop(graph)
+    if choice.style != "sequential" and not loop:
+        raise Unfit("no tile loop to pipeline")
+    if choice.style == "warp_specialized":
+        return _warp_specialized(graph, device, choice, loop)
+    return _single_role(graph, device, choice, loop)
+
+
+def _mma_dtype_ok(graph: STaskGraph, device: Device) -> None:
+    for t in graph.tasks:
+        if t.kind == "mma":
+            dtype = _mma_input_dtype(t)
+            names = (dtype, "tf32") if dtype == "f32" else (dtype,)
+            if all(n not in u.throughput for u in device.units_of("mma") for n in names):
+                raise Unfit(f"{device.name}'s mma units do not multiply {dtype}")
+
+
+def _mma_input_dtype(task) -> str:
+    from ..sema import typed as T
+    for s in task.stmts:
+        v = s.value
+        mm = v if isinstance(v, T.MatMul) else v.args[1]
+        return mm.lhs.type.dtype
+    raise AssertionError(task)
+
+
+def _warp_specialized(graph, device, choice, loop) -> Plan:
+    _mma_dtype_ok(graph, device)
+    tma = copy_unit(device, "warp_specialized")
+    rows = _tile_rows(graph)
+    if rows % choice.consumers or rows // choice.consumers < MIN_ROWS_PER_CONSUMER:
+        raise Unfit(f"{rows} rows cannot feed {choice.consumers} consumer warpgroups "
+                    f"of >= {MIN_ROWS_PER_CONSUMER} rows")
+    res = device.resources
+    wg = res.warpgroup_size
+    budget = (res.registers // (wg * res.warp_size) - PRODUCER_REGISTERS) // choice.consumers
+    budget = min(res.max_registers_per_thread, budget - budget % 8)
+    need = consumer_registers(graph, choice.consumers * wg * res.warp_size)
+    if need > budget:
+        raise Unfit(f"consumers need ~{need} registers per thread, over the budget of {budget}")
+    b = PlanBuilder(graph, device)
+    b.role("producer", warps=wg, registers=PRODUCER_REGISTERS)
+    b.role("consumer", warps=wg, registers=budget, instances=choice.consumers)
+    mma, simt = unit_for(device, "mma"), unit_for(device, "simt")
+    for t in graph.tasks:
+        if t.op == "load":
+            b.Append(t.name, ("producer", tma.name))
+        elif t.kind == "mma":
+            b.Append(t.name, ("consumer", mma.name))
+        elif t.op in ("store", "atomic_add"):
+            b.Append(t.name, ("consumer", tma.name))
+        else:
+            b.Append(t.name, ("consumer", simt.name))
+    _wait_on_edges(b, graph)
+    return _fits(b.build(stages=choice.stages, pipelined=loop, style=choice.style,
+                         notes=(choice.describe(),)), device)
+
+
+def _single_role(graph, device, choice, loop) -> Plan:
+    _mma_dtype_ok(graph, device)
+    copy = copy_unit(device, choice.style)
+    res = device.resources
+    threads = choice.warps * res.warp_size
+    if threads > res.max_threads_per_block:
+        raise Unfit(f"{threads} threads exceed the block limit {res.max_threads_per_block}")
+    need = consumer_registers(graph, threads)
+    limit = min(res.max_registers_per_thread, res.registers // threads)
+    if need > limit:
+        raise Unfit(f"~{need} registers per thread needed, over the limit of {limit}")
+    stages = choice.stages if choice.style == "multistage" else 1
+    if stages > 1 and not copy.is_async:
+        raise Unfit(f"{copy.name} is synchronous: prefetching would stall the role")
+    b = PlanBuilder(graph, device)
+    b.role("main", warps=choice.warps, registers=min(limit, need + (-need) % 8))
+    mma, simt = unit_for(device, "mma"), unit_for(device, "simt")
+    for t in graph.tasks:
+        if t.op == "load":
+            offset = stages - 1 if t.region == loop else 0
+            b.Append(t.name, ("main", copy.name), offset=offset)
+        elif t.kind == "mma":
+            b.Append(t.name, ("main", mma.name))
+        elif t.op in ("store", "atomic_add"):
+            b.Append(t.name, ("main", copy.name))
+        else:
+            b.Append(t.name, ("main", simt.name))
+    _wait_on_edges(b, graph)
+    return _fits(b.build(stages=stages, pipelined=loop if stages > 1 else "",
+                         style=choice.style, notes=(choice.describe(),)), device)
+
+
+def _fits(plan: Plan, device: Device) -> Plan:
+    limit = device.resources.shared_memory_bytes
+    if plan.launch.dynamic_smem > limit:
+        raise Unfit(f"needs {plan.launch.dynamic_smem // 1024} KB of shared memory, "
+                    f"over the {limit // 1024} KB a block may use")
+    return plan
+
+
+def _wait_on_edges(b: PlanBuilder, graph: STaskGraph) -> None:
+    for e in graph.edges:
+        if e.distance == 0:
+            b.Wait(e.dst, [e.src])
+
+
+def _tile_rows(graph: STaskGraph) -> int:
+    """Rows of the tile the consumers split: the first dim of the mma outputs."""
+    for t in graph.tasks:
+        if t.kind == "mma":
+            return t.shape[0]
+    return max((t.shape[0] for t in graph.tasks if t.shape), default=1)
+
+
+def consumer_registers(graph: STaskGraph, threads: int) -> int:
+    """Registers per thread for values that stay in registers: everything but the loaded
+    tiles (those live in shared memory), at the high-water mark of one loop body plus the
+    values carried around it."""
+    per_region: dict[str, int] = {}
+    for t in graph.tasks:
+        if t.op == "load" or not t.shape:
+            continue
+        size = math.prod(t.shape) * max(DTYPE_BYTES[t.dtype], 4) // 4
+        per_region[t.region] = per_region.get(t.region, 0) + size
+    words = max(per_region.values(), default=0)
+    return BASE_REGISTERS + math.ceil(words / threads)

@@ -1,0 +1,293 @@
+"""The analytic cost model: a timeline simulation of one EU running a plan.
+
+Every role instance of every resident CTA is a sequential process; every sEU is a server
+that runs one step at a time. A step starts when its process reaches it, its waits' phases
+are complete and its unit is free. Its unit is busy for
+
+    issue_latency + work / throughput        (work split over the role's instances)
+
+and its result (and its arrives) land `latency` cycles after that. The issuing process
+moves on after the issue latency when the unit is async, after completion when it is not.
+
+Numbers: throughputs and latencies from the device YAML; copy throughput is also capped by
+the EU's share of L2 bandwidth (tiles are re-read from L2 by neighbouring CTAs); the whole
+kernel cannot beat its unique DRAM traffic at the device's DRAM bandwidth. Long loops are
+simulated for a few iterations and extrapolated linearly from the steady state.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from ..devices import Device
+from ..stask.graph import STask, STaskGraph
+from ..stask.propagate import DTYPE_BYTES
+from .plan import Estimate, Plan
+from .unroll import Exec, unroll
+
+SIM_ITERATIONS = 16   # iterations of the longest loop simulated before extrapolating
+
+
+@dataclass
+class Timeline:
+    cycles: float
+    busy: dict[str, float]                     # unit -> busy cycles
+    spans: list[tuple[str, str, str, float, float]] = field(default_factory=list)
+    # (process, unit, task, start, end) for the Gantt chart
+    deadlock: str | None = None
+
+
+def step_cycles(task: STask, unit, device: Device, instances: int) -> float:
+    """Cycles `unit` is busy running one execution of `task` (one instance's share)."""
+    w = task.work
+    if task.kind == "copy":
+        rate = unit.throughput.get("bytes", 0) or 1.0
+        rate = min(rate, device.l2_bytes_per_cycle_per_eu)
+        return unit.issue_latency_cycles + w.bytes / rate / (instances if task.op != "load" else 1)
+    if task.kind == "mma":
+        dtype = _mma_dtype(task)
+        # f32 operands run as tf32 on NVIDIA tensor cores (no "f32" entry there)
+        rate = unit.throughput.get(dtype) or unit.throughput.get("tf32")
+        return unit.issue_latency_cycles + w.mma_flops / rate / instances
+    simt = unit.throughput.get("f32") or max(unit.throughput.values())
+    cycles = w.simt_ops / simt
+    sfu = device.units_of("sfu")
+    if sfu and w.sfu_ops:
+        rate = sfu[0].throughput.get("f32") or max(sfu[0].throughput.values())
+        cycles = max(cycles, w.sfu_ops / rate)
+    return unit.issue_latency_cycles + cycles / instances
+
+
+def _mma_dtype(task: STask) -> str:
+    from ..sema import typed as T
+    v = task.stmts[0].value
+    mm = v if isinstance(v, T.MatMul) else v.args[1]
+    return mm.lhs.type.dtype
+
+
+def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
+                      trips: Mapping[str, int], ctas: int = 1, record: bool = False) -> Timeline:
+    tasks = {t.name: t for t in graph.tasks}
+    roles = {r.name: r for r in plan.roles}
+    barriers = {b.name: b for b in plan.barriers}
+    procs: dict[tuple, list[Exec]] = {}
+    for cta in range(ctas):
+        for (role, inst), execs in unroll(plan, lambda v, outer: trips[v]).items():
+            procs[(cta, role, inst)] = execs
+    pos = {p: 0 for p in procs}
+    ready = {p: 0.0 for p in procs}
+    unit_free: dict[str, float] = {}
+    busy: dict[str, float] = {}
+    arrive_count: dict[tuple, int] = {}      # (cta, barrier, process) -> arrives so far
+    phase_arrivals: dict[tuple, list[float]] = {}   # (cta, barrier, phase) -> arrive times
+    wait_count: dict[tuple, int] = {}        # (cta, barrier, process) -> waits so far
+    spans = []
+    cost_cache: dict[tuple, float] = {}
+
+    def phase_time(cta, bname, phase) -> float | None:
+        b = barriers[bname]
+        if phase < b.initial:
+            return 0.0
+        times = phase_arrivals.get((cta, bname, phase), [])
+        return max(times) if len(times) >= b.arrivals else None
+
+    def start_time(p) -> float | None:
+        e = procs[p][pos[p]]
+        t = ready[p]
+        cta = p[0]
+        for w in e.step.waits:
+            j = wait_count.get((cta, w, p), 0)
+            pt = phase_time(cta, w, j)
+            if pt is None:
+                return None
+            t = max(t, pt)
+        if e.step.task != "sync":
+            t = max(t, unit_free.get(e.step.unit, 0.0))
+        return t
+
+    heap: list = []
+    live = set(p for p in procs if procs[p])
+    while live:
+        best, best_t = None, None
+        for p in sorted(live):
+            t = start_time(p)
+            if t is not None and (best_t is None or t < best_t):
+                best, best_t = p, t
+        if best is None:
+            stuck = sorted(live)[0]
+            e = procs[stuck][pos[stuck]]
+            return Timeline(math.inf, busy, spans,
+                            deadlock=f"{stuck[1]} blocks at {e.step.task} waiting on "
+                                     f"{', '.join(e.step.waits)}")
+        p, start = best, best_t
+        e = procs[p][pos[p]]
+        cta = p[0]
+        for w in e.step.waits:
+            wait_count[(cta, w, p)] = wait_count.get((cta, w, p), 0) + 1
+        if e.step.task == "sync":
+            end = done = start
+        else:
+            unit = device.unit(e.step.unit)
+            key = (e.step.task, e.step.unit, p[1])
+            if key not in cost_cache:
+                cost_cache[key] = step_cycles(tasks[e.step.task], unit, device,
+                                              roles[p[1]].instances)
+            dur = cost_cache[key]
+            end = start + dur
+            done = end + unit.latency_cycles
+            unit_free[e.step.unit] = end
+            busy[e.step.unit] = busy.get(e.step.unit, 0.0) + dur
+            ready[p] = start + unit.issue_latency_cycles if unit.is_async else done
+            if record:
+                spans.append((f"{p[1]}{p[2]}" if roles[p[1]].instances > 1 else p[1],
+                              e.step.unit, e.step.task, start, end))
+        if e.step.task == "sync":
+            ready[p] = start
+        for a in e.step.arrives:
+            k = arrive_count.get((cta, a, p), 0)
+            arrive_count[(cta, a, p)] = k + 1
+            b = barriers[a]
+            phase = k + (b.initial if b.kind == "empty" else 0)
+            phase_arrivals.setdefault((cta, a, phase), []).append(done)
+        pos[p] += 1
+        if pos[p] >= len(procs[p]):
+            live.discard(p)
+            ready[p] = max(ready[p], done)
+    end = max(ready.values(), default=0.0)
+    end = max([end] + [s[4] for s in spans])
+    return Timeline(end, busy, spans)
+
+
+# ---- the whole kernel ------------------------------------------------------------------
+def loop_trips(graph: STaskGraph, dims: Mapping[str, int]) -> dict[str, float]:
+    """Average trip count of every loop over the grid (causal `until` bounds included)."""
+    from ..interp import _tiles
+    out: dict[str, float] = {}
+    for r in graph.loop_regions():
+        loop = r.loop
+        size = _extent(graph, loop.axis.size)
+        full = _tiles(dims[loop.axis.dim], size)
+        if loop.until is None:
+            out[r.name] = full
+            continue
+        # evaluate `until` over the grid's tile indices (the loop bound depends on them)
+        out[r.name] = _average_until(graph, loop, dims, size, full)
+    return out
+
+
+def _extent(graph: STaskGraph, e) -> int:
+    from ..stask.propagate import extent_of
+    return extent_of(graph.kernel, graph.tiles, e)
+
+
+def _average_until(graph, loop, dims, size, full) -> float:
+    from ..interp import _Machine, _tiles
+    import itertools
+    import numpy as np
+    axes = graph.grid.axes
+    tile_axes = [(a, _tiles(dims[a.dim], _extent(graph, a.size)) if a.size is not None else 1)
+                 for a in axes]
+    scalars = {k: np.int32(v) for k, v in {**dims, **graph.tiles}.items()}
+    m = _Machine({}, scalars, dims, graph.tiles)
+    counts = []
+    varying = [(a, n) for a, n in tile_axes if a.size is not None]
+    for point in itertools.product(*(range(min(n, 64)) for _, n in varying)):
+        for (a, _), idx in zip(varying, point):
+            m.scalars[a.var] = np.int32(idx)
+        for a, n in tile_axes:
+            if a.size is None:
+                m.scalars[a.var] = np.int32(0)
+        bound = min(dims[loop.axis.dim], int(m.eval(loop.until)))
+        counts.append(_tiles(bound, size))
+    return sum(counts) / max(len(counts), 1)
+
+
+def grid_tiles(graph: STaskGraph, dims: Mapping[str, int]) -> int:
+    from ..interp import _tiles
+    n = 1
+    for a in graph.grid.axes:
+        n *= _tiles(dims[a.dim], _extent(graph, a.size)) if a.size is not None else dims[a.dim]
+    return n
+
+
+def occupancy(plan: Plan, device: Device) -> int:
+    res = device.resources
+    threads = plan.launch.threads
+    regs = sum(r.registers * r.warps * r.instances * res.warp_size for r in plan.roles)
+    smem = max(plan.launch.dynamic_smem, 1)
+    return max(0, min(res.max_blocks,
+                      res.max_threads // threads,
+                      res.registers // max(regs, 1),
+                      res.shared_memory_per_eu_bytes // smem))
+
+
+def executions(graph: STaskGraph, trips: Mapping[str, float]) -> dict[str, float]:
+    """How many times each task runs per tile."""
+    parents = {r.name: r.parent for r in graph.regions()}
+    out = {}
+    for t in graph.tasks:
+        n, region = 1.0, t.region
+        while region:
+            n *= trips[region]
+            region = parents[region]
+        out[t.name] = n
+    return out
+
+
+def estimate(plan: Plan, graph: STaskGraph, device: Device, dims: Mapping[str, int],
+             record: bool = False) -> tuple[Estimate, Timeline]:
+    trips = loop_trips(graph, dims)
+    occ = occupancy(plan, device)
+    if occ == 0:
+        return Estimate(math.inf, 0, 0, math.inf, 0, 0, (), "does not fit"), Timeline(math.inf, {})
+    ctas = min(occ, 2)
+    longest = max(trips, key=lambda k: trips[k], default=None)
+    sim_trips = {k: max(1, round(v)) for k, v in trips.items()}
+    if longest is not None and sim_trips[longest] > SIM_ITERATIONS:
+        n = sim_trips[longest]
+        lo, hi = SIM_ITERATIONS // 2, SIM_ITERATIONS
+        t_lo = simulate_timeline(plan, graph, device, {**sim_trips, longest: lo}, ctas)
+        t_hi = simulate_timeline(plan, graph, device, {**sim_trips, longest: hi}, ctas, record)
+        slope = (t_hi.cycles - t_lo.cycles) / (hi - lo)
+        cycles = t_hi.cycles + (n - hi) * slope
+        scale = cycles / t_hi.cycles if t_hi.cycles else 1.0
+        timeline = Timeline(cycles, {u: b * scale for u, b in t_hi.busy.items()}, t_hi.spans,
+                            t_hi.deadlock)
+    else:
+        timeline = simulate_timeline(plan, graph, device, sim_trips, ctas, record)
+    if timeline.deadlock:
+        return Estimate(math.inf, 0, 0, math.inf, 0, 0, (), "deadlock"), timeline
+    tiles = grid_tiles(graph, dims)
+    per_wave = device.eu_count * occ
+    waves = tiles / per_wave
+    # ctas CTAs were simulated side by side; more resident CTAs share the same units
+    wave_cycles = timeline.cycles * max(1.0, occ / ctas)
+    per_cta = wave_cycles / occ
+    # non-persistent launch: a partial last wave costs a whole one
+    cycles_total = math.ceil(waves) * wave_cycles
+    seconds = cycles_total / device.clock_hz
+    execs = executions(graph, trips)
+    flops = sum(t.work.mma_flops * execs[t.name] for t in graph.tasks) * tiles
+    unique = _unique_bytes(graph, dims)
+    dram_seconds = unique / device.peak_dram_bytes_per_s()
+    bound = "dram" if dram_seconds > seconds else _busiest(timeline)
+    seconds = max(seconds, dram_seconds)
+    busy = tuple(sorted(((u, b / timeline.cycles) for u, b in timeline.busy.items()),
+                        key=lambda x: -x[1])) if timeline.cycles else ()
+    return Estimate(per_cta, tiles, waves, seconds, float(flops), float(unique), busy,
+                    bound), timeline
+
+
+def _busiest(t: Timeline) -> str:
+    return max(t.busy, key=t.busy.get) if t.busy else ""
+
+
+def _unique_bytes(graph: STaskGraph, dims: Mapping[str, int]) -> float:
+    total = 0
+    k = graph.kernel
+    for p in k.inputs + k.outputs:
+        if hasattr(p, "dims"):
+            total += math.prod(d if isinstance(d, int) else dims[d] for d in p.dims) * DTYPE_BYTES[p.dtype]
+    return float(total)

@@ -1,0 +1,280 @@
+"""The plan (sProgram): what runs where, in which order, with which waits and buffers.
+
+A plan has one or more roles (a TMA producer warp, consumer warpgroups; or one role that
+does everything, as on sm80). A role's body is a program of steps and loops, mirroring the
+sTask-graph's regions. A step runs one sTask on one sEU; `offset` > 0 runs the task for
+iteration n + offset while the role is at iteration n (software pipelining).
+
+Synchronisation is by barriers with phase counting, as mbarriers work: the j-th time a role
+instance waits on barrier B it waits for B's j-th phase, which completes when B has
+received `arrivals` arrives for that phase. An `empty` barrier starts with `stages` phases
+already complete (every slot starts free). A step on an async unit performs its arrives
+when it completes (TMA's complete_tx), not when it is issued.
+
+Ring buffers hold the values that cross roles or come from async copies: write number k of
+a buffer goes to slot k % stages.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Union
+
+from ..diagnostics import CompileError, Diagnostic
+
+
+@dataclass(frozen=True)
+class Step:
+    task: str
+    unit: str
+    offset: int = 0
+    waits: tuple[str, ...] = ()
+    arrives: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LoopBlock:
+    var: str
+    body: tuple[Union[Step, "LoopBlock"], ...]
+
+
+Item = Union[Step, LoopBlock]
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    warps: int
+    registers: int          # per-thread register budget (setmaxnreg on sm90)
+    body: tuple[Item, ...]
+    instances: int = 1      # warpgroups running this same program on parts of the tile
+
+
+@dataclass(frozen=True)
+class Buffer:
+    name: str
+    value: str              # the sTask value it holds
+    producer: str           # the task that writes it
+    consumers: tuple[str, ...]
+    space: str              # smem | lds
+    stages: int
+    slot_bytes: int
+    dtype: str
+    shape: tuple[int, ...]
+    layout: str             # e.g. swizzle128, row
+
+
+@dataclass(frozen=True)
+class Barrier:
+    name: str               # full:X / empty:X
+    buffer: str
+    kind: str               # full | empty
+    arrivals: int           # arrives that complete one phase
+    initial: int = 0        # phases complete at the start (stages, for empty barriers)
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[str, ...]   # one entry per grid axis: "ceil(M/128)" or "B"
+    threads: int
+    dynamic_smem: int
+    raster: str = "row"     # row | column | swizzle
+    persistent: bool = False
+
+
+@dataclass(frozen=True)
+class Estimate:
+    cycles_per_tile: float
+    tiles: int
+    waves: float
+    seconds: float
+    flops: float
+    bytes: float
+    unit_busy: tuple[tuple[str, float], ...] = ()   # fraction of the tile's time per sEU
+    bound: str = ""                                  # what limits it: mma | copy | simt | ...
+
+
+@dataclass(frozen=True)
+class Plan:
+    kernel: str
+    device: str
+    tiles: tuple[tuple[str, int], ...]
+    pipelined: str                  # the loop that is pipelined ("" when none)
+    stages: int
+    style: str                      # warp_specialized | multistage | sequential
+    roles: tuple[Role, ...]
+    buffers: tuple[Buffer, ...]
+    barriers: tuple[Barrier, ...]
+    launch: Launch
+    estimate: Estimate | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def tile_sizes(self) -> dict[str, int]:
+        return dict(self.tiles)
+
+    def buffer(self, name: str) -> Buffer:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def barrier(self, name: str) -> Barrier:
+        for b in self.barriers:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def steps(self) -> list[tuple[Role, Step]]:
+        out = []
+        for role in self.roles:
+            for step in walk_steps(role.body):
+                out.append((role, step))
+        return out
+
+
+def walk_steps(items) -> list[Step]:
+    out: list[Step] = []
+    for it in items:
+        if isinstance(it, Step):
+            out.append(it)
+        else:
+            out.extend(walk_steps(it.body))
+    return out
+
+
+# ---- JSON ----------------------------------------------------------------------------
+def to_json(plan: Plan) -> str:
+    return json.dumps(_encode(plan), indent=2) + "\n"
+
+
+def _encode(obj):
+    if isinstance(obj, LoopBlock):
+        return {"loop": obj.var, "body": [_encode(i) for i in obj.body]}
+    if isinstance(obj, Step):
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(obj).items()}
+    if isinstance(obj, Role):
+        return {"name": obj.name, "warps": obj.warps, "registers": obj.registers,
+                "instances": obj.instances, "body": [_encode(i) for i in obj.body]}
+    if isinstance(obj, Plan):
+        return {
+            "kernel": obj.kernel, "device": obj.device, "tiles": dict(obj.tiles),
+            "pipelined": obj.pipelined, "stages": obj.stages, "style": obj.style,
+            "roles": [_encode(r) for r in obj.roles],
+            "buffers": [asdict(b) for b in obj.buffers],
+            "barriers": [asdict(b) for b in obj.barriers],
+            "launch": asdict(obj.launch),
+            "estimate": asdict(obj.estimate) if obj.estimate else None,
+            "notes": list(obj.notes),
+        }
+    raise TypeError(obj)
+
+
+class _Reader:
+    """Decodes a plan JSON with errors that name the file and the key."""
+
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
+
+    def fail(self, where: str, message: str):
+        raise CompileError(Diagnostic(f"{self.filename}: {where}: {message}",
+                                      hint="write a plan with `ptc compile --emit plan`"))
+
+    def get(self, obj, key: str, kind, where: str):
+        if not isinstance(obj, dict):
+            self.fail(where, f"expected an object, got {type(obj).__name__}")
+        if key not in obj:
+            self.fail(where, f"missing key {key!r}")
+        value = obj[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if bool in kinds and isinstance(value, bool):
+            return value
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            names = " or ".join(k.__name__ for k in kinds)
+            self.fail(f"{where}.{key}", f"expected {names}, got {type(value).__name__}")
+        return value
+
+    def strings(self, obj, key, where) -> tuple[str, ...]:
+        values = self.get(obj, key, list, where)
+        for i, v in enumerate(values):
+            if not isinstance(v, str):
+                self.fail(f"{where}.{key}[{i}]", "expected a string")
+        return tuple(values)
+
+    def ints(self, obj, key, where) -> tuple[int, ...]:
+        values = self.get(obj, key, list, where)
+        for i, v in enumerate(values):
+            if not isinstance(v, int) or isinstance(v, bool):
+                self.fail(f"{where}.{key}[{i}]", "expected an integer")
+        return tuple(values)
+
+    def item(self, obj, where: str) -> Item:
+        if isinstance(obj, dict) and "loop" in obj:
+            body = self.get(obj, "body", list, where)
+            return LoopBlock(self.get(obj, "loop", str, where),
+                             tuple(self.item(b, f"{where}.body[{i}]") for i, b in enumerate(body)))
+        return Step(self.get(obj, "task", str, where), self.get(obj, "unit", str, where),
+                    self.get(obj, "offset", int, where), self.strings(obj, "waits", where),
+                    self.strings(obj, "arrives", where))
+
+    def plan(self, data) -> Plan:
+        w = "plan"
+        roles = []
+        for i, r in enumerate(self.get(data, "roles", list, w)):
+            rw = f"roles[{i}]"
+            body = self.get(r, "body", list, rw)
+            roles.append(Role(self.get(r, "name", str, rw), self.get(r, "warps", int, rw),
+                              self.get(r, "registers", int, rw),
+                              tuple(self.item(b, f"{rw}.body[{j}]") for j, b in enumerate(body)),
+                              self.get(r, "instances", int, rw)))
+        buffers = []
+        for i, b in enumerate(self.get(data, "buffers", list, w)):
+            bw = f"buffers[{i}]"
+            buffers.append(Buffer(
+                self.get(b, "name", str, bw), self.get(b, "value", str, bw),
+                self.get(b, "producer", str, bw), self.strings(b, "consumers", bw),
+                self.get(b, "space", str, bw), self.get(b, "stages", int, bw),
+                self.get(b, "slot_bytes", int, bw), self.get(b, "dtype", str, bw),
+                self.ints(b, "shape", bw), self.get(b, "layout", str, bw)))
+        barriers = []
+        for i, b in enumerate(self.get(data, "barriers", list, w)):
+            bw = f"barriers[{i}]"
+            barriers.append(Barrier(self.get(b, "name", str, bw), self.get(b, "buffer", str, bw),
+                                    self.get(b, "kind", str, bw), self.get(b, "arrivals", int, bw),
+                                    self.get(b, "initial", int, bw)))
+        lw = "launch"
+        launch_d = self.get(data, "launch", dict, w)
+        launch = Launch(self.strings(launch_d, "grid", lw), self.get(launch_d, "threads", int, lw),
+                        self.get(launch_d, "dynamic_smem", int, lw),
+                        self.get(launch_d, "raster", str, lw),
+                        self.get(launch_d, "persistent", bool, lw))
+        tiles_d = self.get(data, "tiles", dict, w)
+        for k, v in tiles_d.items():
+            if not isinstance(v, int) or isinstance(v, bool):
+                self.fail(f"tiles.{k}", "expected an integer")
+        est = data.get("estimate") if isinstance(data, dict) else None
+        estimate = None
+        if est is not None:
+            ew = "estimate"
+            num = (int, float)
+            estimate = Estimate(
+                self.get(est, "cycles_per_tile", num, ew), self.get(est, "tiles", int, ew),
+                self.get(est, "waves", num, ew), self.get(est, "seconds", num, ew),
+                self.get(est, "flops", num, ew), self.get(est, "bytes", num, ew),
+                tuple((str(a), float(b)) for a, b in self.get(est, "unit_busy", list, ew)),
+                self.get(est, "bound", str, ew))
+        return Plan(self.get(data, "kernel", str, w), self.get(data, "device", str, w),
+                    tuple(tiles_d.items()), self.get(data, "pipelined", str, w),
+                    self.get(data, "stages", int, w), self.get(data, "style", str, w),
+                    tuple(roles), tuple(buffers), tuple(barriers), launch, estimate,
+                    self.strings(data, "notes", w))
+
+
+def from_json(text: str, filename: str = "plan.json") -> Plan:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        from ..diagnostics import Span
+        raise CompileError(Diagnostic(f"{filename} is not valid JSON: {exc.msg}",
+                                      Span(exc.lineno, exc.colno, exc.lineno, exc.colno + 1))) from None
+    return _Reader(filename).plan(data)

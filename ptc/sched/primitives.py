@@ -1,0 +1,259 @@
+"""The scheduling primitives of PipeThreader, as a small Python API.
+
+    from ptc.sched.primitives import PlanBuilder
+    b = PlanBuilder(graph, device)                    # graph: a propagated STaskGraph
+    b.role("producer", warps=4, registers=40)
+    b.role("consumer", warps=4, registers=232)
+    b.Append("load_A", ("producer", "tma"))          # task on (role, sEU), in program order
+    b.Append("load_B", ("producer", "tma"))
+    b.Append("simt_acc", ("consumer", "cuda_core"))
+    b.Append("mma_acc", ("consumer", "tensor_core"))
+    b.Wait("mma_acc", ["load_A", "load_B"])           # mma waits for both loads
+    ...
+    plan = b.build(stages=3)
+
+`Propagate` (ptc.stask.propagate) fixes the tile shapes before a builder is made. `build`
+turns the waits into ring buffers and full/empty barriers: a value crossing roles, or made
+by an async unit, gets a buffer; its consumer waits `full:X`, and — when the buffer is
+rewritten and read by another role, or by its own role on an async unit (wgmma) — each such
+consumer role's last reader of an iteration arrives `empty:X`, on which the producer waits
+before overwriting the slot.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..devices import Device
+from ..stask.graph import Region, STaskGraph
+from .plan import Barrier, Buffer, Launch, LoopBlock, Plan, Role, Step
+
+
+@dataclass
+class _RoleSpec:
+    name: str
+    warps: int
+    registers: int
+    instances: int
+    steps: list[tuple[str, str, int]] = field(default_factory=list)  # (task, unit, offset)
+
+
+def Propagate(graph: STaskGraph, tile_shape) -> STaskGraph:
+    """Derive every task's tile shape from the chosen tiles (see ptc.stask.propagate)."""
+    from ..stask.propagate import propagate
+    return propagate(graph, tile_shape)
+
+
+class PlanBuilder:
+    def __init__(self, graph: STaskGraph, device: Device) -> None:
+        if graph.tiles is None:
+            raise ValueError("Propagate the graph before scheduling it")
+        self.graph = graph
+        self.device = device
+        self.roles: dict[str, _RoleSpec] = {}
+        self.placed: dict[str, tuple[str, str]] = {}
+        self.waits: dict[str, list[str]] = {}
+        self.stage_override: dict[str, int] = {}
+
+    # ---- the primitives ----------------------------------------------------------------
+    def role(self, name: str, warps: int, registers: int, instances: int = 1) -> None:
+        self.roles[name] = _RoleSpec(name, warps, registers, instances)
+
+    def Append(self, stask: str, where: tuple[str, str], offset: int = 0) -> None:
+        role, unit = where
+        self.graph.task(stask)  # KeyError for an unknown task
+        if role not in self.roles:
+            raise KeyError(f"no role {role!r}; declare it with role()")
+        self.device.unit(unit)
+        if stask in self.placed:
+            raise ValueError(f"{stask} is already placed on {self.placed[stask]}")
+        self.roles[role].steps.append((stask, unit, offset))
+        self.placed[stask] = (role, unit)
+
+    def Wait(self, stask: str, on: list[str]) -> None:
+        self.waits.setdefault(stask, [])
+        for s in on:
+            if s not in self.waits[stask]:
+                self.waits[stask].append(s)
+
+    def stages(self, stask: str, n: int) -> None:
+        """Ring depth of the buffer that `stask` writes (default: see build)."""
+        self.stage_override[stask] = n
+
+    # ---- derived ---------------------------------------------------------------------
+    def _is_async(self, task: str) -> bool:
+        return self.device.unit(self.placed[task][1]).is_async
+
+    def _crossing(self, src: str, dst: str) -> bool:
+        """Does the value from src to dst live in a buffer? Loaded tiles always do (shared
+        memory / LDS on every backend); other values when they cross roles."""
+        return self.graph.task(src).op == "load" or self.placed[src][0] != self.placed[dst][0]
+
+    def _needs_full(self, src: str, consumer_roles) -> bool:
+        """Must consumers wait for the write? When it is async or made by another role."""
+        return self._is_async(src) or any(r != self.placed[src][0] for r in consumer_roles)
+
+    def build(self, stages: int = 1, pipelined: str = "", style: str = "custom",
+              launch: Launch | None = None, notes: tuple[str, ...] = ()) -> Plan:
+        g = self.graph
+        missing = [t.name for t in g.tasks if t.name not in self.placed]
+        if missing:
+            raise ValueError(f"tasks not placed: {', '.join(missing)}")
+        region_of = {t.name: t.region for t in g.tasks}
+        loops = {r.name: r for r in g.loop_regions()}
+
+        # buffers: one per producer task whose value crosses to a waiting consumer
+        buffers: dict[str, Buffer] = {}
+        readers: dict[str, list[str]] = {}
+        for dst, srcs in self.waits.items():
+            for src in srcs:
+                if not self._crossing(src, dst):
+                    continue
+                t = g.task(src)
+                readers.setdefault(src, []).append(dst)
+                if src not in buffers:
+                    in_loop = bool(t.region)
+                    cross = any(self.placed[d][0] != self.placed[src][0]
+                                for d, on in self.waits.items() if src in on)
+                    default = (stages if pipelined and t.region == pipelined
+                               else 2 if in_loop and cross else 1)
+                    depth = self.stage_override.get(src, default)
+                    size = math.prod(t.shape) * _bytes(t.dtype)
+                    layout = "swizzle128" if t.kind == "copy" else "row"
+                    buffers[src] = Buffer(f"{t.defines[0].lstrip('%')}_{_smem_space(self.device)}"
+                                          if t.defines else src,
+                                          t.defines[0] if t.defines else "", src, (),
+                                          _smem_space(self.device), depth, size, t.dtype,
+                                          tuple(t.shape), layout)
+        for src, rs in readers.items():
+            b = buffers[src]
+            buffers[src] = Buffer(b.name, b.value, b.producer, tuple(rs), b.space, b.stages,
+                                  b.slot_bytes, b.dtype, b.shape, b.layout)
+
+        barriers: list[Barrier] = []
+        step_waits: dict[str, list[str]] = {}
+        step_arrives: dict[str, list[str]] = {}
+        sync_before: dict[tuple[str, str], list[str]] = {}   # (role, first task of loop) -> waits
+        sync_after: dict[tuple[str, str], list[str]] = {}    # (role, last task of loop) -> arrives
+        for src, b in buffers.items():
+            prod_role = self.placed[src][0]
+            region = region_of[src]
+            consumer_roles = sorted({self.placed[r][0] for r in b.consumers},
+                                    key=list(self.roles).index)
+            full = f"full:{b.name}" if self._needs_full(src, consumer_roles) else None
+            if full:
+                barriers.append(Barrier(full, b.name, "full", 1))
+                step_arrives.setdefault(src, []).append(full)
+            rewritten = bool(region)
+            # roles that must release a slot before it is rewritten: the other roles, and the
+            # producer's own role when it reads the slot on an async unit (wgmma reads
+            # shared memory after it is issued, so program order does not free the slot)
+            releasing = [r for r in consumer_roles if r != prod_role or any(
+                self._is_async(c) for c in b.consumers if self.placed[c][0] == r)]
+            needs_empty = rewritten and bool(releasing)
+            if needs_empty:
+                empty = f"empty:{b.name}"
+                arrivals = sum(self.roles[r].instances for r in releasing)
+                barriers.append(Barrier(empty, b.name, "empty", arrivals, initial=b.stages))
+                step_waits.setdefault(src, []).insert(0, empty)
+            for role in consumer_roles:
+                order = [s[0] for s in self.roles[role].steps]
+                mine = [r for r in order if r in b.consumers]
+                first, last = mine[0], mine[-1]
+                first_item = _item_at_level(g, first, region)
+                last_item = _item_at_level(g, last, region)
+                if full and first_item == first:
+                    step_waits.setdefault(first, []).append(full)
+                elif full:
+                    sync_before.setdefault((role, first_item), []).append(full)
+                if needs_empty and role in releasing:
+                    arrive = f"empty:{b.name}"
+                    if last_item == last:
+                        step_arrives.setdefault(last, []).append(arrive)
+                    else:
+                        sync_after.setdefault((role, last_item), []).append(arrive)
+
+        roles = []
+        for spec in self.roles.values():
+            steps = [Step(t, u, off, tuple(step_waits.get(t, ())), tuple(step_arrives.get(t, ())))
+                     for t, u, off in spec.steps]
+            body = _nest(g, spec.name, steps, sync_before, sync_after)
+            roles.append(Role(spec.name, spec.warps, spec.registers, tuple(body), spec.instances))
+        threads = sum(r.warps * r.instances for r in self.roles.values()) * self.device.resources.warp_size
+        smem = sum(b.stages * b.slot_bytes for b in buffers.values())
+        launch = launch or Launch(grid_extents(g), threads, smem)
+        return Plan(g.kernel.name, self.device.name, tuple(sorted(g.tiles.items())), pipelined,
+                    stages, style, tuple(roles), tuple(buffers.values()), tuple(barriers),
+                    launch, None, tuple(notes))
+
+
+def _smem_space(device: Device) -> str:
+    return "lds" if device.vendor == "amd" else "smem"
+
+
+def grid_extents(g: STaskGraph) -> tuple[str, ...]:
+    out = []
+    for a in g.grid.axes:
+        out.append(a.dim if a.size is None else f"ceil({a.dim}/{g.tiles[a.size] if isinstance(a.size, str) else a.size})")
+    return tuple(out)
+
+
+def _bytes(dtype: str) -> int:
+    from ..stask.propagate import DTYPE_BYTES
+    return DTYPE_BYTES[dtype]
+
+
+def _path(g: STaskGraph, task: str) -> list[str]:
+    """Loop names from the grid down to the task's region."""
+    parents = {r.name: r.parent for r in g.regions()}
+    region = g.task(task).region
+    path = []
+    while region:
+        path.append(region)
+        region = parents[region]
+    return list(reversed(path))
+
+
+def _item_at_level(g: STaskGraph, task: str, region: str) -> str:
+    """The item of `region` that holds `task`: the task itself, or the loop around it."""
+    path = _path(g, task)
+    level = _path_of_region(g, region)
+    if len(path) == len(level):
+        return task
+    return "loop:" + path[len(level)]
+
+
+def _path_of_region(g: STaskGraph, region: str) -> list[str]:
+    parents = {r.name: r.parent for r in g.regions()}
+    out = []
+    while region:
+        out.append(region)
+        region = parents[region]
+    return list(reversed(out))
+
+
+def _nest(g: STaskGraph, role: str, steps: list[Step], sync_before, sync_after) -> list:
+    """Arrange a role's steps into loop blocks following the graph's regions."""
+    root: list = []
+    stack: list[tuple[str, list]] = [("", root)]
+    for step in steps:
+        path = _path(g, step.task)
+        # close loops not on this step's path
+        while len(stack) - 1 > len(path) or any(
+                stack[i + 1][0] != path[i] for i in range(len(stack) - 1)):
+            name, body = stack.pop()
+            stack[-1][1].append(LoopBlock(name, tuple(body)))
+            for a in sync_after.get((role, "loop:" + name), ()):
+                stack[-1][1].append(Step("sync", "barrier", 0, (), (a,)))
+        while len(stack) - 1 < len(path):
+            name = path[len(stack) - 1]
+            for w in sync_before.get((role, "loop:" + name), ()):
+                stack[-1][1].append(Step("sync", "barrier", 0, (w,), ()))
+            stack.append((name, []))
+        stack[-1][1].append(step)
+    while len(stack) > 1:
+        name, body = stack.pop()
+        stack[-1][1].append(LoopBlock(name, tuple(body)))
+        for a in sync_after.get((role, "loop:" + name), ()):
+            stack[-1][1].append(Step("sync", "barrier", 0, (), (a,)))
+    return root

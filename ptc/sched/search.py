@@ -1,0 +1,167 @@
+"""The two-level schedule search (DESIGN §3), ranked by the analytic cost model.
+
+Inter-EU: every combination of the kernel's tile candidates (propagated through the
+sTask-graph), its grid, and a persistent or one-CTA-per-tile launch.
+Intra-EU: every Choice the device supports (warp specialization with 1-2 consumer
+warpgroups, multistage pipelines of 2-4 stages with 4 or 8 warps, the sequential baseline),
+pruned by the device's resource limits, each plan verified, then timed on the model.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+import time
+from dataclasses import dataclass, replace
+from typing import Callable, Mapping
+
+from ..devices import Device
+from ..diagnostics import CompileError, Diagnostic
+from ..sema import typed as T
+from ..stask import build_graph, propagate
+from ..stask.graph import STaskGraph
+from .construct import Choice, Unfit, construct
+from .cost import estimate
+from .plan import Estimate, Plan
+
+MAX_TILE_COMBINATIONS = 48
+
+
+@dataclass(frozen=True)
+class Candidate:
+    tiles: tuple[tuple[str, int], ...]
+    choice: Choice
+    plan: Plan
+    graph: STaskGraph
+
+    @property
+    def estimate(self) -> Estimate:
+        return self.plan.estimate
+
+    def label(self) -> str:
+        tiles = " ".join(f"{k}={v}" for k, v in self.tiles)
+        launch = ", persistent" if self.plan.launch.persistent else ""
+        return f"{tiles}; {self.choice.describe()}{launch}"
+
+
+@dataclass(frozen=True)
+class Rejected:
+    tiles: tuple[tuple[str, int], ...]
+    choice: Choice
+    reason: str
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    kernel: T.TypedKernel
+    device: Device
+    dims: tuple[tuple[str, int], ...]
+    ranked: tuple[Candidate, ...]
+    rejected: tuple[Rejected, ...]
+    seconds: float
+
+    @property
+    def best(self) -> Candidate:
+        return self.ranked[0]
+
+
+def choices_for(device: Device, has_loop: bool) -> list[Choice]:
+    out: list[Choice] = []
+    if has_loop:
+        for consumers in (1, 2):
+            for stages in (2, 3, 4):
+                out.append(Choice("warp_specialized", stages, consumers))
+        for warps in (4, 8):
+            for stages in (2, 3, 4):
+                out.append(Choice("multistage", stages, warps=warps))
+    for warps in (4, 8):
+        out.append(Choice("sequential", 1, warps=warps))
+    return out
+
+
+def tile_combinations(kernel: T.TypedKernel, fixed: Mapping[str, int]) -> list[dict[str, int]]:
+    names = [t.name for t in kernel.tiles]
+    options = [(fixed[t.name],) if t.name in fixed else t.choices for t in kernel.tiles]
+    combos = [dict(zip(names, c)) for c in itertools.product(*options)]
+    return combos[:MAX_TILE_COMBINATIONS]
+
+
+def search(kernel: T.TypedKernel, device: Device, dims: Mapping[str, int], *,
+           fixed_tiles: Mapping[str, int] | None = None, grid_index: int = 0,
+           verify_plans: bool = True,
+           progress: Callable[[int, int], None] | None = None) -> SearchResult:
+    started = time.perf_counter()
+    base = build_graph(kernel, kernel.body[grid_index])
+    combos = tile_combinations(kernel, fixed_tiles or {})
+    ranked: list[Candidate] = []
+    rejected: list[Rejected] = []
+    has_loop = bool(base.loop_regions())
+    choices = choices_for(device, has_loop)
+    total = len(combos) * len(choices)
+    done = 0
+    for tiles in combos:
+        graph = propagate(base, tiles)
+        tkey = tuple(sorted(tiles.items()))
+        for choice in choices:
+            done += 1
+            if progress:
+                progress(done, total)
+            try:
+                plan = construct(graph, device, choice)
+            except Unfit as why:
+                rejected.append(Rejected(tkey, choice, str(why)))
+                continue
+            if verify_plans:
+                from .verify import problems
+                issues = problems(plan, graph, device)
+                if issues:
+                    rejected.append(Rejected(tkey, choice, "unsafe: " + issues[0]))
+                    continue
+            est, _ = estimate(plan, graph, device, dims)
+            if not math.isfinite(est.seconds):
+                rejected.append(Rejected(tkey, choice, est.bound))
+                continue
+            plan = _launch(replace(plan, estimate=est), device)
+            ranked.append(Candidate(tkey, choice, plan, graph))
+    ranked.sort(key=lambda c: (c.plan.estimate.seconds, c.tiles, _choice_key(c.choice)))
+    if not ranked:
+        reasons = sorted({r.reason for r in rejected})
+        raise CompileError(Diagnostic(
+            f"no plan for kernel {kernel.name} fits {device.name}",
+            hint="; ".join(reasons[:3]) + ("; ..." if len(reasons) > 3 else "")))
+    return SearchResult(kernel, device, tuple(sorted(dims.items())), tuple(ranked),
+                        tuple(rejected), time.perf_counter() - started)
+
+
+def _choice_key(c: Choice) -> tuple:
+    return ({"warp_specialized": 0, "multistage": 1, "sequential": 2}[c.style], c.stages,
+            c.consumers, c.warps)
+
+
+def _launch(plan: Plan, device: Device) -> Plan:
+    """Persistent CTAs when the last wave would be mostly idle: the grid's tiles are spread
+    over exactly the resident CTAs instead of launching one CTA per tile."""
+    est = plan.estimate
+    waves = est.waves
+    if waves > 1 and (math.ceil(waves) - waves) / math.ceil(waves) > 0.1:
+        seconds = est.seconds * waves / math.ceil(waves)
+        dram = est.bytes / device.peak_dram_bytes_per_s()
+        est = replace(est, seconds=max(seconds, dram))
+        return replace(plan, estimate=est, launch=replace(plan.launch, persistent=True))
+    return plan
+
+
+def search_for_cli(kernel: T.TypedKernel, device: Device, dims: Mapping[str, int],
+                   fixed_tiles: Mapping[str, int] | None = None) -> SearchResult:
+    """`search` with a rich progress bar on a terminal when it takes more than a moment."""
+    if not sys.stderr.isatty():
+        return search(kernel, device, dims, fixed_tiles=fixed_tiles)
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        job = bar.add_task(f"scheduling {kernel.name} for {device.name}", total=None)
+
+        def tick(done: int, total: int) -> None:
+            bar.update(job, completed=done, total=total)
+
+        return search(kernel, device, dims, fixed_tiles=fixed_tiles, progress=tick)
