@@ -320,35 +320,6 @@ def run(file, kernel_name, shapes, tiles, inputs_path, output_path, seed):
         _print_table(kernel, outputs, elapsed)
 
 
-@cli.command("compile", epilog="""\b
-Examples:
-  ptc compile samples/gemm.pt --emit ast
-  ptc compile samples/flash_attn.pt --emit typed --shape D=128""")
-@click.argument("file")
-@click.option("--emit", "stage", type=click.Choice(driver.STAGES), required=True,
-              help="The stage to print: ast (canonical .pt), typed (the typed tile program).")
-@shape_option
-def compile_(file, stage, shapes):
-    """Print a stage of the compilation of FILE in its canonical text form."""
-    if stage == "ast":
-        from .grammar.printer import print_module
-
-        filename, text = read(file)
-        try:
-            module = parse(text, filename)
-        except CompileError as exc:
-            report(exc, filename, text)
-            raise Reported() from None
-        click.echo(print_module(module), nl=False)
-    elif stage == "typed":
-        from .sema.printer import print_program
-
-        program, _ = checked(file, shapes)
-        click.echo(print_program(program), nl=False)
-    else:  # a stage listed in driver.STAGES that this command does not print yet
-        raise click.UsageError(f"--emit {stage} is not implemented yet")
-
-
 # ---- run: inputs and outputs ---------------------------------------------------------
 def load_inputs(path: str, kernel: TypedKernel, shapes: Mapping[str, int]) -> dict:
     """Arrays from an .npz by parameter name, checked against the kernel's signature."""
@@ -427,6 +398,15 @@ def save_atomic(path: str, arrays: Mapping) -> None:
     """np.savez to a temporary file beside `path`, then rename: never a half-written file."""
     import numpy as np
 
+    write_atomic(path, lambda f: np.savez(f, **arrays))
+
+
+def save_text_atomic(path: str, text: str) -> None:
+    write_atomic(path, lambda f: f.write(text.encode()))
+
+
+def write_atomic(path: str, write) -> None:
+    """write(file) into a temporary file beside `path`, then rename it into place."""
     target = Path(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
@@ -435,7 +415,7 @@ def save_atomic(path: str, arrays: Mapping) -> None:
         raise fail(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
+            write(f)
         os.replace(tmp, target)
     except OSError as exc:
         raise fail(f"cannot write {path}: {exc.strerror or exc}") from None
@@ -464,6 +444,9 @@ def _print_table(kernel: TypedKernel, outputs: Mapping, elapsed: float) -> None:
     console = Console(file=sys.stdout, highlight=False, soft_wrap=False)
     console.print(table)
     console.print(f"time: {elapsed:.3f} s (reference interpreter)", highlight=False)
+
+
+from . import cli_schedule  # noqa: E402,F401  (registers compile, devices, explain)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,177 @@
+"""The commands that look past the type checker: compile (every stage), devices, explain."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from . import driver
+from .cli import Reported, checked, cli, fail, read, report, shape_option, tile_option
+from .diagnostics import CompileError
+from .grammar import parse
+
+TARGET_HELP = ("A builtin target (sm80, sm90, gfx90a, gfx942; see `ptc devices`) "
+               "or a device description YAML file.")
+
+
+def target_options(f):
+    f = click.option("--device", "device_file", metavar="FILE.yaml",
+                     help="Your own device description (instead of --target).")(f)
+    f = click.option("--target", "-t", metavar="TARGET", help=TARGET_HELP)(f)
+    return f
+
+
+def kernel_option(f):
+    return click.option("--kernel", "kernel_name", metavar="NAME",
+                        help="The kernel to use when FILE holds several.")(f)
+
+
+def _target(target: str | None, device_file: str | None, required: bool = True) -> str | None:
+    if target and device_file:
+        raise click.UsageError("give either --target or --device, not both")
+    chosen = device_file or target
+    if chosen is None and required:
+        raise click.UsageError("this needs --target (e.g. --target sm90) or --device FILE.yaml")
+    return chosen
+
+
+def _user_errors(fn, filename: str = "ptc", source: str = ""):
+    """Run fn(); show any CompileError (device files render against their own text)."""
+    from .devices import DeviceError
+
+    try:
+        return fn()
+    except DeviceError as exc:
+        click.echo(exc.render(), err=True)
+        raise Reported() from None
+    except CompileError as exc:
+        report(exc, filename, source)
+        raise Reported() from None
+
+
+def _kernel(file: str, kernel_name: str | None, shapes):
+    program, text = checked(file, shapes)
+    return _user_errors(lambda: driver.select_kernel(program, kernel_name), file, text), text
+
+
+@cli.command("compile", epilog="""\b
+Examples:
+  ptc compile samples/gemm.pt --emit ast
+  ptc compile samples/flash_attn.pt --emit typed --shape D=128
+  ptc compile samples/flash_attn.pt --target sm90 --emit stask
+  ptc compile samples/gemm.pt --target sm80 --emit plan > plan.json
+  ptc compile samples/gemm.pt --target sm80 --emit plan --schedule plan.json""")
+@click.argument("file")
+@click.option("--emit", "stage", required=True,
+              type=click.Choice(driver.STAGES + ("dot",)),
+              help="The stage to print: ast (canonical .pt), typed (the typed tile program), "
+                   "stask (the sTask-graph), dot (the sTask-graph for Graphviz), "
+                   "plan (the scheduled plan as JSON; needs --target).")
+@target_options
+@kernel_option
+@shape_option
+@tile_option
+@click.option("--schedule", "schedule_file", metavar="PLAN.json",
+              help="Pin this plan instead of searching (it is verified like any other).")
+def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, schedule_file):
+    """Print a stage of the compilation of FILE in its canonical text form."""
+    if stage == "ast":
+        from .grammar.printer import print_module
+
+        filename, text = read(file)
+        module = _user_errors(lambda: parse(text, filename), filename, text)
+        click.echo(print_module(module), nl=False)
+        return
+    if stage == "typed":
+        from .sema.printer import print_program
+
+        program, _ = checked(file, shapes)
+        click.echo(print_program(program), nl=False)
+        return
+    kernel, text = _kernel(file, kernel_name, shapes)
+    if stage in ("stask", "dot"):
+        from .stask import print_graph, to_dot
+
+        if schedule_file:
+            raise click.UsageError("--schedule applies to --emit plan")
+        graph = _user_errors(lambda: driver.stask_graph(kernel, tiles), file, text)
+        click.echo((print_graph if stage == "stask" else to_dot)(graph), nl=False)
+        return
+    from .sched.plan import to_json
+
+    chosen = _target(target, device_file)
+    if schedule_file:
+        plan, _ = _user_errors(lambda: driver.pinned_plan(kernel, chosen, schedule_file))
+    else:
+        result = _user_errors(lambda: driver.schedule(
+            kernel, chosen, shapes=shapes, tiles=tiles, progress=sys.stderr.isatty()))
+        plan = result.best.plan
+    click.echo(to_json(plan), nl=False)
+
+
+@cli.command(epilog="""\b
+Examples:
+  ptc devices
+  ptc devices --device my_gpu.yaml""")
+@click.option("--device", "device_file", metavar="FILE.yaml",
+              help="Also load and list your own device description.")
+def devices(device_file):
+    """List the devices ptc can target, with their peak figures."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from .devices import builtin_targets, get_device
+
+    names = builtin_targets() + ([device_file] if device_file else [])
+    table = Table(title="ptc devices", title_justify="left")
+    for col in ("target", "device", "EUs", "clock GHz", "f16 TFLOP/s", "DRAM TB/s",
+                "smem/LDS KB", "units"):
+        table.add_column(col, justify="left" if col in ("target", "device", "units") else "right")
+    for name in names:
+        dev = _user_errors(lambda: get_device(name))
+        f16 = dev.peak_flops("f16") / 1e12 if "f16" in dev.mma_dtypes() else 0.0
+        table.add_row(name if name in builtin_targets() else str(dev.path), dev.description,
+                      str(dev.eu_count), f"{dev.clock_ghz:g}", f"{f16:.0f}",
+                      f"{dev.peak_dram_bytes_per_s() / 1e12:.2f}",
+                      f"{dev.resources.shared_memory_bytes // 1024}",
+                      " ".join(u.name for u in dev.units))
+    Console(file=sys.stdout, highlight=False, width=max(100, _width())).print(table)
+
+
+def _width() -> int:
+    import shutil
+    return shutil.get_terminal_size((120, 24)).columns
+
+
+@cli.command(epilog="""\b
+Examples:
+  ptc explain samples/flash_attn.pt --target sm90
+  ptc explain samples/gemm.pt --target sm80 --shape M=8192,N=8192,K=8192 --svg gemm.svg
+  ptc explain samples/gemm.pt --target sm90 --json""")
+@click.argument("file")
+@target_options
+@kernel_option
+@shape_option
+@tile_option
+@click.option("--svg", "svg_path", metavar="FILE.svg", help="Also draw the timeline as SVG.")
+@click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
+def explain(file, target, device_file, kernel_name, shapes, tiles, svg_path, as_json):
+    """Explain the schedule ptc picks for FILE: the sTask-graph, the chosen tiles, a
+    per-unit timeline, the estimate, the runner-ups and why the winner won."""
+    from rich.console import Console
+
+    from . import explain as ex
+    from .cli import save_text_atomic
+
+    chosen = _target(target, device_file)
+    kernel, text = _kernel(file, kernel_name, shapes)
+    result = _user_errors(lambda: driver.schedule(
+        kernel, chosen, shapes=shapes, tiles=tiles, progress=sys.stderr.isatty()))
+    expl = ex.explain(result)
+    if svg_path:
+        save_text_atomic(svg_path, ex.to_svg(expl))
+    if as_json:
+        click.echo(ex.to_json(expl), nl=False)
+        return
+    ex.render_text(expl, Console(file=sys.stdout, highlight=False, width=max(100, _width())))

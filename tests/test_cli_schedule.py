@@ -1,0 +1,113 @@
+"""ptc compile --emit stask|dot|plan, --schedule, ptc devices, ptc explain: through the CLI."""
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ptc.cli import cli
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+def ptc(*args):
+    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_emit_stask_and_dot():
+    code, out, _ = ptc("compile", SAMPLES / "flash_attn.pt", "--emit", "stask", "--tile", "BN=64")
+    assert code == 0
+    assert "tiles BM=128, BN=64" in out and "simt_s: simt" in out
+    assert "mma_o -> simt_s [o]  (distance 1)" in out
+    code, out, _ = ptc("compile", SAMPLES / "gemm.pt", "--emit", "dot")
+    assert code == 0 and out.startswith('digraph "gemm"') and 'cluster_k' in out
+
+
+def test_emit_plan_and_pin_it(tmp_path):
+    code, out, _ = ptc("compile", SAMPLES / "gemm.pt", "--target", "sm90", "--emit", "plan")
+    assert code == 0
+    plan = json.loads(out)
+    assert plan["kernel"] == "gemm" and plan["device"] == "sm90"
+    path = tmp_path / "plan.json"
+    path.write_text(out)
+    code, pinned, _ = ptc("compile", SAMPLES / "gemm.pt", "--target", "sm90", "--emit", "plan",
+                          "--schedule", path)
+    assert code == 0 and json.loads(pinned) == plan
+
+
+def test_a_pinned_unsafe_plan_is_rejected(tmp_path):
+    code, out, _ = ptc("compile", SAMPLES / "flash_attn.pt", "-t", "sm90", "--emit", "plan")
+    plan = json.loads(out)
+    assert plan["style"] == "warp_specialized"
+    for role in plan["roles"]:             # drop every wait for a full K slot: K is read early
+        def strip(items):
+            for item in items:
+                if "loop" in item:
+                    strip(item["body"])
+                else:
+                    item["waits"] = [w for w in item["waits"] if w != "full:k_smem"]
+        strip(role["body"])
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(plan))
+    code, _, err = ptc("compile", SAMPLES / "flash_attn.pt", "-t", "sm90", "--emit", "plan",
+                       "--schedule", path)
+    assert code == 1
+    assert "load_K" in err and "mma_s" in err
+
+
+def test_a_plan_for_another_device_or_kernel_is_refused(tmp_path):
+    _, out, _ = ptc("compile", SAMPLES / "gemm.pt", "-t", "sm80", "--emit", "plan")
+    path = tmp_path / "p.json"
+    path.write_text(out)
+    code, _, err = ptc("compile", SAMPLES / "gemm.pt", "-t", "sm90", "--emit", "plan",
+                       "--schedule", path)
+    assert code == 1 and "is a plan for sm80, not sm90" in err
+    code, _, err = ptc("compile", SAMPLES / "matmul_sum.pt", "-t", "sm80", "--emit", "plan",
+                       "--schedule", path)
+    assert code == 1 and "plan for kernel 'gemm'" in err
+    path.write_text("{not json")
+    code, _, err = ptc("compile", SAMPLES / "gemm.pt", "-t", "sm80", "--emit", "plan",
+                       "--schedule", path)
+    assert code == 1 and "is not valid JSON" in err
+
+
+def test_plan_needs_a_target_and_targets_are_checked(tmp_path):
+    code, _, err = ptc("compile", SAMPLES / "gemm.pt", "--emit", "plan")
+    assert code == 2 and "--target" in err
+    code, _, err = ptc("compile", SAMPLES / "gemm.pt", "--emit", "plan", "-t", "sm99")
+    assert code == 1 and "sm99" in err and "sm90" in err
+    bad = tmp_path / "gpu.yaml"
+    bad.write_text("name: gpu\n")
+    code, _, err = ptc("compile", SAMPLES / "gemm.pt", "--emit", "plan", "--device", bad)
+    assert code == 1 and "gpu.yaml" in err and "Traceback" not in err
+    code, _, err = ptc("compile", SAMPLES / "gemm.pt", "--emit", "plan", "-t", "sm90",
+                       "--device", bad)
+    assert code == 2 and "not both" in err
+
+
+def test_a_users_device_file_works_like_a_target(tmp_path):
+    own = tmp_path / "h100_slow.yaml"
+    text = (Path(__file__).resolve().parent.parent / "ptc/devices/sm90.yaml").read_text()
+    own.write_text(text.replace("name: sm90", "name: h100_slow").replace("eu_count: 132", "eu_count: 66"))
+    code, out, _ = ptc("compile", SAMPLES / "gemm.pt", "--emit", "plan", "--device", own)
+    assert code == 0 and json.loads(out)["device"] == "h100_slow"
+
+
+def test_devices_lists_the_peaks():
+    code, out, _ = ptc("devices")
+    assert code == 0
+    for name, peak in (("sm80", "312"), ("sm90", "989"), ("gfx90a", "191"), ("gfx942", "1307")):
+        assert name in out and peak in out
+
+
+@pytest.mark.parametrize("target", ["sm90", "sm80"])
+def test_explain(tmp_path, target):
+    svg = tmp_path / "t.svg"
+    code, out, _ = ptc("explain", SAMPLES / "flash_attn.pt", "--target", target, "--svg", svg)
+    assert code == 0
+    assert "BM=" in out and "tensor_core" in out and "%" in out
+    assert svg.read_text().lstrip().startswith("<")
+    code, out, _ = ptc("explain", SAMPLES / "gemm.pt", "--target", target, "--json")
+    assert code == 0
+    json.loads(out)
