@@ -383,7 +383,7 @@ def _var_types(stmts) -> dict[str, T.TileType]:
     def expr(e) -> None:
         if isinstance(e, T.Var):
             out[e.name] = e.type
-        for child in _children(e):
+        for child in T.children(e):
             expr(child)
 
     for s in stmts:
@@ -395,17 +395,3 @@ def _var_types(stmts) -> dict[str, T.TileType]:
                     expr(item.index)
         expr(s.value)
     return out
-
-
-def _children(e):
-    if isinstance(e, T.Elementwise):
-        return e.args
-    if isinstance(e, (T.Reduce, T.Transpose, T.Convert, T.Expand)):
-        return (e.arg,)
-    if isinstance(e, T.MatMul):
-        return (e.lhs, e.rhs)
-    if isinstance(e, T.Fill):
-        return (e.value,)
-    if isinstance(e, T.Load):
-        return tuple(i.index for i in e.index if isinstance(i, T.Point))
-    return ()

@@ -186,6 +186,21 @@ TExpr = Union[Const, Var, Scalar, Load, Elementwise, Reduce, MatMul, Transpose, 
               Expand, Fill, IndexVec]
 
 
+def children(e: TExpr) -> tuple[TExpr, ...]:
+    """The operands of an expression (a load's operands are its point indices)."""
+    if isinstance(e, Elementwise):
+        return e.args
+    if isinstance(e, (Reduce, Transpose, Convert, Expand)):
+        return (e.arg,)
+    if isinstance(e, MatMul):
+        return (e.lhs, e.rhs)
+    if isinstance(e, Fill):
+        return (e.value,)
+    if isinstance(e, Load):
+        return tuple(i.index for i in e.index if isinstance(i, Point))
+    return ()
+
+
 # ---- statements ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class Let:

@@ -123,24 +123,10 @@ def reads(e) -> set[str]:
     if isinstance(e, T.Store):
         return reads(e.value) | set().union(*(reads(i.index) for i in e.index
                                               if isinstance(i, T.Point)))
-    if isinstance(e, T.Load):
-        return set().union(*(reads(i.index) for i in e.index if isinstance(i, T.Point)))
     out: set[str] = set()
-    for child in _children(e):
+    for child in T.children(e):
         out |= reads(child)
     return out
-
-
-def _children(e):
-    if isinstance(e, T.Elementwise):
-        return e.args
-    if isinstance(e, (T.Reduce, T.Transpose, T.Convert, T.Expand)):
-        return (e.arg,)
-    if isinstance(e, T.MatMul):
-        return (e.lhs, e.rhs)
-    if isinstance(e, T.Fill):
-        return (e.value,)
-    return ()
 
 
 def writes(s) -> set[str]:

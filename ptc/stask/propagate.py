@@ -74,11 +74,6 @@ def _expr_work(e: T.TExpr, ext) -> Work:
         w = Work(simt_ops=n, sfu_ops=n if getattr(e, "op", None) in SFU_OPS else 0)
     elif isinstance(e, T.Reduce):
         w = Work(simt_ops=math.prod(ext(e.arg.type.shape)))
-    for child in _children(e):
+    for child in T.children(e):
         w = w + _expr_work(child, ext)
     return w
-
-
-def _children(e):
-    from .build import _children as children
-    return children(e)
