@@ -1,10 +1,12 @@
 # Two entry points, both self-contained on a fresh machine:
-#   make samples  -- set up, check every sample and run it on the reference interpreter
+#   make samples  -- set up; check every sample, run it on the reference interpreter and
+#                    schedule it for every target (plans in out/plans/)
 #   make test     -- set up and run the whole test suite
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PTC    := $(VENV)/bin/ptc
 SAMPLES := $(wildcard samples/*.pt)
+TARGETS := sm80 sm90 gfx90a gfx942
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -26,6 +28,13 @@ samples: setup
 	  echo "$(PTC) run $$*"; \
 	  $(PTC) run "$$@" || exit 1; \
 	done < samples/SMOKE
+	@mkdir -p out/plans
+	@for f in $(SAMPLES); do for t in $(TARGETS); do \
+	  name=$$(basename $$f .pt); \
+	  echo "$(PTC) compile $$f --target $$t --emit plan > out/plans/$$name.$$t.json"; \
+	  $(PTC) compile $$f --target $$t --emit plan > out/plans/$$name.$$t.json.tmp || exit 1; \
+	  mv out/plans/$$name.$$t.json.tmp out/plans/$$name.$$t.json; \
+	done; done
 
 test: setup
 	$(PY) -m pytest -q
