@@ -447,6 +447,7 @@ def _print_table(kernel: TypedKernel, outputs: Mapping, elapsed: float) -> None:
 
 
 from . import cli_schedule  # noqa: E402,F401  (registers compile, devices, explain)
+from . import cli_build  # noqa: E402,F401  (registers build, bench)
 
 
 def main(argv: list[str] | None = None) -> None:

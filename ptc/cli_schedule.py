@@ -61,9 +61,10 @@ Examples:
   ptc compile samples/flash_attn.pt --emit typed --shape D=128
   ptc compile samples/flash_attn.pt --target sm90 --emit stask
   ptc compile samples/gemm.pt --target sm80 --emit plan > plan.json
-  ptc compile samples/gemm.pt --target sm80 --emit plan --schedule plan.json""")
+  ptc compile samples/gemm.pt --target sm80 --emit plan --schedule plan.json
+  ptc compile samples/gemm.pt --target sm80 -o build/gemm""")
 @click.argument("file")
-@click.option("--emit", "stage", required=True,
+@click.option("--emit", "stage",
               type=click.Choice(driver.STAGES + ("dot",)),
               help="The stage to print: ast (canonical .pt), typed (the typed tile program), "
                    "stask (the sTask-graph), dot (the sTask-graph for Graphviz), "
@@ -74,8 +75,25 @@ Examples:
 @tile_option
 @click.option("--schedule", "schedule_file", metavar="PLAN.json",
               help="Pin this plan instead of searching (it is verified like any other).")
-def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, schedule_file):
-    """Print a stage of the compilation of FILE in its canonical text form."""
+@click.option("--output", "-o", "output", metavar="DIR",
+              help="Instead of printing a stage, write the build directory (kernel.cu, "
+                   "harness.cu, headers, plan.json, build.sh); needs --target.")
+def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, schedule_file,
+             output):
+    """Print a stage of the compilation of FILE in its canonical text form, or (-o DIR)
+    write the build directory that `ptc build` compiles with nvcc."""
+    # ---- -o DIR: the build directory (ptc/cli_build.py) ----
+    if output is not None:
+        if stage:
+            raise click.UsageError("give either --emit STAGE or -o DIR, not both")
+        from .cli_build import write_output
+
+        write_output(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
+                     output)
+        return
+    if stage is None:
+        raise click.UsageError("give --emit STAGE to print a stage, or -o DIR to write the "
+                               "build directory")
     if stage == "ast":
         from .grammar.printer import print_module
 

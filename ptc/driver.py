@@ -144,3 +144,41 @@ def pinned_plan(kernel: TypedKernel, target: str, plan_path: str | Path):
     graph = stask_graph(kernel, plan.tile_sizes)
     verify(plan, graph, device)
     return plan, graph
+
+
+# ---- rendering ------------------------------------------------------------------------
+def render(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | None = None,
+           tiles: Mapping[str, int] | None = None, schedule_file: str | Path | None = None,
+           progress: bool = False):
+    """(source, plan, graph, device, notes): the best plan the target's renderer can
+    render, rendered. Plans ranked above it that the renderer cannot take are named in the
+    notes with the reason."""
+    from .devices import get_device
+    from .render import RenderError, can_render, render_kernel
+
+    device = get_device(target)
+    if schedule_file is not None:
+        plan, graph = pinned_plan(kernel, target, schedule_file)
+        try:
+            return render_kernel(kernel, plan, graph, device), plan, graph, device, ()
+        except RenderError as exc:
+            raise CompileError(Diagnostic(f"cannot render the pinned plan: {exc}")) from None
+    result = schedule(kernel, target, shapes=shapes, tiles=tiles, progress=progress)
+    skipped: list[str] = []
+    for rank, cand in enumerate(result.ranked, 1):
+        why = can_render(cand.plan, device)
+        if why is None:
+            try:
+                source = render_kernel(kernel, cand.plan, cand.graph, device)
+            except RenderError as exc:
+                why = str(exc)
+            else:
+                notes = tuple(skipped[:3]) + ((f"... and {len(skipped) - 3} more",)
+                                              if len(skipped) > 3 else ())
+                if skipped:
+                    notes = (f"rendered plan #{rank} of {len(result.ranked)}",) + notes
+                return source, cand.plan, cand.graph, device, notes
+        skipped.append(f"#{rank} {cand.label()}: {why}")
+    raise CompileError(Diagnostic(
+        f"none of the {len(result.ranked)} plans for {kernel.name} can be rendered for "
+        f"{device.name}", hint=skipped[0] if skipped else None))

@@ -1,0 +1,245 @@
+"""The commands that leave Python: build (write the directory and run nvcc) and bench (run
+on the GPU, check against the reference interpreter, time). `write_output` is what
+`ptc compile -o DIR` runs."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .cli import Reported, cli, fail, shape_option, tile_option
+from .cli_schedule import _kernel, _target, _user_errors, kernel_option, target_options
+
+KERNEL_SOURCE_HELP = ("Use this kernel.cu instead of rendering one (hand-written or edited; "
+                      "it must follow the kernel ABI: ptc_launch and ptc_kernel_name).")
+
+
+def _options(f):
+    f = click.option("--kernel-source", "kernel_source", metavar="FILE.cu",
+                     help=KERNEL_SOURCE_HELP)(f)
+    f = click.option("--schedule", "schedule_file", metavar="PLAN.json",
+                     help="Pin this plan instead of searching (it is verified like any other).")(f)
+    f = tile_option(f)
+    f = shape_option(f)
+    f = kernel_option(f)
+    f = target_options(f)
+    return f
+
+
+def _read_kernel_source(path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).read_text()
+    except FileNotFoundError:
+        raise fail(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise fail(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
+             kernel_source):
+    from . import runtime
+
+    chosen = _target(target, device_file)
+    kernel, text = _kernel(file, kernel_name, shapes)       # located errors, with the source
+    source = _read_kernel_source(kernel_source)
+    prepared = _user_errors(lambda: runtime.prepare(
+        file, chosen, shapes=shapes, tiles=tiles, kernel=kernel.name, schedule=schedule_file,
+        kernel_source=source, progress=sys.stderr.isatty()), file, text)
+    for note in prepared.notes:
+        click.echo(f"note: {note}", err=True)
+    return prepared
+
+
+def default_output(prepared) -> Path:
+    return Path("build") / f"{prepared.kernel.name}.{prepared.device.name}"
+
+
+def write_output(file, target, device_file, kernel_name, shapes, tiles, schedule_file, output,
+                 kernel_source=None):
+    """`ptc compile FILE -o DIR`: write the build directory (no nvcc); returns its path."""
+    from . import runtime
+
+    prepared = _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
+                        kernel_source)
+    folder = _user_errors(lambda: runtime.write_build_dir(
+        output, kernel_source=prepared.source, signature=prepared.signature,
+        arch=prepared.device.arch, target=prepared.target, plan_json=prepared.plan_json))
+    click.echo(f"wrote {folder}: kernel.cu, harness.cu, plan.json, build.sh "
+               f"(build it with `sh {folder}/build.sh` or `ptc build`)")
+    return folder
+
+
+# ---- ptc build --------------------------------------------------------------------------
+@cli.command("build", epilog="""\b
+Examples:
+  ptc build samples/gemm.pt --target sm80 -o build/gemm
+  ptc build samples/flash_attn.pt -t sm90 --shape D=128 --tile BM=128,BN=64
+  ptc build samples/gemm.pt -t sm80 --kernel-source my_gemm.cu -o build/mine""")
+@click.argument("file")
+@_options
+@click.option("--output", "-o", "output", metavar="DIR",
+              help="The build directory (default: build/KERNEL.TARGET). An existing one is "
+                   "replaced only by a complete new one.")
+@click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
+def build_(file, target, device_file, kernel_name, shapes, tiles, schedule_file, kernel_source,
+           output, as_json):
+    """Compile FILE for a CUDA target and build it with nvcc: libptc_kernel.so (for
+    Python) and ptc_run (runs it on .npy files), with ptxas's register, shared-memory and
+    spill report. Needs nvcc, not a GPU."""
+    from . import runtime
+
+    prepared = _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
+                        kernel_source)
+    folder = Path(output) if output else default_output(prepared)
+    echo = None if as_json else (lambda line: click.echo(f"  {line}", err=True))
+    compiled = _user_errors(lambda: runtime.build_prepared(prepared, folder, shapes=shapes,
+                                                           echo=echo))
+    result = compiled.build
+    if as_json:
+        click.echo(json.dumps({"directory": str(folder), "arch": result.arch,
+                               "seconds": round(result.seconds, 3),
+                               "library": str(result.library),
+                               "executable": str(result.executable),
+                               "ptxas": result.ptxas.to_json()}, indent=2))
+        return
+    print_resources(result)
+    click.echo(f"built {folder} ({result.library.name}, {result.executable.name}) for "
+               f"{result.arch} in {result.seconds:.1f} s")
+
+
+def print_resources(result) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    report = result.ptxas
+    table = Table(title=f"ptxas: {result.arch}", title_justify="left")
+    for col in ("kernel", "registers", "smem (static)", "stack", "spill stores",
+                "spill loads"):
+        table.add_column(col, justify="left" if col == "kernel" else "right")
+    for k in report.kernels + report.functions:
+        name = k.display_name or k.name
+        if len(name) > 60:
+            name = name[:57] + "..."
+        if not k.is_entry:
+            name += " (device function)"
+        spill = "bold red" if k.spills else ""
+        table.add_row(name, str(k.registers) if k.is_entry else "-",
+                      f"{k.smem_bytes} B" if k.is_entry else "-", f"{k.stack_bytes} B",
+                      f"[{spill}]{k.spill_stores} B[/]" if spill else f"{k.spill_stores} B",
+                      f"[{spill}]{k.spill_loads} B[/]" if spill else f"{k.spill_loads} B")
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=False,
+                      width=max(100, _width()))
+    console.print(table)
+    for warning in report.warnings:
+        console.print(warning, markup=False)
+    if report.spills:
+        console.print(f"[bold red]warning:[/] ptxas spilled {report.spills} bytes to local "
+                      "memory")
+
+
+def _width() -> int:
+    import shutil
+    return shutil.get_terminal_size((120, 24)).columns
+
+
+# ---- ptc bench ---------------------------------------------------------------------------
+@cli.command(epilog="""\b
+Examples:
+  ptc bench samples/gemm.pt --target sm90 --shape M=8192,N=8192,K=8192
+  ptc bench samples/flash_attn.pt -t sm90 --baseline none --json
+  ptc bench samples/rmsnorm.pt -t sm80 --shape M=16384 --no-check""")
+@click.argument("file")
+@_options
+@click.option("--output", "-o", "output", metavar="DIR",
+              help="Build in this directory (default: the cache, ~/.cache/ptc).")
+@click.option("--baseline", type=click.Choice(["torch", "none"]), default="torch",
+              show_default=True,
+              help="Also time the same operator in PyTorch, where torch is installed and "
+                   "the kernel is a known sample.")
+@click.option("--warmup", type=click.IntRange(0, 100000), default=10, show_default=True,
+              help="Untimed runs first.")
+@click.option("--iters", type=click.IntRange(1, 100000), default=100, show_default=True,
+              help="Timed runs (the median is reported).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for the inputs.")
+@click.option("--check/--no-check", default=True, show_default=True,
+              help="Compare every output with the reference interpreter (slow at large "
+                   "shapes).")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def bench(file, target, device_file, kernel_name, shapes, tiles, schedule_file, kernel_source,
+          output, baseline, warmup, iters, seed, check, as_json):
+    """Build FILE, run it on the GPU on random inputs, check the outputs against the
+    reference interpreter and time it: median time, TFLOP/s or GB/s, % of the target's
+    peak (from its YAML) and the speed-up over a torch baseline. Exit 1 if a check fails."""
+    from . import runtime
+    from .runtime import bench as B
+    from .runtime.cuda import can_run, find_gpus
+
+    chosen = _target(target, device_file)
+    _kernel(file, kernel_name, shapes)                  # the program's errors come first
+    gpus = _user_errors(find_gpus)
+    from .devices import get_device
+
+    device = _user_errors(lambda: get_device(chosen))
+    if device.backend == "cuda" and not can_run(gpus[0], device.arch):
+        raise fail(f"the GPU is {gpus[0].name} ({gpus[0].arch}), which cannot run code built "
+                   f"for {device.arch} ({device.name})",
+                   hint="choose the target of this GPU (sm90 for an H100, sm80 for an A100)")
+    prepared = _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
+                        kernel_source)
+    say = (lambda message: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
+    say(f"building for {prepared.device.arch}")
+    compiled = _user_errors(lambda: runtime.build_prepared(
+        prepared, Path(output) if output else None, shapes=shapes))
+    result = _user_errors(lambda: B.run_bench(
+        compiled, prepared, shapes=shapes, seed=seed, warmup=warmup, iters=iters, check=check,
+        baseline=None if baseline == "none" else baseline, progress=say), file)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        print_bench(result)
+    if not result.ok:
+        raise Reported()
+
+
+def print_bench(r) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=False,
+                      width=max(100, _width()))
+    dims = ", ".join(f"{k}={v}" for k, v in r.dims.items())
+    tiles = ", ".join(f"{k}={v}" for k, v in r.tiles.items())
+    table = Table(title=f"{r.kernel} on {r.gpu}, target {r.target}\n{dims}; tiles {tiles}",
+                  title_justify="left")
+    for col in ("time", "TFLOP/s", "GB/s", "% of peak", "model", "baseline", "speed-up"):
+        table.add_column(col, justify="right")
+    peak = f"{100 * r.peak_fraction:.1f} % ({'mma ' + r.work.mma_dtype if r.bound == 'compute' else 'DRAM'})"
+    table.add_row(
+        _ms(r.timing.median_ms),
+        f"{r.tflops:.1f}" if r.work.flops else "-",
+        f"{r.gbs:.0f}",
+        peak,
+        _ms(r.work.model_seconds * 1e3),
+        f"{r.baseline_label} {_ms(r.baseline_ms)}" if r.baseline_ms else "-",
+        f"{r.speedup:.2f}x" if r.speedup else "-")
+    console.print(table)
+    if r.checks:
+        checks = Table(title="outputs vs the reference interpreter", title_justify="left")
+        for col in ("output", "dtype", "rel. L2 error", "tolerance", "NaN/inf", "result"):
+            checks.add_column(col, justify="left" if col in ("output", "dtype") else "right")
+        for c in r.checks:
+            checks.add_row(c.name, c.dtype, f"{c.rel_l2:.2e}", f"{c.tolerance:.0e}",
+                           str(c.bad_nan), "[green]ok[/]" if c.ok else "[bold red]FAIL[/]")
+        console.print(checks)
+    for note in r.notes:
+        console.print(f"note: {note}", markup=False)
+
+
+def _ms(ms: float | None) -> str:
+    if ms is None:
+        return "-"
+    return f"{ms * 1e3:.1f} us" if ms < 1 else f"{ms:.3f} ms"

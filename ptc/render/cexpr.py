@@ -1,0 +1,134 @@
+"""Typed expressions -> C expressions evaluated for one element of a tile.
+
+`render(e, idx)` returns a C expression for element `idx` (one C index expression per dim
+of e's shape). Floating-point nodes compute in f32 and round to their dtype after every
+operation, as the reference interpreter does; // and % floor.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from ..sema import typed as T
+
+CTYPES = {"f32": "float", "f16": "__half", "bf16": "__nv_bfloat16", "i32": "int", "bool": "bool"}
+_ROUND = {"f16": "ptc::round_f16", "bf16": "ptc::round_bf16"}
+_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">",
+           "ge": ">=", "eq": "==", "ne": "!=", "and": "&&", "or": "||"}
+_UNARY = {"exp": "expf", "exp2": "exp2f", "log": "logf", "sqrt": "sqrtf", "rsqrt": "ptc::rsqrt_",
+          "abs": "fabsf"}
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in ("f32", "f16", "bf16")
+
+
+def literal(value, dtype: str) -> str:
+    if dtype == "bool":
+        return "true" if value else "false"
+    if dtype == "i32":
+        return f"{int(value)}LL"
+    v = float(value)
+    if math.isinf(v):
+        return "(-INFINITY)" if v < 0 else "INFINITY"
+    if math.isnan(v):
+        return "NAN"
+    return f"{v!r}f" if "e" in repr(v) or "." in repr(v) else f"{v!r}.0f"
+
+
+class ExprRenderer:
+    """`load(name, idx)` renders a read of a stored value; `scalar(name)` a kernel scalar."""
+
+    def __init__(self, read: Callable[[str, list[str]], str], scalar: Callable[[str], str],
+                 extent: Callable[[T.Extent], int]):
+        self.read = read
+        self.scalar = scalar
+        self.extent = extent
+
+    def shape(self, e) -> list[int]:
+        return [self.extent(x) for x in e.type.shape]
+
+    def render(self, e: T.TExpr, idx: list[str]) -> str:
+        """A C expression of e's value: float for float dtypes (already rounded), long long
+        for i32, bool for bool."""
+        if isinstance(e, T.Const):
+            return literal(e.value, e.type.dtype)
+        if isinstance(e, T.Var):
+            value = self.read(e.name, idx)
+            return f"ptc::f32({value})" if is_float(e.type.dtype) else f"({value})"
+        if isinstance(e, T.Scalar):
+            v = self.scalar(e.name)
+            return f"ptc::f32({v})" if is_float(e.type.dtype) else f"((long long)({v}))"
+        if isinstance(e, T.IndexVec):
+            base = f"((long long){self.scalar(e.var)})"
+            if e.size is None:
+                return base
+            return f"({base} * {self.extent(e.size)} + {idx[0]})"
+        if isinstance(e, T.Fill):
+            return self.render(e.value, [])
+        if isinstance(e, T.Transpose):
+            return self.render(e.arg, [idx[1], idx[0]])
+        if isinstance(e, T.Expand):
+            kept = [i for pos, i in enumerate(idx) if pos not in e.axes]
+            return self.render(e.arg, kept)
+        if isinstance(e, T.Convert):
+            return self.convert(self.render(e.arg, idx), e.arg.type.dtype, e.type.dtype)
+        if isinstance(e, T.Elementwise):
+            return self.elementwise(e, idx)
+        raise NotImplementedError(f"{type(e).__name__} inside an elementwise expression")
+
+    def broadcast(self, arg, result_shape: list[int], idx: list[str]) -> list[str]:
+        shape = self.shape(arg)
+        off = len(result_shape) - len(shape)
+        return ["0" if n == 1 and result_shape[off + j] != 1 else idx[off + j]
+                for j, n in enumerate(shape)]
+
+    def elementwise(self, e: T.Elementwise, idx: list[str]) -> str:
+        shape = self.shape(e)
+        args = [self.render(a, self.broadcast(a, shape, idx)) for a in e.args]
+        dtype = e.type.dtype
+        op = e.op
+        if op == "where":
+            c, a, b = args
+            out = f"({c} ? {a} : {b})"
+        elif op == "neg":
+            out = f"(-{args[0]})"
+        elif op == "not":
+            out = f"(!{args[0]})"
+        elif op in _UNARY:
+            out = f"{_UNARY[op]}({args[0]})" if dtype != "i32" else f"llabs({args[0]})"
+        elif op in ("max", "min"):
+            fn = ("fmaxf" if op == "max" else "fminf") if is_float(dtype) else op
+            out = f"{fn}({args[0]}, {args[1]})" if is_float(dtype) else \
+                f"(({args[0]}) {'>' if op == 'max' else '<'} ({args[1]}) ? ({args[0]}) : ({args[1]}))"
+        elif op == "floordiv":
+            out = f"ptc::floordiv({args[0]}, {args[1]})"
+        elif op == "mod":
+            out = f"ptc::floormod({args[0]}, {args[1]})"
+        else:
+            out = f"({args[0]} {_BINARY[op]} {args[1]})"
+        if dtype in _ROUND:
+            out = f"{_ROUND[dtype]}({out})"
+        elif dtype == "i32" and op not in ("lt", "le", "gt", "ge", "eq", "ne"):
+            out = f"((long long)(int)({out}))"  # i32 wraps like the interpreter's int32
+        return out
+
+    def convert(self, value: str, src: str, dst: str) -> str:
+        if src == dst:
+            return value
+        if dst in _ROUND:
+            return f"{_ROUND[dst]}((float)({value}))"
+        if dst == "f32":
+            return f"((float)({value}))"
+        if dst == "i32":
+            return f"((long long)(int)({value}))"
+        return f"(({value}) != 0)"
+
+
+def store_value(value: str, dtype: str) -> str:
+    """Convert a rendered value to the C type stored in memory."""
+    if dtype in ("f16", "bf16"):
+        return f"ptc::from_f32<{CTYPES[dtype]}>({value})"
+    if dtype == "i32":
+        return f"(int)({value})"
+    return value

@@ -1,0 +1,177 @@
+"""Run a rendered kernel.cu on the CPU, for testing its logic where there is no GPU.
+
+The same kernel.cu that nvcc compiles is compiled by the host compiler with
+`-DPTC_EMULATE`: templates/cuda/emulate/ supplies cuda_runtime.h, cuda_fp16.h and
+cuda_bf16.h for the host and the runtime (ptc_emulate.h) that the device headers call in
+place of their inline PTX. See ptc_emulate.h for the execution model (threads as fibers,
+register-level ldmatrix / mma.sync, deferred or eager cp.async, bounds checks).
+
+    out = run_emulated(source, kernel, inputs, dims, scalars)   # {output name: array}
+
+or, to run one build several times, `build_emulated(source)` -> `EmulatedKernel`.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..interp import NUMPY_DTYPES, coerce
+from ..sema import typed as T
+
+CUDA_TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "cuda"
+EMULATE_HEADERS = CUDA_TEMPLATES / "emulate"
+CXX_FLAGS = ("-std=c++20", "-O1", "-fPIC", "-shared", "-DPTC_EMULATE", "-fno-gnu-unique",
+             "-Wl,-Bsymbolic", "-w")
+ORDERS = {"forward": 0, "reverse": 1, "random": 2}
+
+
+class EmulationError(Exception):
+    """The host build failed, or the emulated kernel did something a GPU would not take
+    (an access outside shared memory or the tensors, a deadlock at a barrier, ...)."""
+
+
+def compiler() -> str:
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        raise EmulationError("no host C++ compiler (g++) to build the emulated kernel")
+    return cxx
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("PTC_EMULATE_CACHE")
+    path = Path(root) if root else Path(tempfile.gettempdir()) / f"ptc-emulate-{os.getuid()}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _headers() -> dict[str, str]:
+    files = sorted(CUDA_TEMPLATES.glob("*.cuh")) + sorted(EMULATE_HEADERS.glob("*.h"))
+    return {str(p.relative_to(CUDA_TEMPLATES)): p.read_text() for p in files}
+
+
+def build_emulated(source: str, *, defines: Sequence[str] = (),
+                   header_overrides: Mapping[str, str] | None = None) -> "EmulatedKernel":
+    """Compile `source` (a rendered kernel.cu) for the CPU and load it. Builds are cached by
+    the hash of the source, the headers and the flags. `header_overrides` replaces device
+    headers by name (e.g. {"mma_sync.cuh": text}) -- they are put beside kernel.cu, which
+    the includes search first."""
+    overrides = dict(header_overrides or {})
+    cxx = compiler()
+    flags = list(CXX_FLAGS) + [f"-D{d}" for d in defines]
+    key = hashlib.sha256()
+    for part in [cxx, " ".join(flags), source] + [f"{n}\0{t}" for n, t in
+                                                   sorted(_headers().items())] + \
+            [f"override {n}\0{t}" for n, t in sorted(overrides.items())]:
+        key.update(part.encode())
+        key.update(b"\1")
+    digest = key.hexdigest()[:24]
+    lib = cache_dir() / f"kernel-{digest}.so"
+    if not lib.exists():
+        with tempfile.TemporaryDirectory(prefix="ptc-emulate-") as tmp:
+            src = Path(tmp) / "kernel.cu"
+            src.write_text(source)
+            for name, text in overrides.items():
+                (Path(tmp) / name).write_text(text)
+            out = Path(tmp) / "kernel.so"
+            cmd = [cxx, *flags, "-x", "c++", str(src), f"-I{EMULATE_HEADERS}",
+                   f"-I{CUDA_TEMPLATES}", "-o", str(out)]
+            res = subprocess.run(cmd, capture_output=True, text=True)
+            if res.returncode != 0:
+                raise EmulationError("the host build of the kernel failed:\n"
+                                     + " ".join(cmd) + "\n" + res.stderr[-6000:])
+            part = lib.with_suffix(f".{os.getpid()}.tmp")
+            shutil.copyfile(out, part)
+            os.replace(part, lib)
+    return EmulatedKernel(lib)
+
+
+@dataclass
+class EmulatedKernel:
+    path: Path
+
+    def __post_init__(self):
+        lib = ctypes.CDLL(str(self.path), mode=os.RTLD_LOCAL)
+        lib.ptc_launch.restype = ctypes.c_int
+        lib.ptc_launch.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_double),
+                                   ctypes.POINTER(ctypes.c_longlong), ctypes.c_void_p]
+        lib.ptc_emulate_config.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                           ctypes.c_uint, ctypes.c_int]
+        lib.ptc_emulate_register_tensor.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        lib.ptc_emulate_error.restype = ctypes.c_char_p
+        lib.ptc_emulate_error_count.restype = ctypes.c_longlong
+        lib.ptc_kernel_name.restype = ctypes.c_char_p
+        self.lib = lib
+
+    @property
+    def name(self) -> str:
+        return self.lib.ptc_kernel_name().decode()
+
+    def __call__(self, kernel: T.TypedKernel, inputs: Mapping[str, object],
+                 dims: Mapping[str, int], scalars: Mapping[str, float] | None = None, *,
+                 order: str = "forward", eager_cp_async: bool = False,
+                 break_layout: bool = False, seed: int = 1,
+                 fill: int = 0xFF) -> dict[str, np.ndarray]:
+        """Run the kernel on `inputs` (by name) at `dims` (every dim by name); scalar params
+        come from `scalars` or else from `inputs`. Returns the outputs by name."""
+        if self.name != kernel.name:
+            raise EmulationError(f"this build is kernel {self.name}, not {kernel.name}")
+        scalars = dict(scalars or {})
+        missing = [d.name for d in kernel.dims if d.name not in dims]
+        if missing:
+            raise EmulationError(f"no size for dim(s) {', '.join(missing)}")
+
+        def shape_of(p) -> tuple[int, ...]:
+            return tuple(d if isinstance(d, int) else int(dims[d]) for d in p.dims)
+
+        arrays: list[np.ndarray] = []
+        scalar_values: list[float] = []
+        for p in kernel.inputs:
+            if isinstance(p, T.TensorParam):
+                arr = np.ascontiguousarray(coerce(p.name, inputs[p.name], p.dtype))
+                if arr.shape != shape_of(p):
+                    raise EmulationError(f"input {p.name} has shape {arr.shape}, "
+                                         f"not {shape_of(p)}")
+                arrays.append(arr)
+            else:
+                value = scalars[p.name] if p.name in scalars else inputs[p.name]
+                scalar_values.append(float(np.asarray(value, dtype=np.float64)))
+        outputs = {p.name: np.zeros(shape_of(p), NUMPY_DTYPES[p.dtype]) for p in kernel.outputs}
+        arrays += list(outputs.values())
+
+        lib = self.lib
+        lib.ptc_emulate_config(ORDERS[order], int(eager_cp_async), int(break_layout), seed, fill)
+        lib.ptc_emulate_clear_tensors()
+        for a in arrays:
+            lib.ptc_emulate_register_tensor(a.ctypes.data, max(a.nbytes, 1))
+        ptrs = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
+        svals = (ctypes.c_double * max(len(scalar_values), 1))(*scalar_values)
+        dvals = (ctypes.c_longlong * max(len(kernel.dims), 1))(*[int(dims[d.name])
+                                                                 for d in kernel.dims])
+        rc = lib.ptc_launch(ptrs, svals, dvals, None)
+        lib.ptc_emulate_clear_tensors()
+        if rc != 0:
+            message = lib.ptc_emulate_error().decode() or "(no message)"
+            count = lib.ptc_emulate_error_count()
+            raise EmulationError(f"the emulated kernel {kernel.name} failed (code {rc}): "
+                                 f"{message}" + (f" (and {count - 1} more errors)" if count > 1
+                                                 else ""))
+        return outputs
+
+
+def run_emulated(source: str, kernel: T.TypedKernel, inputs: Mapping[str, object],
+                 dims: Mapping[str, int], scalars: Mapping[str, float] | None = None,
+                 **options) -> dict[str, np.ndarray]:
+    """Build (cached) and run a rendered kernel.cu on the CPU; see EmulatedKernel.__call__."""
+    return build_emulated(source)(kernel, inputs, dims, scalars, **options)
+
+
+__all__ = ["run_emulated", "build_emulated", "EmulatedKernel", "EmulationError"]

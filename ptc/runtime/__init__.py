@@ -1,0 +1,178 @@
+"""The runtime: from a .pt file to a kernel that Python calls on the GPU.
+
+    import ptc
+    k = ptc.compile("samples/gemm.pt", target="sm80", shapes={"M": 4096})
+    outputs = k(A, B)        # see ptc.runtime.kernel for arrays, out= and timing
+
+`compile` checks, schedules and renders the kernel (the driver's stages), writes a build
+directory (ptc.runtime.build: kernel.cu, harness.cu, headers, plan.json, build.sh) and
+builds it with nvcc. Without `out_dir` the directory lives in a cache keyed by its
+contents ($PTC_CACHE_DIR, else ~/.cache/ptc), so compiling the same thing again is free.
+Building needs nvcc but no GPU; calling needs a GPU (NoDevice otherwise).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from .arrays import DeviceArray
+from .build import (LIBRARY, BuildResult, build, find_nvcc, is_build_dir, nvcc_commands,
+                    read_manifest, sass, write_build_dir)
+from .errors import ArgumentError, BuildError, LaunchError, NoDevice, RuntimeFailure
+from .kernel import CompiledKernel, Timing
+from .ptxas import parse_ptxas
+from .signature import Signature, signature_of
+
+__all__ = ["ArgumentError", "BuildError", "CompiledKernel", "DeviceArray", "LaunchError",
+           "NoDevice", "Prepared", "RuntimeFailure", "Timing", "build", "build_prepared",
+           "compile", "load", "prepare", "sass", "write_build_dir"]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything a build directory is written from."""
+
+    kernel: object            # ptc.sema.typed.TypedKernel
+    device: object            # ptc.devices.Device
+    target: str
+    plan: object              # ptc.sched.plan.Plan
+    graph: object             # the plan's sTask-graph
+    source: str               # kernel.cu
+    signature: Signature
+    notes: tuple[str, ...] = ()   # from rendering: better-ranked plans it could not take
+
+    @property
+    def plan_json(self) -> str:
+        from ..sched.plan import to_json
+
+        return to_json(self.plan)
+
+
+def prepare(path: str | Path, target: str = "sm80", *, shapes: Mapping[str, int] | None = None,
+            tiles: Mapping[str, int] | None = None, kernel: str | None = None,
+            schedule: str | Path | None = None, kernel_source: str | None = None,
+            progress: bool = False) -> Prepared:
+    """check -> schedule (or the pinned plan `schedule`) -> render, for a CUDA target.
+    `kernel_source` replaces the rendered kernel.cu (a hand-written one, same ABI)."""
+    from .. import driver
+    from ..devices import get_device
+
+    typed = driver.select_kernel(driver.check_file(path, shapes), kernel)
+    device = get_device(target)
+    if device.backend != "cuda":
+        raise BuildError(f"{target} is a {device.backend} target; the runtime builds CUDA "
+                         "targets (sm80, sm90) with nvcc")
+    if kernel_source is None and hasattr(driver, "render"):
+        # the best plan the renderer takes, rendered (notes: better plans it skipped)
+        source, plan, graph, device, notes = driver.render(
+            typed, target, shapes=shapes, tiles=tiles, schedule_file=schedule,
+            progress=progress)
+        return Prepared(typed, device, target, plan, graph, source, signature_of(typed),
+                        tuple(notes))
+    if schedule is not None:
+        plan, graph = driver.pinned_plan(typed, target, schedule)
+    else:
+        best = driver.schedule(typed, target, shapes=shapes, tiles=tiles, progress=progress).best
+        plan, graph = best.plan, best.graph
+    source = kernel_source if kernel_source is not None else render_cuda(typed, plan, graph,
+                                                                          device)
+    return Prepared(typed, device, target, plan, graph, source, signature_of(typed))
+
+
+def render_cuda(kernel, plan, graph, device) -> str:
+    """kernel.cu from the renderer (ptc.render.render_kernel)."""
+    try:
+        from ..render import render_kernel
+    except ImportError as exc:
+        if not (exc.name or "").startswith("ptc.render") and "render_kernel" not in str(exc):
+            raise
+        raise BuildError("this ptc cannot render CUDA yet (ptc.render.render_kernel is "
+                         "missing)", hint="pass a hand-written kernel.cu that follows the "
+                                          "kernel ABI (--kernel-source / kernel_source=)") \
+            from None
+    return render_kernel(kernel, plan, graph, device)
+
+
+def compile(path: str | Path, target: str = "sm80", shapes: Mapping[str, int] | None = None,
+            tiles: Mapping[str, int] | None = None, kernel: str | None = None,
+            out_dir: str | Path | None = None, *, schedule: str | Path | None = None,
+            kernel_source: str | None = None) -> CompiledKernel:
+    """Compile kernel `kernel` (default: the only one) of the .pt file at `path` for
+    `target` and build it; returns the CompiledKernel. `shapes` sets the problem size the
+    schedule is searched for (and the default of dims no argument gives); `tiles` pins
+    tile sizes; `schedule` pins a plan (JSON). Raises CompileError subclasses."""
+    prepared = prepare(path, target, shapes=shapes, tiles=tiles, kernel=kernel,
+                       schedule=schedule, kernel_source=kernel_source)
+    return build_prepared(prepared, out_dir, shapes=shapes)
+
+
+def build_prepared(prepared: Prepared, out_dir: str | Path | None = None, *,
+                   shapes: Mapping[str, int] | None = None, echo=None) -> CompiledKernel:
+    arch = prepared.device.arch
+    plan_json = prepared.plan_json
+    if out_dir is None:
+        folder = cache_dir(prepared, plan_json)
+        result = cached_build(folder)
+    else:
+        folder, result = Path(out_dir), None
+    if result is None:
+        find_nvcc()          # before writing anything: no nvcc, no half-built directory
+        write_build_dir(folder, kernel_source=prepared.source, signature=prepared.signature,
+                        arch=arch, target=prepared.target, plan_json=plan_json)
+        result = build(folder, arch, echo=echo)
+    return CompiledKernel(folder, prepared.signature, arch=arch, target=prepared.target,
+                          plan=prepared.plan, build=result, shapes=shapes)
+
+
+# ---- the cache ----------------------------------------------------------------------------
+def cache_root() -> Path:
+    if os.environ.get("PTC_CACHE_DIR"):
+        return Path(os.environ["PTC_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ptc"
+
+
+def cache_dir(prepared: Prepared, plan_json: str) -> Path:
+    from .build import headers
+    from .harness import render_harness
+
+    h = hashlib.sha256()
+    for part in (prepared.source, render_harness(prepared.signature), plan_json,
+                 prepared.signature.to_json(), repr(nvcc_commands(prepared.device.arch))):
+        h.update(part.encode())
+        h.update(b"\0")
+    for header in headers():
+        h.update(header.read_bytes())
+    return cache_root() / f"{prepared.signature.kernel}-{prepared.device.name}-{h.hexdigest()[:16]}"
+
+
+def cached_build(folder: Path) -> BuildResult | None:
+    """The earlier successful build in `folder`, if it is complete."""
+    if not (is_build_dir(folder) and (folder / LIBRARY).is_file()
+            and (folder / "build.json").is_file()):
+        return None
+    try:
+        info = json.loads((folder / "build.json").read_text())
+        report = parse_ptxas((folder / "ptxas.txt").read_text())
+    except (OSError, ValueError):
+        return None
+    return BuildResult(folder, info.get("arch", ""),
+                       tuple(tuple(c.split()) for c in info.get("commands", [])), report,
+                       float(info.get("seconds", 0.0)))
+
+
+def load(directory: str | Path) -> CompiledKernel:
+    """A CompiledKernel from a directory built earlier (by ptc build or compile)."""
+    folder = Path(directory)
+    result = cached_build(folder)
+    if result is None:
+        raise BuildError(f"{folder} is not a built ptc directory (no {LIBRARY} or build.json)",
+                         hint="build it with `ptc build FILE -o DIR`")
+    signature = Signature.from_json((folder / "signature.json").read_text())
+    manifest = read_manifest(folder)
+    return CompiledKernel(folder, signature, arch=manifest.get("arch", result.arch),
+                          target=manifest.get("target", ""), build=result)

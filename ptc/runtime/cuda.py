@@ -1,0 +1,217 @@
+"""ctypes bindings: the built harness library (libptc_kernel.so) and, to find out whether
+there is a GPU at all before building anything, the driver library libcuda.
+
+Loading libptc_kernel.so needs no GPU and no driver (nvcc links the CUDA runtime
+statically); the first call that needs a device finds out there is none.
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import BuildError, LaunchError, NoDevice
+
+_c_ptr_array = ctypes.POINTER(ctypes.c_void_p)
+_c_double_p = ctypes.POINTER(ctypes.c_double)
+_c_longlong_p = ctypes.POINTER(ctypes.c_longlong)
+_c_float_p = ctypes.POINTER(ctypes.c_float)
+_c_int_p = ctypes.POINTER(ctypes.c_int)
+
+# name: (restype, argtypes) of everything the harness and kernel.cu export
+_ABI = {
+    "ptc_launch": (ctypes.c_int, [_c_ptr_array, _c_double_p, _c_longlong_p, ctypes.c_void_p]),
+    "ptc_kernel_name": (ctypes.c_char_p, []),
+    "ptc_last_error": (ctypes.c_char_p, []),
+    "ptc_signature": (ctypes.c_char_p, []),
+    "ptc_error_string": (ctypes.c_char_p, [ctypes.c_int]),
+    "ptc_device_count": (ctypes.c_int, [_c_int_p]),
+    "ptc_device_info": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, _c_int_p, _c_int_p]),
+    "ptc_malloc": (ctypes.c_void_p, [ctypes.c_size_t]),
+    "ptc_free": (ctypes.c_int, [ctypes.c_void_p]),
+    "ptc_memcpy_h2d": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]),
+    "ptc_memcpy_d2h": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]),
+    "ptc_memset": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]),
+    "ptc_synchronize": (ctypes.c_int, []),
+    "ptc_stream_synchronize": (ctypes.c_int, [ctypes.c_void_p]),
+    "ptc_run_once": (ctypes.c_int, [_c_ptr_array, _c_double_p, _c_longlong_p, ctypes.c_void_p]),
+    "ptc_time": (ctypes.c_int, [_c_ptr_array, _c_double_p, _c_longlong_p, ctypes.c_int,
+                                ctypes.c_int, _c_float_p]),
+}
+ABI_SYMBOLS = tuple(_ABI)
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    index: int
+    name: str
+    major: int
+    minor: int
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.major}{self.minor}"
+
+
+# ---- the driver: is there a GPU? --------------------------------------------------------
+def find_gpus() -> list[GpuInfo]:
+    """The CUDA GPUs the driver sees; raises NoDevice("no CUDA GPU found (why)") if none."""
+    reason = None
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        raise _no_gpu("libcuda.so.1 cannot be loaded: no NVIDIA driver on this machine") \
+            from None
+    rc = cuda.cuInit(0)
+    if rc != 0:
+        reason = f"cuInit failed: {_driver_error(cuda, rc)}"
+    count = ctypes.c_int(0)
+    if reason is None:
+        rc = cuda.cuDeviceGetCount(ctypes.byref(count))
+        if rc != 0:
+            reason = f"cuDeviceGetCount failed: {_driver_error(cuda, rc)}"
+        elif count.value == 0:
+            reason = "the driver sees no device; check CUDA_VISIBLE_DEVICES"
+    if reason:
+        raise _no_gpu(reason)
+    gpus = []
+    for i in range(count.value):
+        dev = ctypes.c_int(0)
+        name = ctypes.create_string_buffer(256)
+        major, minor = ctypes.c_int(0), ctypes.c_int(0)
+        cuda.cuDeviceGet(ctypes.byref(dev), i)
+        cuda.cuDeviceGetName(name, 256, dev)
+        cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)   # COMPUTE_CAPABILITY_MAJOR
+        cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)   # COMPUTE_CAPABILITY_MINOR
+        gpus.append(GpuInfo(i, name.value.decode(errors="replace"), major.value, minor.value))
+    return gpus
+
+
+def _no_gpu(reason: str) -> NoDevice:
+    exc = NoDevice(f"no CUDA GPU found ({reason})")
+    exc.reason = reason
+    return exc
+
+
+def _driver_error(cuda, rc: int) -> str:
+    name, text = ctypes.c_char_p(), ctypes.c_char_p()
+    try:
+        cuda.cuGetErrorName(rc, ctypes.byref(name))
+        cuda.cuGetErrorString(rc, ctypes.byref(text))
+    except AttributeError:
+        return f"error {rc}"
+    if name.value is None:
+        return f"error {rc}"
+    return f"{name.value.decode()}: {(text.value or b'').decode()}"
+
+
+def can_run(gpu: GpuInfo, arch: str) -> bool:
+    """Whether code built with `nvcc -arch=ARCH` runs on `gpu`: sm_XYa only on X.Y itself;
+    sm_XY (which embeds PTX) on X.Y and every later GPU."""
+    digits = arch.removeprefix("sm_").removeprefix("compute_")
+    specific = digits.endswith("a")
+    digits = digits.rstrip("af")
+    if not digits.isdigit():
+        return True
+    major, minor = int(digits[:-1]), int(digits[-1])
+    if specific:
+        return (gpu.major, gpu.minor) == (major, minor)
+    return (gpu.major, gpu.minor) >= (major, minor)
+
+
+# ---- the harness library ------------------------------------------------------------------
+class HarnessLibrary:
+    """libptc_kernel.so through ctypes: every call checks its status and raises LaunchError
+    with the harness's message (ptc_last_error)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            self.lib = ctypes.CDLL(str(self.path.absolute()))
+        except OSError as exc:
+            raise BuildError(f"cannot load {self.path}: {exc}",
+                             hint="rebuild it with `ptc build` (or sh build.sh in its folder)") \
+                from None
+        for name, (restype, argtypes) in _ABI.items():
+            try:
+                fn = getattr(self.lib, name)
+            except AttributeError:
+                raise BuildError(f"{self.path} does not export {name}",
+                                 hint="kernel.cu must define ptc_launch and ptc_kernel_name "
+                                      "(the kernel ABI); harness.cu defines the rest") from None
+            fn.restype, fn.argtypes = restype, argtypes
+        self._gpu: GpuInfo | None = None
+
+    # -- facts
+    def kernel_name(self) -> str:
+        return self.lib.ptc_kernel_name().decode()
+
+    def signature(self) -> str:
+        return self.lib.ptc_signature().decode()
+
+    def last_error(self) -> str:
+        return (self.lib.ptc_last_error() or b"").decode(errors="replace")
+
+    def device(self) -> GpuInfo:
+        """The GPU the harness runs on; NoDevice("no CUDA device: ...") if there is none."""
+        if self._gpu is not None:
+            return self._gpu
+        count = ctypes.c_int(0)
+        if self.lib.ptc_device_count(ctypes.byref(count)) != 0 or count.value == 0:
+            why = self.last_error() or "the CUDA runtime sees no device"
+            try:
+                find_gpus()            # the driver's own account is clearer, when it has one
+            except NoDevice as exc:
+                why = exc.reason
+            raise NoDevice(f"no CUDA device: {why}",
+                           hint="ptc can build here without a GPU; running needs one")
+        name = ctypes.create_string_buffer(256)
+        major, minor = ctypes.c_int(0), ctypes.c_int(0)
+        self.check(self.lib.ptc_device_info(name, 256, ctypes.byref(major), ctypes.byref(minor)),
+                   "querying the device")
+        self._gpu = GpuInfo(0, name.value.decode(errors="replace"), major.value, minor.value)
+        return self._gpu
+
+    # -- calls
+    def check(self, status: int, what: str) -> None:
+        if status != 0:
+            raise LaunchError(f"{what} failed: {self.last_error() or f'CUDA error {status}'}")
+
+    def malloc(self, nbytes: int) -> int:
+        ptr = self.lib.ptc_malloc(nbytes)
+        if not ptr:
+            raise LaunchError(f"cannot allocate {nbytes} bytes on the GPU: {self.last_error()}")
+        return ptr
+
+    def free(self, ptr: int) -> None:
+        self.lib.ptc_free(ptr)
+
+    def h2d(self, dst: int, src: int, nbytes: int) -> None:
+        self.check(self.lib.ptc_memcpy_h2d(dst, src, nbytes), "copying to the GPU")
+
+    def d2h(self, dst: int, src: int, nbytes: int) -> None:
+        self.check(self.lib.ptc_memcpy_d2h(dst, src, nbytes), "copying from the GPU")
+
+    def memset(self, ptr: int, value: int, nbytes: int) -> None:
+        self.check(self.lib.ptc_memset(ptr, value, nbytes), "clearing GPU memory")
+
+    def stream_synchronize(self, stream: int) -> None:
+        self.check(self.lib.ptc_stream_synchronize(stream), "waiting for the array's stream")
+
+    def run_once(self, tensors, scalars, dims) -> None:
+        t, s, d = _abi_arrays(tensors, scalars, dims)
+        self.check(self.lib.ptc_run_once(t, s, d, None), f"running {self.kernel_name()}")
+
+    def time(self, tensors, scalars, dims, warmup: int, iters: int) -> list[float]:
+        t, s, d = _abi_arrays(tensors, scalars, dims)
+        ms = (ctypes.c_float * max(iters, 1))()
+        self.check(self.lib.ptc_time(t, s, d, warmup, iters, ms), f"timing {self.kernel_name()}")
+        return [float(x) for x in ms[:iters]]
+
+
+def _abi_arrays(tensors, scalars, dims):
+    t = (ctypes.c_void_p * (len(tensors) + 1))(*tensors, None)
+    s = (ctypes.c_double * (len(scalars) + 1))(*scalars, 0.0)
+    d = (ctypes.c_longlong * (len(dims) + 1))(*dims, 0)
+    return (ctypes.cast(t, _c_ptr_array), ctypes.cast(s, _c_double_p),
+            ctypes.cast(d, _c_longlong_p))

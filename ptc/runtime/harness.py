@@ -1,0 +1,62 @@
+"""harness.cu: the host side of a built kernel, rendered from `templates/cuda/harness.cu.j2`.
+
+Python builds a plain context here; the template only prints it. The harness gives a C ABI
+(ptc_malloc, ptc_memcpy_*, ptc_memset, ptc_run_once, ptc_time, ...) for ctypes, and a
+`main` that runs the kernel on .npy files (see the template's head comment).
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from .. import __version__
+from .signature import Signature
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+DTYPE_ENUM = {"f16": "F16", "bf16": "BF16", "f32": "F32", "i32": "I32", "bool": "BOOL"}
+DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "bool": 1}
+
+
+@functools.lru_cache(maxsize=None)
+def environment(backend: str = "cuda"):
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES / backend)),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=True, autoescape=False)
+
+
+def c_string(text: str) -> str:
+    """`text` for the inside of a C string literal."""
+    return "".join(ch if 32 <= ord(ch) < 127 and ch not in '"\\?' else f"\\{ord(ch):03o}"
+                   for ch in text)
+
+
+def harness_context(sig: Signature) -> dict:
+    dim_index = {d.name: i for i, d in enumerate(sig.dims)}
+    tensors = []
+    for t in sig.tensors:
+        tensors.append({
+            "name": t.name,
+            "dtype_enum": DTYPE_ENUM[t.dtype],
+            "rank": len(t.dims),
+            "dim_indices": [dim_index[d] if isinstance(d, str) else -1 for d in t.dims] or [0],
+            "fixed": [d if isinstance(d, int) else 0 for d in t.dims] or [0],
+            "output": "true" if t.is_output else "false",
+        })
+    return {
+        "kernel": sig.kernel,
+        "generator": f"ptc {__version__}",
+        "signature": c_string(str(sig)),
+        "max_rank": max([len(t.dims) for t in sig.tensors] + [1]),
+        "tensors": tensors,
+        "num_tensor_inputs": len(sig.tensor_inputs),
+        "scalars": [{"name": s.name, "dtype_enum": DTYPE_ENUM[s.dtype]} for s in sig.scalars],
+        "dims": [{"name": d.name, "default": -1 if d.default is None else d.default,
+                  "static": -1 if d.static is None else d.static} for d in sig.dims],
+    }
+
+
+def render_harness(sig: Signature) -> str:
+    return environment("cuda").get_template("harness.cu.j2").render(harness_context(sig))

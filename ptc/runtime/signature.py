@@ -1,0 +1,123 @@
+"""A kernel's calling convention, as the harness and the runtime see it: the tensors (inputs
+in signature order, then outputs), the scalar params, and every dim, in the order of the
+kernel ABI (`ptc_launch(tensors, scalars, dims, stream)`). It is saved as signature.json in
+the build directory, so a built kernel can be loaded and called without its .pt file.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Union
+
+from ..sema import typed as T
+
+Extent = Union[str, int]
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    name: str
+    dtype: str
+    dims: tuple[Extent, ...]   # a dim name, or a fixed extent
+    is_output: bool
+    atomic: bool = False       # an output that some statement atomic_adds into
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.dtype}[{', '.join(str(d) for d in self.dims)}]"
+
+
+@dataclass(frozen=True)
+class ScalarArg:
+    name: str
+    dtype: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.dtype}"
+
+
+@dataclass(frozen=True)
+class DimArg:
+    name: str
+    default: int | None        # from `dims`
+    static: int | None         # the size fixed at compile time, if any
+
+
+@dataclass(frozen=True)
+class Signature:
+    kernel: str
+    inputs: tuple[Union[TensorArg, ScalarArg], ...]   # in the kernel's parameter order
+    outputs: tuple[TensorArg, ...]
+    dims: tuple[DimArg, ...]
+
+    @property
+    def tensors(self) -> tuple[TensorArg, ...]:
+        """The ABI's tensor order: tensor inputs in signature order, then the outputs."""
+        return tuple(p for p in self.inputs if isinstance(p, TensorArg)) + self.outputs
+
+    @property
+    def tensor_inputs(self) -> tuple[TensorArg, ...]:
+        return tuple(p for p in self.inputs if isinstance(p, TensorArg))
+
+    @property
+    def scalars(self) -> tuple[ScalarArg, ...]:
+        return tuple(p for p in self.inputs if isinstance(p, ScalarArg))
+
+    def __str__(self) -> str:
+        ins = ", ".join(str(p) for p in self.inputs)
+        outs = ", ".join(str(p) for p in self.outputs)
+        return f"{self.kernel}({ins}) -> ({outs})"
+
+    def to_json(self) -> str:
+        def tensor(p: TensorArg) -> dict:
+            return {"name": p.name, "dtype": p.dtype, "dims": list(p.dims), "atomic": p.atomic}
+
+        return json.dumps({
+            "kernel": self.kernel,
+            "signature": str(self),
+            "inputs": [tensor(p) if isinstance(p, TensorArg) else
+                       {"name": p.name, "dtype": p.dtype, "scalar": True} for p in self.inputs],
+            "outputs": [tensor(p) for p in self.outputs],
+            "dims": [{"name": d.name, "default": d.default, "static": d.static}
+                     for d in self.dims],
+        }, indent=2) + "\n"
+
+    @staticmethod
+    def from_json(text: str) -> "Signature":
+        data = json.loads(text)
+
+        def tensor(p: dict, is_output: bool) -> TensorArg:
+            return TensorArg(p["name"], p["dtype"], tuple(p["dims"]), is_output,
+                             bool(p.get("atomic", False)))
+
+        return Signature(
+            data["kernel"],
+            tuple(ScalarArg(p["name"], p["dtype"]) if p.get("scalar") else tensor(p, False)
+                  for p in data["inputs"]),
+            tuple(tensor(p, True) for p in data["outputs"]),
+            tuple(DimArg(d["name"], d["default"], d["static"]) for d in data["dims"]))
+
+
+def signature_of(kernel: T.TypedKernel) -> Signature:
+    atomic = atomic_outputs(kernel)
+    inputs = tuple(TensorArg(p.name, p.dtype, tuple(p.dims), False)
+                   if isinstance(p, T.TensorParam) else ScalarArg(p.name, p.dtype)
+                   for p in kernel.inputs)
+    outputs = tuple(TensorArg(p.name, p.dtype, tuple(p.dims), True, p.name in atomic)
+                    for p in kernel.outputs)
+    dims = tuple(DimArg(d.name, d.default, d.static) for d in kernel.dims)
+    return Signature(kernel.name, inputs, outputs, dims)
+
+
+def atomic_outputs(kernel: T.TypedKernel) -> frozenset[str]:
+    """The outputs that some `atomic_add` writes (they must start at zero)."""
+    found: set[str] = set()
+
+    def walk(stmts) -> None:
+        for s in stmts:
+            if isinstance(s, T.Store) and s.atomic:
+                found.add(s.tensor)
+            elif isinstance(s, (T.Loop, T.Grid)):
+                walk(s.body)
+
+    walk(kernel.body)
+    return frozenset(found)

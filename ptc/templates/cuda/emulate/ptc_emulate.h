@@ -1,0 +1,474 @@
+// ptc CPU emulation runtime: runs a rendered kernel.cu on the host, compiled with
+// `g++ -std=c++20 -DPTC_EMULATE -I templates/cuda/emulate -I templates/cuda` (see
+// ptc/render/emulate.py). Nothing here is used by nvcc builds.
+//
+// Execution model. Blocks run one after another. The threads of a block are fibers
+// (ucontext) on the calling OS thread: a fiber runs until it reaches a barrier (or a
+// warp-collective instruction), then the scheduler runs the next ready fiber. It runs one
+// warp as far as it can go -- until all its lanes wait at __syncthreads -- before the
+// next, so warps drift apart as far as the barriers allow; warps and lanes go in thread
+// order, reverse order, or a fresh random order each time (`ptc_emulate_config`). So a
+// missing __syncthreads shows up as wrong numbers, deterministically, and a barrier that
+// not every thread reaches is reported as a deadlock instead of hanging.
+//
+// Shared memory is one static array (`ptc_smem`), filled with 0xFF bytes (NaN in every
+// float type) at the start of each block and followed by a canary that is checked after
+// the block. Global tensors registered by the caller are bounds-checked on every access
+// made through the helpers (cp.async, tile loads and stores, atomics).
+//
+// Warp-collective instructions are emulated at the register level: ldmatrix and
+// mma.sync gather what each lane holds according to the PTX ISA fragment layouts
+// ("ldmatrix", "Matrix Fragments for mma.m16n8k16 with floating point type"); every lane
+// deposits its operands in a per-warp scratch area, the warp meets at a barrier, and each
+// lane computes its own result registers from the other lanes' deposits. A wrong
+// fragment layout in the device headers therefore gives wrong numbers, as on hardware.
+//
+// cp.async: by default a copy is deferred until a cp.async.wait_group that covers its
+// group (reading a buffer before waiting sees stale bytes); eager mode copies at issue
+// time (overwriting a buffer other threads still read shows up instead).
+#pragma once
+#include <ucontext.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <math.h>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda_fp16.h"
+#include "cuda_bf16.h"
+
+struct uint3 { unsigned x, y, z; };
+struct dim3 {
+  unsigned x, y, z;
+  dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+#ifndef PTC_EMU_SMEM_CAPACITY
+#define PTC_EMU_SMEM_CAPACITY (256 * 1024)
+#endif
+#define PTC_EMU_CANARY_BYTES 4096
+
+// `extern __shared__ unsigned char ptc_smem[]` in the kernel refers to this array.
+extern "C" {
+__attribute__((aligned(128))) unsigned char ptc_smem[PTC_EMU_SMEM_CAPACITY + PTC_EMU_CANARY_BYTES];
+}
+// Set by the scheduler before it switches to a fiber (external linkage on purpose: the
+// compiler must assume that a context switch changes them).
+uint3 threadIdx, blockIdx;
+dim3 blockDim, gridDim;
+
+namespace ptc {
+namespace emu {
+
+struct Config {
+  int order = 0;            // 0: thread order, 1: reverse, 2: random each pass
+  int eager_cp_async = 0;   // 1: cp.async copies at issue time
+  int break_layout = 0;     // 1: a deliberately wrong mma A-fragment layout (self-test)
+  unsigned seed = 1;
+  int fill = 0xFF;          // shared memory bytes at the start of a block
+};
+Config config;
+
+enum State { READY, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE };
+enum Kind { NONE = 0, LDM_X1, LDM_X2, LDM_X4, LDM_X1_T, LDM_X2_T, LDM_X4_T, MMA_F16, MMA_BF16 };
+
+struct Copy {
+  unsigned char* dst;
+  const unsigned char* src;
+  bool valid;
+  long long group;
+};
+
+struct Fiber {
+  ucontext_t ctx;
+  unsigned char* stack = nullptr;
+  size_t stack_bytes = 0;
+  int tid = 0;
+  State state = READY;
+  long long commits = 0;        // cp.async groups committed
+  std::vector<Copy> pending;    // cp.async copies not yet done
+  long long collectives = 0;    // warp-collective ops so far: picks the scratch buffer
+};
+
+struct WarpScratch {            // two alternating buffers, one slot per lane
+  int kind[2][32];
+  const void* addr[2][32];
+  unsigned a[2][32][4];
+  unsigned b[2][32][2];
+};
+
+struct Runtime {
+  std::vector<Fiber> fibers;
+  std::vector<WarpScratch> warps;
+  std::vector<int> warp_arrived;
+  int block_arrived = 0;
+  int threads = 0;
+  int smem_bytes = 0;
+  long long block = -1;
+  int current = -1;
+  ucontext_t scheduler;
+  std::function<void()> body;
+  std::string error;
+  long long errors = 0;
+  std::vector<std::pair<const unsigned char*, size_t>> tensors;
+};
+Runtime rt;
+
+inline void fail(const char* fmt, ...) {
+  ++rt.errors;
+  if (!rt.error.empty()) return;
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  char where[96];
+  snprintf(where, sizeof where, "block %lld thread %d: ", rt.block, rt.current);
+  rt.error = std::string(where) + msg;
+}
+
+inline Fiber& cur() { return rt.fibers[rt.current]; }
+
+inline void yield() {
+  Fiber& f = cur();
+  swapcontext(&f.ctx, &rt.scheduler);
+}
+
+// ---- barriers ---------------------------------------------------------------------------
+inline void block_barrier() {
+  if (rt.current < 0) { fail("__syncthreads outside a kernel"); return; }
+  Fiber& f = cur();
+  f.state = AT_BLOCK_BARRIER;
+  if (++rt.block_arrived == rt.threads) {
+    rt.block_arrived = 0;
+    for (Fiber& g : rt.fibers)
+      if (g.state == AT_BLOCK_BARRIER) g.state = READY;
+  }
+  yield();
+}
+
+inline void warp_barrier() {
+  Fiber& f = cur();
+  const int w = f.tid / 32;
+  f.state = AT_WARP_BARRIER;
+  if (++rt.warp_arrived[w] == 32) {
+    rt.warp_arrived[w] = 0;
+    for (int l = 0; l < 32; ++l)
+      if (rt.fibers[w * 32 + l].state == AT_WARP_BARRIER) rt.fibers[w * 32 + l].state = READY;
+  }
+  yield();
+}
+
+// ---- address checks ---------------------------------------------------------------------
+inline bool in_smem(const void* p, size_t n) {
+  const unsigned char* a = static_cast<const unsigned char*>(p);
+  return a >= ptc_smem && a + n <= ptc_smem + rt.smem_bytes;
+}
+inline bool in_tensor(const void* p, size_t n) {
+  if (rt.tensors.empty()) return true;  // nothing registered: no checks
+  const unsigned char* a = static_cast<const unsigned char*>(p);
+  for (const auto& t : rt.tensors)
+    if (a >= t.first && a + n <= t.first + t.second) return true;
+  return false;
+}
+template <typename T> inline T* global_access(T* p) {
+  if (!in_tensor(p, sizeof(T))) {
+    fail("global access of %zu bytes at %p is outside every tensor", sizeof(T), (const void*)p);
+    // keep going without touching foreign memory
+    alignas(16) static unsigned char dummy[sizeof(T) < 16 ? 16 : sizeof(T)];
+    memset(dummy, 0, sizeof dummy);
+    return reinterpret_cast<T*>(dummy);
+  }
+  return p;
+}
+
+// ---- cp.async ---------------------------------------------------------------------------
+inline void do_copy(const Copy& c) {
+  if (c.valid) memcpy(c.dst, c.src, 16);
+  else memset(c.dst, 0, 16);
+}
+
+inline void cp_async_16(void* smem, const void* gmem, bool valid) {
+  if (!in_smem(smem, 16) || reinterpret_cast<uintptr_t>(smem) % 16 != 0) {
+    fail("cp.async destination %p (shared offset %lld) is not 16 bytes inside shared memory "
+         "of %d bytes, 16-byte aligned", smem,
+         (long long)(static_cast<unsigned char*>(smem) - ptc_smem), rt.smem_bytes);
+    return;
+  }
+  if (valid && (reinterpret_cast<uintptr_t>(gmem) % 16 != 0 || !in_tensor(gmem, 16))) {
+    fail("cp.async source %p is misaligned or not 16 bytes inside a tensor", gmem);
+    return;
+  }
+  Fiber& f = cur();
+  Copy c{static_cast<unsigned char*>(smem), static_cast<const unsigned char*>(gmem), valid,
+         f.commits};
+  if (config.eager_cp_async) do_copy(c);
+  else f.pending.push_back(c);
+}
+
+inline void cp_async_commit() { ++cur().commits; }
+
+inline void cp_async_wait(int n) {
+  Fiber& f = cur();
+  const long long limit = f.commits - n;  // groups [0, limit) must be complete
+  std::vector<Copy> keep;
+  for (const Copy& c : f.pending) {
+    if (c.group < limit) do_copy(c);
+    else keep.push_back(c);
+  }
+  f.pending.swap(keep);
+}
+
+// ---- warp collectives ---------------------------------------------------------------------
+inline int deposit(Kind kind) {
+  Fiber& f = cur();
+  const int buf = static_cast<int>(f.collectives++ & 1);
+  rt.warps[f.tid / 32].kind[buf][f.tid % 32] = kind;
+  return buf;
+}
+
+inline bool same_kind(const WarpScratch& s, int buf, Kind kind, const char* what) {
+  for (int l = 0; l < 32; ++l) {
+    if (s.kind[buf][l] != kind) {
+      fail("%s: lane %d of the warp executes a different warp-collective instruction", what, l);
+      return false;
+    }
+  }
+  return true;
+}
+
+// ldmatrix.sync.aligned.m8n8.x{NUM}[.trans].shared.b16: lane 8*i + r gives the address of
+// row r of matrix i; lane L receives, in register i, elements (L/4, 2*(L%4)) and
+// (L/4, 2*(L%4)+1) of matrix i (low half first); with .trans, elements (2*(L%4), L/4) and
+// (2*(L%4)+1, L/4).
+template <int NUM, bool TRANS>
+inline void ldmatrix(unsigned* r, const void* p) {
+  static_assert(NUM == 1 || NUM == 2 || NUM == 4, "ldmatrix takes 1, 2 or 4 matrices");
+  const Kind kind = static_cast<Kind>((NUM == 1 ? LDM_X1 : NUM == 2 ? LDM_X2 : LDM_X4) +
+                                      (TRANS ? 3 : 0));
+  const int lane = cur().tid % 32;
+  WarpScratch& s = rt.warps[cur().tid / 32];
+  const int buf = deposit(kind);
+  s.addr[buf][lane] = p;
+  warp_barrier();
+  for (int i = 0; i < NUM; ++i) r[i] = 0;
+  if (!same_kind(s, buf, kind, "ldmatrix")) return;
+  const int g = lane / 4, t = lane % 4;
+  auto row = [&](int matrix, int rr) -> const uint16_t* {
+    const void* a = s.addr[buf][matrix * 8 + rr];
+    if (!in_smem(a, 16) || reinterpret_cast<uintptr_t>(a) % 16 != 0) {
+      fail("ldmatrix row address %p of lane %d is not a 16-byte aligned row inside shared "
+           "memory of %d bytes", a, matrix * 8 + rr, rt.smem_bytes);
+      return nullptr;
+    }
+    return static_cast<const uint16_t*>(a);
+  };
+  for (int i = 0; i < NUM; ++i) {
+    unsigned lo = 0, hi = 0;
+    if (!TRANS) {
+      const uint16_t* q = row(i, g);
+      if (!q) continue;
+      lo = q[2 * t];
+      hi = q[2 * t + 1];
+    } else {
+      const uint16_t* q0 = row(i, 2 * t);
+      const uint16_t* q1 = row(i, 2 * t + 1);
+      if (!q0 || !q1) continue;
+      lo = q0[g];
+      hi = q1[g];
+    }
+    r[i] = lo | (hi << 16);
+  }
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 d, a, b, d
+// (groupID g = lane / 4, threadID_in_group t = lane % 4):
+//   A: a_i at row g (+8 for i in {2,3,6,7}), col 2t + (i & 1) (+8 for i >= 4); reg j holds a_2j, a_2j+1
+//   B: b_i at row 2t + (i & 1) (+8 for i >= 2), col g
+//   C/D: c_i at row g (+8 for i >= 2), col 2t + (i & 1)
+template <bool BF16>
+inline void mma_m16n8k16(float* d, const unsigned* a, const unsigned* b) {
+  const Kind kind = BF16 ? MMA_BF16 : MMA_F16;
+  const int lane = cur().tid % 32;
+  WarpScratch& s = rt.warps[cur().tid / 32];
+  const int buf = deposit(kind);
+  for (int i = 0; i < 4; ++i) s.a[buf][lane][i] = a[i];
+  for (int i = 0; i < 2; ++i) s.b[buf][lane][i] = b[i];
+  warp_barrier();
+  if (!same_kind(s, buf, kind, "mma.sync")) return;
+  auto elem = [](unsigned reg, int half) -> float {
+    const uint16_t bits = static_cast<uint16_t>(half ? reg >> 16 : reg & 0xffffu);
+    return BF16 ? bf16_bits_to_f32(bits) : f16_bits_to_f32(bits);
+  };
+  const bool broken = config.break_layout != 0;
+  auto A = [&](int m, int k) -> float {
+    const int owner = (m % 8) * 4 + (k % 8) / 2;
+    const int reg = broken ? (m >= 8 ? 2 : 0) + (k >= 8 ? 1 : 0)   // a1 and a2 swapped
+                           : (m >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0);
+    return elem(s.a[buf][owner][reg], k % 2);
+  };
+  auto B = [&](int k, int n) -> float {
+    const int owner = n * 4 + (k % 8) / 2;
+    return elem(s.b[buf][owner][k >= 8 ? 1 : 0], k % 2);
+  };
+  const int g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    const int m = g + (i >= 2 ? 8 : 0), n = 2 * t + (i & 1);
+    float acc = d[i];
+    for (int k = 0; k < 16; ++k) acc += A(m, k) * B(k, n);
+    d[i] = acc;
+  }
+}
+
+// ---- the launcher -------------------------------------------------------------------------
+extern "C" inline void ptc_emu_fiber_entry() {
+  rt.body();
+  cur().state = DONE;  // returning switches to uc_link: the scheduler
+}
+
+inline const char* state_name(State s) {
+  switch (s) {
+    case READY: return "ready";
+    case AT_BLOCK_BARRIER: return "at __syncthreads";
+    case AT_WARP_BARRIER: return "at a warp-collective instruction";
+    default: return "finished";
+  }
+}
+
+template <typename Body>
+int launch(long long blocks, int threads, int smem_bytes, Body&& body) {
+  rt.error.clear();
+  rt.errors = 0;
+  rt.block = -1;
+  rt.current = -1;
+  if (threads <= 0 || threads % 32 != 0 || threads > 1024) {
+    fail("%d threads per block: the emulator takes whole warps, at most 1024 threads", threads);
+    return 1;
+  }
+  if (smem_bytes < 0 || smem_bytes > PTC_EMU_SMEM_CAPACITY) {
+    fail("%d bytes of shared memory, over the emulator's %d", smem_bytes, PTC_EMU_SMEM_CAPACITY);
+    return 1;
+  }
+  rt.threads = threads;
+  rt.smem_bytes = smem_bytes;
+  rt.body = [&body] { body(); };
+  rt.fibers.assign(threads, Fiber{});
+  rt.warps.assign(threads / 32, WarpScratch{});
+  rt.warp_arrived.assign(threads / 32, 0);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t stack_bytes = 256 * 1024;
+  for (int i = 0; i < threads; ++i) {
+    Fiber& f = rt.fibers[i];
+    f.tid = i;
+    f.stack_bytes = stack_bytes + page;
+    void* m = mmap(nullptr, f.stack_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (m == MAP_FAILED) { fail("cannot allocate fiber stacks"); break; }
+    f.stack = static_cast<unsigned char*>(m);
+    mprotect(f.stack, page, PROT_NONE);  // guard page: a stack overflow faults
+  }
+  std::mt19937 rng(config.seed);
+  std::vector<int> warp_order(threads / 32), lane_order(32);
+  gridDim = dim3(static_cast<unsigned>(blocks));
+  blockDim = dim3(static_cast<unsigned>(threads));
+  for (long long b = 0; b < blocks && rt.error.empty(); ++b) {
+    rt.block = b;
+    blockIdx = {static_cast<unsigned>(b), 0, 0};
+    memset(ptc_smem, config.fill, smem_bytes);
+    memset(ptc_smem + smem_bytes, 0xA5, PTC_EMU_CANARY_BYTES);
+    rt.block_arrived = 0;
+    std::fill(rt.warp_arrived.begin(), rt.warp_arrived.end(), 0);
+    for (Fiber& f : rt.fibers) {
+      getcontext(&f.ctx);
+      f.ctx.uc_stack.ss_sp = f.stack + page;
+      f.ctx.uc_stack.ss_size = stack_bytes;
+      f.ctx.uc_link = &rt.scheduler;
+      makecontext(&f.ctx, ptc_emu_fiber_entry, 0);
+      f.state = READY;
+      f.commits = 0;
+      f.pending.clear();
+      f.collectives = 0;
+    }
+    for (;;) {
+      // A pass runs each warp in turn until none of its lanes can go on (all at
+      // __syncthreads or finished): warps drift apart as far as the barriers allow.
+      const int nwarps = threads / 32;
+      for (int i = 0; i < nwarps; ++i) warp_order[i] = config.order == 1 ? nwarps - 1 - i : i;
+      for (int i = 0; i < 32; ++i) lane_order[i] = config.order == 1 ? 31 - i : i;
+      if (config.order == 2) std::shuffle(warp_order.begin(), warp_order.end(), rng);
+      bool ran = false;
+      for (int w : warp_order) {
+        for (bool again = true; again;) {
+          again = false;
+          if (config.order == 2) std::shuffle(lane_order.begin(), lane_order.end(), rng);
+          for (int l : lane_order) {
+            const int i = w * 32 + l;
+            Fiber& f = rt.fibers[i];
+            if (f.state != READY) continue;
+            rt.current = i;
+            threadIdx = {static_cast<unsigned>(i), 0, 0};
+            swapcontext(&rt.scheduler, &f.ctx);
+            ran = again = true;
+          }
+        }
+      }
+      rt.current = -1;
+      bool done = true;
+      for (const Fiber& f : rt.fibers) done = done && f.state == DONE;
+      if (done) break;
+      if (!ran) {
+        int counts[4] = {0, 0, 0, 0};
+        for (const Fiber& f : rt.fibers) ++counts[f.state];
+        int first = 0;
+        while (rt.fibers[first].state == DONE) ++first;
+        fail("deadlock: %d thread(s) at __syncthreads, %d at a warp-collective instruction, "
+             "%d finished (thread %d is %s)", counts[AT_BLOCK_BARRIER], counts[AT_WARP_BARRIER],
+             counts[DONE], first, state_name(rt.fibers[first].state));
+        break;
+      }
+    }
+    for (int i = 0; i < PTC_EMU_CANARY_BYTES; ++i) {
+      if (ptc_smem[smem_bytes + i] != 0xA5) {
+        fail("shared memory written past its %d bytes (at byte %d)", smem_bytes, smem_bytes + i);
+        break;
+      }
+    }
+  }
+  for (Fiber& f : rt.fibers)
+    if (f.stack) munmap(f.stack, f.stack_bytes);
+  rt.fibers.clear();
+  rt.body = nullptr;
+  rt.block = -1;
+  return rt.error.empty() ? 0 : 700;  // cudaErrorIllegalAddress
+}
+
+}  // namespace emu
+}  // namespace ptc
+
+// ---- what Python calls besides ptc_launch (ptc/render/emulate.py) -----------------------
+extern "C" {
+void ptc_emulate_config(int order, int eager_cp_async, int break_layout, unsigned seed, int fill) {
+  ptc::emu::config.order = order;
+  ptc::emu::config.eager_cp_async = eager_cp_async;
+  ptc::emu::config.break_layout = break_layout;
+  ptc::emu::config.seed = seed;
+  ptc::emu::config.fill = fill;
+}
+void ptc_emulate_clear_tensors(void) { ptc::emu::rt.tensors.clear(); }
+void ptc_emulate_register_tensor(const void* p, size_t bytes) {
+  ptc::emu::rt.tensors.emplace_back(static_cast<const unsigned char*>(p), bytes);
+}
+const char* ptc_emulate_error(void) { return ptc::emu::rt.error.c_str(); }
+long long ptc_emulate_error_count(void) { return ptc::emu::rt.errors; }
+}
