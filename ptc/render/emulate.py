@@ -159,7 +159,9 @@ class EmulatedKernel:
         rc = lib.ptc_launch(ptrs, svals, dvals, None)
         lib.ptc_emulate_clear_tensors()
         if rc != 0:
-            message = lib.ptc_emulate_error().decode() or "(no message)"
+            message = lib.ptc_emulate_error().decode() or (
+                "a dim fixed at compile time has another size in this call"
+                if rc == 1 else "(no message)")
             count = lib.ptc_emulate_error_count()
             raise EmulationError(f"the emulated kernel {kernel.name} failed (code {rc}): "
                                  f"{message}" + (f" (and {count - 1} more errors)" if count > 1

@@ -1,0 +1,371 @@
+"""The rendered CUDA kernels, run on the CPU (ptc.render.emulate), against the reference
+interpreter: every sample, a few sm80 plans each, at small shapes with ragged edge tiles.
+
+The emulation compiles the very kernel.cu that nvcc builds, with the host compiler and
+-DPTC_EMULATE: ldmatrix and mma.sync are emulated register by register after the PTX
+fragment layouts, so the checks below see a wrong layout, a missing barrier or cp.async
+wait, an out-of-bounds access or a deadlock -- each one is shown by a broken variant.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import formulas as F
+from ptc.devices import get_device
+from ptc.driver import check_file, schedule
+from ptc.interp import run_kernel
+from ptc.render import RenderError, can_render, render_kernel
+from ptc.render.emulate import CUDA_TEMPLATES, EMULATE_HEADERS, EmulationError, build_emulated
+from ptc.sched.construct import Choice, Unfit, construct
+from ptc.stask import build_graphs, propagate
+from test_simulate import EDGE, SMOKE
+
+pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None,
+                                reason="no host C++ compiler for the emulated kernels")
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+DEVICE = get_device("sm80")
+# best: the search's first renderable plan at the SMOKE shape; the others are built from
+# the SMOKE tile sizes at the EDGE shape (sizes that are not multiples of anything).
+VARIANTS = {
+    "best": None,
+    "sequential": Choice("sequential", 1, warps=4),
+    "multistage3": Choice("multistage", 3, warps=4),
+}
+# how the emulator schedules threads and copies: in thread order with cp.async copies
+# deferred to their wait, in reverse with eager copies, and shuffled
+CONFIGS = [dict(), dict(order="reverse", eager_cp_async=True), dict(order="random", seed=7)]
+TOLERANCE = {"f16": 1e-2, "bf16": 1e-2, "f32": 1e-4}
+
+
+class Case:
+    def __init__(self, name: str, variant: str):
+        self.name, self.variant = name, variant
+        choice = VARIANTS[variant]
+        tiles = SMOKE[name][1]
+        self.shapes = dict(SMOKE[name][0] if choice is None else EDGE[name])
+        self.kernel = check_file(SAMPLES / f"{name}.pt", self.shapes).kernels[0]
+        self.skip = None
+        if choice is None:
+            self.plan, self.source = best_renderable(self.kernel, self.shapes)
+        else:
+            (g,) = build_graphs(self.kernel)
+            g = propagate(g, tiles)
+            try:
+                self.plan = construct(g, DEVICE, choice)
+            except Unfit as exc:
+                self.skip = f"{choice.describe()} does not apply: {exc}"
+                return
+            self.source = render_kernel(self.kernel, self.plan, g, DEVICE)
+        self.tiles = dict(self.plan.tiles)
+        self.inputs = F.make_inputs(name, self.shapes, np.random.default_rng(1))
+        self.dims = {d.name: self.shapes[d.name] for d in self.kernel.dims}
+
+
+def best_renderable(kernel, shapes):
+    result = schedule(kernel, "sm80", shapes=shapes)
+    for cand in result.ranked:
+        if can_render(cand.plan, DEVICE) is None:
+            try:
+                return cand.plan, render_kernel(kernel, cand.plan, cand.graph, DEVICE)
+            except RenderError:
+                continue
+    pytest.fail(f"no renderable sm80 plan for {kernel.name}")
+
+
+@lru_cache(maxsize=None)
+def case(name: str, variant: str) -> Case:
+    return Case(name, variant)
+
+
+@lru_cache(maxsize=None)
+def reference(name: str, variant: str) -> dict:
+    c = case(name, variant)
+    return run_kernel(c.kernel, c.inputs, shapes=c.shapes, tiles=c.tiles)
+
+
+CASES = [(n, v) for n in sorted(SMOKE) for v in VARIANTS]
+
+
+@pytest.fixture(scope="module")
+def builds():
+    """Every case's kernel built for the CPU, in parallel (the builds are cached)."""
+    def build(key):
+        c = case(*key)
+        if c.skip:
+            return None
+        try:
+            return build_emulated(c.source)
+        except EmulationError as exc:
+            return exc
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return dict(zip(CASES, pool.map(build, CASES)))
+
+
+def compare(c: Case, got: dict, ref: dict) -> dict[str, float]:
+    errors = {}
+    for name, want in ref.items():
+        assert got[name].dtype == want.dtype, name
+        assert got[name].shape == want.shape, name
+        errors[name] = F.rel_l2(got[name], want)
+    return errors
+
+
+def within_tolerance(c: Case, errors: dict[str, float]) -> bool:
+    dtypes = {p.name: p.dtype for p in c.kernel.outputs}
+    return all(e <= TOLERANCE[dtypes[n]] for n, e in errors.items())
+
+
+@pytest.mark.parametrize("name, variant", CASES)
+def test_the_emulated_kernel_matches_the_interpreter(builds, name, variant):
+    c = case(name, variant)
+    if c.skip:
+        pytest.skip(c.skip)
+    kernel = builds[(name, variant)]
+    if isinstance(kernel, Exception):
+        raise kernel
+    ref = reference(name, variant)
+    for config in CONFIGS:
+        got = kernel(c.kernel, c.inputs, c.dims, **config)
+        errors = compare(c, got, ref)
+        assert within_tolerance(c, errors), (name, variant, c.tiles, config, errors)
+
+
+# ---- the emulation sees bugs ------------------------------------------------------------
+def gemm_case() -> Case:
+    return case("gemm", "multistage3")
+
+
+def run(c: Case, source: str, **config) -> dict[str, float]:
+    return compare(c, build_emulated(source)(c.kernel, c.inputs, c.dims, **config),
+                   reference(c.name, c.variant))
+
+
+def mutate(source: str, pattern: str, replacement: str, count: int = 0) -> str:
+    new, n = re.subn(pattern, replacement, source, count=count)
+    assert n, f"the mutation {pattern!r} no longer applies to the rendered kernel"
+    return new
+
+
+def test_a_wrong_mma_fragment_layout_gives_wrong_numbers():
+    c = gemm_case()
+    assert within_tolerance(c, run(c, c.source))
+    errors = run(c, c.source, break_layout=True)   # the emulated mma swaps a1 and a2
+    assert all(e > 0.5 for e in errors.values()), errors
+
+
+def test_a_wrong_ldmatrix_address_in_the_header_gives_wrong_numbers():
+    """mma_sync.cuh with the A tile's 8x8 matrices 1 and 2 swapped (a plausible slip)."""
+    c = gemm_case()
+    header = (CUDA_TEMPLATES / "mma_sync.cuh").read_text()
+    good = "a + (m0 + lane % 16) * lda + k0 + (lane / 16) * 8"
+    assert good in header
+    bad = header.replace(good, "a + (m0 + lane % 8 + (lane / 16) * 8) * lda + k0 + ((lane / 8) % 2) * 8")
+    kernel = build_emulated(c.source, header_overrides={"mma_sync.cuh": bad})
+    errors = compare(c, kernel(c.kernel, c.inputs, c.dims), reference(c.name, c.variant))
+    assert all(e > 0.5 for e in errors.values()), errors
+    # and B read as if stored [N][K] (x2 without .trans) instead of [K][N]
+    good_b = "ldmatrix_x2_trans(bf, b + (k0 + lane % 16) * ldb + n0);"
+    assert good_b in header
+    bad = header.replace(good_b, "ldmatrix_x2(bf, b + (k0 + lane % 16) * ldb + n0);")
+    kernel = build_emulated(c.source, header_overrides={"mma_sync.cuh": bad})
+    errors = compare(c, kernel(c.kernel, c.inputs, c.dims), reference(c.name, c.variant))
+    assert all(e > 0.5 for e in errors.values()), errors
+
+
+def test_a_missing_barrier_after_the_cp_async_wait_gives_wrong_numbers():
+    c = gemm_case()
+    bad = mutate(c.source, r"(ptc::cp_async_wait<\d+>\(\);[^\n]*\n)\s*__syncthreads\(\);\n", r"\1")
+    errors = run(c, bad)
+    assert not within_tolerance(c, errors), errors
+
+
+def test_waiting_for_too_few_cp_async_groups_gives_wrong_numbers():
+    c = gemm_case()
+    bad = mutate(c.source, r"cp_async_wait<(\d+)>",
+                 lambda m: f"cp_async_wait<{int(m.group(1)) + 1}>")
+    errors = run(c, bad)   # the copies are deferred to their wait: the tiles are stale
+    assert not within_tolerance(c, errors), errors
+
+
+def test_reading_past_a_tensor_is_reported():
+    c = gemm_case()
+    # the A tile loader told that A has 64 more rows than it has
+    bad = mutate(c.source, r"(global_to_shared<[^;]*?g_A, i_i \* \d+, )d_M,", r"\1d_M + 64,")
+    with pytest.raises(EmulationError, match="outside every tensor|inside a tensor"):
+        build_emulated(bad)(c.kernel, c.inputs, c.dims)
+
+
+def test_a_barrier_that_only_some_threads_reach_is_reported():
+    c = gemm_case()
+    bad = mutate(c.source, r"(long long block = blockIdx.x;\n)",
+                 r"\1  if (threadIdx.x < 32) __syncthreads();\n", count=1)
+    with pytest.raises(EmulationError, match="deadlock"):
+        build_emulated(bad)(c.kernel, c.inputs, c.dims)
+
+
+# ---- the emulated half-precision conversions are CUDA's (round to nearest even) ---------
+CONVERSIONS = r"""
+#include "cuda_bf16.h"
+extern "C" void to_f16(const float* x, unsigned short* y, long n) {
+  for (long i = 0; i < n; ++i) y[i] = __half_as_ushort(__float2half_rn(x[i]));
+}
+extern "C" void from_f16(const unsigned short* x, float* y, long n) {
+  for (long i = 0; i < n; ++i) y[i] = __half2float(__ushort_as_half(x[i]));
+}
+extern "C" void to_bf16(const float* x, unsigned short* y, long n) {
+  for (long i = 0; i < n; ++i) y[i] = __float2bfloat16_rn(x[i]).__x;
+}
+extern "C" void from_bf16(const unsigned short* x, float* y, long n) {
+  for (long i = 0; i < n; ++i) { __nv_bfloat16 b; b.__x = x[i]; y[i] = __bfloat162float(b); }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def conversions(tmp_path_factory):
+    d = tmp_path_factory.mktemp("conversions")
+    (d / "conv.cpp").write_text(CONVERSIONS)
+    subprocess.run([os.environ.get("CXX", "g++"), "-std=c++20", "-O1", "-fPIC", "-shared",
+                    "-DPTC_EMULATE", f"-I{EMULATE_HEADERS}", str(d / "conv.cpp"), "-o",
+                    str(d / "conv.so")], check=True)
+    lib = ctypes.CDLL(str(d / "conv.so"))
+
+    def call(fn, x, out_dtype):
+        x = np.ascontiguousarray(x)
+        y = np.empty(x.shape, out_dtype)
+        getattr(lib, fn)(x.ctypes.data_as(ctypes.c_void_p), y.ctypes.data_as(ctypes.c_void_p),
+                         ctypes.c_long(x.size))
+        return y
+    return call
+
+
+def float_samples() -> np.ndarray:
+    rng = np.random.default_rng(0)
+    every_half = np.arange(65536, dtype=np.uint16).view(np.float16).astype(np.float32)
+    every_half = every_half[np.isfinite(every_half)]
+    nexts = np.nextafter(every_half, np.float32(np.inf))
+    prevs = np.nextafter(every_half, np.float32(-np.inf))
+    f16 = every_half.astype(np.float64)
+    mids = ((f16[:-1] + f16[1:]) / 2).astype(np.float32)      # exact ties of f16
+    bits = rng.integers(0, 2**32, 400000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, 65504, 65519.99, 65520, 65536, 1e-8,
+                        5.96e-8, 2.98e-8, 2.99e-8, 3.4e38, -3.4e38], np.float32)
+    return np.concatenate([every_half, nexts, prevs, mids, bits, special]).astype(np.float32)
+
+
+def test_half_conversions_round_to_nearest_even(conversions):
+    x = float_samples()
+    nan = np.isnan(x)
+    got = conversions("to_f16", x, np.uint16)
+    with np.errstate(all="ignore"):
+        want = x.astype(np.float16).view(np.uint16)
+    assert np.array_equal(got[~nan], want[~nan])
+    assert np.all(np.isnan(got[nan].view(np.float16)))
+    every = np.arange(65536, dtype=np.uint16)
+    back = conversions("from_f16", every, np.float32)
+    want = every.view(np.float16).astype(np.float32)
+    assert np.array_equal(back, want, equal_nan=True)
+    assert np.array_equal(back.view(np.uint32)[~np.isnan(back)], want.view(np.uint32)[~np.isnan(want)])
+
+
+def test_bfloat16_conversions_round_to_nearest_even(conversions):
+    x = float_samples()
+    bf = ml_dtypes.bfloat16
+    every_bf = np.arange(65536, dtype=np.uint16).view(bf).astype(np.float32)
+    every_bf = every_bf[np.isfinite(every_bf)]
+    mids = ((every_bf[:-1].astype(np.float64) + every_bf[1:]) / 2).astype(np.float32)
+    x = np.concatenate([x, every_bf, mids[np.isfinite(mids)]])
+    got = conversions("to_bf16", x, np.uint16)
+    with np.errstate(all="ignore"):
+        want = x.astype(bf).view(np.uint16)
+    nan = np.isnan(x)
+    assert np.array_equal(got[~nan], want[~nan])
+    assert np.all(np.isnan(got[nan].view(bf).astype(np.float32)))
+    every = np.arange(65536, dtype=np.uint16)
+    back = conversions("from_bf16", every, np.float32)
+    assert np.array_equal(back, every.view(bf).astype(np.float32), equal_nan=True)
+
+
+# ---- renderer bugs the emulation found (regressions) ------------------------------------
+REGRESSIONS = {
+    # values stored to memory were not live until their store: t_Q and t_R were given the
+    # bytes of x, and t_R overwrote t_Q before store(Q) ran
+    "store_liveness": """
+kernel store_liveness(X: i32[M, N], F: f16[M, N], s: i32) -> (Q: i32[M, N], R: i32[M, N], B: f32[M, N]) {
+  dims M = 40, N = 96
+  tile BM in [16], BN in [32]
+  parallel i: BM of M, j: BN of N {
+    x = load(X[i, j]) - 7
+    store(Q[i, j], x // (s - 9))
+    store(R[i, j], (x % 5) * index(j)[None, :] + index(i)[:, None])
+    f = load(F[i, j])
+    store(B[i, j], where((x > 2) & !(f < 0.0), abs(x) as f32 + sqrt(abs(f) as f32), exp2(f as f32)))
+  }
+}
+""",
+    # a value never read took the bytes of an operand still read later (x), clobbering it
+    "dead_value": """
+kernel dead_value(X: f16[M, N]) -> (Y: f32[M, N]) {
+  dims M = 40, N = 64
+  tile BM in [16]
+  parallel i: BM of M {
+    x = load(X[i, :]) as f32
+    junk = x * 2.0
+    y = x + 1.0
+    store(Y[i, :], y + x)
+  }
+}
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REGRESSIONS))
+def test_renderer_regressions_match_the_interpreter(tmp_path, name):
+    from ptc.interp import prepare
+    from ptc.sema import typed as T
+    path = tmp_path / f"{name}.pt"
+    path.write_text(REGRESSIONS[name])
+    kernel = check_file(path).kernels[0]
+    shapes = {d.name: d.default for d in kernel.dims}
+    plan, source = best_renderable(kernel, shapes)
+    tiles = dict(plan.tiles)
+    machine = prepare(kernel, {}, shapes=shapes, tiles=tiles, seed=3)
+    inputs = {p.name: machine.arrays[p.name] if isinstance(p, T.TensorParam)
+              else machine.scalars[p.name] for p in kernel.inputs}
+    ref = run_kernel(kernel, inputs, shapes=shapes, tiles=tiles)
+    got = build_emulated(source)(kernel, inputs, shapes)
+    for out, want in ref.items():
+        assert F.rel_l2(got[out], want) <= 1e-5, out
+
+
+def test_a_kernel_with_two_grids_is_not_rendered_with_one(tmp_path):
+    """The renderer took the plan of the first `parallel` and dropped the second."""
+    path = tmp_path / "two.pt"
+    path.write_text("""
+kernel two(X: f16[M, N]) -> (Y: f16[M, N], Z: f16[M, N]) {
+  dims M = 64, N = 64
+  tile BM in [16]
+  parallel i: BM of M {
+    store(Y[i, :], load(X[i, :]))
+  }
+  parallel r: BM of M {
+    store(Z[r, :], load(X[r, :]))
+  }
+}
+""")
+    kernel = check_file(path).kernels[0]
+    cand = schedule(kernel, "sm80").ranked[0]
+    with pytest.raises(RenderError, match="parallel grids"):
+        render_kernel(kernel, cand.plan, cand.graph, DEVICE)

@@ -1,0 +1,35 @@
+"""Golden snapshots of the generated source: one file per sample x target, reviewed when
+they change. Regenerate with PTC_UPDATE_GOLDENS=1 (then read the diff before committing)."""
+import os
+from pathlib import Path
+
+import pytest
+
+from ptc.driver import check_file, render
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = sorted(p.stem for p in (ROOT / "samples").glob("*.pt"))
+GOLDEN = ROOT / "tests" / "golden"
+TARGETS = {"sm80": ".cu"}
+
+
+def cases():
+    return [(name, target) for name in SAMPLES for target in TARGETS]
+
+
+@pytest.mark.parametrize("name,target", cases(), ids=[f"{n}.{t}" for n, t in cases()])
+def test_generated_source_matches_golden(name, target):
+    kernel = check_file(ROOT / "samples" / f"{name}.pt").kernels[0]
+    source = render(kernel, target)[0]
+    path = GOLDEN / f"{name}.{target}{TARGETS[target]}"
+    if os.environ.get("PTC_UPDATE_GOLDENS"):
+        path.write_text(source)
+    assert path.exists(), f"{path} is missing: run PTC_UPDATE_GOLDENS=1 pytest {__file__}"
+    assert source == path.read_text(), (
+        f"{path.name} changed: review `PTC_UPDATE_GOLDENS=1 pytest -k {name}` and git diff")
+
+
+def test_every_golden_has_a_sample():
+    expected = {f"{n}.{t}{TARGETS[t]}" for n, t in cases()}
+    present = {p.name for p in GOLDEN.iterdir() if p.is_file()}
+    assert present <= expected, f"stale goldens: {sorted(present - expected)}"
