@@ -555,18 +555,10 @@ def _unflatten(flat: str, shape: list[int]) -> list[tuple[str, str]]:
 
 def _rename(e, name_of):
     """The expression with every Var renamed by name_of (for liveness by C array name)."""
-    from dataclasses import replace
     if isinstance(e, T.Var):
+        from dataclasses import replace
         return replace(e, name=name_of(e.name))
-    if isinstance(e, T.Elementwise):
-        return replace(e, args=tuple(_rename(a, name_of) for a in e.args))
-    if isinstance(e, (T.Reduce, T.Transpose, T.Convert, T.Expand)):
-        return replace(e, arg=_rename(e.arg, name_of))
-    if isinstance(e, T.MatMul):
-        return replace(e, lhs=_rename(e.lhs, name_of), rhs=_rename(e.rhs, name_of))
-    if isinstance(e, T.Fill):
-        return replace(e, value=_rename(e.value, name_of))
-    return e
+    return T.map_children(e, lambda c: _rename(c, name_of))
 
 
 def _reductions(e) -> list[T.Reduce]:

@@ -201,6 +201,23 @@ def children(e: TExpr) -> tuple[TExpr, ...]:
     return ()
 
 
+def map_children(e: TExpr, fn) -> TExpr:
+    """e with every operand c replaced by fn(c) (the inverse view of `children`)."""
+    from dataclasses import replace
+    if isinstance(e, Elementwise):
+        return replace(e, args=tuple(fn(a) for a in e.args))
+    if isinstance(e, (Reduce, Transpose, Convert, Expand)):
+        return replace(e, arg=fn(e.arg))
+    if isinstance(e, MatMul):
+        return replace(e, lhs=fn(e.lhs), rhs=fn(e.rhs))
+    if isinstance(e, Fill):
+        return replace(e, value=fn(e.value))
+    if isinstance(e, Load):
+        return replace(e, index=tuple(replace(i, index=fn(i.index)) if isinstance(i, Point)
+                                      else i for i in e.index))
+    return e
+
+
 # ---- statements ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class Let:

@@ -104,13 +104,7 @@ class _Flattener:
             return self.lift(e, pre, e.tensor, span)
         if isinstance(e, T.MatMul):
             return self.lift(self.mma_operands(e, pre, base, span), pre, base + "_mma", span)
-        if isinstance(e, T.Elementwise):
-            return replace(e, args=tuple(self.lower(a, pre, base, span) for a in e.args))
-        if isinstance(e, (T.Reduce, T.Transpose, T.Convert, T.Expand)):
-            return replace(e, arg=self.lower(e.arg, pre, base, span))
-        if isinstance(e, T.Fill):
-            return replace(e, value=self.lower(e.value, pre, base, span))
-        return e
+        return T.map_children(e, lambda c: self.lower(c, pre, base, span))
 
 
 # ---- 2 + 3. classify and fuse --------------------------------------------------------
