@@ -1,6 +1,7 @@
 # Two entry points, both self-contained on a fresh machine:
-#   make samples  -- set up; check every sample, run it on the reference interpreter and
-#                    schedule it for every target (plans in out/plans/)
+#   make samples  -- set up; check every sample, run it on the reference interpreter,
+#                    schedule it for every target (plans in out/plans/) and build its
+#                    CUDA for sm80 with nvcc (out/cuda/)
 #   make test     -- set up and run the whole test suite
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -35,6 +36,13 @@ samples: setup
 	  $(PTC) compile $$f --target $$t --emit plan > out/plans/$$name.$$t.json.tmp || exit 1; \
 	  mv out/plans/$$name.$$t.json.tmp out/plans/$$name.$$t.json; \
 	done; done
+	@for f in $(SAMPLES); do \
+	  name=$$(basename $$f .pt); \
+	  echo "$(PTC) build $$f --target sm80 -o out/cuda/$$name"; \
+	  $(PTC) build $$f --target sm80 -o out/cuda/$$name > out/cuda.$$name.log 2>&1 \
+	    || { cat out/cuda.$$name.log; exit 1; }; \
+	  tail -n 1 out/cuda.$$name.log; \
+	done
 
 test: setup
 	$(PY) -m pytest -q
