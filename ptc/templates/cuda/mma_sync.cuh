@@ -76,37 +76,50 @@ template <typename T, int M, int N, int K, bool A_T, bool B_T, int WARPS>
 __device__ __forceinline__ void mma_tile(float* out, int ldo, const float* addend, int ldadd,
                                          const T* a, int lda, const T* b, int ldb) {
   static_assert(M % 16 == 0 && N % 8 == 0 && K % 16 == 0, "mma tiles are 16 x 8 x 16");
+  // a warp's tile is 16 rows x NB 8-column blocks, so each A fragment feeds NB mma's
+  constexpr int NB = N % 32 == 0 ? 4 : N % 16 == 0 ? 2 : 1;
+  constexpr int COLS = N / (8 * NB);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int blk = warp; blk < (M / 16) * (N / 8); blk += WARPS) {
-    const int m0 = (blk / (N / 8)) * 16, n0 = (blk % (N / 8)) * 8;
-    float d[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll 4
+  for (int tile = warp; tile < (M / 16) * COLS; tile += WARPS) {
+    const int m0 = (tile / COLS) * 16, nbase = (tile % COLS) * 8 * NB;
+    float d[NB][4];
+#pragma unroll
+    for (int j = 0; j < NB; ++j) d[j][0] = d[j][1] = d[j][2] = d[j][3] = 0.f;
+#pragma unroll 1
     for (int k0 = 0; k0 < K; k0 += 16) {
-      unsigned af[4], bf[2];
+      unsigned af[4];
       if (A_T) {  // stored [K][M]: matrix j of x4 is rows k0 + (j / 2) * 8, cols m0 + (j % 2) * 8
         ldmatrix_x4_trans(af, a + (k0 + lane % 8 + (lane / 16) * 8) * lda + m0 + ((lane / 8) % 2) * 8);
       } else {
         ldmatrix_x4(af, a + (m0 + lane % 16) * lda + k0 + (lane / 16) * 8);
       }
-      if (B_T) {
-        ldmatrix_x2(bf, b + (n0 + lane % 8) * ldb + k0 + ((lane / 8) % 2) * 8);
-      } else {
-        ldmatrix_x2_trans(bf, b + (k0 + lane % 16) * ldb + n0);
+#pragma unroll
+      for (int j = 0; j < NB; ++j) {
+        const int n0 = nbase + j * 8;
+        unsigned bf[2];
+        if (B_T) {
+          ldmatrix_x2(bf, b + (n0 + lane % 8) * ldb + k0 + ((lane / 8) % 2) * 8);
+        } else {
+          ldmatrix_x2_trans(bf, b + (k0 + lane % 16) * ldb + n0);
+        }
+        mma_16816<mma_kind<T>::bf16>(d[j], af, bf);
       }
-      mma_16816<mma_kind<T>::bf16>(d, af, bf);
     }
-    const int r = m0 + lane / 4, c = n0 + (lane % 4) * 2;
-    float add[4] = {0.f, 0.f, 0.f, 0.f};
-    if (addend) {
-      add[0] = addend[r * ldadd + c];
-      add[1] = addend[r * ldadd + c + 1];
-      add[2] = addend[(r + 8) * ldadd + c];
-      add[3] = addend[(r + 8) * ldadd + c + 1];
+#pragma unroll
+    for (int j = 0; j < NB; ++j) {
+      const int r = m0 + lane / 4, c = nbase + j * 8 + (lane % 4) * 2;
+      float add[4] = {0.f, 0.f, 0.f, 0.f};
+      if (addend) {
+        add[0] = addend[r * ldadd + c];
+        add[1] = addend[r * ldadd + c + 1];
+        add[2] = addend[(r + 8) * ldadd + c];
+        add[3] = addend[(r + 8) * ldadd + c + 1];
+      }
+      out[r * ldo + c] = add[0] + d[j][0];
+      out[r * ldo + c + 1] = add[1] + d[j][1];
+      out[(r + 8) * ldo + c] = add[2] + d[j][2];
+      out[(r + 8) * ldo + c + 1] = add[3] + d[j][3];
     }
-    out[r * ldo + c] = add[0] + d[0];
-    out[r * ldo + c + 1] = add[1] + d[1];
-    out[(r + 8) * ldo + c] = add[2] + d[2];
-    out[(r + 8) * ldo + c + 1] = add[3] + d[3];
   }
 }
 
