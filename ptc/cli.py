@@ -276,7 +276,7 @@ Examples:
 @click.option("--output", "-o", "output_path", metavar="OUT.npz",
               help="Save the outputs by name (bf16 as exact float32) instead of "
                    "printing a summary.")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed for the random inputs.")
 def run(file, kernel_name, shapes, tiles, inputs_path, output_path, seed):
     """Run a kernel of FILE on the reference interpreter (NumPy, no GPU).

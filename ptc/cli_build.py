@@ -164,7 +164,7 @@ Examples:
               help="Untimed runs first.")
 @click.option("--iters", type=click.IntRange(1, 100000), default=100, show_default=True,
               help="Timed runs (the median is reported).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for the inputs.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed for the inputs.")
 @click.option("--check/--no-check", default=True, show_default=True,
               help="Compare every output with the reference interpreter (slow at large "
                    "shapes).")
@@ -180,11 +180,14 @@ def bench(file, target, device_file, kernel_name, shapes, tiles, schedule_file, 
 
     chosen = _target(target, device_file)
     _kernel(file, kernel_name, shapes)                  # the program's errors come first
-    gpus = _user_errors(find_gpus)
     from .devices import get_device
 
-    device = _user_errors(lambda: get_device(chosen))
-    if device.backend == "cuda" and not can_run(gpus[0], device.arch):
+    device = _user_errors(lambda: get_device(chosen))   # then the target's
+    if device.backend != "cuda":
+        raise fail(f"{chosen} is a {device.backend} target; ptc bench runs CUDA targets "
+                   "(sm80, sm90)")
+    gpus = _user_errors(find_gpus)
+    if not can_run(gpus[0], device.arch):
         raise fail(f"the GPU is {gpus[0].name} ({gpus[0].arch}), which cannot run code built "
                    f"for {device.arch} ({device.name})",
                    hint="choose the target of this GPU (sm90 for an H100, sm80 for an A100)")

@@ -111,3 +111,23 @@ def test_explain(tmp_path, target):
     code, out, _ = ptc("explain", SAMPLES / "gemm.pt", "--target", target, "--json")
     assert code == 0
     json.loads(out)
+
+
+def test_a_plan_json_syntax_error_names_the_plan_file_not_the_kernel(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{bad")
+    code, _, err = ptc("compile", SAMPLES / "gemm.pt", "-t", "sm80", "--emit", "plan",
+                       "--schedule", bad)
+    assert code == 1
+    assert f"{bad}:1:2: {bad} is not valid JSON" in err
+    assert "kernel gemm" not in err          # no caret under a line of gemm.pt
+
+
+def test_negative_seed_is_a_usage_error():
+    result = CliRunner().invoke(cli, ["run", str(SAMPLES / "gemm.pt"), "--seed", "-1"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_bench_names_a_hip_target_before_looking_for_a_gpu():
+    code, _, err = ptc("bench", SAMPLES / "gemm.pt", "-t", "gfx90a")
+    assert code == 1 and "gfx90a is a hip target" in err

@@ -266,6 +266,14 @@ class CudaRenderer:
         self.emit(f"const long long {trips} = ptc::tiles({extent}, {size});")
         steps = [s for s in block.body if isinstance(s, Step)]
         ahead = max((s.offset for s in steps), default=0)
+        loads = {s.task: s.offset for s in steps if self.tasks.get(s.task) is not None
+                 and self.tasks[s.task].op == "load"}
+        if ahead and set(loads.values()) != {ahead}:
+            # cp.async groups complete in order and one group is one iteration's prefetch:
+            # the waits are only right when every load of the loop runs equally far ahead
+            raise RenderError(f"loop {block.var} issues its loads at different distances ahead "
+                              f"({', '.join(f'{t} +{o}' for t, o in loads.items())}); the CUDA "
+                              f"renderer takes one prefetch distance per loop")
         self.ahead[block.var] = ahead
         it = f"it_{block.var}"
         self.emit(f"for (long long {it} = {-ahead}; {it} < {trips}; ++{it}) {{")

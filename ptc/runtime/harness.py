@@ -14,7 +14,7 @@ from .signature import Signature
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 DTYPE_ENUM = {"f16": "F16", "bf16": "BF16", "f32": "F32", "i32": "I32", "bool": "BOOL"}
-DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "bool": 1}
+from ..sema.dtypes import DTYPE_BYTES  # noqa: F401  (re-exported)
 
 
 @functools.lru_cache(maxsize=None)

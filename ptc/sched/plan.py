@@ -274,7 +274,7 @@ def from_json(text: str, filename: str = "plan.json") -> Plan:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        from ..diagnostics import Span
-        raise CompileError(Diagnostic(f"{filename} is not valid JSON: {exc.msg}",
-                                      Span(exc.lineno, exc.colno, exc.lineno, exc.colno + 1))) from None
+        # the position is in the plan file, not in the .pt the CLI shows: keep it in the text
+        raise CompileError(Diagnostic(f"{filename}:{exc.lineno}:{exc.colno}: {filename} is not "
+                                      f"valid JSON: {exc.msg}")) from None
     return _Reader(filename).plan(data)

@@ -143,6 +143,44 @@ def _step_paths(items, path=()) -> list[tuple[Step, tuple[str, ...]]]:
     return out
 
 
+STYLES = ("warp_specialized", "multistage", "sequential", "custom")
+LAYOUTS = ("swizzle128", "row")
+
+
+def _check_fields(plan: Plan, graph: STaskGraph, tasks, out: _Problems) -> None:
+    """Fields a hand-edited plan could get wrong that the renderer relies on: each must
+    agree with what the graph says or name something that exists."""
+    from .primitives import grid_extents
+
+    if plan.style not in STYLES:
+        out.add(f"style {plan.style!r} is not one of {', '.join(STYLES)}")
+    if plan.stages < 1:
+        out.add(f"stages must be at least 1, not {plan.stages}")
+    loops = {r.name for r in graph.loop_regions()}
+    if plan.pipelined and plan.pipelined not in loops:
+        out.add(f"pipelined names {plan.pipelined!r}, which is not a loop of the kernel "
+                f"(loops: {', '.join(sorted(loops)) or 'none'})")
+    if graph.tiles is not None and tuple(plan.launch.grid) != grid_extents(graph):
+        out.add(f"launch.grid is {list(plan.launch.grid)}, but the kernel's grid is "
+                f"{list(grid_extents(graph))}")
+    for b in plan.buffers:
+        t = tasks.get(b.producer)
+        if b.stages < 1:
+            out.add(f"buffer {b.name} needs at least 1 stage, not {b.stages}")
+        if b.layout not in LAYOUTS:
+            out.add(f"buffer {b.name} has layout {b.layout!r}; layouts: {', '.join(LAYOUTS)}")
+        if t is not None and (b.dtype != t.dtype or tuple(b.shape) != tuple(t.shape)):
+            out.add(f"buffer {b.name} holds {b.dtype}{list(b.shape)}, but {t.name} writes "
+                    f"{t.dtype}{list(t.shape)}")
+        if t is not None and b.value not in t.defines:
+            out.add(f"buffer {b.name} holds {b.value!r}, which {t.name} does not define")
+    for bar in plan.barriers:
+        prefix = bar.name.split(":", 1)[0]
+        if bar.kind not in ("full", "empty") or prefix != bar.kind:
+            out.add(f"barrier {bar.name} has kind {bar.kind!r}; a {prefix}: barrier is "
+                    f"kind {prefix!r}")
+
+
 def _check_structure(plan: Plan, graph: STaskGraph, device: Device, out: _Problems) -> bool:
     n0 = len(out.items)
     tasks = {t.name: t for t in graph.tasks}
@@ -164,6 +202,7 @@ def _check_structure(plan: Plan, graph: STaskGraph, device: Device, out: _Proble
 
     if plan.device != device.name:
         out.add(f"the plan was made for {plan.device}, not {device.name}")
+    _check_fields(plan, graph, tasks, out)
     if graph.tiles is not None and dict(plan.tiles) != dict(graph.tiles):
         out.add(f"the plan's tiles {dict(plan.tiles)} are not the graph's {dict(graph.tiles)}")
 

@@ -5,6 +5,7 @@ DTYPES = ("f16", "bf16", "f32", "i32", "bool")
 # Named so the error can say "not yet supported" rather than "unknown".
 FUTURE_DTYPES = ("f8e4m3", "f8e5m2", "i8", "i4", "f64", "tf32")
 FLOATS = ("f16", "bf16", "f32")
+DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "bool": 1}
 MMA_DTYPES = ("f16", "bf16", "f32")
 ATOMIC_DTYPES = ("f16", "bf16", "f32", "i32")
 

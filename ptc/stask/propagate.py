@@ -14,7 +14,7 @@ from ..diagnostics import CompileError, Diagnostic
 from ..sema import typed as T
 from .graph import STask, STaskGraph, Work, replace_tasks
 
-DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "bool": 1}
+from ..sema.dtypes import DTYPE_BYTES  # noqa: F401  (re-exported)
 SFU_OPS = ("exp", "exp2", "log", "sqrt", "rsqrt")
 
 

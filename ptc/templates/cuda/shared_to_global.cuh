@@ -17,7 +17,7 @@ __device__ __forceinline__ void shared_to_global(T* dst, const T* src, long long
     const long long gr = row0 + r, gc = col0 + c;
     if (gr < 0 || gr >= nrows || gc < 0 || gc >= ncols) continue;
     T* out = PTC_GLOBAL(dst + gr * row_stride + gc * col_stride);
-    if (ATOMIC) {
+    if constexpr (ATOMIC) {
       atomic_add(out, src[r * LD + c]);
     } else {
       *out = src[r * LD + c];
