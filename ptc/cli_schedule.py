@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
 from . import driver
-from .cli import Reported, checked, cli, fail, read, report, shape_option, tile_option
+from .cli import Reported, checked, cli, read, report, shape_option, tile_option
 from .diagnostics import CompileError
 from .grammar import parse
 

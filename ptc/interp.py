@@ -124,28 +124,39 @@ def prepare(kernel: T.TypedKernel, inputs: Mapping[str, object], *,
                    "parameters: " + ", ".join(params))
     dims = bind_dims(kernel, inputs, shapes or {})
     tile_sizes = bind_tiles(kernel, tiles or {})
-    rng = np.random.default_rng(seed)
+    drawn = random_inputs(kernel, dims, seed, given=inputs)
     arrays: dict[str, np.ndarray] = {}
     scalars: dict[str, np.ndarray] = {}
     for p in kernel.inputs:
         if isinstance(p, T.TensorParam):
-            shape = tuple(d if isinstance(d, int) else dims[d] for d in p.dims)
-            arr = (coerce(p.name, inputs[p.name], p.dtype) if p.name in inputs
-                   else random_input(rng, p.dtype, shape))
-            arrays[p.name] = arr
+            arrays[p.name] = (coerce(p.name, inputs[p.name], p.dtype) if p.name in inputs
+                              else drawn[p.name])
         else:
             value = (coerce(p.name, inputs[p.name], p.dtype) if p.name in inputs
-                     else random_input(rng, p.dtype, ()))
+                     else drawn[p.name])
             if np.ndim(value) != 0:
                 raise _err(f"scalar parameter {p.name} needs a single value, "
                            f"not an array of shape {np.shape(value)}")
             scalars[p.name] = np.asarray(value)
     for p in kernel.outputs:
-        shape = tuple(d if isinstance(d, int) else dims[d] for d in p.dims)
+        shape = p.shape_in(dims)
         arrays[p.name] = np.zeros(shape, NUMPY_DTYPES[p.dtype])
     for name, n in itertools.chain(dims.items(), tile_sizes.items()):
         scalars[name] = np.int32(n)
     return Machine(arrays, scalars, dims, tile_sizes)
+
+
+def random_inputs(kernel: T.TypedKernel, dims: Mapping[str, int], seed: int = 0,
+                  given: Mapping[str, object] = {}) -> dict[str, np.ndarray]:
+    """The inputs `ptc run` draws (seeded, in parameter order) for those not `given`."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for p in kernel.inputs:
+        if p.name in given:
+            continue
+        shape = p.shape_in(dims) if isinstance(p, T.TensorParam) else ()
+        out[p.name] = random_input(rng, p.dtype, shape)
+    return out
 
 
 def run_kernel(kernel: T.TypedKernel, inputs: Mapping[str, object], *,

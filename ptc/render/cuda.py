@@ -15,7 +15,7 @@ ldmatrix and accumulates in registers for the whole K extent of the step.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..devices import Device
 from ..sched.plan import LoopBlock, Plan, Step

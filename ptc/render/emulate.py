@@ -130,7 +130,7 @@ class EmulatedKernel:
             raise EmulationError(f"no size for dim(s) {', '.join(missing)}")
 
         def shape_of(p) -> tuple[int, ...]:
-            return tuple(d if isinstance(d, int) else int(dims[d]) for d in p.dims)
+            return p.shape_in(dims)
 
         arrays: list[np.ndarray] = []
         scalar_values: list[float] = []

@@ -18,7 +18,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..interp import bind_dims, random_input, run_kernel
+from ..interp import bind_dims, random_inputs, run_kernel  # noqa: F401  (random_inputs re-exported)
 from .kernel import CompiledKernel, Timing
 
 TOLERANCE = {"f32": 1e-3, "f16": 5e-3, "bf16": 2e-2, "i32": 0.0, "bool": 0.0}
@@ -109,21 +109,6 @@ class BenchResult:
             "ok": self.ok, "baseline": self.baseline_label or None,
             "baseline_ms": self.baseline_ms, "speedup": self.speedup, "notes": self.notes,
         }
-
-
-def random_inputs(kernel, dims: Mapping[str, int], seed: int = 0) -> dict[str, np.ndarray]:
-    """Inputs drawn as `ptc run` draws them (ptc.interp.random_input), by parameter name."""
-    from ..sema import typed as T
-
-    rng = np.random.default_rng(seed)
-    out = {}
-    for p in kernel.inputs:
-        if isinstance(p, T.TensorParam):
-            shape = tuple(d if isinstance(d, int) else dims[d] for d in p.dims)
-            out[p.name] = random_input(rng, p.dtype, shape)
-        else:
-            out[p.name] = random_input(rng, p.dtype, ())
-    return out
 
 
 def compare(name: str, dtype: str, got: np.ndarray, want: np.ndarray) -> OutputCheck:

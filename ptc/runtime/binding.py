@@ -129,7 +129,7 @@ def nbytes_of(shape, dtype: str) -> int:
 
 
 def _shape(p: TensorArg, dims: Mapping[str, int]) -> tuple[int, ...]:
-    return tuple(d if isinstance(d, int) else dims[d] for d in p.dims)
+    return p.shape_in(dims)
 
 
 def _what(p: TensorArg) -> str:

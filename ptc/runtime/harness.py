@@ -14,7 +14,6 @@ from .signature import Signature
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 DTYPE_ENUM = {"f16": "F16", "bf16": "BF16", "f32": "F32", "i32": "I32", "bool": "BOOL"}
-from ..sema.dtypes import DTYPE_BYTES  # noqa: F401  (re-exported)
 
 
 @functools.lru_cache(maxsize=None)

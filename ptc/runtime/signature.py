@@ -15,31 +15,17 @@ Extent = Union[str, int]
 
 
 @dataclass(frozen=True)
-class TensorArg:
-    name: str
-    dtype: str
-    dims: tuple[Extent, ...]   # a dim name, or a fixed extent
-    is_output: bool
-    atomic: bool = False       # an output that some statement atomic_adds into
+class TensorArg(T.TensorParam):
+    """A tensor parameter, and whether some statement atomic_adds into it (an output the
+    runtime must zero before each launch)."""
 
-    def __str__(self) -> str:
-        return f"{self.name}: {self.dtype}[{', '.join(str(d) for d in self.dims)}]"
+    atomic: bool = False
 
 
-@dataclass(frozen=True)
-class ScalarArg:
-    name: str
-    dtype: str
-
-    def __str__(self) -> str:
-        return f"{self.name}: {self.dtype}"
+ScalarArg = T.ScalarParam
 
 
-@dataclass(frozen=True)
-class DimArg:
-    name: str
-    default: int | None        # from `dims`
-    static: int | None         # the size fixed at compile time, if any
+DimArg = T.DimInfo
 
 
 @dataclass(frozen=True)

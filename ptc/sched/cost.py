@@ -16,7 +16,6 @@ simulated for a few iterations and extrapolated linearly from the steady state.
 """
 from __future__ import annotations
 
-import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Mapping
@@ -107,7 +106,6 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
             t = max(t, unit_free.get(e.step.unit, 0.0))
         return t
 
-    heap: list = []
     live = set(p for p in procs if procs[p])
     while live:
         best, best_t = None, None
@@ -289,5 +287,5 @@ def _unique_bytes(graph: STaskGraph, dims: Mapping[str, int]) -> float:
     k = graph.kernel
     for p in k.inputs + k.outputs:
         if hasattr(p, "dims"):
-            total += math.prod(d if isinstance(d, int) else dims[d] for d in p.dims) * DTYPE_BYTES[p.dtype]
+            total += math.prod(p.shape_in(dims)) * DTYPE_BYTES[p.dtype]
     return float(total)

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..devices import Device
-from ..stask.graph import Region, STaskGraph
+from ..stask.graph import STaskGraph
 from .plan import Barrier, Buffer, Launch, LoopBlock, Plan, Role, Step
 
 
@@ -100,7 +100,6 @@ class PlanBuilder:
         if missing:
             raise ValueError(f"tasks not placed: {', '.join(missing)}")
         region_of = {t.name: t.region for t in g.tasks}
-        loops = {r.name: r for r in g.loop_regions()}
 
         # buffers: one per producer task whose value crosses to a waiting consumer
         buffers: dict[str, Buffer] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from .plan import LoopBlock, Plan, Role, Step
+from .plan import Plan, Role, Step
 
 
 @dataclass(frozen=True)

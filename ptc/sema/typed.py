@@ -38,6 +38,10 @@ class TensorParam:
     def __str__(self) -> str:
         return f"{self.name}: {self.dtype}[{', '.join(str(d) for d in self.dims)}]"
 
+    def shape_in(self, dims) -> tuple[int, ...]:
+        """The concrete shape for the dim sizes `dims` (a mapping of name to size)."""
+        return tuple(d if isinstance(d, int) else int(dims[d]) for d in self.dims)
+
 
 @dataclass(frozen=True)
 class ScalarParam:
