@@ -26,6 +26,8 @@ from .cexpr import CTYPES, ExprRenderer, store_value
 from .smem import plan_storage, program_order
 
 SUPPORTED_STYLES = ("multistage", "sequential")
+# an accumulator stays in registers over a loop when its fragments take at most this many
+MAX_ACCUMULATOR_REGISTERS = 128
 
 
 class RenderError(Exception):
@@ -110,6 +112,7 @@ class CudaRenderer:
         self.scratch = 0
         self.exprs = ExprRenderer(self._read, self._scalar, self._extent)
         self.ahead: dict[str, int] = {}    # loop -> prefetch distance
+        self.in_registers: dict[str, str] = {}   # mma task -> its register accumulator
 
     # ---- names -------------------------------------------------------------------------
     def _extent(self, e: T.Extent) -> int:
@@ -275,6 +278,10 @@ class CudaRenderer:
                               f"({', '.join(f'{t} +{o}' for t, o in loads.items())}); the CUDA "
                               f"renderer takes one prefetch distance per loop")
         self.ahead[block.var] = ahead
+        held = self._register_accumulators(block)
+        for t, x, arr, (m, n) in held:
+            self.emit(f"ptc::Accumulator<{m}, {n}, WARPS> acc_{x};  // {t}: in registers over the loop")
+            self.emit(f"ptc::accumulator_shared<{m}, {n}, WARPS, false>(acc_{x}, {arr.name}, {arr.ld});")
         it = f"it_{block.var}"
         self.emit(f"for (long long {it} = {-ahead}; {it} < {trips}; ++{it}) {{")
         self.depth += 1
@@ -311,6 +318,34 @@ class CudaRenderer:
         for b in self.plan.buffers:
             if self.tasks[b.producer].region == block.var:
                 self.emit(f"ring_{b.name} += {trips};")
+        for t, x, arr, (m, n) in held:
+            self.emit(f"ptc::accumulator_shared<{m}, {n}, WARPS, true>(acc_{x}, {arr.name}, {arr.ld});")
+            self.in_registers.pop(t)
+        if held:
+            self.sync()
+
+    def _register_accumulators(self, block: LoopBlock) -> list:
+        """mma steps of this loop that accumulate into a value nothing else in the loop
+        touches: their accumulator stays in mma fragments for the whole loop."""
+        inside = {t.name for t in self.g.tasks if block.var in _loop_path(self.g, t.region)}
+        held = []
+        for step in block.body:
+            if not isinstance(step, Step) or step.offset or step.task not in self.tasks:
+                continue
+            t = self.tasks[step.task]
+            spec = self._mma_spec(t)
+            if spec is None or not spec["tensor_core"] or spec["addend"] != t.stmts[0].name:
+                continue
+            x = t.stmts[0].name
+            others = [o for o in inside if o != t.name
+                      and (x in self.tasks[o].uses or x in self.tasks[o].defines)]
+            fragments = spec["m"] // 16 * spec["n"] // 8 // self.warps + 1
+            if others or fragments * 4 > MAX_ACCUMULATOR_REGISTERS:
+                continue
+            arr = self.arrays[self.value_name(x)]
+            self.in_registers[t.name] = f"acc_{self.value_name(x)}"
+            held.append((t.name, self.value_name(x), arr, (spec["m"], spec["n"])))
+        return held
 
     def _step(self, step: Step, loop: str | None, commit: bool = True) -> None:
         if step.waits:
@@ -407,33 +442,43 @@ class CudaRenderer:
         ptr = f"{arr.name} + {slot.rstrip(' +')}" if slot else arr.name
         return ptr, ld, transposed
 
-    def _mma(self, t) -> None:
+    def _mma_spec(self, t) -> dict | None:
+        """How an mma task runs: operands, extents, and whether tensor cores take it."""
+        if t.kind != "mma":
+            return None
         (s,) = t.stmts
         v = s.value
-        addend = None
-        mm = v
-        if isinstance(v, T.Elementwise):
-            addend, mm = v.args
-        out = self._value_array(self.value_name(s.name), v.type)
+        addend, mm = (v.args if isinstance(v, T.Elementwise) else (None, v))
         a_ptr, lda, a_t = self._operand(mm.lhs)
         b_ptr, ldb, b_t = self._operand(mm.rhs)
-        m, kk = (self._extent(x) for x in mm.lhs.type.shape)
-        n = self._extent(mm.rhs.type.shape[1])
+        m, kk = (self._extent(x) for x in mm.lhs.type.shape)   # a transposed operand's type
+        n = self._extent(mm.rhs.type.shape[1])                   # is already the transpose
         dtype = mm.lhs.type.dtype
-        add_ptr, add_ld = "nullptr", 0
-        if addend is not None:
-            add_arr, _ = self._array_of(addend.name)
-            add_ptr, add_ld = add_arr.name, add_arr.ld
         tensor_core = (dtype in ("f16", "bf16") and m % 16 == 0 and n % 8 == 0
                        and kk % 16 == 0 and lda % 8 == 0 and ldb % 8 == 0)
-        ctype = CTYPES[dtype]
-        flags = f"{'true' if a_t else 'false'}, {'true' if b_t else 'false'}"
-        if tensor_core:
-            self.emit(f"ptc::mma_tile<{ctype}, {m}, {n}, {kk}, {flags}, WARPS>({out.name}, "
-                      f"{out.ld}, {add_ptr}, {add_ld}, {a_ptr}, {lda}, {b_ptr}, {ldb});")
-        else:
-            self.emit(f"ptc::matmul_simt<{ctype}, {m}, {n}, {kk}, {flags}, THREADS>({out.name}, "
-                      f"{out.ld}, {add_ptr}, {add_ld}, {a_ptr}, {lda}, {b_ptr}, {ldb});")
+        return dict(a=a_ptr, lda=lda, a_t=a_t, b=b_ptr, ldb=ldb, b_t=b_t, m=m, n=n, k=kk,
+                    dtype=dtype, tensor_core=tensor_core,
+                    addend=addend.name if addend is not None else None)
+
+    def _mma(self, t) -> None:
+        (s,) = t.stmts
+        spec = self._mma_spec(t)
+        ctype = CTYPES[spec["dtype"]]
+        flags = f"{'true' if spec['a_t'] else 'false'}, {'true' if spec['b_t'] else 'false'}"
+        dims = f"{spec['m']}, {spec['n']}, {spec['k']}"
+        operands = f"{spec['a']}, {spec['lda']}, {spec['b']}, {spec['ldb']}"
+        if t.name in self.in_registers:
+            self.emit(f"ptc::mma_accumulate<{ctype}, {dims}, {flags}, WARPS>("
+                      f"{self.in_registers[t.name]}, {operands});")
+            return
+        out = self._value_array(self.value_name(s.name), s.value.type)
+        add_ptr, add_ld = "nullptr", 0
+        if spec["addend"] is not None:
+            add_arr, _ = self._array_of(spec["addend"])
+            add_ptr, add_ld = add_arr.name, add_arr.ld
+        helper = ("mma_tile", "WARPS") if spec["tensor_core"] else ("matmul_simt", "THREADS")
+        self.emit(f"ptc::{helper[0]}<{ctype}, {dims}, {flags}, {helper[1]}>({out.name}, "
+                  f"{out.ld}, {add_ptr}, {add_ld}, {operands});")
         self.sync()
 
     def _simt(self, t) -> None:
@@ -533,6 +578,15 @@ class CudaRenderer:
                              tuple(constants), tuple(params), tuple(tensors), tuple(scalars),
                              tuple(dims), grid, self.threads, max(self.smem, 16),
                              tuple(self.arrays.values()), tuple(self.lines))
+
+
+def _loop_path(g: STaskGraph, region: str) -> list[str]:
+    parents = {r.name: r.parent for r in g.regions()}
+    path = []
+    while region:
+        path.append(region)
+        region = parents[region]
+    return path
 
 
 def _param_name(tensor: str) -> str:

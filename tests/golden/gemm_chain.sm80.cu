@@ -55,6 +55,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) ptc_gemm_chain_kernel(
   __syncthreads();
   // for n: BN of N
   const long long trips_n = ptc::tiles(d_N, 128);
+  ptc::Accumulator<64, 64, WARPS> acc_v_acc;  // mma_acc: in registers over the loop
+  ptc::accumulator_shared<64, 64, WARPS, false>(acc_v_acc, v_acc, 68);
   for (long long it_n = 0; it_n < trips_n; ++it_n) {
     if (it_n >= 0) {
       const long long i_n = it_n;
@@ -68,6 +70,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) ptc_gemm_chain_kernel(
       __syncthreads();
       // for k: BK of K
       const long long trips_k = ptc::tiles(d_K, 32);
+      ptc::Accumulator<64, 128, WARPS> acc_v_t;  // mma_t: in registers over the loop
+      ptc::accumulator_shared<64, 128, WARPS, false>(acc_v_t, v_t, 132);
       for (long long it_k = -3; it_k < trips_k; ++it_k) {
         {  // load_A, 3 iteration(s) ahead
           const long long i_k = it_k + 3;
@@ -91,12 +95,14 @@ extern "C" __global__ void __launch_bounds__(THREADS) ptc_gemm_chain_kernel(
           ptc::cp_async_wait<3>();  // full:A_smem, full:B_smem
           __syncthreads();
           // mma_t on tensor_core
-          ptc::mma_tile<__half, 64, 128, 32, false, false, WARPS>(v_t, 132, v_t, 132, A_smem + ring_A_smem_slot * 2560, 40, B_smem + ring_B_smem_slot * 4352, 136);
+          ptc::mma_accumulate<__half, 64, 128, 32, false, false, WARPS>(acc_v_t, A_smem + ring_A_smem_slot * 2560, 40, B_smem + ring_B_smem_slot * 4352, 136);
           __syncthreads();
         }
       }
       ring_A_smem += trips_k;
       ring_B_smem += trips_k;
+      ptc::accumulator_shared<64, 128, WARPS, true>(acc_v_t, v_t, 132);
+      __syncthreads();
       // simt_acc2 on cuda_core
       for (int e = threadIdx.x; e < 8192; e += THREADS) {
         const int e0 = e / 128;
@@ -110,11 +116,13 @@ extern "C" __global__ void __launch_bounds__(THREADS) ptc_gemm_chain_kernel(
       ptc::cp_async_wait<0>();  // full:D_smem
       __syncthreads();
       // mma_acc on tensor_core
-      ptc::mma_tile<__half, 64, 64, 128, false, false, WARPS>(v_acc, 68, v_acc, 68, t_acc, 136, D_smem, 72);
+      ptc::mma_accumulate<__half, 64, 64, 128, false, false, WARPS>(acc_v_acc, t_acc, 136, D_smem, 72);
       __syncthreads();
     }
   }
   ring_D_smem += trips_n;
+  ptc::accumulator_shared<64, 64, WARPS, true>(acc_v_acc, v_acc, 68);
+  __syncthreads();
   // simt_E on cuda_core
   for (int e = threadIdx.x; e < 4096; e += THREADS) {
     const int e0 = e / 64;

@@ -95,6 +95,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kern
   __syncthreads();
   // for s: BS of L (until ...)
   const long long trips_s = ptc::tiles(min(d_L, (long long)(((long long)(int)((((long long)(int)((((long long)(i_m)) + 1LL))) * ((long long)(T_BM))))))), 64);
+  ptc::Accumulator<64, 64, WARPS> acc_v_acc;  // mma_acc: in registers over the loop
+  ptc::accumulator_shared<64, 64, WARPS, false>(acc_v_acc, v_acc, 68);
   for (long long it_s = -1; it_s < trips_s; ++it_s) {
     {  // load_dA_cs2, 1 iteration(s) ahead
       const long long i_s = it_s + 1;
@@ -164,7 +166,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kern
       ptc::cp_async_wait<1>();  // full:x_smem
       __syncthreads();
       // mma_acc on tensor_core
-      ptc::mma_tile<__half, 64, 64, 64, false, false, WARPS>(v_acc, 68, v_acc, 68, t_acc, 72, x_smem + ring_x_smem_slot * 4608, 72);
+      ptc::mma_accumulate<__half, 64, 64, 64, false, false, WARPS>(acc_v_acc, t_acc, 72, x_smem + ring_x_smem_slot * 4608, 72);
       __syncthreads();
     }
   }
@@ -172,6 +174,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kern
   ring_cb_smem += trips_s;
   ring_dt_smem += trips_s;
   ring_x_smem += trips_s;
+  ptc::accumulator_shared<64, 64, WARPS, true>(acc_v_acc, v_acc, 68);
+  __syncthreads();
   // load_x2 on cp_async
   ptc::global_to_shared<__half, 64, 64, 72, THREADS>(x2_smem, g_x + (((long long)(i_b))) * (d_NC * d_L * d_H * d_P) + (((long long)(i_c))) * (d_L * d_H * d_P) + (((long long)(i_h))) * (d_P), i_m * 64, (((((long long)(i_b))) >= 0 && (((long long)(i_b))) < d_B && (((long long)(i_c))) >= 0 && (((long long)(i_c))) < d_NC && (((long long)(i_h))) >= 0 && (((long long)(i_h))) < d_H) ? d_L : 0), d_H * d_P, i_p * 64, d_P, 1, 0.0f);
   ptc::cp_async_commit();

@@ -70,6 +70,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_state_ker
   __syncthreads();
   // for l: BL of L
   const long long trips_l = ptc::tiles(d_L, 32);
+  ptc::Accumulator<64, 128, WARPS> acc_v_acc;  // mma_acc: in registers over the loop
+  ptc::accumulator_shared<64, 128, WARPS, false>(acc_v_acc, v_acc, 132);
   for (long long it_l = -1; it_l < trips_l; ++it_l) {
     {  // load_dA_cs2, 1 iteration(s) ahead
       const long long i_l = it_l + 1;
@@ -126,7 +128,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_state_ker
       ptc::cp_async_wait<1>();  // full:x_smem
       __syncthreads();
       // mma_acc on tensor_core
-      ptc::mma_tile<__half, 64, 128, 32, true, false, WARPS>(v_acc, 132, v_acc, 132, x_smem + ring_x_smem_slot * 2304, 72, v_bw, 136);
+      ptc::mma_accumulate<__half, 64, 128, 32, true, false, WARPS>(acc_v_acc, x_smem + ring_x_smem_slot * 2304, 72, v_bw, 136);
       __syncthreads();
     }
   }
@@ -134,6 +136,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_state_ker
   ring_dt_smem += trips_l;
   ring_Bm_smem += trips_l;
   ring_x_smem += trips_l;
+  ptc::accumulator_shared<64, 128, WARPS, true>(acc_v_acc, v_acc, 132);
+  __syncthreads();
   // store_states on cp_async
   ptc::shared_to_global<float, 64, 128, 132, THREADS, false>(g_states + (((long long)(i_b))) * (d_NC * d_H * d_P * d_N) + (((long long)(i_c))) * (d_H * d_P * d_N) + (((long long)(i_h))) * (d_P * d_N), v_acc, i_p * 64, (((((long long)(i_b))) >= 0 && (((long long)(i_b))) < d_B && (((long long)(i_c))) >= 0 && (((long long)(i_c))) < d_NC && (((long long)(i_h))) >= 0 && (((long long)(i_h))) < d_H) ? d_P : 0), d_N, i_n * 128, d_N, 1);
   __syncthreads();

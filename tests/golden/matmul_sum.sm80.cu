@@ -50,6 +50,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) ptc_matmul_sum_kernel(
   __syncthreads();
   // for k: BK of K
   const long long trips_k = ptc::tiles(d_K, 64);
+  ptc::Accumulator<64, 128, WARPS> acc_v_acc;  // mma_acc: in registers over the loop
+  ptc::accumulator_shared<64, 128, WARPS, false>(acc_v_acc, v_acc, 132);
   for (long long it_k = -1; it_k < trips_k; ++it_k) {
     {  // load_A, 1 iteration(s) ahead
       const long long i_k = it_k + 1;
@@ -73,12 +75,14 @@ extern "C" __global__ void __launch_bounds__(THREADS) ptc_matmul_sum_kernel(
       ptc::cp_async_wait<1>();  // full:A_smem, full:B_smem
       __syncthreads();
       // mma_acc on tensor_core
-      ptc::mma_tile<__half, 64, 128, 64, false, false, WARPS>(v_acc, 132, v_acc, 132, A_smem + ring_A_smem_slot * 4608, 72, B_smem + ring_B_smem_slot * 8704, 136);
+      ptc::mma_accumulate<__half, 64, 128, 64, false, false, WARPS>(acc_v_acc, A_smem + ring_A_smem_slot * 4608, 72, B_smem + ring_B_smem_slot * 8704, 136);
       __syncthreads();
     }
   }
   ring_A_smem += trips_k;
   ring_B_smem += trips_k;
+  ptc::accumulator_shared<64, 128, WARPS, true>(acc_v_acc, v_acc, 132);
+  __syncthreads();
   // simt_C on cuda_core
   for (int e = threadIdx.x; e < 8192; e += THREADS) {
     const int e0 = e / 128;

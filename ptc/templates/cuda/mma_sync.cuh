@@ -123,6 +123,82 @@ __device__ __forceinline__ void mma_tile(float* out, int ldo, const float* adden
   }
 }
 
+// Register-resident accumulators: an M x N f32 tile held in mma fragments across a whole
+// tile loop. Warp w owns the warp tiles w, w + WARPS, ... of mma_tile's layout, so the
+// shared-memory copy is read once before the loop and written once after it.
+template <int M, int N, int WARPS>
+struct Accumulator {
+  static constexpr int NB = N % 32 == 0 ? 4 : N % 16 == 0 ? 2 : 1;
+  static constexpr int COLS = N / (8 * NB);
+  static constexpr int TILES = (M / 16) * COLS;
+  static constexpr int PER_WARP = (TILES + WARPS - 1) / WARPS;
+  float d[PER_WARP][NB][4];
+};
+
+template <int M, int N, int WARPS, bool TO_SHARED>
+__device__ __forceinline__ void accumulator_shared(Accumulator<M, N, WARPS>& acc, float* smem,
+                                                   int ld) {
+  using A = Accumulator<M, N, WARPS>;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int i = 0; i < A::PER_WARP; ++i) {
+    const int tile = warp + i * WARPS;
+    if (tile < A::TILES) {
+      const int m0 = (tile / A::COLS) * 16, nbase = (tile % A::COLS) * 8 * A::NB;
+#pragma unroll
+      for (int j = 0; j < A::NB; ++j) {
+        const int r = m0 + lane / 4, c = nbase + j * 8 + (lane % 4) * 2;
+        float* p[4] = {smem + r * ld + c, smem + r * ld + c + 1, smem + (r + 8) * ld + c,
+                       smem + (r + 8) * ld + c + 1};
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          if (TO_SHARED) {
+            *p[q] = acc.d[i][j][q];
+          } else {
+            acc.d[i][j][q] = *p[q];
+          }
+        }
+      }
+    }
+  }
+}
+
+// acc += a @ b on the fragments (operand conventions as mma_tile)
+template <typename T, int M, int N, int K, bool A_T, bool B_T, int WARPS>
+__device__ __forceinline__ void mma_accumulate(Accumulator<M, N, WARPS>& acc, const T* a,
+                                               int lda, const T* b, int ldb) {
+  static_assert(M % 16 == 0 && N % 8 == 0 && K % 16 == 0, "mma tiles are 16 x 8 x 16");
+  using A = Accumulator<M, N, WARPS>;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int i = 0; i < A::PER_WARP; ++i) {
+    const int tile = warp + i * WARPS;
+    if (tile < A::TILES) {
+      const int m0 = (tile / A::COLS) * 16, nbase = (tile % A::COLS) * 8 * A::NB;
+#pragma unroll 1
+      for (int k0 = 0; k0 < K; k0 += 16) {
+        unsigned af[4];
+        if (A_T) {
+          ldmatrix_x4_trans(af, a + (k0 + lane % 8 + (lane / 16) * 8) * lda + m0 + ((lane / 8) % 2) * 8);
+        } else {
+          ldmatrix_x4(af, a + (m0 + lane % 16) * lda + k0 + (lane / 16) * 8);
+        }
+#pragma unroll
+        for (int j = 0; j < A::NB; ++j) {
+          const int n0 = nbase + j * 8;
+          unsigned bf[2];
+          if (B_T) {
+            ldmatrix_x2(bf, b + (n0 + lane % 8) * ldb + k0 + ((lane / 8) % 2) * 8);
+          } else {
+            ldmatrix_x2_trans(bf, b + (k0 + lane % 16) * ldb + n0);
+          }
+          mma_16816<mma_kind<T>::bf16>(acc.d[i][j], af, bf);
+        }
+      }
+    }
+  }
+}
+
 // The CUDA-core fallback for tiles the tensor-core path cannot take (f32 operands,
 // extents that are not multiples of 16 x 8 x 16).
 template <typename T, int M, int N, int K, bool A_T, bool B_T, int THREADS>
