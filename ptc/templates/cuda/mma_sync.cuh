@@ -72,6 +72,34 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
 #endif
 }
 
+// d[j] += a(m0.., k) * b(k, nbase + 8j..) over all of K, for one warp's 16 x 8*NB tile.
+// A stored [K][M] (A_T): matrix j of the x4 load is rows k0 + (j / 2) * 8, cols m0 + (j % 2) * 8.
+template <typename T, int K, int NB, bool A_T, bool B_T>
+__device__ __forceinline__ void warp_tile_mma(float (&d)[NB][4], int m0, int nbase, const T* a,
+                                              int lda, const T* b, int ldb) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll 1
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    unsigned af[4];
+    if (A_T) {
+      ldmatrix_x4_trans(af, a + (k0 + lane % 8 + (lane / 16) * 8) * lda + m0 + ((lane / 8) % 2) * 8);
+    } else {
+      ldmatrix_x4(af, a + (m0 + lane % 16) * lda + k0 + (lane / 16) * 8);
+    }
+#pragma unroll
+    for (int j = 0; j < NB; ++j) {
+      const int n0 = nbase + j * 8;
+      unsigned bf[2];
+      if (B_T) {
+        ldmatrix_x2(bf, b + (n0 + lane % 8) * ldb + k0 + ((lane / 8) % 2) * 8);
+      } else {
+        ldmatrix_x2_trans(bf, b + (k0 + lane % 16) * ldb + n0);
+      }
+      mma_16816<mma_kind<T>::bf16>(d[j], af, bf);
+    }
+  }
+}
+
 template <typename T, int M, int N, int K, bool A_T, bool B_T, int WARPS>
 __device__ __forceinline__ void mma_tile(float* out, int ldo, const float* addend, int ldadd,
                                          const T* a, int lda, const T* b, int ldb) {
@@ -85,26 +113,7 @@ __device__ __forceinline__ void mma_tile(float* out, int ldo, const float* adden
     float d[NB][4];
 #pragma unroll
     for (int j = 0; j < NB; ++j) d[j][0] = d[j][1] = d[j][2] = d[j][3] = 0.f;
-#pragma unroll 1
-    for (int k0 = 0; k0 < K; k0 += 16) {
-      unsigned af[4];
-      if (A_T) {  // stored [K][M]: matrix j of x4 is rows k0 + (j / 2) * 8, cols m0 + (j % 2) * 8
-        ldmatrix_x4_trans(af, a + (k0 + lane % 8 + (lane / 16) * 8) * lda + m0 + ((lane / 8) % 2) * 8);
-      } else {
-        ldmatrix_x4(af, a + (m0 + lane % 16) * lda + k0 + (lane / 16) * 8);
-      }
-#pragma unroll
-      for (int j = 0; j < NB; ++j) {
-        const int n0 = nbase + j * 8;
-        unsigned bf[2];
-        if (B_T) {
-          ldmatrix_x2(bf, b + (n0 + lane % 8) * ldb + k0 + ((lane / 8) % 2) * 8);
-        } else {
-          ldmatrix_x2_trans(bf, b + (k0 + lane % 16) * ldb + n0);
-        }
-        mma_16816<mma_kind<T>::bf16>(d[j], af, bf);
-      }
-    }
+    warp_tile_mma<T, K, NB, A_T, B_T>(d, m0, nbase, a, lda, b, ldb);
 #pragma unroll
     for (int j = 0; j < NB; ++j) {
       const int r = m0 + lane / 4, c = nbase + j * 8 + (lane % 4) * 2;
@@ -175,26 +184,7 @@ __device__ __forceinline__ void mma_accumulate(Accumulator<M, N, WARPS>& acc, co
     const int tile = warp + i * WARPS;
     if (tile < A::TILES) {
       const int m0 = (tile / A::COLS) * 16, nbase = (tile % A::COLS) * 8 * A::NB;
-#pragma unroll 1
-      for (int k0 = 0; k0 < K; k0 += 16) {
-        unsigned af[4];
-        if (A_T) {
-          ldmatrix_x4_trans(af, a + (k0 + lane % 8 + (lane / 16) * 8) * lda + m0 + ((lane / 8) % 2) * 8);
-        } else {
-          ldmatrix_x4(af, a + (m0 + lane % 16) * lda + k0 + (lane / 16) * 8);
-        }
-#pragma unroll
-        for (int j = 0; j < A::NB; ++j) {
-          const int n0 = nbase + j * 8;
-          unsigned bf[2];
-          if (B_T) {
-            ldmatrix_x2(bf, b + (n0 + lane % 8) * ldb + k0 + ((lane / 8) % 2) * 8);
-          } else {
-            ldmatrix_x2_trans(bf, b + (k0 + lane % 16) * ldb + n0);
-          }
-          mma_16816<mma_kind<T>::bf16>(acc.d[i][j], af, bf);
-        }
-      }
+      warp_tile_mma<T, K, A::NB, A_T, B_T>(acc.d[i], m0, nbase, a, lda, b, ldb);
     }
   }
 }
