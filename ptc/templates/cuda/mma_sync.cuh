@@ -178,7 +178,7 @@ __device__ __forceinline__ void mma_accumulate(Accumulator<M, N, WARPS>& acc, co
                                                int lda, const T* b, int ldb) {
   static_assert(M % 16 == 0 && N % 8 == 0 && K % 16 == 0, "mma tiles are 16 x 8 x 16");
   using A = Accumulator<M, N, WARPS>;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
 #pragma unroll
   for (int i = 0; i < A::PER_WARP; ++i) {
     const int tile = warp + i * WARPS;
