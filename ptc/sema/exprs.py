@@ -1,0 +1,247 @@
+"""Checking expressions: names and literals, dtype unification and broadcasting, binary
+and unary operators, `@`, casts, `.T`, and `:`/`None` subscripts of tile values.
+"""
+from __future__ import annotations
+
+from .. import ast
+from ..diagnostics import Span
+from . import dtypes as dt
+from . import typed as T
+from .shapes import broadcast_shapes, same_extent
+from .support import V, _Bad, _source_text, _suggest
+
+ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod"}
+COMPARE = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
+LOGIC = {"&": "and", "|": "or"}
+
+
+class ExprChecker:
+    """The expression part of KernelChecker (mixed into it; uses its state)."""
+
+    def expr(self, e: ast.Expr) -> V:
+        if isinstance(e, ast.IntLit):
+            return V(T.Const(e.value, T.TileType("i32")), weak=True)
+        if isinstance(e, ast.FloatLit):
+            return V(T.Const(e.value, T.TileType("f32")), weak=True)
+        if isinstance(e, ast.Name):
+            return self._name(e)
+        if isinstance(e, ast.Binary):
+            if e.op == "@":
+                return self._matmul(self.expr(e.lhs), self.expr(e.rhs), e.span, e.op_span,
+                                    (e.lhs, e.rhs))
+            return self._binary(e.op, self.expr(e.lhs), self.expr(e.rhs), e.span, e.op_span,
+                                (e.lhs, e.rhs))
+        if isinstance(e, ast.Unary):
+            return self._unary(e)
+        if isinstance(e, ast.Cast):
+            v = self.expr(e.operand)
+            dtype = self._dtype(e.dtype, e.dtype_span)
+            if dtype is None:
+                raise _Bad()
+            if v.weak:
+                return self._as_dtype(v, dtype)
+            if v.type.dtype == dtype:
+                return v
+            return V(T.Convert(v.expr, T.TileType(dtype, v.type.shape)))
+        if isinstance(e, ast.Subscript):
+            return self._value_subscript(e)
+        if isinstance(e, ast.Attribute):
+            v = self.expr(e.base)
+            if e.name != "T":
+                self.fail(f"tiles have no attribute {e.name!r}", e.span, "only `.T` (transpose)")
+            if v.type.rank != 2:
+                hint = None
+                if v.type.rank == 1:
+                    text = self._operand_text(e.base, "x")
+                    hint = (f"a 1-D tile is neither a row nor a column; `{text}[None, :]` is "
+                            f"[1, {v.type.shape[0]}] and `{text}[:, None]` is "
+                            f"[{v.type.shape[0]}, 1]")
+                self.fail(f".T transposes a 2-D tile; this one is {v.type}", e.span, hint)
+            a, b = v.type.shape
+            return V(T.Transpose(v.expr, T.TileType(v.type.dtype, (b, a))))
+        if isinstance(e, ast.Call):
+            return self._call(e)
+        raise AssertionError(e)
+
+    def _unknown_name(self, name: str, span: Span):
+        if name in self.poisoned:
+            raise _Bad()
+        if name in self.expired:
+            where = self.expired[name]
+            self.fail(f"{name!r} is defined only inside the block at line {where.line}", span,
+                      f"assign {name} before that block to use it after it")
+        if name in self.assigned_anywhere:
+            self.fail(f"{name!r} is used before it is assigned", span,
+                      f"assign {name} first (a value a loop updates is created before the loop)")
+        visible = [n for sc in self.scopes for n in sc.vars] + list(self.kernel_names)
+        self.fail(f"unknown name {name!r}", span, _suggest(name, visible))
+
+    def _name(self, e: ast.Name) -> V:
+        found = self._lookup_var(e.id)
+        if found is not None:
+            return V(T.Var(e.id, found[1]))
+        if e.id in self.scalars:
+            return V(T.Scalar(e.id, "param", T.TileType(self.scalars[e.id].dtype)))
+        if e.id in self.dims:
+            return V(T.Scalar(e.id, "dim", T.TileType("i32")))
+        if e.id in self.tiles:
+            return V(T.Scalar(e.id, "tile", T.TileType("i32")))
+        if e.id in self.indices:
+            return V(T.Scalar(e.id, "index", T.TileType("i32")))
+        if e.id in self.tensors:
+            self.fail(f"{e.id!r} is a tensor; read a tile of it with load({e.id}[...])", e.span)
+        if e.id in dt.DTYPES:
+            self.fail(f"{e.id!r} is a dtype, not a value", e.span)
+        self._unknown_name(e.id, e.span)
+
+    def _as_dtype(self, v: V, dtype: str) -> V:
+        """Give a weak literal (or any value) the dtype `dtype`."""
+        if v.type.dtype == dtype:
+            return V(v.expr)
+        if isinstance(v.expr, T.Const):
+            value = v.expr.value
+            if dtype == "i32":
+                value = int(value) if float(value).is_integer() else value
+            elif dtype in dt.FLOATS:
+                value = float(value)
+            return V(T.Const(value, T.TileType(dtype, v.type.shape)))
+        return V(T.Convert(v.expr, T.TileType(dtype, v.type.shape)))
+
+    def _unify(self, a: V, b: V, span: Span, what: str) -> tuple[V, V, str]:
+        """Bring two operands to one dtype by rules 2-4 of docs/language.md."""
+        if a.weak and not b.weak:
+            target = b.type.dtype if not (b.type.dtype == "i32" and a.type.dtype == "f32") else "f32"
+            a = self._as_dtype(a, target)
+        elif b.weak and not a.weak:
+            target = a.type.dtype if not (a.type.dtype == "i32" and b.type.dtype == "f32") else "f32"
+            b = self._as_dtype(b, target)
+        dtype = dt.promote(a.type.dtype, b.type.dtype)
+        if dtype is None:
+            self.fail(f"{what} mixes {a.type.dtype} and {b.type.dtype}", span,
+                      "convert one side with `as`, e.g. `x as f32`")
+        weak = a.weak and b.weak
+        return V(self._as_dtype(a, dtype).expr, weak), V(self._as_dtype(b, dtype).expr, weak), dtype
+
+    def _broadcast(self, types: list[T.TileType], span: Span,
+                   operands=None) -> tuple[T.Extent, ...]:
+        shape = broadcast_shapes(*(t.shape for t in types))
+        if shape is None:
+            shown = " and ".join(str(t) for t in types)
+            hint = None
+            ranks = {t.rank for t in types}
+            if len(ranks) > 1:
+                hint = "add an axis with x[:, None] or x[None, :]"
+            if operands is not None and len(types) == 2 and abs(types[0].rank - types[1].rank) == 1:
+                # name the fix: which operand, and where its new axis goes
+                low = 0 if types[0].rank < types[1].rank else 1
+                other = types[1 - low].shape
+                text = self._operand_text(operands[low], "x")
+                rank = types[low].rank
+                for where, new in (("[:, None]", types[low].shape + (1,)),
+                                   ("[None, :]", (1,) + types[low].shape)):
+                    if rank == 1 and broadcast_shapes(new, other) is not None:
+                        hint = (f"add an axis: `{text}{where}` is "
+                                f"[{', '.join(map(str, new))}]")
+                        break
+            self.fail(f"cannot broadcast {shown}", span, hint)
+        return shape
+
+    def _binary(self, op: str, a: V, b: V, span: Span, op_span: Span, operands=None) -> V:
+        if op == "@":
+            return self._matmul(a, b, span, op_span)
+        if op in LOGIC:
+            op_span = self._find_op(op_span, op)  # the parser gives the gap between operands
+            for v in (a, b):
+                if v.type.dtype != "bool":
+                    self.fail(f"`{op}` needs bool operands, not {v.type.dtype}", op_span,
+                              "compare first, e.g. (x > 0) & (y > 0)")
+            a, b, dtype = self._unify(a, b, op_span, f"`{op}`")
+            shape = self._broadcast([a.type, b.type], span, operands)
+            return V(T.Elementwise(LOGIC[op], (a.expr, b.expr), T.TileType(dtype, shape)),
+                     a.weak and b.weak)
+        for v in (a, b):
+            if v.type.dtype == "bool":
+                self.fail(f"`{op}` does not apply to bool values", op_span,
+                          "use where(cond, a, b) to choose between values")
+        if op in ("//", "%"):
+            for v in (a, b):
+                if v.type.dtype != "i32":
+                    self.fail(f"`{op}` needs integer operands, not {v.type.dtype}", op_span,
+                              "use `/` for floats" if op == "//" else None)
+        a, b, dtype = self._unify(a, b, op_span, f"`{op}`")
+        shape = self._broadcast([a.type, b.type], span, operands)
+        if op in COMPARE:
+            return V(T.Elementwise(COMPARE[op], (a.expr, b.expr), T.TileType("bool", shape)))
+        if op == "/" and dtype == "i32":
+            a, b, dtype = self._as_dtype(a, "f32"), self._as_dtype(b, "f32"), "f32"
+        return V(T.Elementwise(ARITH[op], (a.expr, b.expr), T.TileType(dtype, shape)),
+                 a.weak and b.weak)
+
+    def _matmul(self, a: V, b: V, span: Span, op_span: Span, operands=None) -> V:
+        lhs, rhs = operands or (None, None)
+        lt, rt = self._operand_text(lhs, "a"), self._operand_text(rhs, "b")
+        for v, side, node in ((a, "left", lhs), (b, "right", rhs)):
+            if v.weak or v.type.rank != 2:
+                hint = None
+                if v.type.rank == 1:
+                    text = self._operand_text(node, "x")
+                    hint = (f"make it 2-D: `{text}[None, :]` is [1, {v.type.shape[0]}]"
+                            if side == "left" else
+                            f"make it 2-D: `{text}[:, None]` is [{v.type.shape[0]}, 1]")
+                self.fail(f"`@` needs 2-D tiles; the {side} operand is {v.type}",
+                          node.span if node is not None else span, hint)
+        if a.type.dtype != b.type.dtype:
+            # convert the wider side (mma inputs are usually half precision)
+            if dt.widens_to(b.type.dtype, a.type.dtype):
+                example = f"`({lt} as {b.type.dtype}) @ {rt}`"
+            else:
+                example = f"`{lt} @ ({rt} as {a.type.dtype})`"
+            self.fail(f"`@` operands differ in dtype: {a.type} @ {b.type}", op_span,
+                      f"convert one side, e.g. {example}")
+        if a.type.dtype not in dt.MMA_DTYPES:
+            self.fail(f"`@` multiplies f16, bf16 or f32 tiles, not {a.type.dtype}", op_span)
+        (m, k1), (k2, n) = a.type.shape, b.type.shape
+        if not same_extent(k1, k2):
+            hint = None
+            if same_extent(k1, n):
+                hint = f"transpose the right operand: `{lt} @ {rt}.T`"
+            elif same_extent(m, k2):
+                hint = f"transpose the left operand: `{lt}.T @ {rt}`"
+            self.fail(f"`@` inner dims differ: {a.type} @ {b.type} ({k1} vs {k2})", op_span, hint)
+        return V(T.MatMul(a.expr, b.expr, T.TileType("f32", (m, n))))
+
+    def _unary(self, e: ast.Unary) -> V:
+        v = self.expr(e.operand)
+        if e.op == "-":
+            if v.type.dtype == "bool":
+                self.fail("unary `-` does not apply to bool values", e.span, "use `!`")
+            return V(T.Elementwise("neg", (v.expr,), v.type), v.weak)
+        if v.type.dtype != "bool":
+            self.fail(f"`!` needs a bool operand, not {v.type.dtype}", e.span,
+                      "negate numbers with `-`")
+        return V(T.Elementwise("not", (v.expr,), v.type))
+
+    def _value_subscript(self, e: ast.Subscript) -> V:
+        if isinstance(e.base, ast.Name) and e.base.id in self.tensors:
+            self.fail(f"read a tile of tensor {e.base.id!r} with load({_source_text(self.source, e.span)})", e.span)
+        v = self.expr(e.base)
+        full = [i for i in e.items if isinstance(i, ast.Full)]
+        for item in e.items:
+            if not isinstance(item, (ast.Full, ast.NewAxis)):
+                self.fail("a tile value takes only `:` and `None` subscripts (to add axes)",
+                          item.span, "index tensors inside load(...)")
+        if len(full) != v.type.rank:
+            self.fail(f"{v.type} has {v.type.rank} axes but the subscript keeps {len(full)}",
+                      e.span, "write one `:` per axis and `None` for each new axis")
+        shape: list[T.Extent] = []
+        axes = []
+        it = iter(v.type.shape)
+        for pos, item in enumerate(e.items):
+            if isinstance(item, ast.NewAxis):
+                axes.append(pos)
+                shape.append(1)
+            else:
+                shape.append(next(it))
+        if not axes:
+            return v
+        return V(T.Expand(v.expr, tuple(axes), T.TileType(v.type.dtype, tuple(shape))), v.weak)

@@ -1,0 +1,83 @@
+"""Checking tensor indexing: the `A[i, k]` inside load/store/atomic_add, and the i32
+scalars that serve as indices and loop bounds.
+"""
+from __future__ import annotations
+
+from .. import ast
+from ..diagnostics import Span
+from . import typed as T
+from .support import V, _Bad, _suggest
+
+
+class IndexChecker:
+    """The tensor-indexing part of KernelChecker (mixed into it; uses its state)."""
+
+    def _tensor_index(self, sub: ast.Expr, func: str):
+        if not (isinstance(sub, ast.Subscript) and isinstance(sub.base, ast.Name)):
+            self.fail(f"{func} takes a tile of a tensor parameter, e.g. {func}(A[i, k])",
+                      sub.span)
+        name = sub.base.id
+        if name not in self.tensors:
+            if name in self.poisoned:
+                raise _Bad()
+            if self._lookup_var(name) is not None:
+                self.fail(f"{name!r} is a tile value, not a tensor parameter", sub.base.span,
+                          f"it is already in registers: use `{name}` directly"
+                          if func == "load" else
+                          f"{func} writes outputs, which are declared after `->`")
+            kind = self.kernel_names.get(name, (None,))[0]
+            if kind:
+                self.fail(f"{name!r} is a {kind}, not a tensor parameter", sub.base.span)
+            self.fail(f"unknown tensor {name!r}", sub.base.span,
+                      _suggest(name, self.tensors) or
+                      "tensors: " + (", ".join(self.tensors) or "none"))
+        tensor = self.tensors[name]
+        if len(sub.items) != len(tensor.dims):
+            self.fail(f"{name} has {len(tensor.dims)} dims ({', '.join(map(str, tensor.dims))}) "
+                      f"but {len(sub.items)} indices", sub.span,
+                      "give one index per dim: a tile index, a single index or integer, or `:`")
+        items: list[T.IndexItem] = []
+        shape: list[T.Extent] = []
+        for item, dim in zip(sub.items, tensor.dims):
+            if isinstance(item, ast.NewAxis):
+                self.fail("`None` adds an axis to a value; it cannot index a tensor", item.span)
+            if isinstance(item, ast.Full):
+                if isinstance(dim, str):
+                    self._need_static(dim, item.span)
+                items.append(T.WholeDim(dim))
+                shape.append(dim)
+                continue
+            if isinstance(item, ast.Name) and item.id in self.indices:
+                if item.id in self.poisoned:  # declared twice: which one is meant is unclear
+                    raise _Bad()
+                axis = self.indices[item.id]
+                if axis.dim != dim:
+                    what = "tiles" if axis.size is not None else "indexes"
+                    others = [v for v, a in self.indices.items() if a.dim == dim]
+                    shown = ", ".join(map(str, tensor.dims))
+                    hint = (f"{name} is {tensor.dtype}[{shown}]; index its {dim} dim with an "
+                            f"index over {dim}")
+                    if others:
+                        hint += f", such as {others[0]}"
+                    self.fail(f"index {item.id!r} {what} {axis.dim} but is used on dim {dim} "
+                              f"of {name}", item.span, hint)
+                if axis.size is not None:
+                    items.append(T.TileSlice(item.id, axis.size))
+                    shape.append(axis.size)
+                else:
+                    items.append(T.Point(T.Scalar(item.id, "index", T.TileType("i32"))))
+                continue
+            v = self.expr(item)
+            self._require_int_scalar(v, item.span, "a tensor index")
+            items.append(T.Point(self._as_dtype(v, "i32").expr))
+        return tensor, tuple(items), tuple(shape)
+
+    def _require_int_scalar(self, v: V, span: Span, what: str) -> None:
+        if v.type.rank != 0 or v.type.dtype != "i32":
+            if v.type.rank != 0:
+                hint = ("it must be one value per task, not a tile; build it from tile "
+                        "indices, dims, tile sizes and integers, e.g. (m + 1) * BM")
+            else:
+                hint = ("tile indices, dims, tile sizes and integers combine with + - * // %; "
+                        "or convert with `as i32`")
+            self.fail(f"{what} must be an i32 scalar, not {v.type}", span, hint)

@@ -1,0 +1,187 @@
+"""Checking blocks and statements: parallel and for blocks with their scopes, and
+assignments (including loop-carried variables).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import ast
+from ..diagnostics import Span
+from . import dtypes as dt
+from . import typed as T
+from .calls import KNOWN_FUNCS
+from .support import V, _Bad, _suggest
+
+
+@dataclass
+class _Scope:
+    kind: str  # "parallel" | "for"
+    span: Span
+    vars: dict[str, T.TileType] = field(default_factory=dict)
+    carried: list[str] = field(default_factory=list)
+
+
+class StmtChecker:
+    """The block and statement part of KernelChecker (mixed into it; uses its state)."""
+
+    # ---- blocks ----------------------------------------------------------------------
+    def _axis(self, axis: ast.Axis) -> T.GridAxis | None:
+        ok = True
+        if axis.dim not in self.dims:
+            hint = _suggest(axis.dim, self.dims) or "dims: " + (", ".join(self.dims) or "none")
+            kind = self.kernel_names.get(axis.dim, (None,))[0]
+            article = "an" if kind and kind[0] in "aeiou" else "a"
+            msg = (f"{axis.dim!r} is {article} {kind}, not a dim" if kind
+                   else f"unknown dim {axis.dim!r}")
+            self.error(msg, axis.dim_span, hint)
+            ok = False
+        size: T.Extent | None = None
+        if axis.tile is not None:
+            if isinstance(axis.tile, int):
+                if axis.tile <= 0:
+                    self.error(f"tile size must be positive, not {axis.tile}", axis.tile_span)
+                    ok = False
+                size = axis.tile
+            elif axis.tile in self.poisoned:
+                ok = False
+            elif axis.tile not in self.tiles:
+                self.error(f"unknown tile size {axis.tile!r}", axis.tile_span,
+                           _suggest(axis.tile, self.tiles) or
+                           f"declare it: `tile {axis.tile} in [64, 128]`")
+                ok = False
+            else:
+                size = axis.tile
+        if not self._declare(axis.var, "index", axis.var_span) or not ok:
+            self.poisoned.add(axis.var)
+            return None
+        ga = T.GridAxis(axis.var, size, axis.dim)
+        self.indices[axis.var] = ga
+        return ga
+
+    def _parallel(self, stmt: ast.Parallel) -> T.Grid | None:
+        axes = [self._axis(a) for a in stmt.axes]
+        self.scopes.append(_Scope("parallel", stmt.span))
+        body = self._block(stmt.body)
+        self._close_scope()
+        if any(a is None for a in axes):
+            return None
+        return T.Grid(tuple(axes), body, stmt.span)
+
+    def _for(self, stmt: ast.For) -> T.Loop | None:
+        until = None
+        if stmt.until is not None:
+            try:
+                v = self.expr(stmt.until)
+                self._require_int_scalar(v, stmt.until.span, "an `until` bound")
+                until = self._as_dtype(v, "i32").expr
+            except _Bad:
+                pass
+        axis = self._axis(stmt.axis)
+        if axis is not None and axis.size is None:
+            self.error(f"a for loop walks tiles: write `for {stmt.axis.var}: <tile size> of "
+                       f"{stmt.axis.dim}`", stmt.axis.span,
+                       "a single index (`b of B`) is for parallel axes only")
+            axis = None
+        scope = _Scope("for", stmt.span)
+        self.scopes.append(scope)
+        body = self._block(stmt.body)
+        self._close_scope()
+        if axis is None:
+            return None
+        return T.Loop(axis, until, body, tuple(scope.carried), stmt.span)
+
+    def _close_scope(self) -> None:
+        scope = self.scopes.pop()
+        for name in scope.vars:
+            self.expired[name] = scope.span
+
+    def _block(self, stmts) -> tuple[T.TStmt, ...]:
+        out = []
+        for s in stmts:
+            try:
+                r = self._stmt(s)
+            except _Bad:
+                if isinstance(s, ast.Assign):
+                    self.poisoned.add(s.name)
+                continue
+            if r is not None:
+                out.append(r)
+        return tuple(out)
+
+    def _stmt(self, s) -> T.TStmt | None:
+        if isinstance(s, ast.Assign):
+            return self._assign(s)
+        if isinstance(s, ast.ExprStmt):
+            return self._expr_stmt(s)
+        if isinstance(s, ast.For):
+            return self._for(s)
+        if isinstance(s, ast.Parallel):
+            self.fail("parallel blocks cannot nest", s.span,
+                      "list every axis in one `parallel i: BM of M, j: BN of N`")
+        if isinstance(s, (ast.DimsDecl, ast.TileDecl)):
+            word = "dims" if isinstance(s, ast.DimsDecl) else "tile"
+            self.poisoned.update(item.name for item in s.items)
+            self.fail(f"`{word}` declarations belong at kernel level", s.span,
+                      "move it before the parallel block")
+        raise AssertionError(s)
+
+    # ---- statements ------------------------------------------------------------------
+    def _lookup_var(self, name: str) -> tuple[int, T.TileType] | None:
+        for depth in range(len(self.scopes) - 1, -1, -1):
+            if name in self.scopes[depth].vars:
+                return depth, self.scopes[depth].vars[name]
+        return None
+
+    def _assign(self, s: ast.Assign) -> T.Let:
+        if s.name in self.kernel_names:
+            kind = self.kernel_names[s.name][0]
+            self.fail(f"cannot assign to {kind} {s.name!r}", s.name_span,
+                      "choose another name for the variable")
+        if s.name in dt.DTYPES or s.name in KNOWN_FUNCS:
+            self.fail(f"{s.name!r} names a built-in; choose another name", s.name_span)
+        found = self._lookup_var(s.name)
+        if s.op is not None:
+            if found is None:
+                self._unknown_name(s.name, s.name_span)
+            cur = V(T.Var(s.name, found[1]))
+            value = self._binary(s.op, cur, self.expr(s.value), s.span,
+                                 self._aug_op_span(s), (ast.Name(s.name, s.name_span), s.value))
+        else:
+            value = self.expr(s.value)
+        if found is None:
+            if value.weak:  # a bare literal becomes a variable of its default dtype
+                value = V(value.expr)
+            self.scopes[-1].vars[s.name] = value.type
+            self.poisoned.discard(s.name)
+            return T.Let(s.name, value.expr, s.span)
+        depth, old = found
+        if value.weak:
+            value = self._as_dtype(value, old.dtype)
+        if value.type != old:
+            carried = any(sc.kind == "for" for sc in self.scopes[depth + 1:])
+            what = "loop-carried variable" if carried else "variable"
+            keeps = "a variable keeps the dtype and shape of its first assignment"
+            if value.type.shape != old.shape:
+                hint = keeps
+            elif isinstance(s.value, ast.Cast) and s.op is None:
+                hint = f"{keeps}; give the converted value a new name"
+            elif s.op is not None:
+                hint = f"convert it: `{s.name} = ({s.name} {s.op} ...) as {old.dtype}`"
+            else:
+                text = self._operand_text(s.value, "(...)")
+                hint = f"convert it: `{s.name} = {text} as {old.dtype}`"
+                if not carried:
+                    hint += ", or give it a new name"
+            self.fail(f"{what} {s.name!r} changes type from {old} to {value.type}",
+                      s.value.span, hint)
+        for sc in self.scopes[depth + 1:]:
+            if sc.kind == "for" and s.name not in sc.carried:
+                sc.carried.append(s.name)
+        return T.Let(s.name, value.expr, s.span)
+
+    def _expr_stmt(self, s: ast.ExprStmt) -> T.Store:
+        e = s.expr
+        if isinstance(e, ast.Call) and e.func in ("store", "atomic_add"):
+            return self._store(e)
+        self.fail("this expression's value is not used", s.span,
+                  "assign it (`name = ...`) or write it with store(...)")
