@@ -1,4 +1,4 @@
-"""`ptc explain`'s engine (ptc/explain.py): the data, the reasons, and the three renderings."""
+"""`ptc explain`'s engine (ptc/explain/): the data, the reasons, and the three renderings."""
 from __future__ import annotations
 
 import io

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape
 
-from .explain import Explanation, Lane, TimelineView, axis_ticks, ctas_text, fmt_seconds
+from .model import Explanation, Lane, TimelineView
+from .timeline import axis_ticks
+from .wording import ctas_text, fmt_seconds
 
 CHART_W = 960        # pixels for the time axis
 LANE_H = 22
@@ -128,4 +130,8 @@ def _legend(expl: Explanation, rows: list[list], y0: int) -> list[str]:
     return out
 
 
-__all__ = ["gantt_svg"]
+def to_svg(expl: Explanation) -> str:
+    return gantt_svg(expl)
+
+
+__all__ = ["gantt_svg", "to_svg"]

@@ -1,0 +1,205 @@
+"""Why the winner won: its bottleneck, then one comparison per respect (stages, consumer
+warpgroups, warps, style, pipelining, tiles, launch) with the nearest other candidate."""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from ..sched.search import Candidate, SearchResult
+from .compare import Context, bound_phrase, busy, busy_clause, peers, rejected_peers
+from .model import Reason
+from .tile_reasons import tiles_reasons
+from .wording import percent, plural, short_plan, slower
+
+
+def why(result: SearchResult) -> tuple[Reason, ...]:
+    """Why the winner won: its bottleneck, then one comparison per respect in which a
+    nearby candidate differs (or why that candidate could not be built)."""
+    ctx = Context(result)
+    out: list[Reason] = [_bound_reason(ctx)]
+    for rule in RULES:
+        out.extend(rule(ctx))
+    return tuple(out)
+
+
+def _bound_reason(ctx: Context) -> Reason:
+    w = ctx.best
+    est = w.estimate
+    others = ", ".join(f"{u} {percent(b)}" for u, b in est.unit_busy if u != est.bound)
+    if est.bound == "dram":
+        device = ctx.result.device
+        pct = est.bytes / est.seconds / device.peak_dram_bytes_per_s()
+        text = (f"bound by DRAM bandwidth: it moves {est.bytes / 1e6:.1f} MB at "
+                f"{percent(pct)} of the peak; units: {others or 'idle'}")
+    else:
+        text = f"bound by {est.bound}: busy {percent(busy(w, est.bound))} of the time"
+        if others:
+            text += f"; {others}"
+    return Reason("bound", text)
+
+
+def _stages_reasons(ctx: Context) -> list[Reason]:
+    w = ctx.best
+    s = w.choice.stages
+    if w.choice.style == "sequential":
+        return []
+    out = []
+    ranked = peers(ctx.result, {"stages"})
+    fewer = [c for c in ranked if c.choice.stages < s]
+    if fewer:
+        o = max(fewer, key=lambda c: (c.choice.stages, -c.estimate.seconds))
+        r = ctx.ratio(o)
+        u = ctx.unit
+        if r > 1.0005:
+            idle = busy_clause(o, w, u, "idle")
+            text = (f"{plural(s, 'stage')}: with {o.choice.stages} "
+                    + (f"{idle} and " if idle else "") + f"the plan takes {slower(r)}")
+        else:
+            text = (f"{plural(s, 'stage')}: {o.choice.stages} stages take {slower(r)}; "
+                    f"the tie is broken by the ranking order")
+        out.append(Reason("stages", text, ctx.tiles(o) + "; " + short_plan(o), r))
+    more = [c for c in ranked if c.choice.stages > s]
+    if more:
+        o = min(more, key=lambda c: (c.choice.stages, c.estimate.seconds))
+        r = ctx.ratio(o)
+        extra = o.plan.launch.dynamic_smem - w.plan.launch.dynamic_smem
+        text = f"{plural(s, 'stage')}: {o.choice.stages} stages take {slower(r)}"
+        clause = busy_clause(o, w, ctx.unit)
+        if clause:
+            text += f": {clause}"
+        if extra > 0:
+            text += f"; they need {extra // 1024} KB more shared memory"
+        out.append(Reason("stages", text, ctx.tiles(o) + "; " + short_plan(o), r))
+    else:
+        unfit = [x for x in rejected_peers(ctx.result, {"stages"}) if x.choice.stages > s]
+        if unfit:
+            x = min(unfit, key=lambda x: x.choice.stages)
+            out.append(Reason("stages", f"{plural(s, 'stage')}: {x.choice.stages} stages are not "
+                                        f"possible: {x.reason}", x.choice.describe()))
+    return out
+
+
+def _count_reason(ctx: Context, aspect: str, noun: str) -> list[Reason]:
+    """Consumer warpgroups (warp-specialized) or warps (one role): the nearest other count."""
+    w = ctx.best
+    mine = getattr(w.choice, aspect)
+    ranked = peers(ctx.result, {aspect})
+    if ranked:
+        o = min(ranked, key=lambda c: (abs(getattr(c.choice, aspect) - mine), c.estimate.seconds))
+        n, r = getattr(o.choice, aspect), ctx.ratio(o)
+        if r > 1.0005:
+            clause = busy_clause(o, w, ctx.unit)
+            text = (f"{plural(mine, noun)}: with {n} the plan takes {slower(r)}"
+                    + (f", {clause}" if clause else ""))
+        else:
+            text = (f"{plural(mine, noun)}: {plural(n, noun)} take {slower(r)}; "
+                    f"ties go to the smaller configuration")
+        return [Reason(aspect, text, ctx.tiles(o) + "; " + short_plan(o), r)]
+    unfit = rejected_peers(ctx.result, {aspect})
+    if unfit:
+        x = unfit[0]
+        return [Reason(aspect, f"{plural(mine, noun)}: {getattr(x.choice, aspect)} is not "
+                               f"possible: {x.reason}", x.choice.describe())]
+    return []
+
+
+def _consumers_reasons(ctx: Context) -> list[Reason]:
+    if ctx.best.choice.style != "warp_specialized":
+        return []
+    return _count_reason(ctx, "consumers", "consumer warpgroup")
+
+
+def _warps_reasons(ctx: Context) -> list[Reason]:
+    if ctx.best.choice.style == "warp_specialized":
+        return []
+    return _count_reason(ctx, "warps", "warp")
+
+
+STYLE_NAMES = {"warp_specialized": "warp-specialized", "multistage": "multistage",
+               "sequential": "sequential"}
+
+
+def _same_tiles(ctx: Context, style: str) -> list[Candidate]:
+    return [c for c in ctx.result.ranked[1:]
+            if c.tiles == ctx.best.tiles and c.choice.style == style]
+
+
+def _style_reasons(ctx: Context) -> list[Reason]:
+    w = ctx.best
+    if w.choice.style == "sequential":
+        return []
+    out = []
+    for style in ("warp_specialized", "multistage"):
+        if style == w.choice.style:
+            continue
+        same = _same_tiles(ctx, style)
+        mine = STYLE_NAMES[w.choice.style]
+        if same:
+            o = same[0]
+            r = ctx.ratio(o)
+            text = (f"{mine}: the best {STYLE_NAMES[style]} plan with these tiles "
+                    f"({short_plan(o)}) takes {slower(r)} and is {bound_phrase(o)}")
+            out.append(Reason("style", text, ctx.tiles(o) + "; " + short_plan(o), r))
+            continue
+        unfit = [x for x in ctx.result.rejected if x.choice.style == style]
+        if unfit:
+            x = next((x for x in unfit if x.tiles == w.tiles), unfit[0])
+            out.append(Reason("style", f"{mine}: {STYLE_NAMES[style]} is not possible: "
+                                       f"{x.reason}", x.choice.describe()))
+    return out
+
+
+def _pipeline(ch) -> str:
+    if ch.style == "warp_specialized":
+        return (f"{ch.stages}-stage warp-specialized pipeline "
+                f"({plural(ch.consumers, 'consumer warpgroup')})")
+    return f"{ch.stages}-stage multistage pipeline ({ch.warps} warps)"
+
+
+def _pipelining_reasons(ctx: Context) -> list[Reason]:
+    w = ctx.best
+    if w.choice.style == "sequential":
+        pipelined = [c for c in ctx.result.ranked[1:]
+                     if c.tiles == w.tiles and c.choice.style != "sequential"]
+        if pipelined:
+            o = pipelined[0]
+            return [Reason("pipelining", f"no pipelining: the best pipelined plan with these "
+                                         f"tiles ({short_plan(o)}) takes {slower(ctx.ratio(o))}",
+                           ctx.tiles(o) + "; " + short_plan(o), ctx.ratio(o))]
+        unfit = sorted((x for x in ctx.result.rejected if x.choice.style != "sequential"),
+                       key=lambda x: (x.tiles != w.tiles, x.choice.style != "multistage",
+                                      x.choice.stages, x.choice.warps != w.choice.warps))
+        if unfit:
+            x = unfit[0]
+            these = "with these tiles " if x.tiles == w.tiles else f"({ctx.tiles(x)}) "
+            return [Reason("pipelining", f"no pipelining: a {_pipeline(x.choice)} {these}"
+                                         f"is not possible: {x.reason}", x.choice.describe())]
+        return []
+    same = _same_tiles(ctx, "sequential")
+    if not same:
+        return []
+    o = same[0]
+    r = ctx.ratio(o)
+    u = ctx.unit
+    clause = busy_clause(o, w, u)
+    return [Reason("pipelining",
+                   f"pipelining: the unpipelined plan ({short_plan(o)}) takes {slower(r)}"
+                   + (f"; {clause}" if clause else ""),
+                   ctx.tiles(o) + "; " + short_plan(o), r)]
+
+
+def _launch_reasons(ctx: Context) -> list[Reason]:
+    w = ctx.best
+    if not w.plan.launch.persistent:
+        return []
+    waves = w.estimate.waves
+    last_wave_empty = 1 - (waves - math.floor(waves))
+    saved = (math.ceil(waves) - waves) / math.ceil(waves)
+    return [Reason("launch", f"persistent CTAs: {waves:.2f} waves of one CTA per tile would "
+                             f"leave the last wave {percent(last_wave_empty)} empty; looping over "
+                             f"the tiles in resident CTAs saves up to {percent(saved)}")]
+
+
+RULES: tuple[Callable[[Context], list[Reason]], ...] = (
+    _stages_reasons, _consumers_reasons, _warps_reasons, _style_reasons,
+    _pipelining_reasons, tiles_reasons, _launch_reasons)

@@ -1,0 +1,73 @@
+"""How tiles, plans, ratios and quantities are put into words (shared by every rendering)."""
+from __future__ import annotations
+
+from ..sched.search import Candidate
+
+
+def ordered_tiles(tiles, order: list[str]) -> tuple[tuple[str, int], ...]:
+    d = dict(tiles)
+    return tuple((k, d[k]) for k in order if k in d) + tuple(
+        (k, v) for k, v in tiles if k not in order)
+
+
+def tiles_text(tiles, order: list[str] | None = None) -> str:
+    return " ".join(f"{k}={v}" for k, v in ordered_tiles(tiles, order or []))
+
+
+def slower(ratio: float) -> str:
+    """How much longer a plan takes than the winner, in words."""
+    if ratio >= 1.095:
+        return f"{ratio:.1f}x as long"
+    if ratio > 1.0005:
+        return f"{(ratio - 1) * 100:.1f}% longer"
+    if ratio >= 0.9995:
+        return "the same time"
+    return f"{(1 - ratio) * 100:.1f}% less time"
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def short_plan(c: Candidate) -> str:
+    """A compact description of a candidate's Choice and launch."""
+    ch = c.choice
+    if ch.style == "warp_specialized":
+        text = (f"warp-specialized, {plural(ch.stages, 'stage')}, "
+                f"{plural(ch.consumers, 'consumer warpgroup')}")
+    elif ch.style == "multistage":
+        text = f"multistage, {plural(ch.stages, 'stage')}, {ch.warps} warps"
+    else:
+        text = f"sequential, {ch.warps} warps"
+    return text + (", persistent" if c.plan.launch.persistent else "")
+
+
+def percent(x: float) -> str:
+    return f"{x * 100:.0f}%"
+
+
+def fmt_seconds(s: float) -> str:
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.1f} µs"
+
+
+def fmt_bytes(n: float) -> str:
+    for unit, size in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= size:
+            v = n / size
+            return f"{v:.0f} {unit}" if v == int(v) or v >= 100 else f"{v:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def fmt_count(n: float) -> str:
+    if not n:
+        return ""
+    for suffix, size in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g}{suffix}"
+    return f"{n:g}"
+
+
+def ctas_text(ctas: int) -> str:
+    return "1 CTA per EU" if ctas == 1 else f"{ctas} CTAs per EU share the units"
