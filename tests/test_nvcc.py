@@ -41,3 +41,16 @@ def test_sample_builds_without_spills_and_with_the_promised_instructions(name, t
     if "cp_async" in units:
         assert "LDGSTS" in sass, "the plan issues cp.async loads but SASS has no LDGSTS"
     assert re.search(r"\bBAR\.SYNC", sass), "the block's statements are separated by barriers"
+
+
+@pytest.mark.parametrize("head_dim", [64, 256])
+def test_flash_attention_other_head_dims_build(head_dim, tmp_path):
+    """DESIGN §2 asks for head dims 64/128/256: the 256 one fits only with 32-row tiles."""
+    for name in ("flash_attn", "flash_attn_causal"):
+        prepared = prepare(ROOT / "samples" / f"{name}.pt", "sm80", shapes={"D": head_dim})
+        folder = tmp_path / name
+        build_module.write_build_dir(folder, kernel_source=prepared.source,
+                                     signature=prepared.signature, arch=prepared.device.arch,
+                                     target="sm80", plan_json=prepared.plan_json)
+        result = build_module.build(folder, prepared.device.arch)
+        assert result.ptxas.spills == 0, result.ptxas.text

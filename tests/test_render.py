@@ -96,3 +96,25 @@ def test_bool_and_i32_outputs_match_the_interpreter_on_the_emulator(tmp_path):
     want = run_kernel(prepared.kernel, {"X": x}, shapes={"M": 100}, tiles={"BM": 64})
     got = run_emulated(prepared.source, prepared.kernel, {"X": x}, {"M": 100, "N": 32}, {})
     assert np.array_equal(got["Z"], want["Z"]) and np.array_equal(got["C"], want["C"])
+
+
+@pytest.mark.parametrize("name", ["flash_attn", "flash_attn_causal"])
+def test_head_dim_256_attention_matches_the_interpreter_on_the_emulator(name):
+    import numpy as np
+    import ml_dtypes
+    from ptc.interp import run_kernel
+    from ptc.render.emulate import run_emulated
+    from ptc.runtime import prepare
+
+    prepared = prepare(ROOT / "samples" / f"{name}.pt", "sm80", shapes={"D": 256})
+    rng = np.random.default_rng(1)
+    seq = {"S": 45} if name == "flash_attn_causal" else {"S": 45, "T": 70}
+    dims = {"B": 1, "H": 1, "D": 256, **seq}
+    inputs = {}
+    for p in prepared.kernel.inputs:
+        shape = p.shape_in(dims)
+        inputs[p.name] = rng.standard_normal(shape).astype(np.float32).astype(ml_dtypes.bfloat16)
+    want = run_kernel(prepared.kernel, inputs, shapes=dims, tiles=dict(prepared.plan.tiles))
+    got = run_emulated(prepared.source, prepared.kernel, inputs, dims, {})
+    g, w = got["O"].astype(np.float64), want["O"].astype(np.float64)
+    assert np.linalg.norm(g - w) / np.linalg.norm(w) < 1e-2

@@ -39,11 +39,12 @@ CASES: dict[str, tuple[list[dict], list[dict]]] = {
     ),
     "flash_attn": (
         [dict(B=1, H=2, S=77, T=77, D=64), dict(B=2, H=1, S=64, T=130, D=32),
-         dict(B=1, H=1, S=150, T=50, D=128)],
+         dict(B=1, H=1, S=150, T=50, D=128), dict(B=1, H=1, S=40, T=70, D=256)],
         [dict(BM=64, BN=64), dict(BM=128, BN=64), dict(BM=64, BN=128)],
     ),
     "flash_attn_causal": (
-        [dict(B=1, H=2, S=77, D=64), dict(B=2, H=1, S=130, D=32), dict(B=1, H=1, S=200, D=64)],
+        [dict(B=1, H=2, S=77, D=64), dict(B=2, H=1, S=130, D=32), dict(B=1, H=1, S=200, D=64),
+         dict(B=1, H=1, S=90, D=128), dict(B=1, H=1, S=70, D=256)],
         [dict(BM=64, BN=64), dict(BM=128, BN=64), dict(BM=64, BN=128)],
     ),
     "mamba2_chunk_state": (
