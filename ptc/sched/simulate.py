@@ -5,7 +5,7 @@ grid's points in row-major order, as the reference interpreter does). Within a t
 loops' trip counts are the tile's own (each `until` is evaluated, so causal loops vary per
 tile); every role instance's program is unrolled (ptc.sched.unroll) and its issue /
 completion events are run in ONE linearization of the happens-before order the verifier
-uses (ptc.sched.verify.build_events):
+uses (ptc.sched.events.build_events):
 
 - order="producer_first": the roles that fill buffers for other roles run as far ahead as
   the barriers allow, and buffer writes land as early as possible while async reads finish
@@ -41,7 +41,8 @@ from ..interp import NUMPY_DTYPES, Machine, _tiles, prepare, run_kernel
 from ..sema import typed as T
 from ..stask.graph import STaskGraph
 from .plan import Plan
-from .verify import SYNC_TASK, Events, build_events, order as topo_order
+from .events import Events, build_events, order as topo_order
+from .verify_structure import SYNC_TASK
 
 ORDERS = ("producer_first", "consumer_first")
 _F32 = np.dtype(np.float32)

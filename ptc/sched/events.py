@@ -1,0 +1,261 @@
+"""The plan unrolled into an event graph (issue and completion of each execution) with
+its happens-before edges, as ptc.sched.verify describes; the verifier's ordering checks
+(verify_order) and the simulator (simulate) both run on it.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from ..devices import Device
+from ..stask.graph import Edge, STaskGraph
+from .plan import Plan, Role, walk_steps
+from .unroll import Exec, Trips, unroll
+from .verify_structure import SYNC_TASK, _buffer_for, loop_paths
+
+Process = tuple[str, int]
+
+
+@dataclass
+class Source:
+    """Where one read of an execution gets its value."""
+
+    value: str
+    edge: Edge
+    srcs: tuple[int, ...]          # exec ids (one per instance of the producing role)
+    buffer: object | None          # the plan Buffer carrying it, if any
+
+
+@dataclass
+class Events:
+    """The unrolled plan as an event graph: node 2n is the issue of execution n, node
+    2n + 1 its completion."""
+
+    plan: Plan
+    procs: dict[Process, list[int]]                # process -> exec ids in program order
+    execs: list[Exec]
+    position: list[int]                            # exec id -> index in its process
+    is_async: list[bool]
+    succ: list[list[int]]
+    index: dict[tuple, int]                        # (process, task, iters) -> exec id
+    by_task: dict[str, list[int]]                  # task -> exec ids (all processes)
+    reads: list[list[Source]] = field(default_factory=list)
+    write_number: dict[int, int] = field(default_factory=dict)   # producer exec -> k
+    deadlocks: list[tuple[str, tuple]] = field(default_factory=list)
+
+    def add(self, a: int, b: int) -> None:
+        self.succ[a].append(b)
+
+    def process_name(self, n: int) -> str:
+        e = self.execs[n]
+        return e.role + (f"#{e.instance}" if self.plan_role(e.role).instances > 1 else "")
+
+    def describe(self, n: int) -> str:
+        e = self.execs[n]
+        it = ", ".join(f"{v}={k}" for v, k in e.iters)
+        return f"{e.step.task} ({self.process_name(n)}" + (f", {it})" if it else ")")
+
+    def plan_role(self, name: str) -> Role:
+        for r in self.plan.roles:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+
+def build_events(plan: Plan, graph: STaskGraph, device: Device, trips: Trips) -> Events:
+    procs_execs = unroll(plan, trips)
+    execs: list[Exec] = []
+    procs: dict[Process, list[int]] = {}
+    position: list[int] = []
+    for p, seq in procs_execs.items():
+        ids = []
+        for i, e in enumerate(seq):
+            ids.append(len(execs))
+            execs.append(e)
+            position.append(i)
+        procs[p] = ids
+    n = len(execs)
+    async_units = {u.name for u in device.units if u.is_async}
+    is_async = [e.step.task != SYNC_TASK and e.step.unit in async_units for e in execs]
+    ev = Events(plan, procs, execs, position, is_async, [[] for _ in range(2 * n)], {},
+                defaultdict(list))
+    for i, e in enumerate(execs):
+        ev.add(2 * i, 2 * i + 1)
+        if e.step.task != SYNC_TASK:
+            ev.index[(e.process, e.step.task, e.iters)] = i
+            ev.by_task[e.step.task].append(i)
+    for ids in procs.values():
+        for a, b in zip(ids, ids[1:]):
+            ev.add(2 * a if is_async[a] else 2 * a + 1, 2 * b)
+
+    # barriers: per-process arrive / wait counting
+    barriers = {b.name: b for b in plan.barriers}
+    arrivers: dict[tuple[str, int], list[int]] = defaultdict(list)
+    waiters: list[tuple[str, int, int]] = []
+    for ids in procs.values():
+        arrive_count: dict[str, int] = defaultdict(int)
+        wait_count: dict[str, int] = defaultdict(int)
+        for i in ids:
+            step = execs[i].step
+            for w in step.waits:
+                waiters.append((w, wait_count[w], i))
+                wait_count[w] += 1
+            for a in step.arrives:
+                arrivers[(a, arrive_count[a] + barriers[a].initial)].append(i)
+                arrive_count[a] += 1
+    for (name, phase), ids in arrivers.items():
+        b = barriers[name]
+        if len(ids) > b.arrivals:
+            who = sorted({ev.process_name(i) for i in ids})
+            ev.deadlocks.append((
+                f"barrier {name} gets {len(ids)} arrives for phase {phase} but completes a "
+                f"phase with {b.arrivals} (from {', '.join(who)}): the extra arrives run into "
+                "the next phase", ("over", name)))
+    for name, phase, i in waiters:
+        b = barriers[name]
+        if phase < b.initial:
+            continue
+        ids = arrivers.get((name, phase), [])
+        if len(ids) < b.arrivals:
+            me = execs[i].process
+            waits = sum(1 for w, _, j in waiters if w == name and execs[j].process == me)
+            arrives: dict[str, int] = defaultdict(int)
+            for (nm, _), v in arrivers.items():
+                if nm == name:
+                    for a in v:
+                        arrives[ev.process_name(a)] += 1
+            counts = ", ".join(f"{p} arrives {k} times" for p, k in sorted(arrives.items()))
+            ev.deadlocks.append((
+                f"wait on {name} by {ev.describe(i)} has no matching arrive: it waits for "
+                f"phase {phase}, which gets {len(ids)} of its {b.arrivals} arrives ({name}: "
+                f"{ev.process_name(i)} waits {waits} times, "
+                + (counts or "nobody arrives") + f"; {b.initial} phases complete at the start)",
+                ("wait", name, execs[i].process[0], execs[i].step.task)))
+            continue
+        for a in ids:
+            ev.add(2 * a + 1, 2 * i)
+
+    # values: where each read comes from; implicit waits on own register values
+    role_of: dict[str, Role] = {}
+    for r in plan.roles:
+        for s in walk_steps(r.body):
+            role_of[s.task] = r
+    paths = loop_paths(graph)
+    preds: dict[str, list[Edge]] = defaultdict(list)
+    for e in graph.edges:
+        preds[e.dst].append(e)
+    ev.reads = [[] for _ in range(n)]
+    for i, e in enumerate(execs):
+        if e.step.task == SYNC_TASK:
+            continue
+        for value, edge, iters in resolve_sources(preds[e.step.task], paths, e.iters, trips):
+            src_role = role_of[edge.src]
+            if src_role.name == e.role:
+                procs_src = [e.process]
+            else:
+                procs_src = [(src_role.name, k) for k in range(src_role.instances)]
+            srcs = tuple(ev.index[key] for key in
+                         ((p, edge.src, iters) for p in procs_src) if key in ev.index)
+            if not srcs:
+                continue
+            buf = _buffer_for(plan, edge.src, e.step.task, value)
+            ev.reads[i].append(Source(value, edge, srcs, buf))
+            if buf is None:
+                for s in srcs:
+                    if execs[s].process == e.process and position[s] < position[i]:
+                        ev.add(2 * s + 1, 2 * i)
+    for b in plan.buffers:
+        for ids in _group_by_process(ev, ev.by_task.get(b.producer, [])):
+            for k, i in enumerate(ids):
+                ev.write_number[i] = k
+    return ev
+
+
+def _group_by_process(ev: Events, ids: Iterable[int]) -> list[list[int]]:
+    groups: dict[Process, list[int]] = defaultdict(list)
+    for i in ids:
+        groups[ev.execs[i].process].append(i)
+    return [sorted(g, key=lambda i: ev.position[i]) for g in groups.values()]
+
+
+def resolve_sources(edges: list[Edge], paths: Mapping[str, tuple[str, ...]],
+                    iters: tuple[tuple[str, int], ...], trips: Trips):
+    """For an execution of a task at `iters`, each value it reads from another task:
+    (value, edge, the producing execution's iters). A distance-1 edge applies from the
+    second iteration of the reader's loop on; before that the value comes from the
+    distance-0 edge that initialises it (from outside the loop)."""
+    it = dict(iters)
+    by_value: dict[str, list[Edge]] = defaultdict(list)
+    for e in edges:
+        by_value[e.value].append(e)
+    out = []
+    for value, es in by_value.items():
+        chosen = []
+        carried = [e for e in es if e.distance == 1]
+        for e in carried:
+            loop = paths[e.dst][-1]
+            if it.get(loop, 0) > 0:
+                chosen.append(e)
+        if not chosen:
+            chosen = [e for e in es if e.distance == 0]
+        for e in chosen:
+            src = _source_iters(e, paths, it, trips)
+            if src is not None:
+                out.append((value, e, src))
+    return out
+
+
+def _source_iters(e: Edge, paths, it: dict[str, int], trips: Trips):
+    sp, dp = paths[e.src], paths[e.dst]
+    common = 0
+    while common < min(len(sp), len(dp)) and sp[common] == dp[common]:
+        common += 1
+    src: dict[str, int] = {}
+    for v in sp[:common]:
+        src[v] = it[v]
+    if e.distance == 1:
+        loop = dp[-1]
+        if loop not in src:
+            return None
+        src[loop] -= 1
+        if src[loop] < 0:
+            return None
+    for v in sp[common:]:
+        n = trips(v, dict(src))
+        if n <= 0:
+            return None
+        src[v] = n - 1
+    return tuple(src.items())
+
+
+def order(ev: Events) -> tuple[list[int] | None, list[int]]:
+    """A topological order of the events (None if there is a cycle) and the nodes left."""
+    n = len(ev.succ)
+    indeg = [0] * n
+    for s in ev.succ:
+        for b in s:
+            indeg[b] += 1
+    todo = [i for i in range(n) if indeg[i] == 0]
+    out = []
+    while todo:
+        a = todo.pop()
+        out.append(a)
+        for b in ev.succ[a]:
+            indeg[b] -= 1
+            if indeg[b] == 0:
+                todo.append(b)
+    if len(out) < n:
+        return None, [i for i in range(n) if indeg[i] > 0]
+    return out, []
+
+
+def reach(ev: Events, topo: list[int]) -> list[int]:
+    """reach[a] has bit b set when event a happens before event b (or a == b)."""
+    r = [0] * len(ev.succ)
+    for a in reversed(topo):
+        bits = 1 << a
+        for b in ev.succ[a]:
+            bits |= r[b]
+        r[a] = bits
+    return r

@@ -1,0 +1,87 @@
+"""Plan verifier, group 2: ordering (see ptc.sched.verify).
+
+Over the event graph of one unrolling: deadlocks (unmatched waits, over-full phases,
+cycles), reads before their producer completes (RAW) and ring slots overwritten before
+their readers release them (WAR).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from ..devices import Device
+from ..stask.graph import STaskGraph
+from .events import Events, _group_by_process, build_events, order, reach
+from .plan import Plan
+from .unroll import Trips
+
+if TYPE_CHECKING:
+    from .verify import _Problems
+
+
+def _check_order(plan: Plan, graph: STaskGraph, device: Device, trips: Trips,
+                 out: _Problems) -> None:
+    ev = build_events(plan, graph, device, trips)
+    if ev.deadlocks:
+        for message, key in ev.deadlocks:
+            out.add("deadlock: " + message, key)
+        return
+    topo, left = order(ev)
+    if topo is None:
+        out.add("deadlock: " + _cycle(ev, left), ("cycle",))
+        return
+    r = reach(ev, topo)
+
+    def before(a: int, b: int) -> bool:
+        return bool((r[a] >> b) & 1)
+
+    readers: dict[int, list[int]] = defaultdict(list)   # producer exec -> reader execs
+    for i, sources in enumerate(ev.reads):
+        for s in sources:
+            for src in s.srcs:
+                if s.buffer is not None:
+                    readers[src].append(i)
+                if not before(2 * src + 1, 2 * i):
+                    e = ev.execs[i]
+                    how = (f"in buffer {s.buffer.name}" if s.buffer is not None
+                           else "in registers")
+                    out.add(f"a read that can run before its producer completes: "
+                            f"{ev.describe(i)} reads {s.value} from {ev.describe(src)} ({how}); "
+                            f"no wait orders {s.edge.src}'s completion before {e.step.task}",
+                            ("raw", s.edge.src, e.step.task, s.value))
+    for b in plan.buffers:
+        for ids in _group_by_process(ev, ev.by_task.get(b.producer, [])):
+            for k in range(b.stages, len(ids)):
+                w = ids[k]
+                for rd in readers.get(ids[k - b.stages], []):
+                    if not before(2 * rd + 1, 2 * w):
+                        out.add(f"ring slot {k % b.stages} of {b.name} can be overwritten by "
+                                f"{b.producer} (write {k}, {ev.describe(w)}) before "
+                                f"{ev.execs[rd].step.task} released it (read of write "
+                                f"{k - b.stages}, {ev.describe(rd)})",
+                                ("war", b.name, ev.execs[rd].step.task))
+
+
+def _cycle(ev: Events, left: list[int]) -> str:
+    """Name the steps on one cycle among the events that never become ready."""
+    alive = set(left)
+    preds: dict[int, list[int]] = defaultdict(list)
+    for a in left:
+        for b in ev.succ[a]:
+            if b in alive:
+                preds[b].append(a)
+    node, seen = left[0], {}
+    path: list[int] = []
+    while node not in seen:
+        seen[node] = len(path)
+        path.append(node)
+        node = preds[node][0]
+    cycle = list(reversed(path[seen[node]:]))
+    names: list[str] = []
+    for x in cycle:
+        what = ("issue of " if x % 2 == 0 else "completion of ") + ev.describe(x // 2)
+        step = ev.execs[x // 2].step
+        if x % 2 == 0 and step.waits:
+            what += f" [waits {', '.join(step.waits)}]"
+        names.append(what)
+    return "a cycle of waits: " + " -> ".join(names) + " -> back to the start"

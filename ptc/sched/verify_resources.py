@@ -1,0 +1,65 @@
+"""Plan verifier, group 3: resources (see ptc.sched.verify).
+
+Shared memory, threads and registers against the device's limits and the launch.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..devices import Device
+from ..stask.graph import STaskGraph
+from ..stask.propagate import DTYPE_BYTES
+from .plan import Plan
+
+if TYPE_CHECKING:
+    from .verify import _Problems
+
+MBARRIER_BYTES = 8
+
+
+def _check_resources(plan: Plan, graph: STaskGraph, device: Device, out: _Problems) -> None:
+    res = device.resources
+    used = sum(b.stages * b.slot_bytes for b in plan.buffers)
+    stages = {b.name: b.stages for b in plan.buffers}
+    mbar = (MBARRIER_BYTES * sum(stages.get(b.buffer, 1) for b in plan.barriers)
+            if "mbarrier" in device.features else 0)
+    detail = ", ".join(f"{b.name} {b.stages} x {b.slot_bytes}" for b in plan.buffers)
+    if used + mbar > res.shared_memory_bytes:
+        out.add(f"shared memory: the buffers need {used} bytes ({detail})"
+                + (f" plus {mbar} for barriers" if mbar else "")
+                + f", over {device.name}'s {res.shared_memory_bytes} per block")
+    if plan.launch.dynamic_smem < used:
+        out.add(f"launch.dynamic_smem is {plan.launch.dynamic_smem} bytes, less than the "
+                f"{used} the buffers need ({detail})")
+    elif plan.launch.dynamic_smem > res.shared_memory_bytes:
+        out.add(f"launch.dynamic_smem is {plan.launch.dynamic_smem} bytes, over "
+                f"{device.name}'s {res.shared_memory_bytes} per block")
+    tasks = {t.name: t for t in graph.tasks}
+    for b in plan.buffers:
+        t = tasks.get(b.producer)
+        if t is not None and all(isinstance(x, int) for x in t.shape) and t.dtype in DTYPE_BYTES:
+            need = DTYPE_BYTES[t.dtype]
+            for x in t.shape:
+                need *= x
+            if b.slot_bytes < need:
+                out.add(f"buffer {b.name} has {b.slot_bytes}-byte slots, but {b.producer} "
+                        f"writes {need} bytes")
+
+    threads = sum(r.warps * r.instances for r in plan.roles) * res.warp_size
+    if threads != plan.launch.threads:
+        out.add(f"launch.threads is {plan.launch.threads}, but the roles have {threads} "
+                "threads")
+    if threads > res.max_threads_per_block:
+        out.add(f"the roles need {threads} threads, over {device.name}'s "
+                f"{res.max_threads_per_block} per block")
+    total = 0
+    for r in plan.roles:
+        if r.registers > res.max_registers_per_thread:
+            out.add(f"role {r.name} asks for {r.registers} registers per thread, over "
+                    f"{device.name}'s {res.max_registers_per_thread}")
+        total += r.warps * r.instances * res.warp_size * r.registers
+    if total > res.registers:
+        parts = ", ".join(f"{r.name} {r.warps * r.instances * res.warp_size} x {r.registers}"
+                          for r in plan.roles)
+        out.add(f"registers: the roles need {total} ({parts}), over {device.name}'s "
+                f"{res.registers} per EU")

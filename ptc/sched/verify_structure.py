@@ -1,0 +1,222 @@
+"""Plan verifier, group 1: structure (see ptc.sched.verify).
+
+Every sTask placed exactly once over all roles, in the loops of its region; each unit
+exists on the device and fits the task; every barrier / buffer name exists; the plan's
+fields agree with the graph; a value crossing roles travels in a buffer.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from ..devices import Device
+from ..stask.graph import STaskGraph
+from .plan import Plan, Step
+
+if TYPE_CHECKING:
+    from .verify import _Problems
+
+SYNC_TASK = "sync"
+SYNC_UNIT = "barrier"
+UNIT_FITS = {"copy": ("copy",), "mma": ("mma",), "simt": ("simt", "sfu")}
+
+
+def loop_paths(graph: STaskGraph) -> dict[str, tuple[str, ...]]:
+    """Each task's enclosing loops, outermost first."""
+    out: dict[str, tuple[str, ...]] = {}
+
+    def walk(region, path):
+        for item in region.items:
+            if isinstance(item, str):
+                out[item] = path
+            else:
+                walk(item, path + (item.name,))
+
+    walk(graph.root, ())
+    return out
+
+
+def _step_paths(items, path=()) -> list[tuple[Step, tuple[str, ...]]]:
+    out = []
+    for it in items:
+        if isinstance(it, Step):
+            out.append((it, path))
+        else:
+            out.extend(_step_paths(it.body, path + (it.var,)))
+    return out
+
+
+STYLES = ("warp_specialized", "multistage", "sequential", "custom")
+LAYOUTS = ("swizzle128", "row")
+
+
+def _check_fields(plan: Plan, graph: STaskGraph, tasks, out: _Problems) -> None:
+    """Fields a hand-edited plan could get wrong that the renderer relies on: each must
+    agree with what the graph says or name something that exists."""
+    from .primitives import grid_extents
+
+    if plan.style not in STYLES:
+        out.add(f"style {plan.style!r} is not one of {', '.join(STYLES)}")
+    if plan.stages < 1:
+        out.add(f"stages must be at least 1, not {plan.stages}")
+    loops = {r.name for r in graph.loop_regions()}
+    if plan.pipelined and plan.pipelined not in loops:
+        out.add(f"pipelined names {plan.pipelined!r}, which is not a loop of the kernel "
+                f"(loops: {', '.join(sorted(loops)) or 'none'})")
+    if graph.tiles is not None and tuple(plan.launch.grid) != grid_extents(graph):
+        out.add(f"launch.grid is {list(plan.launch.grid)}, but the kernel's grid is "
+                f"{list(grid_extents(graph))}")
+    for b in plan.buffers:
+        t = tasks.get(b.producer)
+        if b.stages < 1:
+            out.add(f"buffer {b.name} needs at least 1 stage, not {b.stages}")
+        if b.layout not in LAYOUTS:
+            out.add(f"buffer {b.name} has layout {b.layout!r}; layouts: {', '.join(LAYOUTS)}")
+        if t is not None and (b.dtype != t.dtype or tuple(b.shape) != tuple(t.shape)):
+            out.add(f"buffer {b.name} holds {b.dtype}{list(b.shape)}, but {t.name} writes "
+                    f"{t.dtype}{list(t.shape)}")
+        if t is not None and b.value not in t.defines:
+            out.add(f"buffer {b.name} holds {b.value!r}, which {t.name} does not define")
+    for bar in plan.barriers:
+        prefix = bar.name.split(":", 1)[0]
+        if bar.kind not in ("full", "empty") or prefix != bar.kind:
+            out.add(f"barrier {bar.name} has kind {bar.kind!r}; a {prefix}: barrier is "
+                    f"kind {prefix!r}")
+
+
+def _check_structure(plan: Plan, graph: STaskGraph, device: Device, out: _Problems) -> bool:
+    n0 = len(out.items)
+    tasks = {t.name: t for t in graph.tasks}
+    paths = loop_paths(graph)
+    barriers = {}
+    for b in plan.barriers:
+        if b.name in barriers:
+            out.add(f"barrier {b.name} is declared twice")
+        barriers[b.name] = b
+    buffers = {}
+    for b in plan.buffers:
+        if b.name in buffers:
+            out.add(f"buffer {b.name} is declared twice")
+        buffers[b.name] = b
+    roles = [r.name for r in plan.roles]
+    for name in set(roles):
+        if roles.count(name) > 1:
+            out.add(f"role {name} is declared twice")
+
+    if plan.device != device.name:
+        out.add(f"the plan was made for {plan.device}, not {device.name}")
+    _check_fields(plan, graph, tasks, out)
+    if graph.tiles is not None and dict(plan.tiles) != dict(graph.tiles):
+        out.add(f"the plan's tiles {dict(plan.tiles)} are not the graph's {dict(graph.tiles)}")
+
+    placed: dict[str, list[str]] = defaultdict(list)
+    users: dict[str, set[str]] = defaultdict(set)      # barrier -> roles that use it
+    for role in plan.roles:
+        if role.warps < 1 or role.instances < 1 or role.registers < 1:
+            out.add(f"role {role.name} needs at least one warp, one instance and one register "
+                    f"(it has warps={role.warps}, instances={role.instances}, "
+                    f"registers={role.registers})")
+        for step, path in _step_paths(role.body):
+            for name in step.waits + step.arrives:
+                users[name].add(role.name)
+                if name not in barriers:
+                    out.add(f"{step.task} in {role.name} uses barrier {name}, which the plan "
+                            f"does not declare")
+            if step.task == SYNC_TASK:
+                if step.unit != SYNC_UNIT:
+                    out.add(f"a sync step in {role.name} must be on unit {SYNC_UNIT!r}, "
+                            f"not {step.unit!r}")
+                if step.offset:
+                    out.add(f"a sync step in {role.name} has offset {step.offset}; "
+                            "barrier operations run at the role's own iteration")
+                continue
+            task = tasks.get(step.task)
+            if task is None:
+                out.add(f"role {role.name} runs {step.task}, which is not an sTask of "
+                        f"{graph.kernel.name}")
+                continue
+            placed[step.task].append(role.name)
+            if step.offset < 0 or (step.offset and not path):
+                out.add(f"{step.task} in {role.name} has offset {step.offset}: offsets are "
+                        "non-negative and only apply inside a loop")
+            if path != paths[step.task]:
+                where = " / ".join(paths[step.task]) or "no loop"
+                out.add(f"{step.task} sits in loops ({' / '.join(path) or 'none'}) of "
+                        f"{role.name}, but its sTask belongs to {where}")
+            try:
+                unit = device.unit(step.unit)
+            except KeyError:
+                out.add(f"{step.task} in {role.name} runs on unit {step.unit!r}, which "
+                        f"{device.name} does not have")
+                continue
+            if unit.kind not in UNIT_FITS[task.kind]:
+                out.add(f"{step.task} is a {task.kind} task but runs on {unit.name}, a "
+                        f"{unit.kind} unit")
+            elif task.kind == "mma":
+                dtype = _mma_dtype(task)
+                if dtype and dtype not in unit.throughput:
+                    out.add(f"{step.task} multiplies {dtype}, which {unit.name} does not")
+    for t in graph.tasks:
+        where = placed.get(t.name, [])
+        if not where:
+            out.add(f"sTask {t.name} is not placed on any role")
+        elif len(where) > 1:
+            out.add(f"sTask {t.name} is placed {len(where)} times (in {', '.join(where)})")
+
+    for b in plan.buffers:
+        if b.producer not in tasks:
+            out.add(f"buffer {b.name} is written by {b.producer}, which is not an sTask")
+        elif b.value and b.value not in tasks[b.producer].defines:
+            out.add(f"buffer {b.name} holds {b.value}, which {b.producer} does not define")
+        for c in b.consumers:
+            if c not in tasks:
+                out.add(f"buffer {b.name} is read by {c}, which is not an sTask")
+        if b.stages < 1:
+            out.add(f"buffer {b.name} has {b.stages} stages")
+        if b.space not in ("smem", "lds"):
+            out.add(f"buffer {b.name} is in {b.space!r}; buffers live in smem or lds")
+        elif b.space != ("lds" if device.vendor == "amd" else "smem"):
+            out.add(f"buffer {b.name} is in {b.space}, which {device.name} does not have")
+    for b in plan.barriers:
+        if b.buffer not in buffers:
+            out.add(f"barrier {b.name} guards buffer {b.buffer}, which the plan does not "
+                    "declare")
+        if b.kind not in ("full", "empty"):
+            out.add(f"barrier {b.name} has kind {b.kind!r} (expected full or empty)")
+        if b.arrivals < 1 or b.initial < 0:
+            out.add(f"barrier {b.name} needs arrivals >= 1 and initial >= 0 (it has "
+                    f"arrivals={b.arrivals}, initial={b.initial})")
+
+    if "mbarrier" not in device.features:
+        instances = {r.name: r.instances for r in plan.roles}
+        for name, rs in sorted(users.items()):
+            if len(rs) > 1 or any(instances[r] > 1 for r in rs):
+                out.add(f"barrier {name} synchronises {' and '.join(sorted(rs))}, but "
+                        f"{device.name} has no mbarriers to do that with")
+
+    # a value that crosses roles must travel in a buffer
+    role_of = {t: rs[0] for t, rs in placed.items() if len(rs) == 1}
+    for e in graph.edges:
+        rs, rd = role_of.get(e.src), role_of.get(e.dst)
+        if rs and rd and rs != rd and _buffer_for(plan, e.src, e.dst, e.value) is None:
+            out.add(f"{e.dst} in {rd} reads {e.value} from {e.src} in {rs}, but no buffer "
+                    "carries it between the roles")
+    return len(out.items) == n0
+
+
+def _mma_dtype(task) -> str | None:
+    from ..sema import typed as T
+    for s in task.stmts:
+        v = s.value
+        mm = v if isinstance(v, T.MatMul) else (v.args[1] if isinstance(v, T.Elementwise)
+                                                 and len(v.args) > 1 else None)
+        if isinstance(mm, T.MatMul):
+            return mm.lhs.type.dtype
+    return None
+
+
+def _buffer_for(plan: Plan, src: str, dst: str, value: str):
+    for b in plan.buffers:
+        if b.producer == src and dst in b.consumers and (not b.value or b.value == value):
+            return b
+    return None
