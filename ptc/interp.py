@@ -203,14 +203,20 @@ class Machine:
             return e
         return self.tiles[e] if e in self.tiles else self.dims[e]
 
-    # statements
-    def grid(self, grid: T.Grid) -> None:
+    def grid_points(self, grid: T.Grid):
+        """Walk the grid in row-major order: for each tile, bind its indices and start
+        with no local values, then yield."""
         ranges = [range(_tiles(self.dims[a.dim], self.extent(a.size)) if a.size is not None
                         else self.dims[a.dim]) for a in grid.axes]
         for point in itertools.product(*ranges):
             self.env = {}
             for a, idx in zip(grid.axes, point):
                 self.scalars[a.var] = np.int32(idx)
+            yield point
+
+    # statements
+    def grid(self, grid: T.Grid) -> None:
+        for _ in self.grid_points(grid):
             self.block(grid.body)
 
     def block(self, stmts) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from ..sched.plan import LoopBlock, Step
 from ..sema import typed as T
-from ..stask.graph import STaskGraph
 from .cexpr import CTYPES
 
 # an accumulator stays in registers over a loop when its fragments take at most this many
@@ -19,7 +18,7 @@ class MmaMixin:
     def _register_accumulators(self, block: LoopBlock) -> list:
         """mma steps of this loop that accumulate into a value nothing else in the loop
         touches: their accumulator stays in mma fragments for the whole loop."""
-        inside = {t.name for t in self.g.tasks if block.var in _loop_path(self.g, t.region)}
+        inside = {t.name for t in self.g.tasks if block.var in self.g.region_path(t.region)}
         held = []
         for step in block.body:
             if not isinstance(step, Step) or step.offset or step.task not in self.tasks:
@@ -86,12 +85,3 @@ class MmaMixin:
         self.emit(f"ptc::{helper[0]}<{ctype}, {dims}, {flags}, {helper[1]}>({out.name}, "
                   f"{out.ld}, {add_ptr}, {add_ld}, {operands});")
         self.sync()
-
-
-def _loop_path(g: STaskGraph, region: str) -> list[str]:
-    parents = {r.name: r.parent for r in g.regions()}
-    path = []
-    while region:
-        path.append(region)
-        region = parents[region]
-    return path

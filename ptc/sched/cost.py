@@ -223,15 +223,8 @@ def occupancy(plan: Plan, device: Device) -> int:
 
 def executions(graph: STaskGraph, trips: Mapping[str, float]) -> dict[str, float]:
     """How many times each task runs per tile."""
-    parents = {r.name: r.parent for r in graph.regions()}
-    out = {}
-    for t in graph.tasks:
-        n, region = 1.0, t.region
-        while region:
-            n *= trips[region]
-            region = parents[region]
-        out[t.name] = n
-    return out
+    return {t.name: math.prod((trips[r] for r in graph.region_path(t.region)), start=1.0)
+            for t in graph.tasks}
 
 
 def estimate(plan: Plan, graph: STaskGraph, device: Device, dims: Mapping[str, int],

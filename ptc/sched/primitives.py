@@ -202,33 +202,13 @@ def _bytes(dtype: str) -> int:
     return DTYPE_BYTES[dtype]
 
 
-def _path(g: STaskGraph, task: str) -> list[str]:
-    """Loop names from the grid down to the task's region."""
-    parents = {r.name: r.parent for r in g.regions()}
-    region = g.task(task).region
-    path = []
-    while region:
-        path.append(region)
-        region = parents[region]
-    return list(reversed(path))
-
-
 def _item_at_level(g: STaskGraph, task: str, region: str) -> str:
     """The item of `region` that holds `task`: the task itself, or the loop around it."""
-    path = _path(g, task)
-    level = _path_of_region(g, region)
+    path = g.region_path(g.task(task).region)
+    level = g.region_path(region)
     if len(path) == len(level):
         return task
     return "loop:" + path[len(level)]
-
-
-def _path_of_region(g: STaskGraph, region: str) -> list[str]:
-    parents = {r.name: r.parent for r in g.regions()}
-    out = []
-    while region:
-        out.append(region)
-        region = parents[region]
-    return list(reversed(out))
 
 
 def _nest(g: STaskGraph, role: str, steps: list[Step], sync_before, sync_after) -> list:
@@ -236,7 +216,7 @@ def _nest(g: STaskGraph, role: str, steps: list[Step], sync_before, sync_after) 
     root: list = []
     stack: list[tuple[str, list]] = [("", root)]
     for step in steps:
-        path = _path(g, step.task)
+        path = g.region_path(g.task(step.task).region)
         # close loops not on this step's path
         while len(stack) - 1 > len(path) or any(
                 stack[i + 1][0] != path[i] for i in range(len(stack) - 1)):

@@ -30,7 +30,6 @@ bitwise equal to `ptc.interp.run_kernel`'s.
 from __future__ import annotations
 
 import heapq
-import itertools
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -128,13 +127,7 @@ class _GridRun:
         self.var_types = {t.name: _var_types(t.stmts) for t in graph.tasks}
 
     def run(self) -> None:
-        m, grid = self.m, self.graph.grid
-        ranges = [range(_tiles(m.dims[a.dim], m.extent(a.size)) if a.size is not None
-                        else m.dims[a.dim]) for a in grid.axes]
-        for point in itertools.product(*ranges):
-            m.env = {}
-            for a, idx in zip(grid.axes, point):
-                m.scalars[a.var] = np.int32(idx)
+        for _ in self.m.grid_points(self.graph.grid):
             self.tile()
 
     # trip counts of this tile's loops, for every iteration of the loops around them

@@ -90,6 +90,15 @@ class STaskGraph:
     def loop_regions(self) -> list[Region]:
         return [r for r in self.regions() if r.loop is not None]
 
+    def region_path(self, region: str) -> tuple[str, ...]:
+        """The loops from the grid down to `region`, outermost first (() for the grid)."""
+        parents = {r.name: r.parent for r in self.regions()}
+        path = []
+        while region:
+            path.append(region)
+            region = parents[region]
+        return tuple(reversed(path))
+
     def innermost_loops(self) -> list[Region]:
         return [r for r in self.loop_regions()
                 if not any(isinstance(i, Region) for i in r.items)]
