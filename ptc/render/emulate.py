@@ -147,15 +147,32 @@ class EmulatedKernel:
         outputs = {p.name: np.zeros(shape_of(p), NUMPY_DTYPES[p.dtype]) for p in kernel.outputs}
         arrays += list(outputs.values())
 
+        self.launch(arrays, scalar_values, [int(dims[d.name]) for d in kernel.dims],
+                    what=kernel.name, order=order, eager_cp_async=eager_cp_async,
+                    break_layout=break_layout, seed=seed, fill=fill)
+        return outputs
+
+    def launch(self, tensors: Sequence[np.ndarray], scalars: Sequence[float] = (),
+               dims: Sequence[int] = (), *, what: str | None = None, order: str = "forward",
+               eager_cp_async: bool = False, break_layout: bool = False, seed: int = 1,
+               fill: int = 0xFF) -> None:
+        """The kernel ABI itself: `ptc_launch(tensors, scalars, dims)` on contiguous arrays
+        (inputs then outputs, written in place), scalar values and dim sizes in the order
+        the kernel's `ptc_launch` reads them. For hand-written kernels; `__call__` builds
+        these from a typed kernel's signature. Raises EmulationError if the run fails."""
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
+        for a in tensors:
+            if not (isinstance(a, np.ndarray) and a.flags.c_contiguous):
+                raise ValueError("the tensors must be C-contiguous NumPy arrays")
         lib = self.lib
         lib.ptc_emulate_config(ORDERS[order], int(eager_cp_async), int(break_layout), seed, fill)
         lib.ptc_emulate_clear_tensors()
-        for a in arrays:
+        for a in tensors:
             lib.ptc_emulate_register_tensor(a.ctypes.data, max(a.nbytes, 1))
-        ptrs = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
-        svals = (ctypes.c_double * max(len(scalar_values), 1))(*scalar_values)
-        dvals = (ctypes.c_longlong * max(len(kernel.dims), 1))(*[int(dims[d.name])
-                                                                 for d in kernel.dims])
+        ptrs = (ctypes.c_void_p * max(len(tensors), 1))(*[a.ctypes.data for a in tensors])
+        svals = (ctypes.c_double * max(len(scalars), 1))(*[float(v) for v in scalars])
+        dvals = (ctypes.c_longlong * max(len(dims), 1))(*[int(d) for d in dims])
         rc = lib.ptc_launch(ptrs, svals, dvals, None)
         lib.ptc_emulate_clear_tensors()
         if rc != 0:
@@ -163,10 +180,9 @@ class EmulatedKernel:
                 "a dim fixed at compile time has another size in this call"
                 if rc == 1 else "(no message)")
             count = lib.ptc_emulate_error_count()
-            raise EmulationError(f"the emulated kernel {kernel.name} failed (code {rc}): "
+            raise EmulationError(f"the emulated kernel {what or self.name} failed (code {rc}): "
                                  f"{message}" + (f" (and {count - 1} more errors)" if count > 1
                                                  else ""))
-        return outputs
 
 
 def run_emulated(source: str, kernel: T.TypedKernel, inputs: Mapping[str, object],

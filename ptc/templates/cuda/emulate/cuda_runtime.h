@@ -14,6 +14,7 @@
 #define __launch_bounds__(...)
 
 #include "ptc_emulate.h"
+#include "device_functions.h"
 
 typedef enum cudaError {
   cudaSuccess = 0,

@@ -43,6 +43,7 @@
 #include <math.h>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cuda_fp16.h"
@@ -81,7 +82,8 @@ struct Config {
 Config config;
 
 enum State { READY, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE };
-enum Kind { NONE = 0, LDM_X1, LDM_X2, LDM_X4, LDM_X1_T, LDM_X2_T, LDM_X4_T, MMA_F16, MMA_BF16 };
+enum Kind { NONE = 0, LDM_X1, LDM_X2, LDM_X4, LDM_X1_T, LDM_X2_T, LDM_X4_T, MMA_F16, MMA_BF16,
+            SHFL, VOTE, SYNCWARP };
 
 struct Copy {
   unsigned char* dst;
@@ -99,6 +101,7 @@ struct Fiber {
   long long commits = 0;        // cp.async groups committed
   std::vector<Copy> pending;    // cp.async copies not yet done
   long long collectives = 0;    // warp-collective ops so far: picks the scratch buffer
+  const char* waiting_at = "";  // the warp-collective instruction it waits at
 };
 
 struct WarpScratch {            // two alternating buffers, one slot per lane
@@ -106,6 +109,7 @@ struct WarpScratch {            // two alternating buffers, one slot per lane
   const void* addr[2][32];
   unsigned a[2][32][4];
   unsigned b[2][32][2];
+  unsigned long long v[2][32];  // shuffles and votes: each lane's value
 };
 
 struct Runtime {
@@ -158,8 +162,9 @@ inline void block_barrier() {
   yield();
 }
 
-inline void warp_barrier() {
+inline void warp_barrier(const char* what = "a warp-collective instruction") {
   Fiber& f = cur();
+  f.waiting_at = what;
   const int w = f.tid / 32;
   f.state = AT_WARP_BARRIER;
   if (++rt.warp_arrived[w] == 32) {
@@ -261,7 +266,7 @@ inline void ldmatrix(unsigned* r, const void* p) {
   WarpScratch& s = rt.warps[cur().tid / 32];
   const int buf = deposit(kind);
   s.addr[buf][lane] = p;
-  warp_barrier();
+  warp_barrier("ldmatrix");
   for (int i = 0; i < NUM; ++i) r[i] = 0;
   if (!same_kind(s, buf, kind, "ldmatrix")) return;
   const int g = lane / 4, t = lane % 4;
@@ -305,7 +310,7 @@ inline void mma_m16n8k16(float* d, const unsigned* a, const unsigned* b) {
   const int buf = deposit(kind);
   for (int i = 0; i < 4; ++i) s.a[buf][lane][i] = a[i];
   for (int i = 0; i < 2; ++i) s.b[buf][lane][i] = b[i];
-  warp_barrier();
+  warp_barrier("mma.sync");
   if (!same_kind(s, buf, kind, "mma.sync")) return;
   auto elem = [](unsigned reg, int half) -> float {
     const uint16_t bits = static_cast<uint16_t>(half ? reg >> 16 : reg & 0xffffu);
@@ -329,6 +334,85 @@ inline void mma_m16n8k16(float* d, const unsigned* a, const unsigned* b) {
     for (int k = 0; k < 16; ++k) acc += A(m, k) * B(k, n);
     d[i] = acc;
   }
+}
+
+// ---- shuffles, votes, __syncwarp ----------------------------------------------------------
+// shfl.sync.{idx,up,down,bfly}.b32 after the PTX ISA's pseudo-code, with CUDA's clamp values
+// (c = ((32 - width) << 8) | 0x1f, and (32 - width) << 8 for up): each lane deposits its
+// value, the warp meets, each lane reads its source lane's deposit, or keeps its own value
+// where the source falls outside its width segment. Only whole-warp masks are emulated.
+enum ShflMode { SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_BFLY };
+
+inline bool full_mask(unsigned mask, const char* what) {
+  if (mask == 0xffffffffu) return true;
+  fail("%s with mask 0x%08x: the emulator takes whole-warp masks only (0xffffffff), every "
+       "lane of the warp taking part", what, mask);
+  return false;
+}
+
+inline int shfl_source(ShflMode mode, int lane, unsigned b, int width) {
+  const int segmask = 32 - width;                  // c[12:8]
+  const int cval = mode == SHFL_UP ? 0 : 31;       // c[4:0]
+  const int bval = static_cast<int>(b & 31u);
+  const int max_lane = (lane & segmask) | (cval & ~segmask);
+  const int min_lane = lane & segmask;
+  int j = lane;
+  bool ok = false;
+  switch (mode) {
+    case SHFL_UP: j = lane - bval; ok = j >= max_lane; break;
+    case SHFL_DOWN: j = lane + bval; ok = j <= max_lane; break;
+    case SHFL_BFLY: j = lane ^ bval; ok = j <= max_lane; break;
+    case SHFL_IDX: j = min_lane | (bval & ~segmask & 31); ok = j <= max_lane; break;
+  }
+  return ok ? j : lane;
+}
+
+template <typename T>
+inline T shfl(ShflMode mode, unsigned mask, T var, unsigned b, int width, const char* what) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
+                "the emulated shuffles take values of at most 8 bytes");
+  if (rt.current < 0) { fail("%s outside a kernel", what); return var; }
+  full_mask(mask, what);
+  Fiber& f = cur();
+  const int lane = f.tid % 32;
+  WarpScratch& s = rt.warps[f.tid / 32];
+  const int buf = deposit(SHFL);
+  unsigned long long bits = 0;
+  memcpy(&bits, &var, sizeof(T));
+  s.v[buf][lane] = bits;
+  warp_barrier(what);
+  if (!same_kind(s, buf, SHFL, what)) return var;
+  if (width < 1 || width > 32 || (width & (width - 1)) != 0) {
+    fail("%s with width %d: the width must be a power of 2 from 1 to 32", what, width);
+    return var;
+  }
+  T out;
+  memcpy(&out, &s.v[buf][shfl_source(mode, lane, b, width)], sizeof(T));
+  return out;
+}
+
+// vote.sync.ballot: bit l of the result is lane l's predicate
+inline unsigned ballot(unsigned mask, bool pred, const char* what) {
+  if (rt.current < 0) { fail("%s outside a kernel", what); return 0; }
+  full_mask(mask, what);
+  Fiber& f = cur();
+  WarpScratch& s = rt.warps[f.tid / 32];
+  const int buf = deposit(VOTE);
+  s.v[buf][f.tid % 32] = pred ? 1 : 0;
+  warp_barrier(what);
+  if (!same_kind(s, buf, VOTE, what)) return 0;
+  unsigned bits = 0;
+  for (int l = 0; l < 32; ++l) bits |= (s.v[buf][l] ? 1u : 0u) << l;
+  return bits;
+}
+
+inline void syncwarp(unsigned mask) {
+  if (rt.current < 0) { fail("__syncwarp outside a kernel"); return; }
+  full_mask(mask, "__syncwarp");
+  Fiber& f = cur();
+  const int buf = deposit(SYNCWARP);
+  warp_barrier("__syncwarp");
+  same_kind(rt.warps[f.tid / 32], buf, SYNCWARP, "__syncwarp");
 }
 
 // ---- the launcher -------------------------------------------------------------------------
@@ -432,9 +516,14 @@ int launch(long long blocks, int threads, int smem_bytes, Body&& body) {
         for (const Fiber& f : rt.fibers) ++counts[f.state];
         int first = 0;
         while (rt.fibers[first].state == DONE) ++first;
+        for (int i = 0; i < threads; ++i)   // a warp collective that not every lane reaches
+          if (rt.fibers[i].state == AT_WARP_BARRIER) { first = i; break; }
+        const Fiber& g = rt.fibers[first];
         fail("deadlock: %d thread(s) at __syncthreads, %d at a warp-collective instruction, "
-             "%d finished (thread %d is %s)", counts[AT_BLOCK_BARRIER], counts[AT_WARP_BARRIER],
-             counts[DONE], first, state_name(rt.fibers[first].state));
+             "%d finished (thread %d is %s%s%s)", counts[AT_BLOCK_BARRIER],
+             counts[AT_WARP_BARRIER], counts[DONE], first, state_name(g.state),
+             g.state == AT_WARP_BARRIER ? ": " : "",
+             g.state == AT_WARP_BARRIER ? g.waiting_at : "");
         break;
       }
     }

@@ -1,0 +1,225 @@
+"""The CPU emulation runtime (ptc/templates/cuda/emulate, ptc.render.emulate) on small
+hand-written CUDA kernels: warp shuffles and votes, __syncwarp, the math intrinsics,
+cp.async of 4, 8 and 16 bytes, and the shared-memory bank-conflict counts.
+
+The kernels are strings compiled by build_emulated, each with the kernel ABI
+(`ptc_kernel_name`, `ptc_launch`), and run with EmulatedKernel.launch on NumPy arrays.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from ptc.render.emulate import EmulationError, build_emulated
+
+pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None,
+                                reason="no host C++ compiler for the emulated kernels")
+
+FULL = "0xffffffffu"
+
+
+def source(body: str, params: str = "float* x, float* y", args: str = "(float*)t[0], (float*)t[1]",
+           *, threads: int = 32, blocks: int = 1, smem: int = 0, prelude: str = "") -> str:
+    """A kernel.cu with one kernel `k(params)` whose body is `body`, launched on `blocks`
+    blocks of `threads` threads with `smem` bytes of shared memory."""
+    return f"""
+#include <cuda_runtime.h>
+{prelude}
+extern "C" __global__ void k({params}) {{
+  extern __shared__ __align__(128) unsigned char ptc_smem[];
+  const int tid = threadIdx.x, lane = tid % 32;
+  (void)lane;
+{body}
+}}
+extern "C" const char* ptc_kernel_name(void) {{ return "k"; }}
+extern "C" int ptc_launch(void* const* t, const double* s, const long long* d, void* stream) {{
+  (void)s; (void)d; (void)stream;
+  return ptc::emu::launch({blocks}, {threads}, {smem}, [&] {{ k({args}); }});
+}}
+"""
+
+
+def run(src: str, *arrays: np.ndarray, **config):
+    kernel = build_emulated(src)
+    kernel.launch(list(arrays), **config)
+    return kernel
+
+
+ORDERS = [dict(), dict(order="reverse"), dict(order="random", seed=3)]
+LANES = np.arange(32)
+
+
+# ---- shuffles -----------------------------------------------------------------------------
+@pytest.mark.parametrize("config", ORDERS)
+@pytest.mark.parametrize("ctype, dtype", [("float", np.float32), ("int", np.int32),
+                                          ("unsigned", np.uint32)])
+def test_a_xor_butterfly_sums_the_warp_on_every_lane(ctype, dtype, config):
+    src = source(f"""
+  {ctype} v = x[tid];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync({FULL}, v, offset);
+  y[tid] = v;""", f"{ctype}* x, {ctype}* y", f"({ctype}*)t[0], ({ctype}*)t[1]", threads=64)
+    x = (np.arange(64) * 3 + 1).astype(dtype)
+    y = np.zeros(64, dtype)
+    run(src, x, y, **config)
+    want = np.repeat([x[:32].sum(), x[32:].sum()], 32).astype(dtype)
+    assert np.array_equal(y, want)
+
+
+def test_a_wrong_shuffle_pattern_gives_wrong_numbers():
+    x = np.arange(32, dtype=np.float32) + 1
+    # the butterfly without its last step: lanes hold sums of pairs' halves, not the total
+    y = np.zeros(32, np.float32)
+    run(source(f"""
+  float v = x[tid];
+  for (int offset = 16; offset > 1; offset /= 2) v += __shfl_xor_sync({FULL}, v, offset);
+  y[tid] = v;"""), x, y)
+    assert not np.any(y == x.sum())
+    # a shfl.down reduction has the total on lane 0 only
+    y = np.zeros(32, np.float32)
+    run(source(f"""
+  float v = x[tid];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync({FULL}, v, offset);
+  y[tid] = v;"""), x, y)
+    assert y[0] == x.sum() and not np.any(y[1:] == x.sum())
+
+
+def test_shfl_broadcasts_a_lane_and_wraps_the_source_lane_in_its_width_segment():
+    src = source(f"""
+  const float v = x[tid];
+  y[tid] = __shfl_sync({FULL}, v, 5);
+  y[32 + tid] = __shfl_sync({FULL}, v, 3, 8);      // lane 3 of each group of 8
+  y[64 + tid] = __shfl_sync({FULL}, v, 13, 8);     // 13 mod 8 = 5
+  y[96 + tid] = __shfl_sync({FULL}, v, -1, 16);    // the last lane of each half""")
+    x = np.arange(32, dtype=np.float32) * 2 + 1
+    y = np.zeros(128, np.float32)
+    run(src, x, y)
+    assert np.array_equal(y[:32], np.full(32, x[5]))
+    assert np.array_equal(y[32:64], x[(LANES // 8) * 8 + 3])
+    assert np.array_equal(y[64:96], x[(LANES // 8) * 8 + 5])
+    assert np.array_equal(y[96:], x[(LANES // 16) * 16 + 15])
+
+
+def cuda_source_lane(mode: str, lane: int, b: int, width: int) -> int:
+    """The CUDA programming guide's shuffle semantics, lane by lane."""
+    start = lane // width * width
+    if mode == "up":
+        return lane - b if lane - start >= b else lane
+    if mode == "down":
+        return lane + b if lane - start + b < width else lane
+    if mode == "xor":   # later segments are out of reach, earlier ones are not
+        j = lane ^ b
+        return j if j < start + width else lane
+    return start + b % width
+
+
+@pytest.mark.parametrize("width", [32, 16, 8, 4, 2, 1])
+def test_shuffles_follow_cudas_width_semantics(width):
+    modes = {"up": "__shfl_up_sync", "down": "__shfl_down_sync", "xor": "__shfl_xor_sync",
+             "idx": "__shfl_sync"}
+    offsets = [0, 1, 3, 5, 16, 31]
+    lines = []
+    for m, (mode, fn) in enumerate(modes.items()):
+        for o, b in enumerate(offsets):
+            lines.append(f"  y[{(m * len(offsets) + o) * 32} + tid] = "
+                         f"{fn}({FULL}, tid * 10, {b}, {width});")
+    y = np.full(len(modes) * len(offsets) * 32, -1, np.int32)
+    run(source("\n".join(lines), "int* x, int* y", "(int*)t[0], (int*)t[1]"),
+        np.zeros(1, np.int32), y)
+    for m, mode in enumerate(modes):
+        for o, b in enumerate(offsets):
+            got = y[(m * len(offsets) + o) * 32:][:32]
+            want = [10 * cuda_source_lane(mode, lane, b, width) for lane in range(32)]
+            assert list(got) == want, (mode, b, width)
+
+
+def test_shuffles_take_any_type_of_up_to_8_bytes():
+    src = source(f"""
+  struct Pair {{ short a, b; }};
+  const Pair p{{(short)tid, (short)(100 + tid)}};
+  const Pair q = __shfl_xor_sync({FULL}, p, 1);
+  const double d = __shfl_down_sync({FULL}, (double)tid + 0.5, 2);
+  const __half h = __shfl_up_sync({FULL}, __float2half_rn((float)tid), 1);
+  y[tid] = q.a; y[32 + tid] = q.b; y[64 + tid] = (float)d; y[96 + tid] = __half2float(h);""")
+    y = np.zeros(128, np.float32)
+    run(src, np.zeros(1, np.float32), y)
+    assert np.array_equal(y[:32], LANES ^ 1)
+    assert np.array_equal(y[32:64], 100 + (LANES ^ 1))
+    assert np.array_equal(y[64:96], np.where(LANES < 30, LANES + 2, LANES) + 0.5)
+    assert np.array_equal(y[96:], np.where(LANES >= 1, LANES - 1, LANES))
+
+
+def test_a_partial_mask_is_reported():
+    x, y = np.zeros(32, np.float32), np.zeros(32, np.float32)
+    with pytest.raises(EmulationError, match=r"__shfl_xor_sync with mask 0x0000ffff"):
+        run(source("y[tid] = __shfl_xor_sync(0x0000ffffu, x[tid], 1);"), x, y)
+    with pytest.raises(EmulationError, match=r"__shfl_sync with mask 0x0000ffff"):
+        run(source("if (lane < 16) y[tid] = __shfl_sync(0x0000ffffu, x[tid], 0);"), x, y)
+
+
+def test_a_shuffle_that_part_of_the_warp_skips_is_a_deadlock():
+    x, y = np.zeros(32, np.float32), np.zeros(32, np.float32)
+    with pytest.raises(EmulationError, match=r"deadlock.*at a warp-collective instruction: "
+                                             r"__shfl_down_sync"):
+        run(source(f"if (lane < 16) y[tid] = __shfl_down_sync({FULL}, x[tid], 1);"), x, y)
+
+
+def test_a_bad_width_is_reported():
+    x, y = np.zeros(32, np.float32), np.zeros(32, np.float32)
+    with pytest.raises(EmulationError, match=r"width 12: the width must be a power of 2"):
+        run(source(f"y[tid] = __shfl_sync({FULL}, x[tid], 0, 12);"), x, y)
+
+
+def test_votes():
+    src = source(f"""
+  const unsigned b = __ballot_sync({FULL}, x[tid] > 0.0f);
+  y[tid] = (float)__popc(b);
+  y[32 + tid] = (float)__all_sync({FULL}, x[tid] > -1.0f);
+  y[64 + tid] = (float)__any_sync({FULL}, x[tid] > 100.0f);
+  y[96 + tid] = (float)((b >> lane) & 1u);""")
+    x = np.where(LANES % 3 == 0, 1.0, -0.5).astype(np.float32)
+    y = np.zeros(128, np.float32)
+    run(src, x, y)
+    assert np.all(y[:32] == np.sum(x > 0))
+    assert np.all(y[32:64] == 1) and np.all(y[64:96] == 0)
+    assert np.array_equal(y[96:], (x > 0).astype(np.float32))
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_syncwarp_orders_shared_memory_within_a_warp(sync):
+    src = source(f"""
+  float* s = reinterpret_cast<float*>(ptc_smem);
+  s[tid] = x[tid];
+  {"__syncwarp();" if sync else ""}
+  y[tid] = s[(lane + 1) % 32 + tid / 32 * 32];""", threads=64, smem=256)
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    run(src, x, y)
+    want = np.concatenate([x[:32][(LANES + 1) % 32], x[32:][(LANES + 1) % 32]])
+    assert np.array_equal(y, want) == sync
+
+
+def test_math_intrinsics():
+    src = source("""
+  const float v = x[tid];
+  y[tid] = __expf(v); y[32 + tid] = exp2f(v); y[64 + tid] = __fdividef(v, 3.0f);
+  y[96 + tid] = __saturatef(v); y[128 + tid] = rsqrtf(fabsf(v) + 1.0f);
+  y[160 + tid] = __int_as_float(__float_as_int(v)); y[192 + tid] = __logf(fabsf(v) + 1.0f);
+  y[224 + tid] = __fmaf_rn(v, 2.0f, 1.0f);""")
+    x = np.linspace(-2, 2, 32).astype(np.float32)
+    x[0] = np.nan
+    y = np.zeros(256, np.float32)
+    run(src, x, y)
+    f = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(y[:32][1:], np.exp(f)[1:], rtol=1e-6)
+        np.testing.assert_allclose(y[32:64][1:], np.exp2(f)[1:], rtol=1e-6)
+        np.testing.assert_allclose(y[64:96][1:], (f / 3)[1:], rtol=1e-6)
+        assert y[96] == 0.0     # __saturatef(NaN) is 0
+        np.testing.assert_array_equal(y[97:128], np.clip(x[1:], 0, 1))
+        np.testing.assert_allclose(y[128:160][1:], (1 / np.sqrt(np.abs(f) + 1))[1:], rtol=1e-6)
+        assert np.isnan(y[160]) and np.array_equal(y[161:192], x[1:])
+        np.testing.assert_allclose(y[192:224][1:], np.log(np.abs(f) + 1)[1:], rtol=1e-6)
+        np.testing.assert_allclose(y[224:][1:], (2 * f + 1)[1:], rtol=1e-6)
