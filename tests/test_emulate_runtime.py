@@ -223,3 +223,61 @@ def test_math_intrinsics():
         assert np.isnan(y[160]) and np.array_equal(y[161:192], x[1:])
         np.testing.assert_allclose(y[192:224][1:], np.log(np.abs(f) + 1)[1:], rtol=1e-6)
         np.testing.assert_allclose(y[224:][1:], (2 * f + 1)[1:], rtol=1e-6)
+
+
+# ---- cp.async -----------------------------------------------------------------------------
+CP_ASYNC = """
+  constexpr int N = {bytes} / 4;                 // floats per copy
+  float* s = reinterpret_cast<float*>(ptc_smem);
+  ptc::emu::cp_async<{bytes}>(s + tid * N, x + tid * N, tid % 3 != 0);
+  ptc::emu::cp_async_commit();
+  for (int i = 0; i < N; ++i) y[tid * N + i] = s[tid * N + i];            // before the wait
+  ptc::emu::cp_async_wait(0);
+  __syncthreads();
+  for (int i = 0; i < N; ++i) y[64 * N + tid * N + i] = s[(63 - tid) * N + i];  // after
+"""
+
+
+@pytest.mark.parametrize("eager", [False, True])
+@pytest.mark.parametrize("nbytes", [4, 8, 16])
+def test_cp_async_copies_4_8_or_16_bytes_and_zero_fills_invalid_sources(nbytes, eager):
+    n = nbytes // 4
+    x = np.arange(64 * n, dtype=np.float32) + 1
+    y = np.zeros(2 * 64 * n, np.float32)
+    run(source(CP_ASYNC.format(bytes=nbytes), threads=64, smem=64 * nbytes), x, y,
+        eager_cp_async=eager)
+    valid = np.repeat(np.arange(64) % 3 != 0, n)
+    want = np.where(valid, x, 0)
+    before, after = y[:64 * n], y[64 * n:]
+    assert np.array_equal(after, want.reshape(64, n)[::-1].ravel())
+    if eager:   # copied when issued
+        assert np.array_equal(before, want)
+    else:       # deferred to the wait: the shared memory still holds its fill (NaN)
+        assert np.all(np.isnan(before))
+
+
+@pytest.mark.parametrize("call, needle", [
+    ("ptc::emu::cp_async<8>(ptc_smem + 4, x, true);",
+     r"destination .* \(shared offset 4\) is not 8 bytes inside shared memory of 64 bytes, "
+     r"8-byte aligned"),
+    ("ptc::emu::cp_async<16>(ptc_smem + 16, x + 1, true);",
+     r"source .* is misaligned or not 16 bytes inside a tensor"),
+    ("ptc::emu::cp_async<4>(ptc_smem + 64, x, true);", r"not 4 bytes inside shared memory"),
+    ("ptc::emu::cp_async<16>(ptc_smem, x + 8, true);", r"not 16 bytes inside a tensor"),
+])
+def test_cp_async_checks_its_addresses(call, needle):
+    x, y = np.zeros(8, np.float32), np.zeros(1, np.float32)
+    with pytest.raises(EmulationError, match=needle):
+        run(source(f"if (tid == 0) {{ {call} }}", smem=64), x, y)
+
+
+def test_an_invalid_cp_async_source_is_not_read():
+    """src-size 0: the source address may lie anywhere."""
+    x, y = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    run(source("""
+  if (tid == 0) ptc::emu::cp_async<16>(ptc_smem, x + 1000, false);
+  ptc::emu::cp_async_commit();
+  ptc::emu::cp_async_wait(0);
+  if (tid == 0) for (int i = 0; i < 4; ++i) y[i] = reinterpret_cast<float*>(ptc_smem)[i] + 7;
+""", smem=16), x, y)
+    assert np.array_equal(y, np.full(4, 7, np.float32))

@@ -90,6 +90,7 @@ struct Copy {
   const unsigned char* src;
   bool valid;
   long long group;
+  int bytes;
 };
 
 struct Fiber {
@@ -199,27 +200,38 @@ template <typename T> inline T* global_access(T* p) {
 }
 
 // ---- cp.async ---------------------------------------------------------------------------
+// cp.async.{ca,cg}.shared.global [smem], [gmem], BYTES, src-size: BYTES of 4, 8 or 16, both
+// addresses aligned to BYTES; valid == false is src-size 0: the destination is zero-filled
+// and the source not read.
 inline void do_copy(const Copy& c) {
-  if (c.valid) memcpy(c.dst, c.src, 16);
-  else memset(c.dst, 0, 16);
+  if (c.valid) memcpy(c.dst, c.src, c.bytes);
+  else memset(c.dst, 0, c.bytes);
 }
 
-inline void cp_async_16(void* smem, const void* gmem, bool valid) {
-  if (!in_smem(smem, 16) || reinterpret_cast<uintptr_t>(smem) % 16 != 0) {
-    fail("cp.async destination %p (shared offset %lld) is not 16 bytes inside shared memory "
-         "of %d bytes, 16-byte aligned", smem,
-         (long long)(static_cast<unsigned char*>(smem) - ptc_smem), rt.smem_bytes);
+template <int BYTES>
+inline void cp_async(void* smem, const void* gmem, bool valid) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  if (rt.current < 0) { fail("cp.async outside a kernel"); return; }
+  if (!in_smem(smem, BYTES) || reinterpret_cast<uintptr_t>(smem) % BYTES != 0) {
+    fail("cp.async destination %p (shared offset %lld) is not %d bytes inside shared memory "
+         "of %d bytes, %d-byte aligned", smem,
+         (long long)(static_cast<unsigned char*>(smem) - ptc_smem), BYTES, rt.smem_bytes,
+         BYTES);
     return;
   }
-  if (valid && (reinterpret_cast<uintptr_t>(gmem) % 16 != 0 || !in_tensor(gmem, 16))) {
-    fail("cp.async source %p is misaligned or not 16 bytes inside a tensor", gmem);
+  if (valid && (reinterpret_cast<uintptr_t>(gmem) % BYTES != 0 || !in_tensor(gmem, BYTES))) {
+    fail("cp.async source %p is misaligned or not %d bytes inside a tensor", gmem, BYTES);
     return;
   }
   Fiber& f = cur();
   Copy c{static_cast<unsigned char*>(smem), static_cast<const unsigned char*>(gmem), valid,
-         f.commits};
+         f.commits, BYTES};
   if (config.eager_cp_async) do_copy(c);
   else f.pending.push_back(c);
+}
+
+inline void cp_async_16(void* smem, const void* gmem, bool valid) {
+  cp_async<16>(smem, gmem, valid);
 }
 
 inline void cp_async_commit() { ++cur().commits; }
