@@ -27,6 +27,7 @@ def source(body: str, params: str = "float* x, float* y", args: str = "(float*)t
     blocks of `threads` threads with `smem` bytes of shared memory."""
     return f"""
 #include <cuda_runtime.h>
+#include "shared_access.cuh"
 {prelude}
 extern "C" __global__ void k({params}) {{
   extern __shared__ __align__(128) unsigned char ptc_smem[];
@@ -281,3 +282,141 @@ def test_an_invalid_cp_async_source_is_not_read():
   if (tid == 0) for (int i = 0; i < 4; ++i) y[i] = reinterpret_cast<float*>(ptc_smem)[i] + 7;
 """, smem=16), x, y)
     assert np.array_equal(y, np.full(4, 7, np.float32))
+
+
+# ---- shared-memory bank conflicts -----------------------------------------------------------
+def conflicts(body: str, *, threads: int = 32, blocks: int = 1, smem: int = 8192, **config):
+    """The last_run of a kernel whose body reads and writes shared memory `s` (floats, all
+    zero) and adds what it reads to `acc`, stored to y[tid]."""
+    src = source(f"""
+  float* s = reinterpret_cast<float*>(ptc_smem);
+  for (int i = tid; i < {smem // 4}; i += {threads}) s[i] = 0.0f;
+  __syncthreads();
+  float acc = 0.0f;
+{body}
+  y[blockIdx.x * {threads} + tid] = acc;""", threads=threads, blocks=blocks, smem=smem)
+    kernel = run(src, np.zeros(64, np.float32), np.ones(threads * blocks, np.float32), **config)
+    return kernel.last_run
+
+
+def kinds(last_run) -> dict[str, int]:
+    return {k: v for k, v in last_run.bank_conflicts.items() if v}
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("acc += ptc::lds(s + lane);", 0),                                 # 32 consecutive words
+    ("acc += ptc::lds(s + 31 - lane);", 0),
+    ("acc += ptc::lds(s + lane * 32);", 31),                          # one bank, 32 words
+    ("acc += ptc::lds(s + lane * 2);", 1),                            # 2-way
+    ("acc += ptc::lds(s + (lane % 4) * 32);", 3),                     # 4 words, 8 lanes each
+    ("acc += ptc::lds(s + 7);", 0),                                    # broadcast
+    ("acc += ptc::lds(s + lane / 2);", 0),                             # pairs share a word
+    ("acc += ptc::lds(reinterpret_cast<const float2*>(s) + lane).x;", 0),     # 8 B, 2 phases
+    ("acc += ptc::lds(reinterpret_cast<const float2*>(s) + 2 * lane).x;", 2),
+    ("acc += ptc::lds(reinterpret_cast<const float4*>(s) + lane).x;", 0),     # 16 B, 4 phases
+    ("acc += ptc::lds(reinterpret_cast<const float4*>(s) + 2 * lane).x;", 4),
+    ("acc += ptc::lds(reinterpret_cast<const float4*>(s) + (lane ^ 1)).y;", 0),
+    ("acc += ptc::lds(reinterpret_cast<const __half*>(s) + lane);", 0),      # 2 B
+    ("acc += ptc::lds(reinterpret_cast<const __half*>(s) + 64 * lane);", 31),
+    ("if (lane < 16) acc += ptc::lds(s + lane * 32);", 15),            # idle lanes take no part
+    ("if (lane % 2) acc += ptc::lds(s + lane * 32);", 15),
+])
+def test_lds_bank_conflicts(body, expected):
+    last = conflicts(body)
+    assert last.bank_conflicts["lds"] == expected
+    assert last.bank_conflicts["total"] == expected
+    (site,) = last.sites
+    assert (site.kind, site.file, site.instructions, site.conflicts) == ("lds", "kernel.cu", 1,
+                                                                         expected)
+    assert site.wavefronts == expected + {4: 1, 8: 2, 16: 4}.get(
+        16 if "float4" in body else 8 if "float2" in body else 4)
+
+
+def test_sts_bank_conflicts_are_counted_apart_from_lds():
+    last = conflicts("""
+  ptc::sts(s + lane * 32, 1.0f);
+  ptc::sts(s + 1024 + lane, 2.0f);
+  __syncwarp();
+  acc += ptc::lds(s + lane * 2);""")
+    assert kinds(last) == {"sts": 31, "lds": 1, "total": 32}
+    assert [(x.kind, x.conflicts) for x in last.sites] == [("sts", 31), ("sts", 0), ("lds", 1)]
+    assert last.sites[0].line + 1 == last.sites[1].line
+
+
+def test_counts_add_up_over_warps_blocks_and_loop_iterations_and_restart_per_launch():
+    body = """
+  for (int i = 0; i < 3; ++i) acc += ptc::lds(s + lane * 32 + i);
+  ptc::sts(s + lane, acc);"""
+    for _ in range(2):
+        last = conflicts(body, threads=128, blocks=3)
+        assert kinds(last) == {"lds": 3 * 4 * 3 * 31, "total": 3 * 4 * 3 * 31}
+        assert [x.instructions for x in last.sites] == [36, 12]
+
+
+def test_lanes_that_take_a_loop_more_often_match_up_by_their_kth_execution():
+    # lanes < 16 run the loop twice, the others once: the second instruction has 16 lanes
+    last = conflicts("""
+  for (int i = 0; i < (lane < 16 ? 2 : 1); ++i) acc += ptc::lds(s + lane * 32 + i);""")
+    (site,) = last.sites
+    assert (site.instructions, site.conflicts) == (2, 31 + 15)
+
+
+@pytest.mark.parametrize("config", ORDERS)
+def test_divergent_lanes_match_up_again_after_the_warp_converges(config):
+    """Lanes 0..15 execute the site once more before a __syncwarp; after it the counts
+    restart, so the next loop's instructions have all 32 lanes again."""
+    last = conflicts("""
+  if (lane < 16) acc += ptc::lds(s + lane);
+  __syncwarp();
+  for (int i = 0; i < 2; ++i) acc += ptc::lds(s + lane * 32);""", **config)
+    assert [(x.instructions, x.conflicts) for x in last.sites] == [(1, 0), (2, 62)]
+
+
+def test_shared_accesses_are_checked():
+    with pytest.raises(EmulationError, match=r"lds of 4 bytes .* \(shared offset 8192\) is not "
+                                             r"inside shared memory of 8192 bytes"):
+        conflicts("acc += ptc::lds(s + 2048 + lane);")
+    with pytest.raises(EmulationError, match=r"sts of 8 bytes .* \(shared offset 4\) .* 8-byte "
+                                             r"aligned"):
+        conflicts("ptc::sts(reinterpret_cast<double*>(ptc_smem + 4), 1.0);")
+
+
+LDMATRIX = """
+  // a 16 x 64 f16 tile, rows of 128 bytes; lane L gives row L % 16, 16-byte chunk L / 16
+  const int row = lane % 16, offset = row * 128 + (lane / 16) * 16;
+  const int swizzled = offset ^ (((offset >> 7) & 7) << 4);
+  unsigned r[4];
+  ptc::emu::ldmatrix<{num}, false>(r, ptc_smem + ({swizzle} ? swizzled : offset));
+  acc += (float)(r[0] & 1u);"""
+
+
+@pytest.mark.parametrize("num", [1, 2, 4])
+@pytest.mark.parametrize("swizzle", [False, True])
+def test_ldmatrix_bank_conflicts(num, swizzle):
+    last = conflicts(LDMATRIX.format(num=num, swizzle=int(swizzle)), threads=64)
+    # unswizzled, the 8 rows of a matrix start in the same bank: 8 wavefronts, 7 conflicts
+    want = 0 if swizzle else 7 * num * 2      # per matrix, in each of 2 warps
+    assert kinds(last) == ({"ldmatrix": want, "total": want} if want else {})
+    (site,) = last.sites
+    assert (site.kind, site.instructions, site.wavefronts) == ("ldmatrix", 2, 2 * num + want)
+
+
+@pytest.mark.parametrize("stride, want", [(16, 0), (32, 4), (128, 28)])
+def test_cp_async_destination_bank_conflicts(stride, want):
+    """Lane L copies 16 bytes to L * stride: 8 consecutive 16-byte chunks per phase are
+    conflict-free."""
+    last = conflicts(f"""
+  ptc::emu::cp_async<16>(ptc_smem + lane * {stride}, x, false);   // zero fill: writes too
+  ptc::emu::cp_async_commit();
+  ptc::emu::cp_async_wait(0);""")
+    assert kinds(last) == ({"cp.async": want, "total": want} if want else {})
+    (site,) = last.sites
+    assert (site.kind, site.instructions, site.wavefronts) == ("cp.async", 1, 4 + want)
+
+
+@pytest.mark.parametrize("nbytes, want", [(4, 0), (8, 0), (4, 31), (8, 2 * 15)])
+def test_cp_async_4_and_8_byte_destinations(nbytes, want):
+    stride = nbytes if want == 0 else 128
+    last = conflicts(f"""
+  ptc::emu::cp_async<{nbytes}>(ptc_smem + lane * {stride}, x, lane == 0);""")
+    assert last.bank_conflicts["cp.async"] == want

@@ -8,7 +8,10 @@ register-level ldmatrix / mma.sync, deferred or eager cp.async, bounds checks).
 
     out = run_emulated(source, kernel, inputs, dims, scalars)   # {output name: array}
 
-or, to run one build several times, `build_emulated(source)` -> `EmulatedKernel`.
+or, to run one build several times, `build_emulated(source)` -> `EmulatedKernel`, whose
+`last_run` (EmulatedRun) holds the shared-memory bank conflicts of its last launch: of
+ldmatrix, of cp.async destinations and of the loads and stores made through
+shared_access.cuh (ptc::lds, ptc::sts), in total and per source site.
 """
 from __future__ import annotations
 
@@ -32,6 +35,32 @@ EMULATE_HEADERS = CUDA_TEMPLATES / "emulate"
 CXX_FLAGS = ("-std=c++20", "-O1", "-fPIC", "-shared", "-DPTC_EMULATE", "-fno-gnu-unique",
              "-Wl,-Bsymbolic", "-w")
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
+
+
+ACCESS_KINDS = ("ldmatrix", "cp.async", "lds", "sts")
+
+
+@dataclass(frozen=True)
+class AccessSite:
+    """The shared-memory accesses of one source site over one launch (ptc_emulate.h)."""
+
+    kind: str            # ldmatrix, cp.async, lds or sts
+    file: str            # the file name of the site (no folder)
+    line: int
+    column: int
+    instructions: int    # warp instructions
+    wavefronts: int
+    conflicts: int       # wavefronts beyond the fewest the instructions' lanes could take
+
+
+@dataclass(frozen=True)
+class EmulatedRun:
+    """What the emulator saw in one launch. `bank_conflicts` maps each access kind
+    (ldmatrix, cp.async, lds, sts) and "total" to its shared-memory bank conflicts; `sites`
+    has the counts per source site."""
+
+    bank_conflicts: dict[str, int]
+    sites: tuple[AccessSite, ...] = ()
 
 
 class EmulationError(Exception):
@@ -86,7 +115,10 @@ def build_emulated(source: str, *, defines: Sequence[str] = (),
                    f"-I{CUDA_TEMPLATES}", "-o", str(out)]
             res = subprocess.run(cmd, capture_output=True, text=True)
             if res.returncode != 0:
-                raise EmulationError("the host build of the kernel failed:\n"
+                first = next((line for line in res.stderr.splitlines() if "error" in line), "")
+                first = first.replace(tmp + os.sep, "").strip()
+                raise EmulationError("the host build of the kernel failed"
+                                     + (f": {first}" if first else "") + "\n"
                                      + " ".join(cmd) + "\n" + res.stderr[-6000:])
             part = lib.with_suffix(f".{os.getpid()}.tmp")
             shutil.copyfile(out, part)
@@ -109,7 +141,25 @@ class EmulatedKernel:
         lib.ptc_emulate_error.restype = ctypes.c_char_p
         lib.ptc_emulate_error_count.restype = ctypes.c_longlong
         lib.ptc_kernel_name.restype = ctypes.c_char_p
+        lib.ptc_emulate_bank_conflicts.argtypes = [ctypes.POINTER(ctypes.c_longlong)]
+        lib.ptc_emulate_access_sites.restype = ctypes.c_int
+        lib.ptc_emulate_access_site.restype = ctypes.c_char_p
+        lib.ptc_emulate_access_site.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_longlong)]
         self.lib = lib
+        self.last_run: EmulatedRun | None = None   # set by each launch
+
+    def _observed(self) -> EmulatedRun:
+        lib = self.lib
+        totals = (ctypes.c_longlong * 4)()
+        lib.ptc_emulate_bank_conflicts(totals)
+        counts = dict(zip(ACCESS_KINDS, (int(v) for v in totals)))
+        counts["total"] = sum(counts.values())
+        sites = []
+        for i in range(lib.ptc_emulate_access_sites()):
+            v = (ctypes.c_longlong * 6)()
+            file = lib.ptc_emulate_access_site(i, v).decode(errors="replace")
+            sites.append(AccessSite(ACCESS_KINDS[v[0]], os.path.basename(file), *map(int, v[1:])))
+        return EmulatedRun(counts, tuple(sites))
 
     @property
     def name(self) -> str:
@@ -175,6 +225,7 @@ class EmulatedKernel:
         dvals = (ctypes.c_longlong * max(len(dims), 1))(*[int(d) for d in dims])
         rc = lib.ptc_launch(ptrs, svals, dvals, None)
         lib.ptc_emulate_clear_tensors()
+        self.last_run = self._observed()
         if rc != 0:
             message = lib.ptc_emulate_error().decode() or (
                 "a dim fixed at compile time has another size in this call"
@@ -192,4 +243,5 @@ def run_emulated(source: str, kernel: T.TypedKernel, inputs: Mapping[str, object
     return build_emulated(source)(kernel, inputs, dims, scalars, **options)
 
 
-__all__ = ["run_emulated", "build_emulated", "EmulatedKernel", "EmulationError"]
+__all__ = ["run_emulated", "build_emulated", "AccessSite", "EmulatedKernel", "EmulatedRun",
+           "EmulationError"]

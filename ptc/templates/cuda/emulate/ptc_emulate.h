@@ -23,9 +23,18 @@
 // lane computes its own result registers from the other lanes' deposits. A wrong
 // fragment layout in the device headers therefore gives wrong numbers, as on hardware.
 //
-// cp.async: by default a copy is deferred until a cp.async.wait_group that covers its
-// group (reading a buffer before waiting sees stale bytes); eager mode copies at issue
-// time (overwriting a buffer other threads still read shows up instead).
+// Shuffles (shfl.sync), votes and __syncwarp are warp collectives the same way: each lane
+// deposits its value and reads its source lane's deposit after the warp meets; only
+// whole-warp masks are emulated (device_functions.h has the CUDA names).
+//
+// cp.async of 4, 8 or 16 bytes, zero-filling when the source is not valid: by default a
+// copy is deferred until a cp.async.wait_group that covers its group (reading a buffer
+// before waiting sees stale bytes); eager mode copies at issue time (overwriting a buffer
+// other threads still read shows up instead).
+//
+// Shared-memory bank conflicts are counted for ldmatrix, cp.async destinations and the
+// loads and stores of shared_access.cuh (ptc::lds, ptc::sts), per kind and per source
+// site, and reported per launch (ptc_emulate_bank_conflicts; see "bank conflicts").
 #pragma once
 #include <ucontext.h>
 #include <sys/mman.h>
@@ -39,11 +48,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <math.h>
 #include <random>
+#include <source_location>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "cuda_fp16.h"
@@ -113,6 +125,53 @@ struct WarpScratch {            // two alternating buffers, one slot per lane
   unsigned long long v[2][32];  // shuffles and votes: each lane's value
 };
 
+// Shared-memory bank conflicts (see "bank conflicts" below): the accesses of one source
+// site by the lanes of one warp, the k-th by each lane forming one warp instruction.
+enum Access { ACC_LDMATRIX = 0, ACC_CP_ASYNC, ACC_LDS, ACC_STS, ACC_KINDS };
+
+struct SiteKey {
+  const char* file;
+  unsigned line, column;
+  int kind, bytes;
+  bool operator==(const SiteKey&) const = default;
+};
+struct SiteKeyHash {
+  size_t operator()(const SiteKey& k) const {
+    size_t h = std::hash<const void*>()(k.file);
+    for (size_t v : {size_t(k.line), size_t(k.column), size_t(k.kind), size_t(k.bytes)})
+      h = h * 1000003u ^ v;
+    return h;
+  }
+};
+
+struct SiteStats {              // one source site over the whole launch
+  int kind;
+  std::string file;
+  unsigned line, column;
+  long long instructions = 0, wavefronts = 0, conflicts = 0;
+};
+
+struct Instruction {            // one warp instruction: the lanes that executed it so far
+  unsigned mask = 0;
+  bool done = false;
+  uint32_t offset[32];          // each lane's shared-memory byte offset
+};
+
+struct WarpSite {               // one site's instructions in one warp since it last converged
+  int stats = -1, kind = 0, bytes = 0;
+  long long count[32] = {};     // executions by each lane
+  long long base = 0;           // the index of pending.front()
+  std::deque<Instruction> pending;
+  bool dirty = false;
+};
+
+struct WarpAccesses {
+  std::unordered_map<SiteKey, WarpSite, SiteKeyHash> sites;
+  std::vector<WarpSite*> dirty; // the sites with pending instructions
+  SiteKey last_key{};
+  WarpSite* last = nullptr;
+};
+
 struct Runtime {
   std::vector<Fiber> fibers;
   std::vector<WarpScratch> warps;
@@ -127,6 +186,11 @@ struct Runtime {
   std::string error;
   long long errors = 0;
   std::vector<std::pair<const unsigned char*, size_t>> tensors;
+  // bank conflicts, per launch
+  std::vector<WarpAccesses> accesses;
+  std::unordered_map<SiteKey, int, SiteKeyHash> site_index;
+  std::vector<SiteStats> sites;
+  long long instructions[ACC_KINDS] = {}, wavefronts[ACC_KINDS] = {}, conflicts[ACC_KINDS] = {};
 };
 Runtime rt;
 
@@ -151,12 +215,15 @@ inline void yield() {
 }
 
 // ---- barriers ---------------------------------------------------------------------------
+inline void converge(int warp);
+
 inline void block_barrier() {
   if (rt.current < 0) { fail("__syncthreads outside a kernel"); return; }
   Fiber& f = cur();
   f.state = AT_BLOCK_BARRIER;
   if (++rt.block_arrived == rt.threads) {
     rt.block_arrived = 0;
+    for (int w = 0; w < rt.threads / 32; ++w) converge(w);
     for (Fiber& g : rt.fibers)
       if (g.state == AT_BLOCK_BARRIER) g.state = READY;
   }
@@ -170,6 +237,7 @@ inline void warp_barrier(const char* what = "a warp-collective instruction") {
   f.state = AT_WARP_BARRIER;
   if (++rt.warp_arrived[w] == 32) {
     rt.warp_arrived[w] = 0;
+    converge(w);
     for (int l = 0; l < 32; ++l)
       if (rt.fibers[w * 32 + l].state == AT_WARP_BARRIER) rt.fibers[w * 32 + l].state = READY;
   }
@@ -199,6 +267,134 @@ template <typename T> inline T* global_access(T* p) {
   return p;
 }
 
+// ---- bank conflicts ------------------------------------------------------------------------
+// Shared memory has 32 banks of 4-byte words. A warp instruction whose lanes access W bytes
+// each is served in phases of 32 lanes (W <= 4), 16 lanes (W = 8) or 8 lanes (W = 16; an
+// ldmatrix phase is the 8 row addresses of one 8x8 matrix). A phase takes as many wavefronts
+// as the most distinct words any one bank holds among its accesses (lanes reading the same
+// word share it); its conflicts are its wavefronts beyond the first. Lanes that do not
+// execute the instruction take no part.
+//
+// Which accesses form one warp instruction: the k-th execution of a source site (file, line
+// and column, by std::source_location) by each lane of the warp, counting k from the point
+// where the warp last converged (a warp collective or __syncthreads; the counts restart
+// there, so lanes that skipped a site in a divergent branch match up again). An instruction
+// is evaluated when its 32nd lane records it, or else when the warp converges or the block
+// ends, with the lanes that executed it.
+inline void account(int site, int kind, const uint32_t* offset, unsigned mask, int bytes) {
+  const int per_phase = bytes <= 4 ? 32 : bytes <= 8 ? 16 : 8;
+  long long wavefronts = 0, minimal = 0;
+  for (int p0 = 0; p0 < 32; p0 += per_phase) {
+    uint32_t words[160];
+    int n = 0;
+    for (int l = p0; l < p0 + per_phase; ++l) {
+      if (!((mask >> l) & 1u)) continue;
+      for (uint32_t w = offset[l] / 4, end = (offset[l] + bytes - 1) / 4; w <= end; ++w)
+        words[n++] = w;
+    }
+    if (n == 0) continue;
+    std::sort(words, words + n);
+    n = static_cast<int>(std::unique(words, words + n) - words);
+    int per_bank[32] = {}, most = 0;
+    for (int i = 0; i < n; ++i) most = std::max(most, ++per_bank[words[i] % 32]);
+    wavefronts += most;
+    ++minimal;
+  }
+  ++rt.instructions[kind];
+  rt.wavefronts[kind] += wavefronts;
+  rt.conflicts[kind] += wavefronts - minimal;
+  SiteStats& s = rt.sites[site];
+  ++s.instructions;
+  s.wavefronts += wavefronts;
+  s.conflicts += wavefronts - minimal;
+}
+
+inline int site_stats(const SiteKey& key) {
+  auto it = rt.site_index.find(key);
+  if (it != rt.site_index.end()) return it->second;
+  rt.sites.push_back(SiteStats{key.kind, key.file, key.line, key.column});
+  return rt.site_index[key] = static_cast<int>(rt.sites.size()) - 1;
+}
+
+// one lane's access of `bytes` bytes at `p` (inside shared memory) at a source site
+inline void record(int kind, const std::source_location& where, const void* p, int bytes) {
+  Fiber& f = cur();
+  const int lane = f.tid % 32;
+  WarpAccesses& a = rt.accesses[f.tid / 32];
+  const SiteKey key{where.file_name(), static_cast<unsigned>(where.line()),
+                    static_cast<unsigned>(where.column()), kind, bytes};
+  WarpSite* s = a.last;
+  if (s == nullptr || !(a.last_key == key)) {
+    auto it = a.sites.find(key);
+    if (it == a.sites.end()) {
+      it = a.sites.emplace(key, WarpSite{}).first;
+      it->second.stats = site_stats(key);
+      it->second.kind = kind;
+      it->second.bytes = bytes;
+    }
+    s = a.last = &it->second;
+    a.last_key = key;
+  }
+  if (!s->dirty) {
+    s->dirty = true;
+    a.dirty.push_back(s);
+  }
+  const size_t i = static_cast<size_t>(s->count[lane]++ - s->base);
+  if (i >= s->pending.size()) s->pending.resize(i + 1);
+  Instruction& in = s->pending[i];
+  in.offset[lane] = static_cast<uint32_t>(static_cast<const unsigned char*>(p) - ptc_smem);
+  in.mask |= 1u << lane;
+  if (in.mask == 0xffffffffu) {
+    account(s->stats, kind, in.offset, in.mask, bytes);
+    in.done = true;
+    while (!s->pending.empty() && s->pending.front().done) {
+      s->pending.pop_front();
+      ++s->base;
+    }
+  }
+}
+
+// the warp's lanes are all at one point: evaluate what is pending, restart the counts
+inline void converge(int warp) {
+  if (warp >= static_cast<int>(rt.accesses.size())) return;
+  WarpAccesses& a = rt.accesses[warp];
+  for (WarpSite* s : a.dirty) {
+    for (const Instruction& in : s->pending)
+      if (!in.done && in.mask) account(s->stats, s->kind, in.offset, in.mask, s->bytes);
+    s->pending.clear();
+    s->base = 0;
+    std::fill(s->count, s->count + 32, 0LL);
+    s->dirty = false;
+  }
+  a.dirty.clear();
+}
+
+// ptc::lds / ptc::sts (shared_access.cuh): a checked, counted shared-memory access
+template <typename T> inline bool shared_access(const T* p, const char* what) {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 ||
+                sizeof(T) == 16, "a shared-memory access moves 1, 2, 4, 8 or 16 bytes");
+  if (rt.current < 0) { fail("%s outside a kernel", what); return false; }
+  if (!in_smem(p, sizeof(T)) || reinterpret_cast<uintptr_t>(p) % sizeof(T) != 0) {
+    fail("%s of %zu bytes at %p (shared offset %lld) is not inside shared memory of %d bytes, "
+         "%zu-byte aligned", what, sizeof(T), (const void*)p,
+         (long long)(reinterpret_cast<const unsigned char*>(p) - ptc_smem), rt.smem_bytes,
+         sizeof(T));
+    return false;
+  }
+  return true;
+}
+template <typename T> inline T shared_load(const T* p, const std::source_location& where) {
+  if (!shared_access(p, "lds")) return T{};
+  record(ACC_LDS, where, p, sizeof(T));
+  return *p;
+}
+template <typename T>
+inline void shared_store(T* p, const T& v, const std::source_location& where) {
+  if (!shared_access(p, "sts")) return;
+  record(ACC_STS, where, p, sizeof(T));
+  *p = v;
+}
+
 // ---- cp.async ---------------------------------------------------------------------------
 // cp.async.{ca,cg}.shared.global [smem], [gmem], BYTES, src-size: BYTES of 4, 8 or 16, both
 // addresses aligned to BYTES; valid == false is src-size 0: the destination is zero-filled
@@ -209,7 +405,8 @@ inline void do_copy(const Copy& c) {
 }
 
 template <int BYTES>
-inline void cp_async(void* smem, const void* gmem, bool valid) {
+inline void cp_async(void* smem, const void* gmem, bool valid,
+                     std::source_location where = std::source_location::current()) {
   static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
   if (rt.current < 0) { fail("cp.async outside a kernel"); return; }
   if (!in_smem(smem, BYTES) || reinterpret_cast<uintptr_t>(smem) % BYTES != 0) {
@@ -223,6 +420,7 @@ inline void cp_async(void* smem, const void* gmem, bool valid) {
     fail("cp.async source %p is misaligned or not %d bytes inside a tensor", gmem, BYTES);
     return;
   }
+  record(ACC_CP_ASYNC, where, smem, BYTES);
   Fiber& f = cur();
   Copy c{static_cast<unsigned char*>(smem), static_cast<const unsigned char*>(gmem), valid,
          f.commits, BYTES};
@@ -230,8 +428,9 @@ inline void cp_async(void* smem, const void* gmem, bool valid) {
   else f.pending.push_back(c);
 }
 
-inline void cp_async_16(void* smem, const void* gmem, bool valid) {
-  cp_async<16>(smem, gmem, valid);
+inline void cp_async_16(void* smem, const void* gmem, bool valid,
+                        std::source_location where = std::source_location::current()) {
+  cp_async<16>(smem, gmem, valid, where);
 }
 
 inline void cp_async_commit() { ++cur().commits; }
@@ -270,7 +469,8 @@ inline bool same_kind(const WarpScratch& s, int buf, Kind kind, const char* what
 // (L/4, 2*(L%4)+1) of matrix i (low half first); with .trans, elements (2*(L%4), L/4) and
 // (2*(L%4)+1, L/4).
 template <int NUM, bool TRANS>
-inline void ldmatrix(unsigned* r, const void* p) {
+inline void ldmatrix(unsigned* r, const void* p,
+                     std::source_location where = std::source_location::current()) {
   static_assert(NUM == 1 || NUM == 2 || NUM == 4, "ldmatrix takes 1, 2 or 4 matrices");
   const Kind kind = static_cast<Kind>((NUM == 1 ? LDM_X1 : NUM == 2 ? LDM_X2 : LDM_X4) +
                                       (TRANS ? 3 : 0));
@@ -281,6 +481,19 @@ inline void ldmatrix(unsigned* r, const void* p) {
   warp_barrier("ldmatrix");
   for (int i = 0; i < NUM; ++i) r[i] = 0;
   if (!same_kind(s, buf, kind, "ldmatrix")) return;
+  if (lane == 0) {  // once per warp instruction: its bank conflicts, 8 rows per phase
+    uint32_t offset[32];
+    bool inside = true;
+    for (int l = 0; l < 8 * NUM; ++l) {
+      inside = inside && in_smem(s.addr[buf][l], 16);
+      offset[l] = static_cast<uint32_t>(static_cast<const unsigned char*>(s.addr[buf][l]) -
+                                        ptc_smem);
+    }
+    if (inside)
+      account(site_stats(SiteKey{where.file_name(), static_cast<unsigned>(where.line()),
+                                 static_cast<unsigned>(where.column()), ACC_LDMATRIX, 16}),
+              ACC_LDMATRIX, offset, NUM == 4 ? 0xffffffffu : (1u << (8 * NUM)) - 1, 16);
+  }
   const int g = lane / 4, t = lane % 4;
   auto row = [&](int matrix, int rr) -> const uint16_t* {
     const void* a = s.addr[buf][matrix * 8 + rr];
@@ -446,6 +659,10 @@ template <typename Body>
 int launch(long long blocks, int threads, int smem_bytes, Body&& body) {
   rt.error.clear();
   rt.errors = 0;
+  rt.accesses.clear();
+  rt.site_index.clear();
+  rt.sites.clear();
+  for (int k = 0; k < ACC_KINDS; ++k) rt.instructions[k] = rt.wavefronts[k] = rt.conflicts[k] = 0;
   rt.block = -1;
   rt.current = -1;
   if (threads <= 0 || threads % 32 != 0 || threads > 1024) {
@@ -462,6 +679,7 @@ int launch(long long blocks, int threads, int smem_bytes, Body&& body) {
   rt.fibers.assign(threads, Fiber{});
   rt.warps.assign(threads / 32, WarpScratch{});
   rt.warp_arrived.assign(threads / 32, 0);
+  rt.accesses.assign(threads / 32, WarpAccesses{});
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t stack_bytes = 256 * 1024;
   for (int i = 0; i < threads; ++i) {
@@ -539,6 +757,7 @@ int launch(long long blocks, int threads, int smem_bytes, Body&& body) {
         break;
       }
     }
+    for (int w = 0; w < threads / 32; ++w) converge(w);  // what the block's end left pending
     for (int i = 0; i < PTC_EMU_CANARY_BYTES; ++i) {
       if (ptc_smem[smem_bytes + i] != 0xA5) {
         fail("shared memory written past its %d bytes (at byte %d)", smem_bytes, smem_bytes + i);
@@ -549,6 +768,7 @@ int launch(long long blocks, int threads, int smem_bytes, Body&& body) {
   for (Fiber& f : rt.fibers)
     if (f.stack) munmap(f.stack, f.stack_bytes);
   rt.fibers.clear();
+  rt.accesses.clear();
   rt.body = nullptr;
   rt.block = -1;
   return rt.error.empty() ? 0 : 700;  // cudaErrorIllegalAddress
@@ -572,4 +792,17 @@ void ptc_emulate_register_tensor(const void* p, size_t bytes) {
 }
 const char* ptc_emulate_error(void) { return ptc::emu::rt.error.c_str(); }
 long long ptc_emulate_error_count(void) { return ptc::emu::rt.errors; }
+// the last launch's shared-memory bank conflicts: ldmatrix, cp.async, lds, sts
+void ptc_emulate_bank_conflicts(long long out[4]) {
+  for (int k = 0; k < ptc::emu::ACC_KINDS; ++k) out[k] = ptc::emu::rt.conflicts[k];
+}
+// and per source site: out = {kind, line, column, instructions, wavefronts, conflicts}
+int ptc_emulate_access_sites(void) { return static_cast<int>(ptc::emu::rt.sites.size()); }
+const char* ptc_emulate_access_site(int i, long long out[6]) {
+  const ptc::emu::SiteStats& s = ptc::emu::rt.sites.at(static_cast<size_t>(i));
+  const long long values[6] = {s.kind, s.line, s.column, s.instructions, s.wavefronts,
+                               s.conflicts};
+  for (int k = 0; k < 6; ++k) out[k] = values[k];
+  return s.file.c_str();
+}
 }
