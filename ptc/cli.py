@@ -264,7 +264,9 @@ def check(files, shapes, as_json):
 @cli.command(epilog="""\b
 Examples:
   ptc run samples/gemm.pt --shape M=200,N=136,K=72 --tile BM=64,BN=64,BK=32
-  ptc run samples/gemm.pt --shape M=256,N=256,K=64 --inputs in.npz --output out.npz""")
+  ptc run samples/gemm.pt --shape M=256,N=256,K=64 --inputs in.npz --output out.npz
+  ptc run samples/gemm.pt --shape M=200,N=136,K=72 --target sm80 --emulate
+  ptc run samples/gemm.pt --shape M=64,N=64,K=64 -t sm80 --emulate --order random --eager""")
 @click.argument("file")
 @click.option("--kernel", "kernel_name", metavar="NAME",
               help="The kernel to run (needed when FILE holds several).")
@@ -277,15 +279,37 @@ Examples:
               help="Save the outputs by name (bf16 as exact float32) instead of "
                    "printing a summary.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed for the random inputs.")
-def run(file, kernel_name, shapes, tiles, inputs_path, output_path, seed):
-    """Run a kernel of FILE on the reference interpreter (NumPy, no GPU).
+              help="Seed for the random inputs (and for --order random).")
+@click.option("--emulate", is_flag=True,
+              help="Run the CUDA kernel that ptc renders for --target (the kernel.cu of "
+                   "`ptc compile -o`) on the CPU, in the emulator (needs g++, no GPU), "
+                   "instead of the reference interpreter; prints its shared-memory bank "
+                   "conflicts to stderr. It checks nothing by itself: compare its outputs "
+                   "with a plain `ptc run`.")
+@click.option("--target", "-t", metavar="TARGET",
+              help="With --emulate: the CUDA target to render for (sm80, sm90) or a device "
+                   "description YAML file.")
+@click.option("--order", type=click.Choice(["forward", "reverse", "random"]),
+              help="With --emulate: the order in which the emulator runs warps and lanes "
+                   "between barriers (default forward; random draws from --seed).")
+@click.option("--eager", is_flag=True,
+              help="With --emulate: cp.async copies land when issued, not at the "
+                   "cp.async.wait that covers them.")
+def run(file, kernel_name, shapes, tiles, inputs_path, output_path, seed, emulate, target,
+        order, eager):
+    """Run a kernel of FILE on the reference interpreter (NumPy, no GPU), or with
+    --emulate its rendered CUDA kernel on the CPU emulator.
 
     Prints each output's dtype, shape, min, max and mean and the time taken, or saves
     the outputs with --output.
     """
-    import numpy as np
-
+    if not emulate:
+        given = [name for name, value in (("--target", target), ("--order", order),
+                                          ("--eager", eager)) if value]
+        if given:
+            raise click.UsageError(f"{given[0]} applies with --emulate")
+    elif target is None:
+        raise click.UsageError("--emulate needs --target (e.g. --target sm80)")
     program, text = checked(file, shapes)
     try:
         kernel = driver.select_kernel(program, kernel_name)
@@ -295,6 +319,13 @@ def run(file, kernel_name, shapes, tiles, inputs_path, output_path, seed):
     inputs = load_inputs(inputs_path, kernel, shapes) if inputs_path else {}
     if output_path and not Path(output_path).resolve().parent.is_dir():
         raise fail(f"cannot write {output_path}: no such directory")
+    if emulate:
+        from .cli_build import run_emulated
+
+        outputs, elapsed, label = run_emulated(file, kernel, text, inputs, shapes, tiles, seed,
+                                               target, order or "forward", eager)
+        _write_outputs(kernel, outputs, output_path, elapsed, label)
+        return
     start = time.perf_counter()
     try:
         outputs = driver.interpret(file, inputs, kernel=kernel.name, shapes=shapes,
@@ -312,12 +343,20 @@ def run(file, kernel_name, shapes, tiles, inputs_path, output_path, seed):
         raise fail(f"the tensors of {kernel.name} are too large for NumPy ({exc})",
                    hint="use smaller --shape sizes") from None
     elapsed = time.perf_counter() - start
+    _write_outputs(kernel, outputs, output_path, elapsed)
+
+
+def _write_outputs(kernel: TypedKernel, outputs: Mapping, output_path: str | None,
+                   elapsed: float, label: str = "reference interpreter") -> None:
+    """What `ptc run` shows: the outputs saved to --output, or their summary table."""
+    import numpy as np
+
     if output_path:
         save_atomic(output_path, {name: _savable(np.asarray(a)) for name, a in outputs.items()})
         click.echo(f"{kernel.name}: wrote {', '.join(outputs)} to {output_path} "
                    f"in {elapsed:.3f} s")
     else:
-        _print_table(kernel, outputs, elapsed)
+        _print_table(kernel, outputs, elapsed, label)
 
 
 # ---- run: inputs and outputs ---------------------------------------------------------
@@ -424,7 +463,8 @@ def write_atomic(path: str, write) -> None:
             os.unlink(tmp)
 
 
-def _print_table(kernel: TypedKernel, outputs: Mapping, elapsed: float) -> None:
+def _print_table(kernel: TypedKernel, outputs: Mapping, elapsed: float,
+                 label: str = "reference interpreter") -> None:
     import numpy as np
     from rich.console import Console
     from rich.table import Table
@@ -443,7 +483,7 @@ def _print_table(kernel: TypedKernel, outputs: Mapping, elapsed: float) -> None:
         table.add_row(name, dtypes.get(name, str(array.dtype)), shape, *stats)
     console = Console(file=sys.stdout, highlight=False, soft_wrap=False)
     console.print(table)
-    console.print(f"time: {elapsed:.3f} s (reference interpreter)", highlight=False)
+    console.print(f"time: {elapsed:.3f} s ({label})", highlight=False)
 
 
 from . import cli_schedule  # noqa: E402,F401  (registers compile, devices, explain)

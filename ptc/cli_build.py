@@ -246,3 +246,61 @@ def _ms(ms: float | None) -> str:
     if ms is None:
         return "-"
     return f"{ms * 1e3:.1f} us" if ms < 1 else f"{ms:.3f} ms"
+
+
+# ---- ptc run --emulate ---------------------------------------------------------------------
+def run_emulated(file, kernel, text, inputs, shapes, tiles, seed, target, order, eager):
+    """`ptc run --emulate`: render the kernel for `target` as `ptc compile -o` does, run that
+    kernel.cu on the CPU emulator (ptc.render.emulate) on the inputs the interpreter would
+    take, and print its shared-memory bank conflicts to stderr. Returns (outputs by name,
+    seconds the emulated run took, the label of the timing line)."""
+    import time
+
+    from . import driver
+    from .devices import get_device
+    from .diagnostics import CompileError
+    from .interp import prepare as bind_call
+    from .render import RENDERERS
+    from .render.emulate import EmulationError, build_emulated, compiler
+    from .sema.typed import TensorParam
+
+    device = _user_errors(lambda: get_device(target))
+    if device.backend not in RENDERERS:
+        raise fail(f"ptc has no renderer for {device.backend} targets such as {device.name} "
+                   "yet, so there is no kernel to emulate (--emulate runs the CUDA kernels "
+                   "of sm80 and sm90)")
+    if device.backend != "cuda":
+        raise fail(f"the emulator runs CUDA kernels, and {device.name} is a {device.backend} "
+                   "target (emulate the kernel of sm80 or sm90)")
+    try:
+        compiler()
+    except EmulationError as exc:
+        raise fail(str(exc)) from None
+    # the dims the interpreter would run with: --shape, then the input arrays' shapes
+    module = _user_errors(lambda: driver.parse_file(file), file, text)
+    sizes = {**driver.dims_from_inputs(module, kernel.name, inputs), **shapes}
+    prepared = _prepare(file, target, None, kernel.name, sizes, tiles, None, None)
+    typed = prepared.kernel
+    try:
+        call = bind_call(typed, inputs, shapes=sizes, tiles=tiles, seed=seed)
+    except CompileError as exc:
+        from .cli import report
+
+        report(exc, file, text)
+        raise Reported() from None
+    args = {p.name: call.arrays[p.name] if isinstance(p, TensorParam) else call.scalars[p.name]
+            for p in typed.inputs}
+    name = prepared.device.name
+    try:
+        emulated = build_emulated(prepared.source)
+        start = time.perf_counter()
+        outputs = emulated(typed, args, call.dims, order=order, eager_cp_async=eager,
+                           seed=seed)
+        elapsed = time.perf_counter() - start
+    except EmulationError as exc:
+        raise fail(str(exc).splitlines()[0].rstrip(":")) from None
+    counts = emulated.last_run.bank_conflicts
+    click.echo(f"emulated {name}: {counts['total']} shared-memory bank conflicts ("
+               + ", ".join(f"{kind} {counts[kind]}" for kind in ("ldmatrix", "cp.async", "lds",
+                                                                 "sts")) + ")", err=True)
+    return outputs, elapsed, f"emulated on the CPU for {name}"

@@ -1,6 +1,7 @@
 """The CPU emulation runtime (ptc/templates/cuda/emulate, ptc.render.emulate) on small
 hand-written CUDA kernels: warp shuffles and votes, __syncwarp, the math intrinsics,
-cp.async of 4, 8 and 16 bytes, and the shared-memory bank-conflict counts.
+cp.async of 4, 8 and 16 bytes, and the shared-memory bank-conflict counts; and
+`ptc run --emulate` against the reference interpreter.
 
 The kernels are strings compiled by build_emulated, each with the kernel ABI
 (`ptc_kernel_name`, `ptc_launch`), and run with EmulatedKernel.launch on NumPy arrays.
@@ -8,12 +9,15 @@ The kernels are strings compiled by build_emulated, each with the kernel ABI
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 import numpy as np
 import pytest
 
+import formulas as F
 from ptc.render.emulate import EmulationError, build_emulated
+from test_cli import GEMM, GEMM_SHAPE, ptc
 
 pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None,
                                 reason="no host C++ compiler for the emulated kernels")
@@ -420,3 +424,90 @@ def test_cp_async_4_and_8_byte_destinations(nbytes, want):
     last = conflicts(f"""
   ptc::emu::cp_async<{nbytes}>(ptc_smem + lane * {stride}, x, lane == 0);""")
     assert last.bank_conflicts["cp.async"] == want
+
+
+# ---- ptc run --emulate --------------------------------------------------------------------
+BANK_LINE = re.compile(r"emulated (\w+): (\d+) shared-memory bank conflicts \(ldmatrix (\d+), "
+                       r"cp\.async (\d+), lds (\d+), sts (\d+)\)")
+
+
+def bank_line(stderr: str, target: str = "sm80") -> list[int]:
+    (line,) = [x for x in stderr.splitlines() if x.startswith("emulated ")]
+    m = BANK_LINE.fullmatch(line)
+    assert m and m.group(1) == target, line
+    total, *per_kind = map(int, m.groups()[1:])
+    assert total == sum(per_kind)
+    return per_kind
+
+
+def saved(path) -> dict:
+    with np.load(path) as z:
+        return {name: z[name] for name in z.files}
+
+
+@pytest.mark.parametrize("seed, extra", [(0, []), (3, ["--order", "random", "--eager"])])
+def test_ptc_run_emulate_matches_the_interpreter(tmp_path, seed, extra):
+    args = ["run", GEMM, *GEMM_SHAPE, "--seed", seed]
+    ptc(*args, "-o", tmp_path / "ref.npz")
+    result = ptc(*args, "--target", "sm80", "--emulate", *extra, "-o", tmp_path / "emu.npz")
+    assert f"gemm: wrote C to {tmp_path / 'emu.npz'} in " in result.stdout
+    bank_line(result.stderr)
+    ref, got = saved(tmp_path / "ref.npz"), saved(tmp_path / "emu.npz")
+    assert list(got) == ["C"] and got["C"].dtype == np.float16 and got["C"].shape == (200, 136)
+    assert F.rel_l2(got["C"], ref["C"]) <= 1e-2
+
+
+def test_ptc_run_emulate_takes_inputs_and_their_shapes_and_prints_the_table(tmp_path):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((70, 40)).astype(np.float16)
+    b = rng.standard_normal((40, 50)).astype(np.float16)
+    np.savez(tmp_path / "in.npz", A=a, B=b)
+    result = ptc("run", GEMM, "--inputs", tmp_path / "in.npz", "-t", "sm90", "--emulate")
+    assert re.search(r"time: [0-9.]+ s \(emulated on the CPU for sm90\)", result.stdout)
+    assert "[70, 50]" in result.stdout
+    bank_line(result.stderr, "sm90")
+    ptc("run", GEMM, "--inputs", tmp_path / "in.npz", "-t", "sm80", "--emulate",
+        "-o", tmp_path / "out.npz")
+    c = saved(tmp_path / "out.npz")["C"].astype(np.float32)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c, ref, rtol=2e-2, atol=2e-2)
+
+
+def one_error(result) -> str:
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ptc: error: "), result.stderr
+    return lines[0]
+
+
+def test_ptc_run_emulate_errors_are_one_line(monkeypatch):
+    import ptc.render.emulate as E
+
+    args = ["run", GEMM, "--shape", "M=64,N=64,K=64", "--emulate"]
+    line = one_error(ptc(*args, "-t", "gfx90a", expect=1))
+    assert "no renderer for hip targets such as gfx90a" in line
+    line = one_error(ptc(*args, "-t", "sm80", expect=1, env={"CXX": "/no/such/g++"}))
+    assert "the host C++ compiler CXX=/no/such/g++ is not found" in line
+    # a failed host build, and a failed emulation (less shared memory than the kernel takes)
+    monkeypatch.setattr(E, "CXX_FLAGS", E.CXX_FLAGS + ("-include", "/no/such/header.h"))
+    line = one_error(ptc(*args, "-t", "sm80", expect=1))
+    assert "the host build of the kernel failed: " in line and "header.h" in line
+    monkeypatch.setattr(E, "CXX_FLAGS", E.CXX_FLAGS[:-2] + ("-DPTC_EMU_SMEM_CAPACITY=1024",))
+    line = one_error(ptc(*args, "-t", "sm80", expect=1))
+    assert re.search(r"the emulated kernel gemm failed \(code 1\): \d+ bytes of shared "
+                     r"memory, over the emulator's 1024", line)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["-t", "sm80"], "--target applies with --emulate"),
+    (["--order", "reverse"], "--order applies with --emulate"),
+    (["--eager"], "--eager applies with --emulate"),
+    (["--emulate"], "--emulate needs --target"),
+])
+def test_ptc_run_emulate_usage(args, needle):
+    assert needle in ptc("run", GEMM, *args, expect=2).stderr
+
+
+def test_ptc_run_help_documents_emulate():
+    out = " ".join(ptc("run", "--help").stdout.split())
+    for option in ("--emulate", "--target", "--order [forward|reverse|random]", "--eager"):
+        assert option in out

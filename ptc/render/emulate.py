@@ -69,7 +69,15 @@ class EmulationError(Exception):
 
 
 def compiler() -> str:
-    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    """The host C++ compiler: $CXX, else g++, else c++."""
+    chosen = os.environ.get("CXX")
+    if chosen:
+        cxx = shutil.which(chosen)
+        if not cxx:
+            raise EmulationError(f"the host C++ compiler CXX={chosen} is not found, so the "
+                                 "emulated kernel cannot be built")
+        return cxx
+    cxx = shutil.which("g++") or shutil.which("c++")
     if not cxx:
         raise EmulationError("no host C++ compiler (g++) to build the emulated kernel")
     return cxx

@@ -202,8 +202,11 @@ inline void fail(const char* fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  char where[96];
-  snprintf(where, sizeof where, "block %lld thread %d: ", rt.block, rt.current);
+  char where[96] = "";
+  if (rt.block >= 0 && rt.current >= 0)
+    snprintf(where, sizeof where, "block %lld thread %d: ", rt.block, rt.current);
+  else if (rt.block >= 0)
+    snprintf(where, sizeof where, "block %lld: ", rt.block);
   rt.error = std::string(where) + msg;
 }
 
