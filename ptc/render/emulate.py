@@ -1,10 +1,12 @@
 """Run a rendered kernel.cu on the CPU, for testing its logic where there is no GPU.
 
 The same kernel.cu that nvcc compiles is compiled by the host compiler with
-`-DPTC_EMULATE`: templates/cuda/emulate/ supplies cuda_runtime.h, cuda_fp16.h and
+`-DPTC_EMULATE`: templates/cuda/emulate/ supplies cuda_runtime.h (with
+device_functions.h: shuffles, votes, __syncwarp, math intrinsics), cuda_fp16.h and
 cuda_bf16.h for the host and the runtime (ptc_emulate.h) that the device headers call in
 place of their inline PTX. See ptc_emulate.h for the execution model (threads as fibers,
-register-level ldmatrix / mma.sync, deferred or eager cp.async, bounds checks).
+register-level ldmatrix / mma.sync / shfl.sync, deferred or eager cp.async of 4, 8 or 16
+bytes, bounds checks, bank-conflict counts).
 
     out = run_emulated(source, kernel, inputs, dims, scalars)   # {output name: array}
 
@@ -12,6 +14,8 @@ or, to run one build several times, `build_emulated(source)` -> `EmulatedKernel`
 `last_run` (EmulatedRun) holds the shared-memory bank conflicts of its last launch: of
 ldmatrix, of cp.async destinations and of the loads and stores made through
 shared_access.cuh (ptc::lds, ptc::sts), in total and per source site.
+`EmulatedKernel.launch(tensors, scalars, dims)` calls the kernel ABI directly, for
+hand-written kernels.
 """
 from __future__ import annotations
 
