@@ -67,7 +67,9 @@ Examples:
               type=click.Choice(driver.STAGES + ("dot",)),
               help="The stage to print: ast (canonical .pt), typed (the typed tile program), "
                    "stask (the sTask-graph), dot (the sTask-graph for Graphviz), "
-                   "plan (the scheduled plan as JSON; needs --target).")
+                   "plan (the scheduled plan as JSON; needs --target), lowered (the "
+                   "lowered kernel: layouts, shared memory, every op, wait and barrier), "
+                   "source (the generated kernel source).")
 @target_options
 @kernel_option
 @shape_option
@@ -118,6 +120,20 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
     from .sched.plan import to_json
 
     chosen = _target(target, device_file)
+    if stage in ("lowered", "source"):
+        from .lower import print_lowered
+
+        if stage == "lowered":
+            low = _user_errors(lambda: driver.lowered(
+                kernel, chosen, shapes=shapes, tiles=tiles, schedule_file=schedule_file,
+                progress=sys.stderr.isatty()))[0]
+            click.echo(print_lowered(low), nl=False)
+        else:
+            source = _user_errors(lambda: driver.render(
+                kernel, chosen, shapes=shapes, tiles=tiles, schedule_file=schedule_file,
+                progress=sys.stderr.isatty()))[0]
+            click.echo(source, nl=False)
+        return
     if schedule_file:
         plan, _ = _user_errors(lambda: driver.pinned_plan(kernel, chosen, schedule_file))
     else:

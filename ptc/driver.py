@@ -2,9 +2,11 @@
 
     source bytes --decode/parse--> ast.Module --check--> typed.Program
         --build/propagate--> STaskGraph --schedule(device)--> Plan (verified)
+    --lower--> LoweredKernel --render--> kernel source (.cu)
     and, as the semantic oracle: typed.Program --interpret--> arrays
 
-Later issues append render / build here.
+The search ranks only plans the target's renderer builds, each as the lowering builds it
+(`buildable`): the plan `--emit plan` prints is the plan `-o DIR` builds.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from .grammar import decode_source, parse
 from .sema import check
 from .sema.typed import Program, TypedKernel
 
-STAGES = ("ast", "typed", "stask", "plan")
+STAGES = ("ast", "typed", "stask", "plan", "lowered", "source")
 
 
 def read_source(path: str | Path) -> tuple[str, str]:
@@ -123,7 +125,80 @@ def schedule(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | No
     device = get_device(target)
     dims = problem_dims(kernel, shapes)
     run = search_for_cli if progress else search
-    return run(kernel, device, dims, fixed_tiles=dict(tiles or {}))
+    return run(kernel, device, dims, fixed_tiles=dict(tiles or {}), **build_options(device))
+
+
+def build_options(device) -> dict:
+    """What the search needs to know of the target's renderer (nothing where none exists
+    yet: then every plan is ranked, for planning only)."""
+    from .render import capabilities
+
+    caps = capabilities(device)
+    if caps is None:
+        return {}
+    return dict(buildable=lambda plan, graph: built_plan(plan, graph, device),
+                persistent=caps.persistent)
+
+
+def built_plan(plan, graph, device):
+    """The plan as it gets built: refused (Unbuildable) when the renderer or the lowering
+    cannot build it, else with the lowered kernel's shared memory and registers."""
+    from .lower import LoweringError, lower
+    from .render import capabilities
+    from .sched.search import Unbuildable
+
+    caps = capabilities(device)
+    try:
+        low = lower(plan, graph, device, caps)
+    except LoweringError as exc:
+        raise Unbuildable(str(exc)) from None
+    res = device.resources
+    limit = min(res.max_registers_per_thread, res.registers // max(low.launch.threads, 1))
+    if low.launch.registers > limit:
+        raise Unbuildable(f"the lowered kernel needs ~{low.launch.registers} registers per "
+                          f"thread, over the limit of {limit}")
+    if low.launch.dynamic_smem > res.shared_memory_bytes:
+        raise Unbuildable(f"the lowered kernel needs {low.launch.dynamic_smem // 1024} KB of "
+                          f"shared memory, over the {res.shared_memory_bytes // 1024} KB a "
+                          "block may use")
+    return finalized(plan, low, device)
+
+
+def finalized(plan, low, device):
+    """`plan` with the launch and registers of its lowered kernel."""
+    from dataclasses import replace
+
+    limit = min(device.resources.max_registers_per_thread,
+                device.resources.registers // max(low.launch.threads, 1))
+    regs = min(limit, low.launch.registers + (-low.launch.registers) % 8)
+    roles = tuple(replace(r, registers=regs) for r in plan.roles)
+    return replace(plan, roles=roles,
+                   launch=replace(plan.launch, dynamic_smem=low.launch.dynamic_smem))
+
+
+def lowered(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | None = None,
+            tiles: Mapping[str, int] | None = None, schedule_file: str | Path | None = None,
+            progress: bool = False):
+    """(lowered kernel, plan, graph, device): the best plan (or the pinned one), lowered."""
+    from .devices import get_device
+    from .lower import LoweringError, lower
+    from .render import can_render, capabilities
+
+    device = get_device(target)
+    if schedule_file is not None:
+        plan, graph = pinned_plan(kernel, target, schedule_file)
+    else:
+        best = schedule(kernel, target, shapes=shapes, tiles=tiles, progress=progress).best
+        plan, graph = best.plan, best.graph
+    why = can_render(plan, device)
+    if why:
+        raise CompileError(Diagnostic(f"cannot build this plan for {device.name}: {why}"))
+    try:
+        low = lower(plan, graph, device, capabilities(device))
+    except LoweringError as exc:
+        raise CompileError(Diagnostic(f"cannot lower the plan for {device.name}: {exc}")) \
+            from None
+    return low, finalized(plan, low, device), graph, device
 
 
 def pinned_plan(kernel: TypedKernel, target: str, plan_path: str | Path):
@@ -150,35 +225,16 @@ def pinned_plan(kernel: TypedKernel, target: str, plan_path: str | Path):
 def render(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | None = None,
            tiles: Mapping[str, int] | None = None, schedule_file: str | Path | None = None,
            progress: bool = False):
-    """(source, plan, graph, device, notes): the best plan the target's renderer can
-    render, rendered. Plans ranked above it that the renderer cannot take are named in the
-    notes with the reason."""
-    from .devices import get_device
-    from .render import RenderError, can_render, render_kernel
+    """(source, plan, graph, device, notes): the best plan (or the pinned one), lowered and
+    rendered; `plan` is the plan as built."""
+    from .render import RenderError
+    from .render import render as render_source
 
-    device = get_device(target)
-    if schedule_file is not None:
-        plan, graph = pinned_plan(kernel, target, schedule_file)
-        try:
-            return render_kernel(kernel, plan, graph, device), plan, graph, device, ()
-        except RenderError as exc:
-            raise CompileError(Diagnostic(f"cannot render the pinned plan: {exc}")) from None
-    result = schedule(kernel, target, shapes=shapes, tiles=tiles, progress=progress)
-    skipped: list[str] = []
-    for rank, cand in enumerate(result.ranked, 1):
-        why = can_render(cand.plan, device)
-        if why is None:
-            try:
-                source = render_kernel(kernel, cand.plan, cand.graph, device)
-            except RenderError as exc:
-                why = str(exc)
-            else:
-                notes = tuple(skipped[:3]) + ((f"... and {len(skipped) - 3} more",)
-                                              if len(skipped) > 3 else ())
-                if skipped:
-                    notes = (f"rendered plan #{rank} of {len(result.ranked)}",) + notes
-                return source, cand.plan, cand.graph, device, notes
-        skipped.append(f"#{rank} {cand.label()}: {why}")
-    raise CompileError(Diagnostic(
-        f"none of the {len(result.ranked)} plans for {kernel.name} can be rendered for "
-        f"{device.name}", hint=skipped[0] if skipped else None))
+    low, plan, graph, device = lowered(kernel, target, shapes=shapes, tiles=tiles,
+                                       schedule_file=schedule_file, progress=progress)
+    try:
+        source = render_source(low, kernel, plan, device)
+    except RenderError as exc:
+        raise CompileError(Diagnostic(f"cannot render the plan for {device.name}: {exc}")) \
+            from None
+    return source, plan, graph, device, ()

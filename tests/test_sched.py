@@ -93,11 +93,12 @@ def test_the_model_prefers_128_wide_tiles_over_16_wide(tmp_path):
     assert dict(result.best.tiles) == {"BM": 128, "BN": 128, "BK": 32}
     small = [c for c in result.ranked if dict(c.tiles)["BM"] == 16 and dict(c.tiles)["BN"] == 16]
     assert small, "the 16x16 candidates were not ranked"
-    # why: a 16-wide tile moves 8x the bytes per FLOP, so the copy unit is the bottleneck
+    # why: a 16-wide tile moves 8x the bytes per FLOP, and no matrix instruction tiles a
+    # 16 x 16 output over 4 warps, so its mma runs on CUDA cores
     best16 = small[0].plan.estimate
     assert best16.seconds > 2 * result.best.plan.estimate.seconds
     assert best16.bytes == result.best.plan.estimate.bytes  # same unique DRAM traffic
-    assert best16.bound in ("tma", "cp_async", "dram")
+    assert best16.bound in ("tma", "cp_async", "dram", "cuda_core")
 
 
 def test_search_is_deterministic():

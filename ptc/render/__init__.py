@@ -1,9 +1,11 @@
-"""Rendering a verified plan to source code, one renderer per backend (DESIGN §4).
+"""Rendering a lowered kernel to source code, one renderer per backend (DESIGN §4).
 
-    render_kernel(kernel, plan, graph, device) -> str      # kernel.cu / kernel.hip
+    source = render(lowered, kernel, plan, device)            # kernel.cu / kernel.hip
+    source = render_kernel(kernel, plan, graph, device)       # lower, then render
 
 The backend comes from the device description (`device.backend`); adding one means a
-renderer module, its templates folder and one line in RENDERERS.
+renderer package with its `capabilities` (what plans it can build), its templates folder
+and one line in RENDERERS. Renderers only print: every decision is in the lowered kernel.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 import jinja2
 
 from ..devices import Device
+from ..lower import Capabilities, LoweredKernel, LoweringError, lower
 from ..sched.plan import Plan
 from ..sema.typed import TypedKernel
 from ..stask.graph import STaskGraph
@@ -19,9 +22,8 @@ from .cuda import CudaRenderer, RenderError
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
-# backend -> (renderer class, template folder, kernel template, source suffix)
 RENDERERS = {
-    "cuda": (CudaRenderer, "cuda", "kernel.cu.j2", ".cu"),
+    "cuda": CudaRenderer,
 }
 
 
@@ -31,35 +33,44 @@ def _environment(folder: str) -> jinja2.Environment:
                               undefined=jinja2.StrictUndefined)
 
 
+def capabilities(device: Device) -> Capabilities | None:
+    """What the device's renderer can build (None: there is no renderer for it yet)."""
+    renderer = RENDERERS.get(device.backend)
+    return renderer.capabilities if renderer is not None else None
+
+
 def can_render(plan: Plan, device: Device) -> str | None:
     """None when `device`'s renderer takes `plan`, else the reason it does not."""
-    entry = RENDERERS.get(device.backend)
-    if entry is None:
+    caps = capabilities(device)
+    if caps is None:
         return f"no renderer for the {device.backend} backend yet"
-    renderer = entry[0]
-    if plan.style not in renderer_styles(renderer):
-        return f"the {device.backend} renderer does not take {plan.style} plans yet"
-    return None
+    return caps.refuses(plan, device)
 
 
-def renderer_styles(renderer) -> tuple[str, ...]:
-    from .cuda import SUPPORTED_STYLES
-    return SUPPORTED_STYLES
+def render(low: LoweredKernel, kernel: TypedKernel, plan: Plan, device: Device) -> str:
+    renderer = RENDERERS.get(device.backend)
+    if renderer is None:
+        raise RenderError(f"no renderer for the {device.backend} backend yet")
+    context = renderer(low, kernel, plan).context()
+    return _environment(renderer.folder).get_template(renderer.template).render(c=context)
 
 
 def render_kernel(kernel: TypedKernel, plan: Plan, graph: STaskGraph, device: Device) -> str:
     why = can_render(plan, device)
     if why:
         raise RenderError(why)
-    renderer, folder, template, _ = RENDERERS[device.backend]
-    context = renderer(kernel, plan, graph, device).render()
-    return _environment(folder).get_template(template).render(c=context)
+    try:
+        low = lower(plan, graph, device, capabilities(device))
+    except LoweringError as exc:
+        raise RenderError(str(exc)) from None
+    return render(low, kernel, plan, device)
 
 
 def headers(device: Device) -> list[Path]:
     """The device headers a rendered kernel includes (copied beside it)."""
-    folder = TEMPLATES / RENDERERS[device.backend][1]
+    folder = TEMPLATES / RENDERERS[device.backend].folder
     return sorted(p for p in folder.iterdir() if p.suffix in (".cuh", ".h", ".hpp"))
 
 
-__all__ = ["render_kernel", "can_render", "headers", "RenderError", "RENDERERS"]
+__all__ = ["render", "render_kernel", "can_render", "capabilities", "headers", "RenderError",
+           "RENDERERS"]

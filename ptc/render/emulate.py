@@ -38,6 +38,8 @@ CUDA_TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "cuda"
 EMULATE_HEADERS = CUDA_TEMPLATES / "emulate"
 CXX_FLAGS = ("-std=c++20", "-O1", "-fPIC", "-shared", "-DPTC_EMULATE", "-fno-gnu-unique",
              "-Wl,-Bsymbolic", "-w")
+# how a build folder is laid out (a change invalidates the cached builds)
+BUILD_LAYOUT = "headers beside kernel.cu"
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
 
 
@@ -109,7 +111,7 @@ def build_emulated(source: str, *, defines: Sequence[str] = (),
     cxx = compiler()
     flags = list(CXX_FLAGS) + [f"-D{d}" for d in defines]
     key = hashlib.sha256()
-    for part in [cxx, " ".join(flags), source] + [f"{n}\0{t}" for n, t in
+    for part in [BUILD_LAYOUT, cxx, " ".join(flags), source] + [f"{n}\0{t}" for n, t in
                                                    sorted(_headers().items())] + \
             [f"override {n}\0{t}" for n, t in sorted(overrides.items())]:
         key.update(part.encode())
@@ -120,6 +122,10 @@ def build_emulated(source: str, *, defines: Sequence[str] = (),
         with tempfile.TemporaryDirectory(prefix="ptc-emulate-") as tmp:
             src = Path(tmp) / "kernel.cu"
             src.write_text(source)
+            # the device headers beside kernel.cu, so that an override is what every
+            # include finds (headers include each other by quoted name)
+            for header in CUDA_TEMPLATES.glob("*.cuh"):
+                (Path(tmp) / header.name).write_text(header.read_text())
             for name, text in overrides.items():
                 (Path(tmp) / name).write_text(text)
             out = Path(tmp) / "kernel.so"

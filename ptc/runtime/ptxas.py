@@ -73,6 +73,20 @@ _FIELDS = {
 }
 
 
+def kernel_name(symbol: str) -> str:
+    """A readable name for a kernel symbol: ptc's kernels are templates on ALIGNED, so
+    `_Z15ptc_gemm_kernelILb1EEv...` reads `ptc_gemm_kernel<true>`."""
+    m = re.match(r"_Z(\d+)(\w+)", symbol)
+    if not m:
+        return symbol
+    name = m.group(2)[:int(m.group(1))]
+    rest = m.group(2)[int(m.group(1)):]
+    args = re.match(r"IL(b)([01])EE", rest)
+    if args:
+        return f"{name}<{'true' if args.group(2) == '1' else 'false'}>"
+    return symbol
+
+
 def parse_ptxas(text: str) -> PtxasReport:
     entries: dict[str, KernelResources] = {}
     functions: dict[str, KernelResources] = {}
@@ -84,12 +98,12 @@ def parse_ptxas(text: str) -> PtxasReport:
         if "ptxas warning" in line or "ptxas error" in line:
             warnings.append(line)
         if m := _ENTRY.search(line):
-            current_entry = m.group(1)
+            current_entry = kernel_name(m.group(1))
             entries[current_entry] = KernelResources(current_entry, m.group(2))
             props_for = None
             continue
         if m := _PROPS.search(line):
-            props_for = m.group(1)
+            props_for = kernel_name(m.group(1))
             continue
         if m := _FRAME.search(line):
             if props_for is None:

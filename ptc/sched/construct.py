@@ -14,8 +14,9 @@ import math
 from dataclasses import dataclass
 
 from ..devices import Device, Unit
+from ..lower.atoms import mma_atom
 from ..stask.graph import STaskGraph
-from ..stask.propagate import DTYPE_BYTES
+from ..stask.propagate import DTYPE_BYTES, extent_of
 from .plan import Plan
 from .primitives import PlanBuilder
 
@@ -92,6 +93,21 @@ def _mma_dtype_ok(graph: STaskGraph, device: Device) -> None:
                 raise Unfit(f"{device.name}'s mma units do not multiply {dtype}")
 
 
+def mma_unit(graph: STaskGraph, device: Device, task, warps: int) -> Unit:
+    """Tensor cores when one of the device's matrix instructions tiles this mma over
+    `warps` warps (ptc.lower.atoms.mma_atom, which the lowering tiles it by), else CUDA
+    cores: the plan says which, and the renderer builds exactly that."""
+    from ..sema import typed as T
+    for s in task.stmts:
+        v = s.value
+        mm = v if isinstance(v, T.MatMul) else v.args[1]
+        m, k = (extent_of(graph.kernel, graph.tiles, e) for e in mm.lhs.type.shape)
+        n = extent_of(graph.kernel, graph.tiles, mm.rhs.type.shape[1])
+        if mma_atom(device, mm.lhs.type.dtype, m, n, k, warps) is not None:
+            return unit_for(device, "mma")
+    return unit_for(device, "simt")
+
+
 def _mma_input_dtype(task) -> str:
     from ..sema import typed as T
     for s in task.stmts:
@@ -149,13 +165,13 @@ def _single_role(graph, device, choice, loop) -> Plan:
         raise Unfit(f"{copy.name} is synchronous: prefetching would stall the role")
     b = PlanBuilder(graph, device)
     b.role("main", warps=choice.warps, registers=min(limit, need + (-need) % 8))
-    mma, simt = unit_for(device, "mma"), unit_for(device, "simt")
+    simt = unit_for(device, "simt")
     for t in graph.tasks:
         if t.op == "load":
             offset = stages - 1 if t.region == loop else 0
             b.Append(t.name, ("main", copy.name), offset=offset)
         elif t.kind == "mma":
-            b.Append(t.name, ("main", mma.name))
+            b.Append(t.name, ("main", mma_unit(graph, device, t, choice.warps).name))
         elif t.op in ("store", "atomic_add"):
             b.Append(t.name, ("main", copy.name))
         else:

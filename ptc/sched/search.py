@@ -44,6 +44,10 @@ class Candidate:
         return f"{tiles}; {self.choice.describe()}{launch}"
 
 
+class Unbuildable(Exception):
+    """The target's renderer cannot build this plan (the message says why)."""
+
+
 @dataclass(frozen=True)
 class Rejected:
     tiles: tuple[tuple[str, int], ...]
@@ -89,7 +93,14 @@ def tile_combinations(kernel: T.TypedKernel, fixed: Mapping[str, int]) -> list[d
 def search(kernel: T.TypedKernel, device: Device, dims: Mapping[str, int], *,
            fixed_tiles: Mapping[str, int] | None = None, grid_index: int = 0,
            verify_plans: bool = True,
-           progress: Callable[[int, int], None] | None = None) -> SearchResult:
+           progress: Callable[[int, int], None] | None = None,
+           buildable: Callable[[Plan, STaskGraph], Plan] | None = None,
+           persistent: bool = True) -> SearchResult:
+    """Rank every plan for `kernel` on `device`. `buildable` (from the driver: the target's
+    renderer and the lowering) turns a plan into the one that gets built -- its shared
+    memory and registers as the lowered kernel has them -- or raises Unbuildable, so the
+    search only ranks plans the renderer builds, with the resources they really use;
+    `persistent`: whether it builds persistent launches (else none is proposed)."""
     started = time.perf_counter()
     base = build_graph(kernel, kernel.body[grid_index])
     combos = tile_combinations(kernel, fixed_tiles or {})
@@ -117,11 +128,19 @@ def search(kernel: T.TypedKernel, device: Device, dims: Mapping[str, int], *,
                 if issues:
                     rejected.append(Rejected(tkey, choice, "unsafe: " + issues[0]))
                     continue
+            if buildable is not None:
+                try:
+                    plan = buildable(plan, graph)
+                except Unbuildable as why:
+                    rejected.append(Rejected(tkey, choice, str(why)))
+                    continue
             est, _ = estimate(plan, graph, device, dims)
             if not math.isfinite(est.seconds):
                 rejected.append(Rejected(tkey, choice, est.bound))
                 continue
-            plan = _launch(replace(plan, estimate=est), device)
+            plan = replace(plan, estimate=est)
+            if persistent:
+                plan = _launch(plan, device)
             ranked.append(Candidate(tkey, choice, plan, graph))
     ranked.sort(key=lambda c: (c.plan.estimate.seconds, c.tiles, _choice_key(c.choice)))
     if not ranked:
@@ -152,10 +171,10 @@ def _launch(plan: Plan, device: Device) -> Plan:
 
 
 def search_for_cli(kernel: T.TypedKernel, device: Device, dims: Mapping[str, int],
-                   fixed_tiles: Mapping[str, int] | None = None) -> SearchResult:
+                   fixed_tiles: Mapping[str, int] | None = None, **options) -> SearchResult:
     """`search` with a rich progress bar on a terminal when it takes more than a moment."""
     if not sys.stderr.isatty():
-        return search(kernel, device, dims, fixed_tiles=fixed_tiles)
+        return search(kernel, device, dims, fixed_tiles=fixed_tiles, **options)
     from rich.progress import Progress
 
     with Progress(transient=True) as bar:
@@ -164,4 +183,4 @@ def search_for_cli(kernel: T.TypedKernel, device: Device, dims: Mapping[str, int
         def tick(done: int, total: int) -> None:
             bar.update(job, completed=done, total=total)
 
-        return search(kernel, device, dims, fixed_tiles=fixed_tiles, progress=tick)
+        return search(kernel, device, dims, fixed_tiles=fixed_tiles, progress=tick, **options)

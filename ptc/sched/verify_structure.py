@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 
 SYNC_TASK = "sync"
 SYNC_UNIT = "barrier"
-UNIT_FITS = {"copy": ("copy",), "mma": ("mma",), "simt": ("simt", "sfu")}
+# an mma runs on tensor cores, or on CUDA cores when no matrix instruction takes its tile
+# (ptc.sched.construct.mma_unit)
+UNIT_FITS = {"copy": ("copy",), "mma": ("mma", "simt"), "simt": ("simt", "sfu")}
 
 
 def loop_paths(graph: STaskGraph) -> dict[str, tuple[str, ...]]:
@@ -152,7 +154,7 @@ def _check_structure(plan: Plan, graph: STaskGraph, device: Device, out: _Proble
             if unit.kind not in UNIT_FITS[task.kind]:
                 out.add(f"{step.task} is a {task.kind} task but runs on {unit.name}, a "
                         f"{unit.kind} unit")
-            elif task.kind == "mma":
+            elif task.kind == "mma" and unit.kind == "mma":
                 dtype = _mma_dtype(task)
                 if dtype and dtype not in unit.throughput:
                     out.add(f"{step.task} multiplies {dtype}, which {unit.name} does not")

@@ -1,57 +1,87 @@
-// ptc: global -> shared tile copies. Rows and columns of a tile map to two dims of a
-// tensor with arbitrary strides; positions outside the tensor read `pad`. The fast path
-// issues 16-byte cp.async copies (zero-filled past the edge) when columns are contiguous
-// and 16-byte aligned; otherwise every element is loaded and stored by a thread.
+// ptc: global -> shared tile copies, as the lowering planned them (ptc/lower: CopyTile).
+// A tile is ROWS x COLS elements; element (r, c) is at g[r * row_stride + c] (vector
+// copies) or g[r * row_stride + c * col_stride] (element copies), and exists when
+// r < rows_left and c < cols_left. Shared tiles are row-major, ROW_BYTES per row, 16-byte
+// chunks XOR-swizzled when SWIZZLE (ptc/lower/swizzle.py: swizzle_offset).
+// Shared addresses are 32-bit offsets from ptc::shared_base(), the start of the block's
+// dynamic shared memory.
 #pragma once
 #include "ptc_types.cuh"
 
 namespace ptc {
 
-#ifdef PTC_EMULATE  // the CPU emulation (emulate/ptc_emulate.h)
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
-  ::ptc::emu::cp_async_16(smem, gmem, valid);
-}
-__device__ __forceinline__ void cp_async_commit() { ::ptc::emu::cp_async_commit(); }
-template <int N> __device__ __forceinline__ void cp_async_wait() { ::ptc::emu::cp_async_wait(N); }
+template <int BYTES>
+__device__ __forceinline__ void cp_async(uint32_t smem, const void* gmem, bool valid) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+#ifdef PTC_EMULATE
+  ::ptc::emu::cp_async<BYTES>(ptc_smem + smem, gmem, valid);
 #else
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
-  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  int bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
+  const int src_bytes = valid ? BYTES : 0;   // 0: zero-fill (past the tensor's edge)
+  if (BYTES == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem),
+                 "r"(src_bytes));
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem), "l"(gmem),
+                 "n"(BYTES), "r"(src_bytes));
 #endif
+}
 
-// dst[r * LD + c] = src[(row0 + r) * row_stride + (col0 + c) * col_stride] for r < ROWS, c < COLS
-template <typename T, int ROWS, int COLS, int LD, int THREADS>
-__device__ __forceinline__ void global_to_shared(T* dst, const T* src, long long row0,
-                                                 long long nrows, long long row_stride,
-                                                 long long col0, long long ncols,
-                                                 long long col_stride, float pad) {
-  constexpr int VEC = 16 / sizeof(T);
-  const bool vector = COLS % VEC == 0 && LD % VEC == 0 && col_stride == 1 && pad == 0.0f &&
-                      ncols % VEC == 0 && col0 % VEC == 0 && row_stride % VEC == 0 &&
-                      (reinterpret_cast<uintptr_t>(src) % 16) == 0;
-  if (vector) {
-    constexpr int CHUNKS = ROWS * (COLS / VEC);
-    for (int i = threadIdx.x; i < CHUNKS; i += THREADS) {
-      const int r = i / (COLS / VEC), c = (i % (COLS / VEC)) * VEC;
-      const long long gr = row0 + r, gc = col0 + c;
-      const bool valid = gr >= 0 && gr < nrows && gc >= 0 && gc < ncols;
-      const T* g = valid ? src + gr * row_stride + gc : src;
-      cp_async_16(dst + r * LD + c, g, valid);
-    }
-    return;
+__device__ __forceinline__ void cp_async_commit() {
+#ifdef PTC_EMULATE
+  ::ptc::emu::cp_async_commit();
+#else
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+#ifdef PTC_EMULATE
+  ::ptc::emu::cp_async_wait(N);
+#else
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+// A shared tile's byte offset of (row, byte in row).
+template <int ROW_BYTES, bool SWIZZLE>
+__device__ __forceinline__ uint32_t tile_offset(int row, int byte) {
+  const uint32_t o = static_cast<uint32_t>(row * ROW_BYTES + byte);
+  if (!SWIZZLE) return o;
+  constexpr int LINES = ROW_BYTES > 128 ? ROW_BYTES / 128 : 1;   // 128-byte lines per row
+  return o ^ ((((o >> 7) / LINES) & 7u) << 4);
+}
+
+// Asynchronous copy, VEC elements per cp.async; the threads take chunks in turn.
+template <typename T, int ROWS, int COLS, int VEC, int THREADS, int ROW_BYTES, bool SWIZZLE>
+__device__ __forceinline__ void copy_tile_async(uint32_t smem, const T* g, int row_stride,
+                                                int rows_left, int cols_left, int tid) {
+  constexpr int PER_ROW = COLS / VEC;
+  constexpr int CHUNKS = ROWS * PER_ROW;
+  constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
+  static_assert(COLS % VEC == 0, "the tile's rows are whole vectors");
+#pragma unroll
+  for (int i = 0; i < ITERS; ++i) {
+    const int id = tid + i * THREADS;
+    if (CHUNKS % THREADS != 0 && id >= CHUNKS) break;
+    const int r = id / PER_ROW, c = (id % PER_ROW) * VEC;
+    const bool valid = r < rows_left && c < cols_left;
+    const T* src = valid ? g + (r * row_stride + c) : g;
+    cp_async<VEC * sizeof(T)>(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), src,
+                              valid);
   }
+}
+
+// Synchronous copy, one element per load: any strides, `pad` where the tile leaves the tensor.
+template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE>
+__device__ __forceinline__ void copy_tile_sync(uint32_t smem, const T* g, long long row_stride,
+                                               long long col_stride, int rows_left,
+                                               int cols_left, float pad, int tid) {
   const T fill = from_f32<T>(pad);
-  for (int i = threadIdx.x; i < ROWS * COLS; i += THREADS) {
-    const int r = i / COLS, c = i % COLS;
-    const long long gr = row0 + r, gc = col0 + c;
-    const bool valid = gr >= 0 && gr < nrows && gc >= 0 && gc < ncols;
-    dst[r * LD + c] = valid ? *PTC_GLOBAL(src + gr * row_stride + gc * col_stride) : fill;
+  for (int id = tid; id < ROWS * COLS; id += THREADS) {
+    const int r = id / COLS, c = id % COLS;
+    const bool valid = r < rows_left && c < cols_left;
+    const T v = valid ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride)) : fill;
+    st_shared(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), v);
   }
 }
 

@@ -9,13 +9,46 @@
 // Global-memory accesses of the helpers go through PTC_GLOBAL(pointer): the identity on the
 // GPU, a bounds check against the caller's tensors in the CPU emulation (emulate/).
 #ifdef PTC_EMULATE
+#include <source_location>
 #include "ptc_emulate.h"
 #define PTC_GLOBAL(p) (::ptc::emu::global_access(p))
 #else
 #define PTC_GLOBAL(p) (p)
 #endif
 
+#ifndef PTC_EMULATE
+// the block's dynamic shared memory (in the CPU emulation: ptc_emulate.h's array)
+extern __shared__ __align__(1024) unsigned char ptc_smem[];
+#endif
+
 namespace ptc {
+
+// Shared addresses are 32-bit offsets from here (0 in the emulation).
+__device__ __forceinline__ uint32_t shared_base() {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(ptc_smem));
+}
+
+// Loads and stores at shared addresses; in the emulation through shared_access.cuh's door
+// (bounds, alignment and bank conflicts, counted per calling line).
+#ifdef PTC_EMULATE
+template <typename T>
+__device__ __forceinline__ T ld_shared(uint32_t addr,
+                                       std::source_location where = std::source_location::current()) {
+  return ::ptc::emu::shared_load(reinterpret_cast<const T*>(ptc_smem + addr), where);
+}
+template <typename T>
+__device__ __forceinline__ void st_shared(uint32_t addr, T v,
+                                          std::source_location where = std::source_location::current()) {
+  ::ptc::emu::shared_store(reinterpret_cast<T*>(ptc_smem + addr), v, where);
+}
+#else
+template <typename T> __device__ __forceinline__ T ld_shared(uint32_t addr) {
+  return *reinterpret_cast<const T*>(ptc_smem + (addr - shared_base()));
+}
+template <typename T> __device__ __forceinline__ void st_shared(uint32_t addr, T v) {
+  *reinterpret_cast<T*>(ptc_smem + (addr - shared_base())) = v;
+}
+#endif
 
 __host__ __device__ inline long long tiles(long long extent, long long size) {
   return extent <= 0 ? 0 : (extent + size - 1) / size;
@@ -39,14 +72,51 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(flo
 template <> __device__ __forceinline__ int from_f32<int>(float x) { return static_cast<int>(x); }
 template <> __device__ __forceinline__ bool from_f32<bool>(float x) { return x != 0.0f; }
 
-__device__ __forceinline__ long long floordiv(long long a, long long b) {
+__host__ __device__ __forceinline__ long long floordiv(long long a, long long b) {
   long long q = a / b;
   return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-__device__ __forceinline__ long long floormod(long long a, long long b) {
+__host__ __device__ __forceinline__ long long floormod(long long a, long long b) {
   long long r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 __device__ __forceinline__ float rsqrt_(float x) { return 1.0f / sqrtf(x); }
+
+// exp on the SFU: ex2.approx of x * log2(e) (what __expf is on the GPU)
+__device__ __forceinline__ float fast_exp(float x) {
+#ifdef PTC_EMULATE
+  return exp2f(x * 1.4426950408889634f);
+#else
+  return __expf(x);
+#endif
+}
+
+// 16-bit register tiles hold two values per 32-bit register, the lower index in the low half.
+template <typename T> struct Half16;
+template <> struct Half16<__half> {
+  __device__ __forceinline__ static float lo(uint32_t r) { return __half2float(__ushort_as_half(static_cast<unsigned short>(r & 0xffffu))); }
+  __device__ __forceinline__ static float hi(uint32_t r) { return __half2float(__ushort_as_half(static_cast<unsigned short>(r >> 16))); }
+  __device__ __forceinline__ static uint32_t pack(float a, float b) {
+    return static_cast<uint32_t>(__half_as_ushort(__float2half_rn(a))) |
+           (static_cast<uint32_t>(__half_as_ushort(__float2half_rn(b))) << 16);
+  }
+  __device__ __forceinline__ static uint32_t one(float a) { return __half_as_ushort(__float2half_rn(a)); }
+};
+template <> struct Half16<__nv_bfloat16> {
+  __device__ __forceinline__ static float lo(uint32_t r) { return __uint_as_float(r << 16); }
+  __device__ __forceinline__ static float hi(uint32_t r) { return __uint_as_float(r & 0xffff0000u); }
+  __device__ __forceinline__ static uint32_t pack(float a, float b) {
+    return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(a))) |
+           (static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(b))) << 16);
+  }
+  __device__ __forceinline__ static uint32_t one(float a) { return __bfloat16_as_ushort(__float2bfloat16_rn(a)); }
+};
+template <typename T> __device__ __forceinline__ float unpack(const uint32_t* v, int i) {
+  return (i & 1) ? Half16<T>::hi(v[i >> 1]) : Half16<T>::lo(v[i >> 1]);
+}
+template <typename T> __device__ __forceinline__ void set_half(uint32_t* v, int i, float x) {
+  const uint32_t b = Half16<T>::one(x);
+  v[i >> 1] = (i & 1) ? ((v[i >> 1] & 0xffffu) | (b << 16)) : ((v[i >> 1] & 0xffff0000u) | b);
+}
 
 }  // namespace ptc

@@ -24,3 +24,5 @@ inline __nv_bfloat16 __float2bfloat16_rn(float f) {
 }
 inline __nv_bfloat16 __float2bfloat16(float f) { return __float2bfloat16_rn(f); }
 inline float __bfloat162float(__nv_bfloat16 b) { return ptc::emu::bf16_bits_to_f32(b.__x); }
+inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.__x; }
+inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) { __nv_bfloat16 b; b.__x = u; return b; }

@@ -1,0 +1,14 @@
+"""The lowering stage: plan + sTask-graph + device -> LoweredKernel (DESIGN §4).
+
+    from ptc.lower import lower, print_lowered
+    lowered = lower(plan, graph, device, capabilities)
+
+See ptc.lower.lowering for what is decided here, ptc.lower.ir for the IR, and
+docs/lowering.md for how the fragment layouts of each target map onto it.
+"""
+from .ir import LoweredKernel
+from .lowering import Capabilities, LoweringError, lower, mma_atom
+from .printer import print_lowered
+
+__all__ = ["lower", "print_lowered", "LoweredKernel", "LoweringError", "Capabilities",
+           "mma_atom"]

@@ -1,0 +1,287 @@
+"""Where each tile value lives: the tensor-core tilings and the register layouts.
+
+1. Every mma the plan puts on tensor cores gets a *tiling*: the atom, the warps over its
+   output (wm x wn) and the atoms per warp (mi x ni), and with it three layouts -- the
+   accumulator's and the two operands' (`tiling_layouts`).
+2. Every value a statement computes gets a layout (`assign_layouts`): an mma's output
+   takes the accumulator layout; a value read as an mma's addend takes that layout; a value
+   read as an mma operand takes the operand layout; the rest follow the statements that
+   relate them -- an elementwise statement computes in its target's layout and reads
+   same-shape operands in it, a reduction's result is the slice of its operand's layout,
+   a broadcast `v[:, None]` reads v in the slice of the statement's layout. What nothing
+   decides gets a blocked layout. Loaded tiles stay in shared memory and are read at the
+   coordinates of whatever layout reads them.
+3. A use whose value sits in another layout is a *conversion*: through shared memory.
+
+Different tilings give different conversions and costs; `lower` tries the tilings of
+every mma and keeps the cheapest (`ptc.lower.lowering`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..sema import typed as T
+from .atoms import Tiling, tilings  # noqa: F401 (re-exported)
+from .layout import Layout, blocked, digits, scalar
+from .program import Stmt, mma_parts
+
+
+def tiling_layouts(t: Tiling, name: str) -> tuple[Layout, Layout, Layout]:
+    """(accumulator [m, n], A operand [m, k], B operand [k, n]) of a tiling. Register order
+    within a warp: the atom's registers, then the atoms along n, then along m (A: along k,
+    then m; B: along k, then n) -- the order of ptc's mma helpers' fragment arrays."""
+    a = t.atom
+    c = Layout(f"{name}_c", (t.m, t.n),
+               a.c.regs + digits((t.ni, (0, a.n)), (t.mi, (a.m, 0))), a.c.lanes,
+               digits((t.wn, (0, a.n * t.ni)), (t.wm, (a.m * t.mi, 0))),
+               note=f"{a.name} accumulator: {t.describe()}")
+    lhs = Layout(f"{name}_a", (t.m, t.k),
+                 a.a.regs + digits((t.ks, (0, a.k)), (t.mi, (a.m, 0))), a.a.lanes,
+                 digits((t.wn, (0, 0)), (t.wm, (a.m * t.mi, 0))),
+                 note=f"{a.name} A operand")
+    rhs = Layout(f"{name}_b", (t.k, t.n),
+                 a.b.regs + digits((t.ks, (a.k, 0)), (t.ni, (0, a.n))), a.b.lanes,
+                 digits((t.wn, (0, a.n * t.ni)), (t.wm, (0, 0))),
+                 note=f"{a.name} B operand")
+    return c, lhs, rhs
+
+
+# ---- value layouts -----------------------------------------------------------------------
+@dataclass
+class Solution:
+    layouts: dict[str, Layout]          # value name -> its layout
+    shared: set[str]                    # values that stay in shared memory (loaded tiles)
+    conversions: list[tuple[int, str]]  # (statement position, value) read in another layout
+    defaults: list[str]                 # values nothing decided (blocked layouts)
+    # reductions of values that are not in registers (loaded tiles): the layout their
+    # operand is read in, by the reduction's name
+    reduce_sources: dict[str, Layout] = field(default_factory=dict)
+
+
+def _operand_var(e: T.TExpr) -> tuple[str | None, bool]:
+    """(value name, transposed) of an mma operand expression."""
+    if isinstance(e, T.Transpose):
+        name, t = _operand_var(e.arg)
+        return name, not t
+    if isinstance(e, T.Var):
+        return e.name, False
+    return None, False
+
+
+def extent(shape_of, e: T.TExpr) -> tuple[int, ...]:
+    return tuple(shape_of(x) for x in e.type.shape)
+
+
+class _Solver:
+    def __init__(self, stmts: list[Stmt], shared: set[str], mma_layouts, warps: int,
+                 warp_size: int, shape_of):
+        self.stmts = stmts
+        self.shared = shared
+        self.mma_layouts = mma_layouts       # task -> (c, a, b) layouts
+        self.warps = warps
+        self.warp_size = warp_size
+        self.shape_of = shape_of
+        self.layout: dict[str, Layout] = {}
+        self.defaults: list[str] = []
+        self.reduce_sources: dict[str, Layout] = {}
+        self.shapes: dict[str, tuple[int, ...]] = {}
+        for s in stmts:
+            if isinstance(s.stmt, T.Let):
+                self.shapes[s.stmt.name] = extent(shape_of, s.stmt.value)
+
+    def is_register(self, name: str) -> bool:
+        return name not in self.shared
+
+    def put(self, name: str, layout: Layout) -> bool:
+        if name in self.layout or not self.is_register(name):
+            return False
+        self.layout[name] = layout
+        return True
+
+    # the rules --------------------------------------------------------------------------
+    def anchors(self) -> None:
+        for s in self.stmts:
+            if s.kind != "mma" or s.task not in self.mma_layouts:
+                continue
+            c, a, b = self.mma_layouts[s.task]
+            addend, mm = mma_parts(s.stmt.value)
+            self.put(s.stmt.name, c)
+        for s in self.stmts:
+            if s.kind != "mma" or s.task not in self.mma_layouts:
+                continue
+            c, a, b = self.mma_layouts[s.task]
+            addend, mm = mma_parts(s.stmt.value)
+            if isinstance(addend, T.Var):
+                self.put(addend.name, c)
+            for operand, lay in ((mm.lhs, a), (mm.rhs, b)):
+                name, transposed = _operand_var(operand)
+                if name is not None and not transposed:
+                    self.put(name, lay)
+
+    def reduce_source(self, e: T.Reduce) -> Layout | None:
+        """The layout a reduction's operand is computed in."""
+        for name, direct in direct_reads(e.arg):
+            if direct and name in self.layout and self.shapes.get(name) == extent(self.shape_of, e.arg):
+                return self.layout[name]
+        return None
+
+    def step(self) -> bool:
+        changed = False
+        for s in self.stmts:
+            if not isinstance(s.stmt, T.Let) or s.kind in ("load",):
+                continue
+            name, value = s.stmt.name, s.stmt.value
+            if s.kind == "mma":
+                continue
+            shape = self.shapes[name]
+            if isinstance(value, T.Reduce):
+                src = self.reduce_source(value)
+                if src is None and name not in self.layout and not any(
+                        self.is_register(r) and r in self.shapes
+                        for r, _ in direct_reads(value.arg)):
+                    # it reads only loaded tiles and scalars: read them in a blocked layout
+                    arg_shape = extent(self.shape_of, value.arg)
+                    src = blocked(arg_shape, self.warps, self.warp_size, 4,
+                                  name=f"blocked_{'x'.join(map(str, arg_shape))}")
+                    self.reduce_sources[name] = src
+                if src is not None:
+                    changed |= self.put(name, src.slice(value.axis, f"{src.name}_s{value.axis}"))
+                elif name in self.layout:
+                    # backward: an operand whose only layout source is this reduction
+                    pass
+                continue
+            if name not in self.layout:
+                for r, direct in direct_reads(value):
+                    if direct and r in self.layout and self.shapes.get(r) == shape:
+                        changed |= self.put(name, self.layout[r])
+                        break
+            if name in self.layout:
+                mine = self.layout[name]
+                for r, axes in reads_with_expands(value):
+                    if not self.is_register(r) or r in self.layout or r not in self.shapes:
+                        continue
+                    lay = mine
+                    for axis in sorted(axes, reverse=True):
+                        lay = lay.slice(axis, f"{lay.name}_s{axis}")
+                    if self.shapes[r] == tuple(x for i, x in enumerate(shape) if i not in axes):
+                        changed |= self.put(r, lay)
+        return changed
+
+    def default(self) -> bool:
+        for s in self.stmts:
+            if not isinstance(s.stmt, T.Let):
+                continue
+            name = s.stmt.name
+            if name in self.layout or not self.is_register(name):
+                continue
+            shape = self.shapes[name]
+            if len(shape) == 0:
+                lay = scalar(self.warps, self.warp_size)
+            else:
+                lay = blocked(shape, self.warps, self.warp_size, 4,
+                              name=f"blocked_{'x'.join(map(str, shape))}")
+            self.put(name, lay)
+            self.defaults.append(name)
+            return True
+        return False
+
+    def solve(self) -> dict[str, Layout]:
+        self.anchors()
+        while True:
+            while self.step():
+                pass
+            if not self.default():
+                break
+        return self.layout
+
+
+def direct_reads(e: T.TExpr, direct: bool = True):
+    """(name, read at the expression's own element?) for every Var an expression reads
+    outside reductions; reads under a broadcast or a transpose are not direct."""
+    if isinstance(e, T.Var):
+        yield e.name, direct
+        return
+    if isinstance(e, T.Reduce):
+        return
+    keep = isinstance(e, (T.Elementwise, T.Convert))
+    for c in T.children(e):
+        yield from direct_reads(c, direct and keep)
+
+
+def reads_with_expands(e: T.TExpr, axes: list[int] | None = None, rank: int = 0):
+    """(name, the statement's axes it is broadcast along) for every Var read directly or
+    under broadcasts only (not under a transpose or inside a reduction)."""
+    if axes is None:
+        axes, rank = list(range(e.type.rank)), e.type.rank
+    if isinstance(e, T.Var):
+        yield e.name, tuple(a for a in range(rank) if a not in axes)
+        return
+    if isinstance(e, (T.Reduce, T.Transpose, T.Load)):
+        return
+    if isinstance(e, T.Expand):
+        yield from reads_with_expands(
+            e.arg, [a for i, a in enumerate(axes) if i not in e.axes], rank)
+        return
+    if isinstance(e, (T.Elementwise, T.Convert, T.Fill)):
+        for c in T.children(e):
+            yield from reads_with_expands(c, axes, rank)
+
+
+def assign_layouts(stmts: list[Stmt], shared: set[str], mma_layouts, warps: int,
+                   warp_size: int, shape_of) -> Solution:
+    solver = _Solver(stmts, shared, mma_layouts, warps, warp_size, shape_of)
+    layouts = solver.solve()
+    conversions = []
+    for s in stmts:
+        if not isinstance(s.stmt, T.Let) or s.kind in ("load",):
+            continue
+        if s.kind == "mma":
+            continue
+        target = layouts.get(s.stmt.name)
+        value = s.stmt.value
+        if isinstance(value, T.Reduce):
+            src = solver.reduce_source(value)
+            for r, direct in direct_reads(value.arg):
+                if r in layouts and (src is None or not layouts[r].same_map(src)):
+                    conversions.append((s.position, r))
+            continue
+        for r, axes in reads_with_expands(value):
+            if r not in layouts or target is None:
+                continue
+            want = target
+            for axis in sorted(axes, reverse=True):
+                want = want.slice(axis)
+            if not layouts[r].same_map(want):
+                conversions.append((s.position, r))
+        for r in _transposed_register_reads(value, layouts):
+            conversions.append((s.position, r))
+    return Solution(layouts, shared, _unique(conversions), solver.defaults,
+                    solver.reduce_sources)
+
+
+def _transposed_register_reads(e: T.TExpr, layouts) -> list[str]:
+    out = []
+    if isinstance(e, T.Transpose):
+        for r, _ in direct_reads(e.arg):
+            if r in layouts:
+                out.append(r)
+        return out
+    for c in T.children(e):
+        out += _transposed_register_reads(c, layouts)
+    return out
+
+
+def _unique(xs):
+    seen, out = set(), []
+    for x in xs:
+        if x not in seen:
+            seen.add(x)
+            out.append(x)
+    return out
+
+
+def register_words(layout: Layout, dtype: str) -> int:
+    """32-bit registers one thread needs for a value of this layout and dtype."""
+    from ..sema.dtypes import DTYPE_BYTES
+    return math.ceil(layout.size * max(DTYPE_BYTES[dtype], 2) / 4)

@@ -1,0 +1,149 @@
+"""Matrix-instruction fragment layouts, as data (the vendors' documented layouts).
+
+An atom is one matrix instruction: D[m, n] = A[m, k] @ B[k, n] + C[m, n] issued by
+`threads` threads together. Its operand and accumulator fragments are layouts of one
+instruction's tile (ptc.lower.layout digits, innermost first): the register digits list
+a thread's values in the order the instruction's registers hold them, two 16-bit values
+per 32-bit register, low half first.
+
+Sources, per atom:
+- mma.sync.m16n8k16 (sm80+): PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating
+  point type": groupID g = lane / 4, threadID_in_group t = lane % 4; A a0..a7 at row g
+  (+8 for a2,a3,a6,a7), col 2t + (i & 1) (+8 for i >= 4); B b0..b3 at row 2t + (i & 1)
+  (+8 for i >= 2), col g; C/D c0..c3 at row g (+8 for i >= 2), col 2t + (i & 1).
+- wgmma.mma_async.m64nNk16 (sm90a): PTX ISA, "Register Fragments and Shared Memory Matrix
+  Layouts" for wgmma: the accumulator of warp w of the warpgroup covers rows 16w..16w+15
+  like mma.sync's C, repeated every 8 columns; A from registers has mma.sync's A layout
+  per warp (rows 16w..); B always comes from shared memory through a descriptor.
+- MFMA (CDNA2/CDNA3, wave64): AMD's "AMD Instinct MI200/MI300 ISA" matrix-instruction
+  operand tables (also the AMD matrix instruction calculator): v_mfma_f32_32x32x8{f16,bf16_1k}:
+  A[i][k] in lane i + 32 * (k / 4), register k % 4; B[k][j] in lane j + 32 * (k / 4);
+  D[i][j] in lane j + 32 * ((i / 4) % 2), register (i % 4) + 4 * (i / 8).
+  v_mfma_f32_16x16x16{f16,bf16_1k}: A[i][k] in lane i + 16 * (k / 4), register k % 4;
+  B[k][j] in lane j + 16 * (k / 4); D[i][j] in lane j + 16 * (i / 4), register i % 4.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .layout import Digit, digits
+
+
+@dataclass(frozen=True)
+class Fragment:
+    regs: tuple[Digit, ...]
+    lanes: tuple[Digit, ...]
+
+
+@dataclass(frozen=True)
+class Atom:
+    name: str                 # the instruction family, as the renderer spells it
+    feature: str              # the device feature that offers it (devices/*.yaml)
+    m: int
+    n: int
+    k: int
+    threads: int              # threads that issue one instruction together
+    a: Fragment               # [m, k]
+    b: Fragment               # [k, n]
+    c: Fragment               # [m, n] f32 accumulator
+    dtypes: tuple[str, ...]   # input dtypes
+    a_from_shared: bool = False   # the instruction reads A from shared memory itself
+    b_from_shared: bool = False
+
+
+MMA_SYNC_16816 = Atom(
+    "mma.sync.m16n8k16", "mma_sync", 16, 8, 16, 32,
+    a=Fragment(digits((2, (0, 1)), (2, (8, 0)), (2, (0, 8))), digits((4, (0, 2)), (8, (1, 0)))),
+    b=Fragment(digits((2, (1, 0)), (2, (8, 0))), digits((4, (2, 0)), (8, (0, 1)))),
+    c=Fragment(digits((2, (0, 1)), (2, (8, 0))), digits((4, (0, 2)), (8, (1, 0)))),
+    dtypes=("f16", "bf16"))
+
+
+def wgmma(n: int) -> Atom:
+    """wgmma.mma_async.m64nNk16 for a warpgroup (4 warps); the fourth lane digit of the
+    accumulator is the warp within the warpgroup."""
+    return Atom(
+        f"wgmma.m64n{n}k16", "wgmma", 64, n, 16, 128,
+        a=Fragment(digits((2, (0, 1)), (2, (8, 0)), (2, (0, 8))),
+                   digits((4, (0, 2)), (8, (1, 0)), (4, (16, 0)))),
+        b=Fragment((), ()),
+        c=Fragment(digits((2, (0, 1)), (2, (8, 0)), (n // 8, (0, 8))),
+                   digits((4, (0, 2)), (8, (1, 0)), (4, (16, 0)))),
+        dtypes=("f16", "bf16"), b_from_shared=True)
+
+
+MFMA_32x32x8 = Atom(
+    "mfma.f32.32x32x8", "mfma", 32, 32, 8, 64,
+    a=Fragment(digits((4, (0, 1))), digits((32, (1, 0)), (2, (0, 4)))),
+    b=Fragment(digits((4, (1, 0))), digits((32, (0, 1)), (2, (4, 0)))),
+    c=Fragment(digits((4, (1, 0)), (4, (8, 0))), digits((32, (0, 1)), (2, (4, 0)))),
+    dtypes=("f16", "bf16"))
+
+MFMA_16x16x16 = Atom(
+    "mfma.f32.16x16x16", "mfma", 16, 16, 16, 64,
+    a=Fragment(digits((4, (0, 1))), digits((16, (1, 0)), (4, (0, 4)))),
+    b=Fragment(digits((4, (1, 0))), digits((16, (0, 1)), (4, (4, 0)))),
+    c=Fragment(digits((4, (1, 0))), digits((16, (0, 1)), (4, (4, 0)))),
+    dtypes=("f16", "bf16"))
+
+# in order of preference where a device offers several
+ATOMS = (MMA_SYNC_16816, MFMA_16x16x16, MFMA_32x32x8)
+
+
+def atoms_for(features, supported: frozenset[str] | None = None) -> tuple[Atom, ...]:
+    """The atoms a device offers (by its features) and a renderer can print (by name;
+    None: no renderer restricts it)."""
+    return tuple(a for a in ATOMS if a.feature in features
+                 and (supported is None or a.name in supported))
+
+
+# ---- tilings: how warps split an mma into atoms --------------------------------------
+@dataclass(frozen=True)
+class Tiling:
+    atom: Atom
+    m: int
+    n: int
+    k: int
+    wm: int
+    wn: int
+
+    @property
+    def mi(self) -> int:
+        return self.m // (self.atom.m * self.wm)
+
+    @property
+    def ni(self) -> int:
+        return self.n // (self.atom.n * self.wn)
+
+    @property
+    def ks(self) -> int:
+        return self.k // self.atom.k
+
+    def describe(self) -> str:
+        return (f"{self.atom.name}, warps {self.wm}x{self.wn}, "
+                f"{self.mi}x{self.ni} atoms per warp, {self.ks} k-steps")
+
+
+def tilings(atom: Atom, m: int, n: int, k: int, warps: int) -> list[Tiling]:
+    """Every way `warps` warps can split an m x n output into whole atoms."""
+    if k % atom.k:
+        return []
+    out = []
+    for wm in (w for w in range(1, warps + 1) if warps % w == 0):
+        wn = warps // wm
+        if m % (atom.m * wm) == 0 and n % (atom.n * wn) == 0:
+            out.append(Tiling(atom, m, n, k, wm, wn))
+    return out
+
+
+def mma_atom(device, dtype: str, m: int, n: int, k: int, warps: int,
+             supported: frozenset[str] | None = None) -> Atom | None:
+    """The atom that runs an m x n x k mma of `dtype` inputs on `warps` warps of `device`,
+    or None when no atom (of the device, and that the renderer prints) fits: then the
+    tensor cores do not take it and the mma runs on CUDA cores. The scheduler places
+    mma tasks by this, and the lowering tiles them by it."""
+    for atom in atoms_for(device.features, supported):
+        if dtype in atom.dtypes and atom.threads == device.resources.warp_size \
+                and tilings(atom, m, n, k, warps):
+            return atom
+    return None

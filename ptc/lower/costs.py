@@ -1,0 +1,113 @@
+"""What each task issues, per warp, read off the ops that realize it: the cost model
+(ptc.sched.cost) times these instead of guessing from the task's FLOPs.
+
+Counts per warp for one execution of the task:
+- mma: tensor-core instructions (one per atom per k-step), and the fragment loads
+  (ldmatrix x4: one per 16x16 A block, one per two 8-wide B blocks) of operands read
+  from shared memory;
+- simt: one instruction per value per elementwise node (a thread's values are its
+  layout's size), conversions included; transcendental functions add one SFU instruction
+  per value; a reduction is one instruction per value in the thread, then one shuffle and
+  one combine per lane mask per result value, then (across warps) shared-memory stores,
+  loads and combines; reads of shared-memory tiles one access per value;
+- copies: the bytes of the tile (per block) and a few instructions per 16-byte chunk.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from ..sema import typed as T
+from ..stask.graph import STaskGraph
+from . import ir
+
+SFU = ("exp", "exp2", "log", "sqrt", "rsqrt")
+COPY_INSTRUCTIONS_PER_CHUNK = 3   # address, predicate, the copy
+
+
+def _count(e: T.TExpr, values: dict) -> tuple[int, int, int]:
+    """(simt ops, sfu ops, shared reads) per value of an elementwise expression."""
+    simt = sfu = shared = 0
+    if isinstance(e, (T.Elementwise, T.Convert)):
+        simt += 1
+        if isinstance(e, T.Elementwise) and e.op in SFU:
+            sfu += 1
+    if isinstance(e, T.Var) and isinstance(values.get(e.name), ir.InShared):
+        shared += 1
+    for c in T.children(e):
+        a, b, s = _count(c, values)
+        simt, sfu, shared = simt + a, sfu + b, shared + s
+    return simt, sfu, shared
+
+
+def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.TaskCost, ...]:
+    values = dict(kernel.values)
+    units = dict(kernel.units)
+    acc: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    threads = kernel.launch.threads
+
+    def size(name: str) -> int:
+        home = values.get(name)
+        if isinstance(home, ir.RegTile):
+            return kernel.layout(home.layout).size
+        return 1
+
+    for op in ir.walk(kernel.body):
+        if isinstance(op, ir.Mma):
+            c = acc[op.task]
+            c["mma_instructions"] += op.mi * op.ni * op.ks
+            if not op.a.in_registers:
+                c["fragment_loads"] += op.mi * op.ks
+            if not op.b.in_registers:
+                c["fragment_loads"] += math.ceil(op.ni / 2) * op.ks
+        elif isinstance(op, ir.SimtMatmul):
+            n = size(op.out)
+            acc[op.task]["simt_instructions"] += n * op.k
+            acc[op.task]["shared_accesses"] += 2 * n * op.k
+        elif isinstance(op, ir.Compute):
+            n = size(op.target)
+            simt, sfu, shared = _count(op.expr, values)
+            c = acc[op.task]
+            c["simt_instructions"] += n * max(simt, 1)
+            c["sfu_instructions"] += n * sfu
+            c["shared_accesses"] += n * shared
+        elif isinstance(op, ir.Reduce):
+            lay = kernel.layout(op.source_layout)
+            simt, sfu, shared = _count(op.expr, values)
+            out = size(op.target)
+            c = acc[op.task]
+            c["simt_instructions"] += lay.size * (max(simt, 0) + 1) + 2 * out * len(op.lane_masks)
+            c["sfu_instructions"] += lay.size * sfu
+            c["shuffles"] += out * len(op.lane_masks)
+            c["shared_accesses"] += lay.size * shared + (out if op.scratch else 0)
+        elif isinstance(op, ir.SpillTile):
+            acc[op.task]["shared_accesses"] += size(op.value)
+        elif isinstance(op, ir.FillTile):
+            acc[op.task]["shared_accesses"] += size(op.target)
+        elif isinstance(op, ir.WarpCombine):
+            out = size(op.target)
+            acc[op.task]["shared_accesses"] += out * op.cross_warps
+            acc[op.task]["simt_instructions"] += out * op.cross_warps
+        elif isinstance(op, ir.LoadFragments):
+            acc["(fragments)"]["fragment_loads"] += size(op.target) // 8
+        elif isinstance(op, ir.CopyTile):
+            t = op.tile
+            nbytes = t.rows * t.cols * _bytes(t.dtype)
+            chunks = t.rows * t.cols / max(op.vector, 1)
+            c = acc[op.task]
+            c["copy_bytes"] += nbytes
+            c["simt_instructions"] += math.ceil(chunks / threads) * COPY_INSTRUCTIONS_PER_CHUNK
+        elif isinstance(op, ir.StoreTile):
+            n = size(op.value)
+            acc[op.task]["simt_instructions"] += 2 * n
+            t = op.tile
+            acc[op.task]["copy_bytes"] += t.rows * t.cols * _bytes(t.dtype)
+    out = []
+    for task, c in acc.items():
+        out.append(ir.TaskCost(task, units.get(task, ""), **dict(c)))
+    return tuple(out)
+
+
+def _bytes(dtype: str) -> int:
+    from ..sema.dtypes import DTYPE_BYTES
+    return DTYPE_BYTES[dtype]

@@ -1,0 +1,359 @@
+"""The lowered kernel IR: one target's kernel, every storage and instruction-family choice
+made (DESIGN §4). The cost model, the verifier's resource check, `explain` and the
+renderer read this; none of them decides anything it says.
+
+A `LoweredKernel` holds
+- the launch (grid, threads, exact dynamic shared memory, register estimate),
+- the register layouts by name (ptc.lower.layout) and the shared-memory buffers with their
+  byte offsets, swizzle and live ranges (buffers whose lives do not meet share bytes),
+- `values`: where every tile value of the program lives -- a register tile in a named
+  layout, a shared-memory buffer (loaded tiles), or a scalar,
+- `body`: the ops in program order, loops nested; every wait and barrier is an op.
+
+Expressions inside ops are the typed program's (`ptc.sema.typed`); their `Var`s name
+values in `values`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from ..sema import typed as T
+from .atoms import Atom
+from .layout import Layout
+from .swizzle import SmemLayout
+
+
+# ---- where values live ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Buffer:
+    """A region of dynamic shared memory: `slots` copies of one tile (a ring) or scratch."""
+
+    name: str                    # its C name
+    dtype: str
+    shape: tuple[int, ...]       # one slot
+    slots: int
+    layout: SmemLayout | None    # 2-D tiles: rows and swizzle; None: a plain vector
+    slot_bytes: int              # bytes between slots (1024-aligned for swizzled tiles)
+    offset: int                  # bytes into dynamic shared memory
+    purpose: str                 # what it holds, for people
+    plan_buffer: str = ""        # the plan's buffer it realizes ("" for scratch)
+    live: tuple[int, int] = (0, 0)   # first and last op position that touch it
+
+    @property
+    def bytes(self) -> int:
+        return self.slot_bytes * self.slots
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.bytes
+
+
+@dataclass(frozen=True)
+class RegTile:
+    """A tile value in registers: `layout.size` values per thread."""
+
+    name: str                    # its C name
+    dtype: str
+    shape: tuple[int, ...]       # the tile's shape (the layout may cover more)
+    layout: str                  # a key of LoweredKernel.layouts
+
+
+@dataclass(frozen=True)
+class InShared:
+    """A loaded tile, read where it is used from its buffer (slot per iteration)."""
+
+    buffer: str
+    loop: str                    # "" or the loop whose iteration picks the slot
+
+
+Home = Union[RegTile, InShared]
+
+
+# ---- global tiles ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GlobalTile:
+    """A tile of a global tensor: element (r, c) of the tile (rows, cols; 1-D tiles have one
+    row, 0-D one element) is at  tensor + origin + r * row_stride + c * col_stride  and
+    exists when  row_start + r < row_bound  and  col_start + c < col_bound  and `valid`.
+    Offsets, strides and bounds are typed scalar expressions."""
+
+    tensor: str
+    dtype: str
+    rows: int
+    cols: int
+    origin: T.TExpr              # element offset of (0, 0)
+    row_stride: T.TExpr
+    col_stride: T.TExpr
+    row_start: T.TExpr
+    row_bound: T.TExpr
+    col_start: T.TExpr
+    col_bound: T.TExpr
+    valid: T.TExpr | None        # point indices inside their dims
+
+
+# ---- ops -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CopyTile:
+    """global -> shared: `vector` elements per copy instruction (cp.async of 4-16 bytes
+    when `asynchronous`; else each thread loads and stores), `iteration` loop iterations
+    ahead of the current one, into that iteration's slot."""
+
+    task: str
+    buffer: str
+    tile: GlobalTile
+    vector: int
+    asynchronous: bool
+    pad: float
+    loop: str = ""               # the loop whose iteration picks the slot
+    ahead: int = 0               # iterations ahead (the pipeline's prefetch)
+    guard: bool = False          # skipped (an empty group) past the last iteration
+    fallback_vector: int = 0     # vector when `aligned` does not hold (0: no variant)
+
+
+@dataclass(frozen=True)
+class CommitGroup:
+    pass
+
+
+@dataclass(frozen=True)
+class WaitGroups:
+    """Wait until at most `pending` of this thread's committed copy groups are in flight."""
+
+    pending: int
+    buffers: tuple[str, ...]     # what the wait is for
+
+
+@dataclass(frozen=True)
+class Barrier:
+    why: str
+
+
+@dataclass(frozen=True)
+class Compute:
+    """target = expr for every value of the target's layout, in registers."""
+
+    task: str
+    target: str                  # a value name
+    expr: T.TExpr
+    mask: tuple[bool, ...] = ()  # per axis: the layout reaches past the tile
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """target = op-reduction of expr along `axis`: each thread over its own values, then
+    xor-shuffles over `lane_masks`, then (`scratch`) across the warps that share a slot."""
+
+    task: str
+    target: str
+    expr: T.TExpr
+    op: str                      # sum | max | min
+    axis: int
+    source_layout: str
+    lane_masks: tuple[int, ...]
+    scratch: str = ""            # buffer for the cross-warp step ("" when none is needed)
+    cross_warps: int = 1         # warps that combine
+    mask: tuple[bool, ...] = ()
+
+
+@dataclass(frozen=True)
+class WarpCombine:
+    """target = the op-combination of the partial results the warps that share its values
+    left in `scratch` (the cross-warp step of a Reduce)."""
+
+    task: str
+    target: str
+    op: str
+    scratch: str
+    cross_warps: int
+
+
+@dataclass(frozen=True)
+class SpillTile:
+    """A layout conversion, first half: every thread writes its values of `value` to the
+    scratch tile (row-major, one f32 or i32 word per element)."""
+
+    task: str
+    value: str
+    scratch: str
+
+
+@dataclass(frozen=True)
+class FillTile:
+    """A layout conversion, second half: `target` (the same tile in another layout) reads
+    its values back from the scratch tile."""
+
+    task: str
+    target: str
+    scratch: str
+
+
+@dataclass(frozen=True)
+class Operand:
+    """An mma operand: registers already in the atom's layout, or a shared-memory tile read
+    fragment by fragment (ldmatrix) inside the k-steps."""
+
+    value: str                   # a value name
+    in_registers: bool
+    transposed: bool = False     # shared: stored as the transpose of the operand
+
+
+@dataclass(frozen=True)
+class Mma:
+    """out = addend + a @ b on the tensor cores: `atom` tiled `mi x ni` per warp, `ks`
+    k-steps, warps `wm x wn` over the output."""
+
+    task: str
+    out: str
+    addend: str | None           # None: out starts at zero
+    a: Operand
+    b: Operand
+    atom: Atom
+    mi: int
+    ni: int
+    ks: int
+    wm: int
+    wn: int
+    dtype: str                   # operand dtype
+
+
+@dataclass(frozen=True)
+class SimtMatmul:
+    """out = addend + a @ b on the CUDA cores (tiles the tensor cores do not take)."""
+
+    task: str
+    out: str
+    addend: str | None
+    a: T.TExpr
+    b: T.TExpr
+    k: int
+
+
+@dataclass(frozen=True)
+class LoadFragments:
+    """A loop-invariant shared-memory operand, read into registers once (ldmatrix)."""
+
+    target: str
+    source: str                  # the loaded value it copies
+    operand: str                 # "a" | "b"
+    transposed: bool
+
+
+@dataclass(frozen=True)
+class StoreTile:
+    """registers -> global (or atomic add): each value where the tile is inside the tensor;
+    replicated values are written by one thread."""
+
+    task: str
+    tile: GlobalTile
+    value: str
+    atomic: bool
+    vector: int = 1              # consecutive elements per store instruction
+    fallback_vector: int = 0     # vector when `aligned` does not hold (0: no variant)
+
+
+@dataclass(frozen=True)
+class Loop:
+    """for var in [0, trips): trips = ceil(min(dim, until) / size). A pipelined loop has
+    its first `stages - 1` iterations' copies issued before it (`fill`)."""
+
+    var: str
+    size: int
+    dim: str
+    until: T.TExpr | None
+    body: tuple["Op", ...]
+    stages: int = 1
+    fill: tuple["Op", ...] = ()
+
+
+Op = Union[CopyTile, CommitGroup, WaitGroups, Barrier, Compute, Reduce, WarpCombine, Mma,
+           SimtMatmul, LoadFragments, StoreTile, SpillTile, FillTile, Loop]
+
+
+# ---- the kernel ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[tuple[str, T.TExpr], ...]   # (index name, count) per grid axis, outermost first
+    threads: int
+    warps: int
+    dynamic_smem: int
+    registers: int               # estimate per thread
+    blocks_per_eu: int           # resident blocks the resources allow
+    persistent: bool = False
+
+
+@dataclass(frozen=True)
+class TaskCost:
+    """What one execution of a task issues, per warp (from the ops that realize it)."""
+
+    task: str
+    unit: str
+    mma_instructions: int = 0
+    fragment_loads: int = 0      # ldmatrix (or the equivalent shared reads)
+    simt_instructions: int = 0   # FP32 / integer pipe
+    sfu_instructions: int = 0
+    shuffles: int = 0
+    shared_accesses: int = 0
+    copy_bytes: int = 0          # per block
+    barriers: int = 0
+
+
+@dataclass(frozen=True)
+class LoweredKernel:
+    kernel: str
+    device: str
+    target_backend: str
+    plan_style: str
+    launch: Launch
+    layouts: tuple[Layout, ...]
+    buffers: tuple[Buffer, ...]
+    values: tuple[tuple[str, object], ...]   # name -> RegTile | InShared | T.TileType (scalar)
+    body: tuple[Op, ...]
+    units: tuple[tuple[str, str], ...]       # task -> the unit that computes it
+    costs: tuple[TaskCost, ...]
+    # what the vector copies assume, checked at launch (else the element-wise variant):
+    # ("dim", name, n): the dim is a multiple of n; ("tensor", name, n): its pointer is
+    # n-byte aligned
+    alignment: tuple[tuple[str, str, int], ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    def layout(self, name: str) -> Layout:
+        for lay in self.layouts:
+            if lay.name == name:
+                return lay
+        raise KeyError(name)
+
+    def buffer(self, name: str) -> Buffer:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def home(self, name: str):
+        for n, h in self.values:
+            if n == name:
+                return h
+        raise KeyError(name)
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.launch.dynamic_smem
+
+    def cost(self, task: str) -> TaskCost | None:
+        for c in self.costs:
+            if c.task == task:
+                return c
+        return None
+
+
+def walk(ops) -> list:
+    """Every op, loops' fills and bodies included, in program order."""
+    out = []
+    for op in ops:
+        if isinstance(op, Loop):
+            out.extend(walk(op.fill))
+            out.append(op)
+            out.extend(walk(op.body))
+        else:
+            out.append(op)
+    return out

@@ -1,0 +1,602 @@
+"""plan + sTask-graph + device -> LoweredKernel: the lowering stage (DESIGN §4).
+
+    lowered = lower(plan, graph, device, capabilities)
+
+Decided here, once, for the whole kernel:
+- the unit of every task: an mma the plan puts on an mma unit runs on the atom the device
+  offers and the renderer prints (`ptc.lower.atoms`), tiled over the warps; one the plan
+  puts on CUDA cores is a SIMT matmul. A plan that asks tensor cores for a tile no atom
+  fits is refused (the search never builds one: ptc.sched.construct asks `mma_tiling`);
+- where every value lives (`ptc.lower.assign`): loaded tiles in their plan buffers in
+  shared memory, read where they are used; the rest in registers in named layouts; a
+  loop-invariant shared operand of an mma is read into registers once, before its loop,
+  when the register budget allows;
+- the ops in program order, with every copy, commit, wait and barrier explicit
+  (`ptc.lower.sync`), shared memory placed by lifetimes (`ptc.lower.memory`), a register
+  estimate, the launch, and what each task issues (`ptc.lower.costs`).
+
+Multistage rings (the plan's `stages`): the copies of a pipelined loop's first
+`stages - 1` iterations are issued before it; inside it, the copies for iteration
+it + stages - 1 are issued right after the loop's first wait, whose barrier is what frees
+the slot they overwrite (every thread has finished the iteration that read it).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, replace
+
+from ..devices import Device
+from ..sched.plan import LoopBlock, Plan, Step
+from ..sema import typed as T
+from ..sema.dtypes import DTYPE_BYTES
+from ..stask.graph import STaskGraph
+from . import ir
+from .assign import (Tiling, assign_layouts, reads_with_expands, register_words,
+                     tiling_layouts, tilings)
+from .atoms import mma_atom  # noqa: F401 (part of this module's interface)
+from .layout import Layout
+from .program import Stmt, flatten, mma_parts
+from .swizzle import ALIGN, smem_layout
+from .tiles import TileError, divisible, extent_value, global_tile
+
+
+class LoweringError(Exception):
+    """The plan cannot be lowered for this device and renderer (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a renderer can print: plan styles, mma atoms (by instruction name), copy
+    units, and launches."""
+
+    backend: str
+    styles: frozenset[str]
+    atoms: frozenset[str]
+    copy_units: frozenset[str]
+    persistent: bool = False
+
+    def refuses(self, plan: Plan, device: Device) -> str | None:
+        """Why this renderer cannot build `plan` (None: it can)."""
+        if plan.style not in self.styles:
+            return f"the {self.backend} renderer does not build {plan.style} plans yet"
+        for _, step in plan.steps():
+            unit = device.unit(step.unit) if step.task != "sync" else None
+            if unit is not None and unit.kind == "copy" and unit.name not in self.copy_units:
+                return f"the {self.backend} renderer does not issue copies on {unit.name}"
+        if plan.launch.persistent and not self.persistent:
+            return f"the {self.backend} renderer does not build persistent launches"
+        return None
+
+
+# ---- the stage ----------------------------------------------------------------------------
+def lower(plan: Plan, graph: STaskGraph, device: Device,
+          caps: Capabilities | None = None) -> ir.LoweredKernel:
+    if len(graph.kernel.body) != 1:
+        # the plan and graph are those of one grid: the others would be dropped silently
+        raise LoweringError(f"kernel {graph.kernel.name} has {len(graph.kernel.body)} "
+                            "parallel grids; the lowering takes one (issue: several grids)")
+    if len(plan.roles) != 1:
+        raise LoweringError(f"{plan.style} plans have {len(plan.roles)} roles; the lowering "
+                            "takes single-role plans (warp specialization comes with sm90)")
+    if caps is not None:
+        why = caps.refuses(plan, device)
+        if why:
+            raise LoweringError(why)
+    return _Lowering(plan, graph, device, caps).run()
+
+
+class _Lowering:
+    def __init__(self, plan: Plan, graph: STaskGraph, device: Device, caps):
+        self.plan, self.graph, self.device, self.caps = plan, graph, device, caps
+        self.kernel = graph.kernel
+        self.tiles = dict(graph.tiles or {})
+        self.role = plan.roles[0]
+        self.warps = self.role.warps
+        self.warp_size = device.resources.warp_size
+        self.threads = self.warps * self.warp_size
+        self.tasks = {t.name: t for t in graph.tasks}
+        self.steps = {s.task: s for _, s in plan.steps()}
+        self.stmts = flatten(plan, graph)
+        self.buffer_of = {b.value: b for b in plan.buffers}
+        self.notes: list[str] = []
+
+    def extent(self, e) -> int:
+        try:
+            return extent_value(self.kernel, self.tiles, e)
+        except TileError as exc:
+            raise LoweringError(str(exc)) from None
+
+    def shape(self, e: T.TExpr) -> tuple[int, ...]:
+        return tuple(self.extent(x) for x in e.type.shape)
+
+    # ---- units and tilings -------------------------------------------------------------
+    def mma_stmts(self) -> list[Stmt]:
+        return [s for s in self.stmts if s.kind == "mma"]
+
+    def unit_kind(self, task: str) -> str:
+        step = self.steps[task]
+        return self.device.unit(step.unit).kind
+
+    def tiling_options(self) -> dict[str, list[Tiling]]:
+        supported = self.caps.atoms if self.caps is not None else None
+        out = {}
+        for s in self.mma_stmts():
+            if self.unit_kind(s.task) != "mma":
+                continue
+            _, mm = mma_parts(s.stmt.value)
+            m, k = self.shape(mm.lhs)
+            n = self.shape(mm.rhs)[1]
+            dtype = mm.lhs.type.dtype
+            atom = mma_atom(self.device, dtype, m, n, k, self.warps, supported)
+            if atom is None:
+                raise LoweringError(
+                    f"{s.task} is placed on {self.steps[s.task].unit}, but no matrix "
+                    f"instruction of {self.device.name} takes {dtype} {m}x{n}x{k} on "
+                    f"{self.warps} warps")
+            out[s.task] = tilings(atom, m, n, k, self.warps)
+        return out
+
+    # ---- the whole lowering -----------------------------------------------------------
+    def run(self) -> ir.LoweredKernel:
+        shared = {s.stmt.name for s in self.stmts if s.kind == "load"}
+        options = self.tiling_options()
+        best = None
+        names = list(options)
+        for combo in itertools.product(*(options[n] for n in names)):
+            chosen = dict(zip(names, combo))
+            layouts = {t: tiling_layouts(tl, t.removeprefix("mma_")) for t, tl in chosen.items()}
+            sol = assign_layouts(self.stmts, shared, layouts, self.warps, self.warp_size,
+                                 self.extent)
+            score = self.score(chosen, sol)
+            if best is None or score < best[0]:
+                best = (score, chosen, layouts, sol)
+        if best is None:   # no tensor-core mma at all
+            sol = assign_layouts(self.stmts, shared, {}, self.warps, self.warp_size, self.extent)
+            best = ((), {}, {}, sol)
+        _, self.tiling, self.mma_layouts, self.solution = best
+        return _Builder(self).build()
+
+    def score(self, chosen: dict[str, Tiling], sol) -> tuple:
+        cross = 0
+        for s in self.stmts:
+            v = s.stmt.value if isinstance(s.stmt, T.Let) else None
+            if isinstance(v, T.Reduce):
+                for name in _vars(v.arg):
+                    lay = sol.layouts.get(name)
+                    if lay is not None and lay.rank == v.arg.type.rank:
+                        cross += len(lay.replicating(v.axis)[1])
+                        break
+        loads = 0.0
+        regs = 0
+        for t in chosen.values():
+            loads += (t.mi + t.ni / 2) / (t.mi * t.ni)
+            regs = max(regs, t.mi * t.ni * 4)
+        return (len(sol.conversions), cross, round(loads, 4), regs)
+
+
+def _vars(e: T.TExpr) -> list[str]:
+    if isinstance(e, T.Var):
+        return [e.name]
+    out: list[str] = []
+    for c in T.children(e):
+        out += _vars(c)
+    return out
+
+
+def c_name(value: str) -> str:
+    """The C name of a value: `%s_mma` -> t_s_mma, `acc` -> v_acc."""
+    return ("t_" + value[1:] if value.startswith("%") else "v_" + value).replace("%", "")
+
+
+class _Builder:
+    """Turns the chosen layouts into the op list and the kernel."""
+
+    def __init__(self, low: _Lowering):
+        self.low = low
+        self.plan, self.graph, self.device = low.plan, low.graph, low.device
+        self.layouts: dict[str, Layout] = {}
+        self.values: dict[str, object] = {}
+        self.buffers: dict[str, ir.Buffer] = {}
+        self.scratch_count = 0
+        self.renames: dict[str, str] = {}   # this statement: value -> its converted copy
+        self.units: dict[str, str] = {}
+        self.hoisted: dict[tuple[str, str], str] = {}   # (task, value) -> fragments value
+        self.alignment: list[str] = []
+
+    # ---- homes ------------------------------------------------------------------------
+    def layout_name(self, lay: Layout) -> str:
+        for name, other in self.layouts.items():
+            if other.same_map(lay) and other.shape == lay.shape:
+                return name
+        name = lay.name.replace(".", "_")
+        while name in self.layouts:
+            name += "_"
+        self.layouts[name] = lay.renamed(name)
+        return name
+
+    def homes(self) -> None:
+        sol = self.low.solution
+        for b in self.plan.buffers:
+            task = self.low.tasks[b.producer]
+            shape = tuple(b.shape)
+            rows, cols = (shape if len(shape) == 2 else (1, shape[0]) if shape else (1, 1))
+            lay = smem_layout(rows, cols, b.dtype) if len(shape) == 2 else None
+            slot = lay.bytes if lay else max(math.prod(shape), 1) * DTYPE_BYTES[b.dtype]
+            slot = _align(slot, ALIGN if lay is not None and lay.swizzle == "xor" else 16)
+            self.buffers[b.name] = ir.Buffer(b.name, b.dtype, shape, b.stages, lay, slot, 0,
+                                             f"ring of {b.producer}" if b.stages > 1
+                                             else f"tile of {b.producer}", b.name)
+            self.values[b.value] = ir.InShared(b.name, task.region)
+        for s in self.low.stmts:
+            if not isinstance(s.stmt, T.Let) or s.stmt.name in self.values:
+                continue
+            name = s.stmt.name
+            lay = sol.layouts.get(name)
+            if lay is None:
+                raise LoweringError(f"no layout for {name}")
+            shape = self.low.shape(s.stmt.value)
+            dtype = s.stmt.value.type.dtype
+            self.values[name] = ir.RegTile(c_name(name), dtype, shape, self.layout_name(lay))
+
+    # ---- ops -----------------------------------------------------------------------------
+    def build(self) -> ir.LoweredKernel:
+        from .costs import task_costs
+        from .memory import place_buffers
+        from .registers import estimate_registers
+        from .sync import place_sync
+
+        self.homes()
+        body = tuple(self.items(self.plan.roles[0].body, ()))
+        self.base_registers = estimate_registers(body, self)
+        self.reserved_registers = 0
+        body = self.hoist_fragments(body)
+        buffers, total = place_buffers(body, list(self.buffers.values()), self.values)
+        body = place_sync(body, {b.name: b for b in buffers}, self.values)
+        registers = estimate_registers(body, self)
+        dev = self.device
+        res = dev.resources
+        regs_alloc = _align(max(registers, 16), 8)
+        per_block_regs = regs_alloc * self.low.threads
+        blocks = min(res.max_blocks, res.max_threads // self.low.threads,
+                     res.registers // per_block_regs if per_block_regs else res.max_blocks,
+                     res.shared_memory_per_eu_bytes // max(total, 1))
+        launch = ir.Launch(self.grid(), self.low.threads, self.low.warps, total, registers,
+                           blocks, self.plan.launch.persistent)
+        kernel = ir.LoweredKernel(
+            self.low.kernel.name, dev.name, dev.backend, self.plan.style, launch,
+            tuple(self.layouts.values()), tuple(buffers), tuple(self.values.items()), body,
+            tuple(self.units.items()), (), tuple(dict.fromkeys(self.alignment)),
+            tuple(self.low.notes))
+        return replace(kernel, costs=task_costs(kernel, self.graph, dev))
+
+    def grid(self) -> tuple:
+        from .tiles import add, const, dim_expr
+        out = []
+        for a in self.graph.grid.axes:
+            d = dim_expr(self.low.kernel, a.dim)
+            if a.size is None:
+                count = d
+            else:
+                size = self.low.extent(a.size)
+                count = T.Elementwise("floordiv", (add(d, const(size - 1)), const(size)),
+                                      T.TileType("i32"))
+            out.append((a.var, count))
+        return tuple(out)
+
+    def items(self, items, loops: tuple[str, ...]) -> list:
+        out: list = []
+        for it in items:
+            if isinstance(it, LoopBlock):
+                out.append(self.loop(it, loops))
+            else:
+                out.extend(self.step(it, loops))
+        return out
+
+    def loop(self, block: LoopBlock, loops) -> ir.Loop:
+        region = next(r for r in self.graph.loop_regions() if r.name == block.var)
+        loop = region.loop
+        inner = loops + (block.var,)
+        direct = [s for s in block.body if isinstance(s, Step)]
+        ahead = {s.task: s.offset for s in direct if s.offset > 0}
+        stages = self.plan.stages if ahead else 1
+        if ahead and set(ahead.values()) != {stages - 1}:
+            raise LoweringError(
+                f"loop {block.var} prefetches at distances "
+                f"{', '.join(f'{t} +{o}' for t, o in ahead.items())}; the lowering takes "
+                f"stages - 1 = {stages - 1} for every copy of a pipelined loop")
+        body: list = []
+        prefetch: list = []
+        fill: list = []
+        for k in range(stages - 1):     # iteration by iteration, as the loop commits them
+            for it in block.body:
+                if isinstance(it, Step) and it.offset > 0:
+                    fill.extend(self.copy(self.low.tasks[it.task], inner, ahead=k, guard=True))
+        for it in block.body:
+            if isinstance(it, Step) and it.offset > 0:
+                prefetch.extend(self.copy(self.low.tasks[it.task], inner, ahead=stages - 1,
+                                          guard=True))
+            elif isinstance(it, LoopBlock):
+                body.append(self.loop(it, inner))
+            else:
+                body.extend(self.step(it, inner))
+        if prefetch:
+            # after the first wait (its barrier frees the slots the prefetch overwrites)
+            at = next((i + 1 for i, op in enumerate(body) if isinstance(op, _WaitFor)), 0)
+            body[at:at] = prefetch
+        return ir.Loop(block.var, self.low.extent(loop.axis.size), loop.axis.dim, loop.until,
+                       tuple(body), stages, tuple(fill))
+
+    def step(self, step: Step, loops) -> list:
+        out: list = []
+        if step.waits:
+            out.append(_WaitFor(tuple(self.plan.barrier(b).buffer for b in step.waits)))
+        if step.task == "sync":
+            return out
+        t = self.low.tasks[step.task]
+        self.units[t.name] = step.unit
+        if t.op == "load":
+            out.extend(self.copy(t, loops))
+            return out
+        for s in (x for x in self.low.stmts if x.task == t.name):
+            out.extend(self.conversions(s))
+            if s.kind in ("store", "atomic_add"):
+                out.append(self.store(s))
+            elif s.kind == "mma":
+                out.append(self.mma(s, step))
+            elif isinstance(s.stmt.value, T.Reduce):
+                op = self.reduce(s)
+                out.append(op)
+                if op.scratch:
+                    out.append(ir.WarpCombine(s.task, op.target, op.op, op.scratch,
+                                              op.cross_warps))
+            else:
+                out.append(self.compute(s))
+        return out
+
+    # ---- copies ---------------------------------------------------------------------------
+    def copy(self, t, loops, ahead: int = 0, guard: bool = False) -> list:
+        (s,) = t.stmts
+        buf = self.low.buffer_of[s.name]
+        try:
+            tile = global_tile(self.low.kernel, self.low.tiles, s.value.tensor, s.value.index)
+        except TileError as exc:
+            raise LoweringError(str(exc)) from None
+        unit = self.device.unit(self.low.steps[t.name].unit)
+        vector, fallback, conditions = self.vector(tile, s.value.pad, unit.is_async)
+        self.alignment.extend(conditions)
+        op = ir.CopyTile(t.name, buf.name, tile, vector, unit.is_async and vector > 0,
+                         s.value.pad, loops[-1] if loops and buf.stages > 1 else "", ahead,
+                         guard, fallback)
+        if not op.asynchronous:
+            op = replace(op, vector=1)
+        return [op] + ([ir.CommitGroup()] if op.asynchronous else [])
+
+    def vector(self, tile: ir.GlobalTile, pad: float, is_async: bool,
+               widest: int = 0) -> tuple[int, int, list]:
+        """(elements per vector instruction -- a cp.async of 4-16 bytes, or a store of at
+        most `widest` elements --, elements when the alignment conditions fail (0: no
+        variant needed), runtime conditions)."""
+        esize = DTYPE_BYTES[tile.dtype]
+        if not is_async or pad != 0.0 or not (isinstance(tile.col_stride, T.Const)
+                                              and tile.col_stride.value == 1):
+            return 0, 0, []
+        sizes = (16, 8, 4) if not widest else tuple(widest * esize >> i for i in range(4)
+                                                    if (widest >> i) >= 2)
+        for nbytes in sizes:
+            vec = nbytes // esize
+            if vec < 1 or tile.cols % vec:
+                continue
+            conds: list[T.TExpr] = []
+            ok = True
+            for e in (tile.row_stride, tile.origin, tile.col_bound):
+                known, c = divisible(e, vec)
+                if not known:
+                    ok = False
+                    break
+                conds += c
+            if not ok:
+                continue
+            conditions = [("dim", c.name, vec) for c in conds if isinstance(c, T.Scalar)]
+            conditions.append(("tensor", tile.tensor, nbytes))
+            # the pointer's alignment is a launch-time condition too: always a variant
+            return vec, 1, conditions
+        return 0, 0, []
+
+    # ---- compute ---------------------------------------------------------------------------
+    def conversions(self, s: Stmt) -> list:
+        """Register values this statement reads in another layout than the one its
+        elements need: each goes through shared memory into a copy in the wanted layout
+        (SpillTile, barrier, FillTile), and the statement reads the copy."""
+        self.renames = {}
+        if not isinstance(s.stmt, T.Let) or s.kind == "load":
+            return []
+        value = s.stmt.value
+        wanted: list[tuple[str, Layout]] = []
+        if s.kind == "mma":
+            if s.task not in self.low.tiling:
+                return []
+            _, mm = mma_parts(value)
+            _, a_lay, b_lay = self.low.mma_layouts[s.task]
+            for operand, lay in ((mm.lhs, a_lay), (mm.rhs, b_lay)):
+                name, transposed = _operand(operand)
+                home = self.values.get(name)
+                if isinstance(home, ir.RegTile) and (
+                        transposed or not self.layouts[home.layout].same_map(lay)):
+                    if transposed:
+                        raise LoweringError(f"{s.task}: a transposed register operand "
+                                            f"({name}) is not supported yet")
+                    wanted.append((name, lay))
+        else:
+            if isinstance(value, T.Reduce):
+                target = self.reduce_layout(value, s.stmt.name)
+                expr = value.arg
+            else:
+                target = self.layouts[self.values[s.stmt.name].layout]
+                expr = value
+            if target is None:
+                return []
+            for r, axes in reads_with_expands(expr):
+                home = self.values.get(r)
+                if not isinstance(home, ir.RegTile):
+                    continue
+                want = target
+                for axis in sorted(axes, reverse=True):
+                    want = want.slice(axis, f"{want.name}_s{axis}")
+                if not self.layouts[home.layout].same_map(want):
+                    wanted.append((r, want))
+        ops: list = []
+        for r, want in dict(wanted).items():
+            home = self.values[r]
+            lay_name = self.layout_name(want)
+            new = f"{r}@{lay_name}"
+            self.values[new] = ir.RegTile(c_name(r) + "_" + lay_name, home.dtype, home.shape,
+                                          lay_name)
+            dtype = "i32" if home.dtype in ("i32", "bool") else "f32"
+            scratch = self.scratch_buffer(f"{r} from {home.layout} to {lay_name}", dtype,
+                                          tuple(self.layouts[home.layout].shape))
+            ops += [ir.SpillTile(s.task, r, scratch), ir.FillTile(s.task, new, scratch)]
+            self.renames[r] = new
+        return ops
+
+    def renamed(self, e: T.TExpr) -> T.TExpr:
+        if not self.renames:
+            return e
+        if isinstance(e, T.Var) and e.name in self.renames:
+            return T.Var(self.renames[e.name], e.type)
+        return T.map_children(e, self.renamed)
+
+    def reduce_layout(self, value: T.Reduce, name: str = "") -> Layout | None:
+        if name in self.low.solution.reduce_sources:
+            return self.low.solution.reduce_sources[name]
+        for v in _vars(value.arg):
+            home = self.values.get(v)
+            if isinstance(home, ir.RegTile) and len(home.shape) == value.arg.type.rank:
+                return self.layouts[home.layout]
+        return None
+
+    def compute(self, s: Stmt) -> ir.Compute:
+        name = s.stmt.name
+        home = self.values[name]
+        lay = self.layouts[home.layout]
+        return ir.Compute(s.task, name, self.renamed(s.stmt.value), lay.exceeds(home.shape))
+
+    def reduce(self, s: Stmt) -> ir.Reduce:
+        value: T.Reduce = s.stmt.value
+        src = self.reduce_layout(value, s.stmt.name)
+        if src is None:
+            raise LoweringError(f"the reduction {s.stmt.name} reads no register tile")
+        masks, warp_digits = src.replicating(value.axis)
+        cross = math.prod(src.warps[i].size for i in warp_digits)
+        scratch = ""
+        if cross > 1:
+            result = self.values[s.stmt.name]
+            extent = math.prod(self.layouts[result.layout].shape)
+            dtype = "i32" if value.type.dtype in ("i32", "bool") else "f32"
+            scratch = self.scratch_buffer(f"cross-warp {value.op} of {s.stmt.name}", dtype,
+                                          (extent, cross))
+        shape = self.low.shape(value.arg)
+        return ir.Reduce(s.task, s.stmt.name, self.renamed(value.arg), value.op, value.axis,
+                         self.layout_name(src), tuple(masks), scratch, cross,
+                         src.exceeds(shape))
+
+    def scratch_buffer(self, purpose: str, dtype: str, shape: tuple[int, ...]) -> str:
+        self.scratch_count += 1
+        name = f"scratch{self.scratch_count}"
+        nbytes = _align(math.prod(shape) * DTYPE_BYTES[dtype], 16)
+        self.buffers[name] = ir.Buffer(name, dtype, shape, 1, None, nbytes, 0, purpose)
+        return name
+
+    def mma(self, s: Stmt, step: Step):
+        addend, mm = mma_parts(s.stmt.value)
+        add_name = addend.name if isinstance(addend, T.Var) else None
+        if s.task not in self.low.tiling:
+            return ir.SimtMatmul(s.task, s.stmt.name, add_name, mm.lhs, mm.rhs,
+                                 self.low.shape(mm.lhs)[1])
+        t = self.low.tiling[s.task]
+        c, a_lay, b_lay = self.low.mma_layouts[s.task]
+        ops = []
+        for operand, lay in ((mm.lhs, a_lay), (mm.rhs, b_lay)):
+            name, transposed = _operand(operand)
+            name = self.renames.get(name, name)
+            home = self.values.get(name)
+            if isinstance(home, ir.InShared):
+                ops.append(ir.Operand(name, False, transposed))
+            elif isinstance(home, ir.RegTile) and not transposed and \
+                    self.layouts[home.layout].same_map(lay):
+                ops.append(ir.Operand(name, True, False))
+            else:
+                raise LoweringError(f"{s.task}: operand {name} is in registers in another "
+                                    "layout (conversions through shared memory come next)")
+        return ir.Mma(s.task, s.stmt.name, add_name, ops[0], ops[1], t.atom, t.mi, t.ni,
+                      t.ks, t.wm, t.wn, mm.lhs.type.dtype)
+
+    def store(self, s: Stmt) -> ir.StoreTile:
+        st: T.Store = s.stmt
+        try:
+            tile = global_tile(self.low.kernel, self.low.tiles, st.tensor, st.index)
+        except TileError as exc:
+            raise LoweringError(str(exc)) from None
+        if not isinstance(st.value, T.Var):
+            raise LoweringError(f"store to {st.tensor} of an expression (the sTask builder "
+                                "binds stored values to names)")
+        home = self.values[st.value.name]
+        vector, fallback = 1, 0
+        if not st.atomic and isinstance(home, ir.RegTile) and tile.rows * tile.cols > 1 \
+                and tile.dtype in ("f32", "f16", "bf16"):
+            run = _contiguous_run(self.layouts[home.layout])
+            esize = DTYPE_BYTES[tile.dtype]
+            widest = max((v for v in (8, 4, 2) if run % v == 0 and v * esize <= 16), default=1)
+            if widest > 1:
+                vec, fb, conditions = self.vector(tile, 0.0, True, widest)
+                if vec > 1:
+                    vector, fallback = vec, fb
+                    self.alignment.extend(conditions)
+        return ir.StoreTile(s.task, tile, st.value.name, st.atomic, vector, fallback)
+
+    # ---- hoisting loop-invariant operands into registers --------------------------------
+    def hoist_fragments(self, body):
+        from .hoist import hoist_operands
+        return hoist_operands(body, self)
+
+    def register_budget(self) -> int:
+        res = self.device.resources
+        return min(res.max_registers_per_thread, res.registers // self.low.threads)
+
+    def register_room(self, words: int) -> bool:
+        """Do `words` more registers per thread fit, with a margin for what the estimate
+        does not see (addresses, the compiler's temporaries)?"""
+        need = self.base_registers + self.reserved_registers + words
+        return need <= self.register_budget()
+
+    def reserve_registers(self, words: int) -> None:
+        self.reserved_registers += words
+
+
+@dataclass(frozen=True)
+class _WaitFor:
+    """A plan wait on copied buffers; `ptc.lower.sync` turns it into WaitGroups."""
+
+    buffers: tuple[str, ...]
+
+
+def _operand(e: T.TExpr) -> tuple[str, bool]:
+    if isinstance(e, T.Transpose):
+        name, t = _operand(e.arg)
+        return name, not t
+    if isinstance(e, T.Var):
+        return e.name, False
+    raise LoweringError(f"an mma operand is an expression, not a value: {e}")
+
+
+def _contiguous_run(lay: Layout) -> int:
+    """Consecutive registers that hold consecutive elements along the last axis."""
+    if not lay.regs or lay.rank == 0:
+        return 1
+    first = lay.regs[0]
+    unit = tuple(1 if a == lay.rank - 1 else 0 for a in range(lay.rank))
+    return first.size if first.stride == unit else 1
+
+
+def _align(n: int, a: int) -> int:
+    return (n + a - 1) // a * a

@@ -1,0 +1,112 @@
+"""The canonical text form of a lowered kernel (`ptc compile --emit lowered`)."""
+from __future__ import annotations
+
+from ..sema.printer import expr as print_expr
+from . import ir
+
+
+def print_lowered(k: ir.LoweredKernel) -> str:
+    lines = [f"lowered {k.kernel} for {k.device} ({k.target_backend}, {k.plan_style})"]
+    L = k.launch
+    grid = ", ".join(f"{name}: {print_expr(count)}" for name, count in L.grid)
+    lines.append(f"  launch grid [{grid}] x {L.threads} threads ({L.warps} warps)"
+                 + (", persistent" if L.persistent else ""))
+    lines.append(f"  shared memory {L.dynamic_smem} bytes; registers ~{L.registers} per thread; "
+                 f"{L.blocks_per_eu} block(s) per EU")
+    if k.alignment:
+        conds = ", ".join(f"{name} % {n} == 0" if kind == "dim" else f"{name} {n}-byte aligned"
+                          for kind, name, n in k.alignment)
+        lines.append(f"  vector copies assume: {conds} (else element-wise copies)")
+    lines.append("  layouts")
+    for lay in k.layouts:
+        lines.append(f"    {lay.name}: {lay.describe()}" + (f"  # {lay.note}" if lay.note else ""))
+    lines.append("  shared memory")
+    for b in sorted(k.buffers, key=lambda b: b.offset):
+        shape = f"{b.dtype}{list(b.shape)}" + (f" x {b.slots}" if b.slots > 1 else "")
+        layout = f" {b.layout.name}" if b.layout is not None else ""
+        lines.append(f"    {b.name}: {shape}{layout} at {b.offset}..{b.end} "
+                     f"live {b.live[0]}..{b.live[1]}  # {b.purpose}")
+    lines.append("  values")
+    for name, home in k.values:
+        if isinstance(home, ir.RegTile):
+            lines.append(f"    {name}: registers {home.dtype}{list(home.shape)} {home.layout}")
+        elif isinstance(home, ir.InShared):
+            lines.append(f"    {name}: shared {home.buffer}"
+                         + (f" (slot by {home.loop})" if home.loop else ""))
+    lines.append("  units")
+    for task, unit in k.units:
+        lines.append(f"    {task}: {unit}")
+    lines.append("  body")
+    lines += _ops(k.body, 2)
+    return "\n".join(lines) + "\n"
+
+
+def _ops(ops, depth: int) -> list[str]:
+    pad = "  " * depth
+    out = []
+    for op in ops:
+        if isinstance(op, ir.Loop):
+            until = f" until {print_expr(op.until)}" if op.until is not None else ""
+            stages = f", {op.stages} stages" if op.stages > 1 else ""
+            if op.fill:
+                out.append(f"{pad}fill {op.var}:")
+                out += _ops(op.fill, depth + 1)
+            out.append(f"{pad}for {op.var}: {op.size} of {op.dim}{until}{stages}")
+            out += _ops(op.body, depth + 1)
+        else:
+            out.append(pad + print_op(op))
+    return out
+
+
+def print_op(op) -> str:
+    if isinstance(op, ir.CopyTile):
+        t = op.tile
+        how = (f"cp.async {op.vector * _bytes(t.dtype)}B" if op.asynchronous
+               else "element-wise copy")
+        ahead = f" +{op.ahead}" if op.ahead else ""
+        slot = f"[{op.loop}{ahead}]" if op.loop else ""
+        fb = f" (else {op.fallback_vector}-element)" if op.fallback_vector else ""
+        return (f"copy {op.buffer}{slot} <- {t.tensor}[{t.rows}x{t.cols}] by {how}{fb}"
+                f"{' guarded' if op.guard else ''}  # {op.task}")
+    if isinstance(op, ir.CommitGroup):
+        return "commit"
+    if isinstance(op, ir.WaitGroups):
+        return f"wait groups <= {op.pending} pending  # {', '.join(op.buffers)}"
+    if isinstance(op, ir.Barrier):
+        return f"barrier  # {op.why}"
+    if isinstance(op, ir.Compute):
+        return f"{op.target} = {print_expr(op.expr)}  # {op.task}"
+    if isinstance(op, ir.Reduce):
+        lanes = f" shuffle xor {list(op.lane_masks)}" if op.lane_masks else ""
+        warps = f" across {op.cross_warps} warps via {op.scratch}" if op.scratch else ""
+        return (f"{op.target} = {op.op} over axis {op.axis} of {print_expr(op.expr)} "
+                f"in {op.source_layout}:{lanes}{warps}  # {op.task}")
+    if isinstance(op, ir.SpillTile):
+        return f"spill {op.value} to {op.scratch}  # {op.task}: layout conversion"
+    if isinstance(op, ir.FillTile):
+        return f"{op.target} = fill from {op.scratch}  # {op.task}: layout conversion"
+    if isinstance(op, ir.WarpCombine):
+        return f"{op.target} = {op.op} of {op.cross_warps} warps' partials in {op.scratch}  # {op.task}"
+    if isinstance(op, ir.Mma):
+        def operand(o):
+            return (f"{o.value} (registers)" if o.in_registers else
+                    f"{o.value} (shared{', transposed' if o.transposed else ''})")
+        add = f"{op.addend} + " if op.addend else ""
+        return (f"{op.out} = {add}{operand(op.a)} @ {operand(op.b)} on {op.atom.name} "
+                f"warps {op.wm}x{op.wn}, {op.mi}x{op.ni} atoms/warp, {op.ks} k-steps  # {op.task}")
+    if isinstance(op, ir.SimtMatmul):
+        add = f"{op.addend} + " if op.addend else ""
+        return f"{op.out} = {add}{print_expr(op.a)} @ {print_expr(op.b)} on CUDA cores  # {op.task}"
+    if isinstance(op, ir.LoadFragments):
+        return (f"{op.target} = fragments of {op.source} as operand {op.operand}"
+                f"{' (transposed)' if op.transposed else ''}")
+    if isinstance(op, ir.StoreTile):
+        t = op.tile
+        return (f"{'atomic add' if op.atomic else 'store'} {t.tensor}[{t.rows}x{t.cols}] "
+                f"<- {op.value}  # {op.task}")
+    return repr(op)
+
+
+def _bytes(dtype: str) -> int:
+    from ..sema.dtypes import DTYPE_BYTES
+    return DTYPE_BYTES[dtype]

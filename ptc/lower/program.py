@@ -1,0 +1,95 @@
+"""The plan's program, flattened for lowering: every statement of the role in program
+order, with its task and the loops around it, and reductions lifted out of expressions.
+
+    stmts = flatten(plan, graph)      # [Stmt], in the order the role runs them
+
+A reduction nested in an expression (`exp(x - rowmax(x)[:, None])`) becomes a statement
+of its own that defines a temporary (`%r0 = max(x, axis=1)`), placed just before, so
+that every later pass sees reductions only at the top of a statement.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..sched.plan import LoopBlock, Plan, Step
+from ..sema import typed as T
+from ..stask.graph import STask, STaskGraph
+
+
+@dataclass(frozen=True)
+class Stmt:
+    task: str
+    kind: str                    # load | store | atomic_add | mma | simt
+    stmt: T.Let | T.Store
+    loops: tuple[str, ...]       # enclosing loops, outermost first
+    position: int
+
+
+def mma_parts(e: T.TExpr) -> tuple[T.TExpr | None, T.MatMul]:
+    """(addend, product) of an mma statement's value: `acc + a @ b` or `a @ b`."""
+    if isinstance(e, T.MatMul):
+        return None, e
+    if isinstance(e, T.Elementwise) and e.op == "add" and isinstance(e.args[1], T.MatMul):
+        return e.args[0], e.args[1]
+    raise ValueError(f"not an mma statement: {e}")
+
+
+def plan_order(plan: Plan) -> list[Step]:
+    """The single role's steps in program order (loop blocks walked in place)."""
+    out: list[Step] = []
+
+    def walk(items) -> None:
+        for it in items:
+            if isinstance(it, LoopBlock):
+                walk(it.body)
+            else:
+                out.append(it)
+    walk(plan.roles[0].body)
+    return out
+
+
+def lift_reductions(let: T.Let, fresh) -> list[T.Let]:
+    """The Let with its nested reductions lifted into temporaries, innermost first."""
+    pre: list[T.Let] = []
+
+    def visit(e: T.TExpr, top: bool) -> T.TExpr:
+        e = T.map_children(e, lambda c: visit(c, False))
+        if isinstance(e, T.Reduce) and not top:
+            name = fresh()
+            pre.append(T.Let(name, e, let.span))
+            return T.Var(name, e.type)
+        return e
+
+    value = visit(let.value, True)
+    return pre + [replace(let, value=value)]
+
+
+def flatten(plan: Plan, graph: STaskGraph) -> list[Stmt]:
+    tasks: dict[str, STask] = {t.name: t for t in graph.tasks}
+    out: list[Stmt] = []
+    counter = [0]
+
+    def fresh() -> str:
+        counter[0] += 1
+        return f"%r{counter[0]}"
+
+    for step in plan_order(plan):
+        if step.task == "sync":
+            continue
+        t = tasks[step.task]
+        loops = graph.region_path(t.region)
+        for s in t.stmts:
+            parts = lift_reductions(s, fresh) if t.kind == "simt" and isinstance(s, T.Let) else [s]
+            for p in parts:
+                out.append(Stmt(t.name, t.op if t.kind != "simt" else "simt", p, loops, len(out)))
+    return out
+
+
+def reads(e) -> list[str]:
+    """Var names an expression reads, in order, with repeats."""
+    if isinstance(e, T.Var):
+        return [e.name]
+    out: list[str] = []
+    for c in T.children(e):
+        out += reads(c)
+    return out

@@ -1,0 +1,120 @@
+"""A register estimate per thread, from the lowered ops.
+
+    registers = the most 32-bit words of register tiles live at once
+              + the operand fragments an mma loads per k-step (twice: the compiler
+                loads the next step's while the current one multiplies)
+              + the per-thread state of the copies issued inside loops (a source and a
+                destination offset per chunk)
+              + a base for indices, pointers and loop counters.
+
+Liveness is the usual backward dataflow over the ops, loops closing over their back edge:
+a carried value (flash attention's `o`) is live from its definition at the end of one
+iteration to its use at the start of the next, not in between. It is an estimate: ptxas
+decides; the tests check that ptxas's count fits the device with no spills.
+"""
+from __future__ import annotations
+
+import math
+
+from ..sema.dtypes import DTYPE_BYTES
+from . import ir
+from .sync import op_reads
+
+BASE_REGISTERS = 40   # addresses, loop counters, predicates and the compiler's temporaries
+
+
+def defines(op) -> list[str]:
+    if isinstance(op, (ir.Compute, ir.Reduce, ir.WarpCombine, ir.LoadFragments, ir.FillTile)):
+        return [op.target]
+    if isinstance(op, (ir.Mma, ir.SimtMatmul)):
+        return [op.out]
+    return []
+
+
+def words(tile: ir.RegTile, layout) -> int:
+    if DTYPE_BYTES[tile.dtype] == 2:
+        return math.ceil(layout.size / 2)
+    return layout.size
+
+
+def _linearize(body) -> tuple[list, list[list[int]]]:
+    """(ops, successors): loops get their back edge and a zero-trip exit."""
+    ops: list = []
+    succ: list[list[int]] = []
+
+    def link(ends: list[int], target: int) -> None:
+        for i in ends:
+            succ[i].append(target)
+
+    def emit(seq, ends: list[int]) -> list[int]:
+        """Append seq after the ops in `ends`; return the ops that fall through past it."""
+        for op in seq:
+            if isinstance(op, ir.Loop):
+                ends = emit(op.fill, ends)
+                start = len(ops)
+                body_ends = emit(op.body, ends)
+                if len(ops) > start:
+                    link(body_ends, start)            # the back edge
+                    ends = ends + body_ends           # zero trips, or the last one
+                continue
+            ops.append(op)
+            succ.append([])
+            link(ends, len(ops) - 1)
+            ends = [len(ops) - 1]
+        return ends
+
+    emit(body, [])
+    return ops, succ
+
+
+def live_values(body, values: dict) -> tuple[list, list[set[str]], list[set[str]]]:
+    """(linearized ops, values live into each, values live out of each or defined by it)."""
+    ops, succ = _linearize(body)
+    uses = [{n for n in op_reads(op) if isinstance(values.get(n), ir.RegTile)} for op in ops]
+    defs = [{n for n in defines(op) if isinstance(values.get(n), ir.RegTile)} for op in ops]
+    live_in: list[set[str]] = [set() for _ in ops]
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(len(ops))):
+            out: set[str] = set()
+            for j in succ[i]:
+                out |= live_in[j]
+            new = uses[i] | (out - defs[i])
+            if new != live_in[i]:
+                live_in[i] = new
+                changed = True
+    live_out = []
+    for i in range(len(ops)):
+        out = set()
+        for j in succ[i]:
+            out |= live_in[j]
+        live_out.append(out | defs[i])
+    return ops, live_in, live_out
+
+
+def estimate_registers(body, builder) -> int:
+    """Registers per thread: at each op the larger of what is live into it and what is
+    live out of it (an elementwise op writes its result over the operand that dies there),
+    plus an mma's operand fragments at the mma; the most over all ops, plus the copies'
+    state and the base."""
+    values = builder.values
+    layouts = builder.layouts
+
+    def size(names) -> int:
+        return sum(words(values[n], layouts[values[n].layout]) for n in names)
+
+    ops, live_in, live_out = live_values(body, values)
+    peak = 0
+    for op, lin, lout in zip(ops, live_in, live_out):
+        here = max(size(lin), size(lout))
+        if isinstance(op, ir.Mma):
+            here += 2 * ((0 if op.a.in_registers else op.mi * 4) +
+                         (0 if op.b.in_registers else op.ni * 2))
+        peak = max(peak, here)
+    copies = 0
+    for op in ir.walk(body):
+        if isinstance(op, ir.CopyTile) and op.asynchronous and op.ahead:
+            chunks = op.tile.rows * op.tile.cols / max(op.vector, 1)
+            copies += math.ceil(chunks / builder.low.threads) * 2
+    return BASE_REGISTERS + peak + copies

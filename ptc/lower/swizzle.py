@@ -1,0 +1,93 @@
+"""Shared-memory tile layouts: rows one after another, 16-byte chunks XOR-swizzled.
+
+A 2-D tile of `rows x cols` elements is stored row-major with rows of `row_bytes`; with
+the `xor` swizzle, the 16-byte chunk bits [4, 7) of byte offset o are XORed with the
+tile's *line* index mod 8, where a line is 128 bytes when rows are at most 128 bytes long
+(o >> 7) and one row when they are longer (o >> 7 divided by the 128-byte lines per row).
+Eight 16-byte rows at the same column (what ldmatrix reads, or a warp's 16-byte copies)
+then fall in eight different chunk positions, so they hit every bank once. Rows longer
+than 128 bytes must be whole 128-byte lines (else no swizzle). A 16-byte chunk stays
+contiguous, so 16-byte copies and vector reads of a row's chunk are unaffected. Buffers
+are aligned to 1024 bytes so the pattern is the same relative to the buffer and to the
+banks.
+
+Bank arithmetic (`bank_conflicts`) follows NVIDIA's rule for shared memory: 32 banks of
+4 bytes; a warp's request is split into phases (32 lanes for 4-byte accesses, 16 for
+8-byte, 8 for 16-byte; ldmatrix: one 8x8 matrix = 8 rows of 16 bytes per phase); a phase
+takes as many wavefronts as the most distinct 4-byte words any one bank is asked for.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..sema.dtypes import DTYPE_BYTES
+
+BANKS = 32
+BANK_BYTES = 4
+ALIGN = 1024
+
+
+@dataclass(frozen=True)
+class SmemLayout:
+    rows: int
+    cols: int
+    dtype: str
+    swizzle: str          # "xor" | "none"
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def row_bytes(self) -> int:
+        return self.cols * self.elem_bytes
+
+    @property
+    def bytes(self) -> int:
+        return self.rows * self.row_bytes
+
+    @property
+    def name(self) -> str:
+        return "xor128" if self.swizzle == "xor" else "rows"
+
+    @property
+    def lines_per_row(self) -> int:
+        """128-byte lines per row (1 for rows of at most 128 bytes)."""
+        return max(1, self.row_bytes // 128)
+
+    def offset(self, row: int, col: int) -> int:
+        """Byte offset of element (row, col) in the tile."""
+        o = row * self.row_bytes + col * self.elem_bytes
+        return swizzle_offset(o, self.lines_per_row) if self.swizzle == "xor" else o
+
+
+def swizzle_offset(o: int, lines_per_row: int = 1) -> int:
+    return o ^ ((((o >> 7) // lines_per_row) & 7) << 4)
+
+
+def smem_layout(rows: int, cols: int, dtype: str) -> SmemLayout:
+    """The layout ptc gives a tile: swizzled when its rows are whole 16-byte chunks that
+    divide a 128-byte line, or whole 128-byte lines."""
+    row_bytes = cols * DTYPE_BYTES[dtype]
+    fits = (row_bytes % 16 == 0 and 128 % row_bytes == 0) or row_bytes % 128 == 0
+    return SmemLayout(rows, cols, dtype, "xor" if fits and rows > 1 else "none")
+
+
+def wavefronts(addresses: list[int], width: int) -> int:
+    """Wavefronts of one phase: lanes' byte addresses, each accessing `width` bytes."""
+    words_per_bank: dict[int, set[int]] = {}
+    for a in addresses:
+        for w in range(a // BANK_BYTES, (a + width - 1) // BANK_BYTES + 1):
+            words_per_bank.setdefault(w % BANKS, set()).add(w)
+    return max((len(v) for v in words_per_bank.values()), default=0)
+
+
+def bank_conflicts(addresses: list[int | None], width: int) -> int:
+    """Extra wavefronts of one warp-wide access (None: the lane does not take part)."""
+    lanes_per_phase = {1: 32, 2: 32, 4: 32, 8: 16, 16: 8}[width]
+    total = 0
+    for p in range(0, len(addresses), lanes_per_phase):
+        phase = [a for a in addresses[p:p + lanes_per_phase] if a is not None]
+        if phase:
+            total += wavefronts(phase, width) - 1
+    return total

@@ -1,0 +1,281 @@
+"""Waits and barriers, placed by simulating the ops (DESIGN §4: every wait and barrier is
+an op of the lowered IR).
+
+1. Copy groups. Each `CommitGroup` closes a group of this thread's async copies. A plan
+   wait on a buffer becomes `WaitGroups(n)`: the copy the waiting op reads (the one for
+   its iteration) must be complete, so n = the number of groups committed after that
+   copy's group, the least over every iteration of a short unrolled run (pipelined loops
+   commit a group every iteration, empty past the last, so the count is steady).
+2. Barriers. Threads share shared memory, so between two accesses to overlapping bytes,
+   one of them a write, every thread must pass a barrier. The ops are run for a few
+   iterations of every loop, tracking the accesses since the last barrier; an access that
+   conflicts with one of them gets a barrier just before it, at its place in the loop
+   body (so every iteration has it), until nothing changes. An async copy's write counts
+   from its issue, and can only be ordered before a read by a wait that covers it and a
+   barrier after that wait; a read of a copy nothing waited for is an error.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..sema import typed as T
+from . import ir
+
+
+class SyncError(Exception):
+    pass
+
+
+@dataclass
+class _Access:
+    op: int                      # id of the op
+    lo: int                      # byte range [lo, hi)
+    hi: int
+    write: bool
+    group: int | None = None     # async copy: the commit group (None: done when issued)
+
+
+def _trips(loop: ir.Loop) -> int:
+    return 2 * loop.stages + 2
+
+
+class _Run:
+    """One simulated run of the ops, reporting the ops that need a barrier before them and
+    the wait counts."""
+
+    def __init__(self, kernel_buffers: dict, values: dict):
+        self.buffers = kernel_buffers
+        self.values = values
+        self.pending: list[_Access] = []
+        self.groups: list[list[tuple[str, tuple]]] = []   # committed groups: (buffer, for-iteration)
+        self.open: list[tuple[str, tuple]] = []
+        self.done_groups = 0          # groups [0, done) are complete
+        self.needs_barrier: set[int] = set()
+        self.wait_counts: dict[int, int] = {}
+        self.iters: dict[str, int] = {}
+        self.trips: dict[str, int] = {}
+        self.loop_stack: list[str] = []
+
+    # ---- helpers ----------------------------------------------------------------------------
+    def slot(self, buffer: str, loop: str, ahead: int) -> int:
+        b = self.buffers[buffer]
+        if b.slots == 1:
+            return 0
+        return (self.iters.get(loop, 0) + ahead) % b.slots
+
+    def bytes_of(self, buffer: str, slot: int) -> tuple[int, int]:
+        b = self.buffers[buffer]
+        lo = b.offset + slot * b.slot_bytes
+        return lo, lo + b.slot_bytes
+
+    def for_iteration(self, loop: str = "", ahead: int = 0) -> tuple:
+        """The iterations of the enclosing loops; a copy `ahead` of `loop` is for a later
+        iteration of it."""
+        return tuple((lp, self.iters[lp] + (ahead if lp == loop else 0))
+                     for lp in self.loop_stack)
+
+    # ---- accesses -----------------------------------------------------------------------------
+    def access(self, op, acc: _Access) -> None:
+        for other in self.pending:
+            if other.hi <= acc.lo or acc.hi <= other.lo or not (other.write or acc.write):
+                continue
+            if other.group is not None and other.group >= self.done_groups:
+                raise SyncError(f"{_describe(op)} touches shared memory that an async copy "
+                                "still writes (no wait covers the copy)")
+            self.needs_barrier.add(id(op))
+            self.barrier()
+            break
+        self.pending.append(acc)
+
+    def barrier(self) -> None:
+        self.pending = [a for a in self.pending
+                        if a.group is not None and a.group >= self.done_groups]
+
+    def reads(self, op, names) -> None:
+        for name in names:
+            home = self.values.get(name)
+            if isinstance(home, ir.InShared):
+                lo, hi = self.bytes_of(home.buffer, self.slot(home.buffer, home.loop, 0))
+                self.access(op, _Access(id(op), lo, hi, False))
+
+    # ---- the run -----------------------------------------------------------------------------
+    def run(self, ops) -> None:
+        for op in ops:
+            self.one(op)
+
+    def one(self, op) -> None:
+        from .lowering import _WaitFor
+        if isinstance(op, ir.Barrier):
+            self.barrier()
+        elif isinstance(op, ir.Loop):
+            self.loop_stack.append(op.var)
+            self.iters[op.var] = 0
+            self.trips[op.var] = _trips(op)
+            self.run(op.fill)
+            for i in range(_trips(op)):
+                self.iters[op.var] = i
+                self.run(op.body)
+            self.loop_stack.pop()
+            del self.iters[op.var], self.trips[op.var]
+        elif isinstance(op, ir.CopyTile) and op.guard and op.loop in self.trips and \
+                self.iters[op.loop] + op.ahead >= self.trips[op.loop]:
+            pass     # past the loop's last iteration: the guard skips it (an empty group)
+        elif isinstance(op, ir.CopyTile):
+            slot = self.slot(op.buffer, op.loop, op.ahead)
+            lo, hi = self.bytes_of(op.buffer, slot)
+            group = len(self.groups) if op.asynchronous else None
+            self.access(op, _Access(id(op), lo, hi, True, group))
+            if op.asynchronous:
+                self.open.append((op.buffer, self.for_iteration(op.loop, op.ahead)))
+
+        elif isinstance(op, ir.CommitGroup):
+            self.groups.append(self.open)
+            self.open = []
+        elif isinstance(op, _WaitFor):
+            self.wait(op)
+        elif isinstance(op, ir.WaitGroups):
+            self.done_groups = max(self.done_groups, len(self.groups) - op.pending)
+        else:
+            self.reads(op, op_reads(op))
+            for buffer, write in op_scratch(op):
+                lo, hi = self.bytes_of(buffer, 0)
+                self.access(op, _Access(id(op), lo, hi, write))
+
+    def wait(self, op) -> None:
+        """Complete the groups holding the copies the waiting op reads: the latest copy of
+        each buffer made for the current iterations (or for an enclosing scope)."""
+        now = self.for_iteration()
+        targets = []
+        for buffer in op.buffers:
+            found = None
+            for g, members in enumerate(self.groups):
+                for b, it in members:
+                    if b == buffer and now[:len(it)] == it:
+                        found = g
+            if found is not None:
+                targets.append(found)
+        if not targets:
+            return      # synchronous copies: nothing to wait for
+        after = len(self.groups) - 1 - max(targets)
+        key = id(op)
+        self.wait_counts[key] = min(self.wait_counts.get(key, after), after)
+        self.done_groups = max(self.done_groups, max(targets) + 1)
+
+
+def op_reads(op) -> list[str]:
+    """Values an op reads (shared-memory ones matter here)."""
+    if isinstance(op, ir.Compute):
+        return _vars(op.expr)
+    if isinstance(op, ir.Reduce):
+        return _vars(op.expr)
+    if isinstance(op, ir.Mma):
+        return [o.value for o in (op.a, op.b)] + ([op.addend] if op.addend else [])
+    if isinstance(op, ir.SimtMatmul):
+        return _vars(op.a) + _vars(op.b) + ([op.addend] if op.addend else [])
+    if isinstance(op, ir.LoadFragments):
+        return [op.source]
+    if isinstance(op, (ir.StoreTile, ir.SpillTile)):
+        return [op.value]
+    if isinstance(op, ir.WarpCombine):
+        return []
+    return []
+
+
+def op_scratch(op) -> list[tuple[str, bool]]:
+    """(scratch buffer, write?) an op touches."""
+    if isinstance(op, ir.Reduce) and op.scratch:
+        return [(op.scratch, True)]
+    if isinstance(op, ir.SpillTile):
+        return [(op.scratch, True)]
+    if isinstance(op, (ir.WarpCombine, ir.FillTile)):
+        return [(op.scratch, False)]
+    return []
+
+
+def _vars(e: T.TExpr) -> list[str]:
+    if isinstance(e, T.Var):
+        return [e.name]
+    out: list[str] = []
+    for c in T.children(e):
+        out += _vars(c)
+    return out
+
+
+def _describe(op) -> str:
+    task = getattr(op, "task", "")
+    return f"{type(op).__name__}{' of ' + task if task else ''}"
+
+
+def place_sync(body: tuple, buffers: dict, values: dict) -> tuple:
+    """The ops with WaitGroups for every plan wait and Barriers where threads must meet:
+    barriers are added where a run finds a hazard until none is left, then each one is
+    dropped again if the run stays clean without it (an earlier barrier, added for
+    another hazard, may cover it)."""
+    current = body
+    for _ in range(256):
+        run = _Run(buffers, values)
+        run.run(current)
+        if not run.needs_barrier:
+            break
+        current = _insert_barriers(current, run.needs_barrier)
+    else:
+        raise SyncError("barrier placement did not settle")
+    for barrier in [op for op in ir.walk(current) if isinstance(op, ir.Barrier)]:
+        trial = _without(current, barrier)
+        run = _Run(buffers, values)
+        run.run(trial)
+        if not run.needs_barrier:
+            current = trial
+    run = _Run(buffers, values)
+    run.run(current)
+    return _finish(current, run.wait_counts)
+
+
+def _without(ops, gone) -> tuple:
+    out = []
+    for op in ops:
+        if op is gone:
+            continue
+        if isinstance(op, ir.Loop):
+            op = replace(op, fill=_without(op.fill, gone), body=_without(op.body, gone))
+        out.append(op)
+    return tuple(out)
+
+
+def _insert_barriers(ops, marks: set[int]) -> tuple:
+    out: list = []
+    for op in ops:
+        if id(op) in marks and not (out and isinstance(out[-1], ir.Barrier)):
+            out.append(ir.Barrier(_why(op)))
+        if isinstance(op, ir.Loop):
+            out.append(replace(op, fill=_insert_barriers(op.fill, marks),
+                               body=_insert_barriers(op.body, marks)))
+        else:
+            out.append(op)
+    return tuple(out)
+
+
+def _why(op) -> str:
+    if isinstance(op, ir.CopyTile):
+        return f"every thread is done with the bytes {op.task} overwrites"
+    if isinstance(op, ir.WarpCombine):
+        return "the warps' partial results are in shared memory"
+    if isinstance(op, ir.FillTile):
+        return f"{op.target} reads the values other threads spilled"
+    if isinstance(op, ir.SpillTile):
+        return f"every thread is done with the bytes the spill of {op.value} overwrites"
+    return f"{_describe(op)} reads what other threads wrote"
+
+
+def _finish(ops, waits: dict[int, int]) -> tuple:
+    from .lowering import _WaitFor
+    out: list = []
+    for op in ops:
+        if isinstance(op, _WaitFor):
+            if id(op) in waits:
+                out.append(ir.WaitGroups(waits[id(op)], op.buffers))
+            continue
+        if isinstance(op, ir.Loop):
+            op = replace(op, fill=_finish(op.fill, waits), body=_finish(op.body, waits))
+        out.append(op)
+    return tuple(out)

@@ -1,0 +1,154 @@
+"""The global-memory side of a load or store: which elements of which tensor a tile is.
+
+`global_tile(kernel, tiles, tensor, index)` turns a subscript (`A[i, k]`, `Q[b, h, m, :]`,
+`dA[b, h, c, L - 1]`) into a GlobalTile whose origin, strides and bounds are typed scalar
+expressions over dims, tile sizes and grid / loop indices. A tile has at most two axes
+(the subscript's tile slices and whole dims, in the tensor's order); point indices fold
+into the origin and a validity condition.
+"""
+from __future__ import annotations
+
+from ..sema import typed as T
+from .ir import GlobalTile
+
+I32 = T.TileType("i32")
+BOOL = T.TileType("bool")
+
+
+def const(n: int) -> T.Const:
+    return T.Const(int(n), I32)
+
+
+def dim(name: str) -> T.Scalar:
+    return T.Scalar(name, "dim", I32)
+
+
+def index(name: str) -> T.Scalar:
+    return T.Scalar(name, "index", I32)
+
+
+def add(a: T.TExpr, b: T.TExpr) -> T.TExpr:
+    if _is(a, 0):
+        return b
+    if _is(b, 0):
+        return a
+    if isinstance(a, T.Const) and isinstance(b, T.Const):
+        return const(a.value + b.value)
+    return T.Elementwise("add", (a, b), I32)
+
+
+def mul(a: T.TExpr, b: T.TExpr) -> T.TExpr:
+    if _is(a, 1):
+        return b
+    if _is(b, 1):
+        return a
+    if _is(a, 0) or _is(b, 0):
+        return const(0)
+    if isinstance(a, T.Const) and isinstance(b, T.Const):
+        return const(a.value * b.value)
+    return T.Elementwise("mul", (a, b), I32)
+
+
+def both(a: T.TExpr | None, b: T.TExpr) -> T.TExpr:
+    return b if a is None else T.Elementwise("and", (a, b), BOOL)
+
+
+def _is(e: T.TExpr, n: int) -> bool:
+    return isinstance(e, T.Const) and e.value == n
+
+
+class TileError(Exception):
+    """The subscript is not a tile the lowering can address (the message says why)."""
+
+
+def extent_value(kernel: T.TypedKernel, tiles, e: T.Extent) -> int:
+    if isinstance(e, int):
+        return e
+    if e in tiles:
+        return tiles[e]
+    static = kernel.dim(e).static
+    if static is None:
+        raise TileError(f"{e} is used as a tile extent but is not known at compile time")
+    return static
+
+
+def dim_expr(kernel: T.TypedKernel, d: T.Extent) -> T.TExpr:
+    """A tensor dim as an expression: a literal when it is fixed at compile time."""
+    if isinstance(d, int):
+        return const(d)
+    static = kernel.dim(d).static
+    return const(static) if static is not None else dim(d)
+
+
+def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items) -> GlobalTile:
+    p = kernel.tensor(tensor)
+    dims = [dim_expr(kernel, d) for d in p.dims]
+    strides: list[T.TExpr] = []
+    for j in range(len(dims)):
+        s: T.TExpr = const(1)
+        for d in dims[j + 1:]:
+            s = mul(s, d)
+        strides.append(s)
+    origin: T.TExpr = const(0)
+    valid: T.TExpr | None = None
+    axes: list[tuple[int, T.TExpr, T.TExpr, T.TExpr]] = []   # (extent, start, bound, stride)
+    for item, d, stride in zip(items, dims, strides):
+        if isinstance(item, T.Point):
+            origin = add(origin, mul(item.index, stride))
+            lo = T.Elementwise("ge", (item.index, const(0)), BOOL)
+            hi = T.Elementwise("lt", (item.index, d), BOOL)
+            valid = both(both(valid, lo), hi)
+        elif isinstance(item, T.TileSlice):
+            size = extent_value(kernel, tiles, item.size)
+            start = mul(index(item.var), const(size))
+            origin = add(origin, mul(start, stride))
+            axes.append((size, start, d, stride))
+        else:
+            axes.append((extent_value(kernel, tiles, item.extent), const(0), d, stride))
+    if len(axes) > 2:
+        raise TileError(f"a tile of {tensor} spans {len(axes)} dims; tiles have at most 2")
+    while len(axes) < 2:
+        axes.insert(0, (1, const(0), const(1), const(0)))
+    (rows, r0, rb, rs), (cols, c0, cb, cs) = axes
+    return GlobalTile(tensor, p.dtype, rows, cols, origin, rs, cs, r0, rb, c0, cb, valid)
+
+
+def loop_vars(e: T.TExpr) -> set[str]:
+    """Grid and loop indices an expression reads."""
+    out: set[str] = set()
+    if isinstance(e, T.Scalar) and e.kind == "index":
+        out.add(e.name)
+    for c in T.children(e):
+        out |= loop_vars(c)
+    return out
+
+
+def divisible(e: T.TExpr, n: int) -> tuple[bool, tuple[T.TExpr, ...]]:
+    """(known, runtime conditions): is integer expression e a multiple of n? Products are
+    multiples when a factor is; sums when every term is. What cannot be decided at compile
+    time comes back as conditions on runtime dims."""
+    if n == 1:
+        return True, ()
+    if isinstance(e, T.Const):
+        return e.value % n == 0, ()
+    if isinstance(e, T.Scalar) and e.kind == "dim":
+        return True, (e,)
+    if isinstance(e, T.Elementwise) and e.op == "mul":
+        a, b = e.args
+        for x, y in ((a, b), (b, a)):
+            ok, cond = divisible(x, n)
+            if ok and not cond:
+                return True, ()
+        ok_a, cond_a = divisible(a, n)
+        if ok_a:
+            return True, cond_a
+        return divisible(b, n)
+    if isinstance(e, T.Elementwise) and e.op == "add":
+        conds: list[T.TExpr] = []
+        for x in e.args:
+            ok, c = divisible(x, n)
+            if not ok:
+                return False, ()
+            conds += c
+        return True, tuple(conds)
+    return False, ()

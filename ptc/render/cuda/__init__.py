@@ -1,0 +1,132 @@
+"""The CUDA renderer: prints a lowered kernel (ptc.lower) as kernel.cu for sm80 and later.
+
+Python here only spells what the lowering decided; `templates/cuda/kernel.cu.j2` prints
+the frame, and the device headers beside it hold the instructions, named by what moves
+where: global_to_shared.cuh (cp.async tile copies), shared_to_register_ldmatrix.cuh,
+mma_sync.cuh (warp tiles of mma.sync m16n8k16), ptc_types.cuh (dtypes, 16-bit register
+pairs, shared addresses).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...lower import Capabilities, LoweredKernel, ir
+from ...sched.plan import Plan
+from ...sema import typed as T
+from ..cexpr import CTYPES, ExprRenderer
+from .body import BodyPrinter, RenderError, c_storage
+from .layouts import layout_struct
+
+CAPABILITIES = Capabilities(
+    backend="cuda",
+    styles=frozenset({"multistage", "sequential"}),
+    atoms=frozenset({"mma.sync.m16n8k16"}),
+    copy_units=frozenset({"cp_async"}),
+    persistent=False,
+)
+
+
+@dataclass(frozen=True)
+class Param:
+    ctype: str
+    name: str
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    kernel: str
+    func: str
+    summary: tuple[str, ...]
+    constants: tuple[tuple[str, int], ...]
+    layouts: tuple[str, ...]
+    params: tuple[Param, ...]
+    tensor_args: tuple[tuple[str, str, int], ...]   # (C name, C type, index into tensors[])
+    scalar_args: tuple[tuple[str, str, int], ...]   # (C name, C type, index into scalars[])
+    dim_args: tuple[tuple[str, int, int | None], ...]  # (C name, index into dims[], static)
+    grid: tuple[tuple[str, str], ...]               # (grid index, count expression)
+    aligned: tuple[str, ...]                        # launch-time conditions of ALIGNED
+    body: tuple[str, ...]
+
+
+def scalar_ctype(dtype: str) -> str:
+    return {"f32": "float", "f16": "float", "bf16": "float", "i32": "int", "bool": "bool"}[dtype]
+
+
+class CudaRenderer:
+    capabilities = CAPABILITIES
+    folder = "cuda"
+    template = "kernel.cu.j2"
+    suffix = ".cu"
+
+    def __init__(self, low: LoweredKernel, kernel: T.TypedKernel, plan: Plan):
+        self.low, self.kernel, self.plan = low, kernel, plan
+        self.tiles = dict(plan.tiles)
+
+    def context(self) -> KernelSource:
+        low, k = self.low, self.kernel
+        p = BodyPrinter(low, k, self.tiles)
+        self.grid_indices(p)
+        self.declarations(p)
+        p.ops(low.body)
+        params, tensors, scalars, dims = [], [], [], []
+        tensor_list = [q for q in k.inputs if isinstance(q, T.TensorParam)] + list(k.outputs)
+        for i, q in enumerate(tensor_list):
+            const = "const " if not q.is_output else ""
+            params.append(Param(f"{const}{CTYPES[q.dtype]}* __restrict__", f"g_{q.name}"))
+            tensors.append((f"g_{q.name}", f"{const}{CTYPES[q.dtype]}*", i))
+        for i, q in enumerate(x for x in k.inputs if isinstance(x, T.ScalarParam)):
+            params.append(Param(scalar_ctype(q.dtype), f"p_{q.name}"))
+            scalars.append((f"p_{q.name}", scalar_ctype(q.dtype), i))
+        for i, d in enumerate(k.dims):
+            params.append(Param("long long", f"d_{d.name}"))
+            dims.append((f"d_{d.name}", i, d.static))
+        constants = [("THREADS", low.launch.threads),
+                     ("SMEM_BYTES", low.launch.dynamic_smem)]
+        grid = tuple((name, p.scalar_expr(count)) for name, count in low.launch.grid)
+        layouts = []
+        for lay in low.layouts:
+            layouts += layout_struct(lay)
+        index = {name: i for name, _, i in tensors}
+        aligned = []
+        for kind, name, n in low.alignment:
+            if kind == "dim":
+                aligned.append(f"d_{name} % {n} == 0")
+            else:
+                aligned.append(f"(uintptr_t)tensors[{index['g_' + name]}] % {n} == 0")
+        return KernelSource(k.name, f"ptc_{k.name}_kernel", self.summary(), tuple(constants),
+                            tuple(layouts), tuple(params), tuple(tensors), tuple(scalars),
+                            tuple(dims), grid, tuple(aligned), tuple(p.lines))
+
+    def grid_indices(self, p: BodyPrinter) -> None:
+        p.emit("long long block = blockIdx.x;")
+        for name, count in reversed(self.low.launch.grid):
+            c = p.scalar_expr(count)
+            p.emit(f"const int i_{name} = (int)(block % ({c})); block /= ({c});")
+
+    def declarations(self, p: BodyPrinter) -> None:
+        for name, home in self.low.values:
+            if isinstance(home, ir.RegTile):
+                lay = self.low.layout(home.layout)
+                ctype, n, packed = c_storage(home, lay)
+                what = f"{home.dtype}{list(home.shape)} in {home.layout}" + \
+                    (", two per register" if packed else "")
+                p.emit(f"{ctype} {home.name}[{n}];  // {name}: {what}")
+
+    def summary(self) -> tuple[str, ...]:
+        plan, low = self.plan, self.low
+        lines = [f"plan: {', '.join(plan.notes) or plan.style}; device {plan.device}",
+                 "tiles: " + ", ".join(f"{k}={v}" for k, v in plan.tiles),
+                 f"launch: {low.launch.threads} threads, {low.launch.dynamic_smem} bytes of "
+                 f"shared memory, ~{low.launch.registers} registers per thread"]
+        for b in sorted(low.buffers, key=lambda b: b.offset):
+            lines.append(f"shared {b.name}: {b.dtype}{list(b.shape)}"
+                         + (f" x {b.slots}" if b.slots > 1 else "")
+                         + f" at {b.offset}..{b.end} ({b.purpose})")
+        if plan.estimate:
+            e = plan.estimate
+            lines.append(f"estimate: {e.seconds * 1e6:.1f} us at the benchmark shape, bound by "
+                         f"{e.bound}")
+        return tuple(lines)
+
+
+__all__ = ["CudaRenderer", "CAPABILITIES", "RenderError"]
