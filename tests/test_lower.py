@@ -1,0 +1,163 @@
+"""The lowering stage (ptc/lower) against independent expectations: the PTX ISA's fragment
+formulas, NVIDIA's shared-memory bank rule, buffer lifetimes, and the plan it finalizes."""
+from pathlib import Path
+
+import pytest
+
+from ptc.devices import get_device
+from ptc.driver import check_file, lowered, schedule
+from ptc.lower import ir
+from ptc.lower.atoms import MMA_SYNC_16816, Tiling
+from ptc.lower.assign import tiling_layouts
+from ptc.lower.layout import Layout
+from ptc.lower.swizzle import SmemLayout, bank_conflicts, smem_layout
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+def elements(lay: Layout) -> dict[tuple[int, int], tuple[int, int]]:
+    """(lane, register) -> element, for warp 0."""
+    table = lay.table[0]
+    return {(lane, r): tuple(int(x) for x in table[lane, r])
+            for lane in range(table.shape[0]) for r in range(table.shape[1])}
+
+
+# ---- the mma.sync m16n8k16 fragments, from the PTX ISA's formulas ----------------------------
+def test_the_accumulator_layout_is_the_ptx_isa_one():
+    c, _, _ = tiling_layouts(Tiling(MMA_SYNC_16816, 16, 8, 16, 1, 1), "t")
+    for (lane, i), (row, col) in elements(c).items():
+        g, t = lane // 4, lane % 4
+        assert (row, col) == (g + 8 * (i >= 2), 2 * t + (i & 1))
+
+
+def test_the_a_operand_layout_is_the_ptx_isa_one():
+    _, a, _ = tiling_layouts(Tiling(MMA_SYNC_16816, 16, 8, 16, 1, 1), "t")
+    for (lane, i), (row, col) in elements(a).items():
+        g, t = lane // 4, lane % 4
+        assert (row, col) == (g + 8 * (i in (2, 3, 6, 7)), 2 * t + (i & 1) + 8 * (i >= 4))
+
+
+def test_the_b_operand_layout_is_the_ptx_isa_one():
+    _, _, b = tiling_layouts(Tiling(MMA_SYNC_16816, 16, 8, 16, 1, 1), "t")
+    for (lane, i), (row, col) in elements(b).items():
+        g, t = lane // 4, lane % 4
+        assert (row, col) == (2 * t + (i & 1) + 8 * (i >= 2), g)
+
+
+def test_a_warp_tile_repeats_the_atom_along_n_then_m():
+    """Registers of atom (mi, ni) are c[(mi * NI + ni) * 4 + i] -- mma_sync.cuh's order."""
+    t = Tiling(MMA_SYNC_16816, 64, 64, 32, 2, 2)      # 2x2 warps, 2x4 atoms per warp
+    c, _, _ = tiling_layouts(t, "t")
+    assert (t.mi, t.ni, t.ks) == (2, 4, 2)
+    table = c.table
+    for warp in range(4):
+        wm, wn = warp // 2, warp % 2
+        for lane in range(32):
+            for mi in range(2):
+                for ni in range(4):
+                    for i in range(4):
+                        row, col = table[warp, lane, (mi * 4 + ni) * 4 + i]
+                        assert row == wm * 32 + mi * 16 + lane // 4 + 8 * (i >= 2)
+                        assert col == wn * 32 + ni * 8 + 2 * (lane % 4) + (i & 1)
+
+
+def test_p_can_feed_the_second_mma_from_registers():
+    """Flash attention's S accumulator (16 x 64 per warp) holds, register for register,
+    what the A operand of P @ V needs: no shared-memory round trip."""
+    s, _, _ = tiling_layouts(Tiling(MMA_SYNC_16816, 64, 64, 128, 4, 1), "s")
+    _, a, _ = tiling_layouts(Tiling(MMA_SYNC_16816, 64, 128, 64, 4, 1), "o")
+    assert s.same_map(a)
+    split, _, _ = tiling_layouts(Tiling(MMA_SYNC_16816, 64, 64, 128, 2, 2), "s")
+    assert not split.same_map(a)
+
+
+def test_a_row_reduction_combines_the_four_lanes_of_a_row():
+    c, _, _ = tiling_layouts(Tiling(MMA_SYNC_16816, 64, 64, 16, 4, 1), "c")
+    masks, warps = c.replicating(1)
+    assert masks == [1, 2] and warps == []
+    rows = c.slice(1)
+    assert rows.size == 2 * 1   # rows g and g + 8 of the warp's 16
+    masks, warps = tiling_layouts(Tiling(MMA_SYNC_16816, 64, 64, 16, 2, 2), "c")[0].replicating(1)
+    assert masks == [1, 2] and len(warps) == 1
+
+
+# ---- shared memory: the swizzle makes ldmatrix and 16-byte copies conflict-free ----------
+@pytest.mark.parametrize("cols", [32, 64, 128, 256])
+def test_ldmatrix_rows_of_a_swizzled_tile_hit_every_bank_once(cols):
+    tile = smem_layout(64, cols, "bf16")
+    assert tile.swizzle == "xor"
+    for row0 in range(0, 64, 8):
+        for col in range(0, cols, 8):
+            rows = [tile.offset(row0 + r, col) for r in range(8)]
+            assert bank_conflicts(rows, 16) == 0, (row0, col)
+    plain = SmemLayout(64, cols, "bf16", "none")
+    if cols >= 64:
+        assert bank_conflicts([plain.offset(r, 0) for r in range(8)], 16) > 0
+
+
+@pytest.mark.parametrize("cols", [32, 64, 128, 256])
+def test_a_warps_16_byte_copies_into_a_swizzled_tile_are_conflict_free(cols):
+    tile = smem_layout(64, cols, "bf16")
+    per_row = cols // 8
+    for first in range(0, 64 * per_row, 32):
+        chunks = [first + lane for lane in range(32)]
+        addrs = [tile.offset(c // per_row, (c % per_row) * 8) for c in chunks]
+        assert bank_conflicts(addrs, 16) == 0
+
+
+# ---- the lowered kernels of the samples ------------------------------------------------------
+def lower_sample(name: str, target: str = "sm80", **shapes):
+    k = check_file(SAMPLES / f"{name}.pt", shapes).kernels[0]
+    return lowered(k, target, shapes=shapes or None)
+
+
+def test_buffers_whose_lives_do_not_meet_share_bytes():
+    low, *_ = lower_sample("rmsnorm")
+    x, w = low.buffer("X_smem"), low.buffer("W_smem")
+    assert x.live[1] < w.live[0]
+    assert x.offset == w.offset == 0          # W reuses X's bytes
+    assert low.launch.dynamic_smem == max(b.end for b in low.buffers)
+
+
+def test_buffers_that_live_together_do_not_overlap():
+    for name in ("gemm", "flash_attn", "mamba2_chunk_state", "gemm_chain"):
+        low, *_ = lower_sample(name)
+        bufs = low.buffers
+        for i, a in enumerate(bufs):
+            for b in bufs[i + 1:]:
+                meet = not (a.live[1] < b.live[0] or b.live[1] < a.live[0])
+                if meet:
+                    assert a.end <= b.offset or b.end <= a.offset, (name, a.name, b.name)
+            if a.layout is not None and a.layout.swizzle == "xor":
+                assert a.offset % 1024 == 0
+
+
+@pytest.mark.parametrize("target", ["sm80", "sm90"])
+@pytest.mark.parametrize("name", sorted(p.stem for p in SAMPLES.glob("*.pt")))
+def test_the_plan_says_the_shared_memory_the_kernel_allocates(name, target):
+    low, plan, _, _ = lower_sample(name, target)
+    assert plan.launch.dynamic_smem == low.launch.dynamic_smem
+    k = check_file(SAMPLES / f"{name}.pt").kernels[0]
+    best = schedule(k, target).best.plan
+    assert best == plan                     # --emit plan prints the plan -o DIR builds
+
+
+def test_flash_attention_keeps_its_softmax_in_registers():
+    low, *_ = lower_sample("flash_attn")
+    (loop,) = [op for op in low.body if isinstance(op, ir.Loop)]
+    body = ir.walk(loop.body)
+    barriers = [op for op in body if isinstance(op, ir.Barrier)]
+    assert len(barriers) <= 2
+    mma_o = [op for op in body if isinstance(op, ir.Mma) and op.task == "mma_o"][0]
+    assert mma_o.a.in_registers                     # P straight from the S accumulator
+    assert not any(isinstance(op, (ir.SpillTile, ir.FillTile)) for op in body)
+    reduces = [op for op in body if isinstance(op, ir.Reduce)]
+    assert reduces and all(op.lane_masks == (1, 2) and not op.scratch for op in reduces)
+
+
+def test_an_mma_no_atom_fits_runs_on_cuda_cores():
+    from ptc.lower.atoms import mma_atom
+    sm80 = get_device("sm80")
+    assert mma_atom(sm80, "f16", 64, 64, 32, 4) is MMA_SYNC_16816
+    assert mma_atom(sm80, "f16", 32, 32, 24, 4) is None      # k is not a multiple of 16
+    assert mma_atom(sm80, "f16", 16, 16, 32, 4) is None      # 4 warps cannot split 16 x 16
