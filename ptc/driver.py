@@ -171,8 +171,13 @@ def finalized(plan, low, device):
     limit = min(device.resources.max_registers_per_thread,
                 device.resources.registers // max(low.launch.threads, 1))
     regs = min(limit, low.launch.registers + (-low.launch.registers) % 8)
+    from .sched.plan import TaskIssue
+
     roles = tuple(replace(r, registers=regs) for r in plan.roles)
-    return replace(plan, roles=roles,
+    issue = tuple(TaskIssue(c.task, c.mma_instructions, c.fragment_loads, c.simt_instructions,
+                            c.sfu_instructions, c.shuffles, c.shared_accesses)
+                  for c in low.costs if c.task in {t for _, s in plan.steps() for t in [s.task]})
+    return replace(plan, roles=roles, issue=issue,
                    launch=replace(plan.launch, dynamic_smem=low.launch.dynamic_smem))
 
 

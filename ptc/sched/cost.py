@@ -38,8 +38,20 @@ class Timeline:
     deadlock: str | None = None
 
 
-def step_cycles(task: STask, unit, device: Device, instances: int) -> float:
-    """Cycles `unit` is busy running one execution of `task` (one instance's share)."""
+# Per SM and cycle: warp instructions the shuffle unit and the shared-memory pipe take
+# (32 lanes each), and the cycles an ldmatrix.x4 (512 bytes) holds the 128 B/clk pipe.
+SHUFFLES_PER_CYCLE = 1.0      # [PG: 32 results/clk/SM for warp shuffle, sm80/sm90]
+SHARED_PER_CYCLE = 1.0        # [PG: 128 bytes/clk/SM]
+LDMATRIX_X4_CYCLES = 4.0
+
+
+def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
+                warps: int = 0) -> float:
+    """Cycles `unit` is busy running one execution of `task` (one instance's share).
+    `issue`: what the built kernel issues per warp for it (Plan.issue), over `warps`
+    warps -- then the count is timed, not guessed from the task's work."""
+    if issue is not None and warps and task.kind != "copy":
+        return _issued_cycles(task, unit, device, issue, warps)
     w = task.work
     if task.kind == "copy":
         rate = unit.throughput.get("bytes", 0) or 1.0
@@ -57,6 +69,23 @@ def step_cycles(task: STask, unit, device: Device, instances: int) -> float:
         rate = sfu[0].throughput.get("f32") or max(sfu[0].throughput.values())
         cycles = max(cycles, w.sfu_ops / rate)
     return unit.issue_latency_cycles + cycles / instances
+
+
+def _issued_cycles(task: STask, unit, device: Device, issue, warps: int) -> float:
+    lanes = device.resources.warp_size
+    shared = (issue.shuffles / SHUFFLES_PER_CYCLE + issue.shared / SHARED_PER_CYCLE
+              + issue.fragment_loads * LDMATRIX_X4_CYCLES) * warps
+    if task.kind == "mma" and unit.kind == "mma":
+        rate = unit.throughput.get(_mma_dtype(task)) or unit.throughput.get("tf32")
+        return unit.issue_latency_cycles + max(task.work.mma_flops / rate, shared)
+    simt_unit = unit if unit.kind == "simt" else (device.units_of("simt") or [unit])[0]
+    rate = simt_unit.throughput.get("f32") or max(simt_unit.throughput.values())
+    cycles = issue.simt * warps * lanes / rate
+    sfu = device.units_of("sfu")
+    if sfu and issue.sfu:
+        srate = sfu[0].throughput.get("f32") or max(sfu[0].throughput.values())
+        cycles = max(cycles, issue.sfu * warps * lanes / srate)
+    return unit.issue_latency_cycles + max(cycles, shared)
 
 
 def _mma_dtype(task: STask) -> str:
@@ -131,7 +160,8 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
             key = (e.step.task, e.step.unit, p[1])
             if key not in cost_cache:
                 cost_cache[key] = step_cycles(tasks[e.step.task], unit, device,
-                                              roles[p[1]].instances)
+                                              roles[p[1]].instances,
+                                              plan.issue_of(e.step.task), roles[p[1]].warps)
             dur = cost_cache[key]
             end = start + dur
             done = end + unit.latency_cycles

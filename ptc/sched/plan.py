@@ -95,6 +95,20 @@ class Estimate:
 
 
 @dataclass(frozen=True)
+class TaskIssue:
+    """What one execution of a task issues, per warp, in the kernel that gets built (the
+    lowering's count, ptc.lower.costs). The cost model times these where a plan has them."""
+
+    task: str
+    mma: int = 0                 # tensor-core instructions
+    fragment_loads: int = 0      # ldmatrix (or the equivalent shared reads)
+    simt: int = 0                # FP32 / integer pipe
+    sfu: int = 0                 # MUFU
+    shuffles: int = 0
+    shared: int = 0              # other shared-memory loads and stores
+
+
+@dataclass(frozen=True)
 class Plan:
     kernel: str
     device: str
@@ -108,6 +122,13 @@ class Plan:
     launch: Launch
     estimate: Estimate | None = None
     notes: tuple[str, ...] = field(default=())
+    issue: tuple[TaskIssue, ...] = field(default=())   # from the lowering (empty: none yet)
+
+    def issue_of(self, task: str) -> TaskIssue | None:
+        for t in self.issue:
+            if t.task == task:
+                return t
+        return None
 
     @property
     def tile_sizes(self) -> dict[str, int]:
@@ -166,6 +187,8 @@ def _encode(obj):
             "launch": asdict(obj.launch),
             "estimate": asdict(obj.estimate) if obj.estimate else None,
             "notes": list(obj.notes),
+            "issue": {t.task: {k: v for k, v in asdict(t).items() if k != "task"}
+                      for t in obj.issue},
         }
     raise TypeError(obj)
 
@@ -263,11 +286,17 @@ class _Reader:
                 self.get(est, "flops", num, ew), self.get(est, "bytes", num, ew),
                 tuple((str(a), float(b)) for a, b in self.get(est, "unit_busy", list, ew)),
                 self.get(est, "bound", str, ew))
+        issue = []
+        for task, counts in (data.get("issue") or {}).items():
+            iw = f"issue.{task}"
+            issue.append(TaskIssue(task, *(self.get(counts, k, int, iw) for k in
+                                           ("mma", "fragment_loads", "simt", "sfu",
+                                            "shuffles", "shared"))))
         return Plan(self.get(data, "kernel", str, w), self.get(data, "device", str, w),
                     tuple(tiles_d.items()), self.get(data, "pipelined", str, w),
                     self.get(data, "stages", int, w), self.get(data, "style", str, w),
                     tuple(roles), tuple(buffers), tuple(barriers), launch, estimate,
-                    self.strings(data, "notes", w))
+                    self.strings(data, "notes", w), tuple(issue))
 
 
 def from_json(text: str, filename: str = "plan.json") -> Plan:

@@ -8,7 +8,7 @@
 // shared scratch3: f32[32, 64] at 65536..73728 (p from s_c to o_a)
 // shared scratch1: f32[32, 4] at 73728..74240 (cross-warp max of %r1)
 // shared scratch2: f32[32, 4] at 74240..74752 (cross-warp sum of %r2)
-// estimate: 742.8 us at the benchmark shape, bound by cp_async
+// estimate: 867.9 us at the benchmark shape, bound by cp_async
 #include <climits>
 #include <cstdint>
 #include <cuda_runtime.h>
