@@ -79,11 +79,14 @@ __global__ void __launch_bounds__(THREADS) ptc_flash_attn_kernel(
   float t_o[64];  // %o: f32[64, 128] in o_c
   uint32_t t_o2[32];  // %o2: bf16[64, 128] in o_c, two per register
   uint32_t t_O[32];  // %O: bf16[64, 128] in o_c, two per register
+  const ptc::TileCopy<__nv_bfloat16, 64, 128, 8, THREADS, 256, true> copy_load_Q((int)(128), tid);  // load_Q's offsets
+  const ptc::TileCopy<__nv_bfloat16, 128, 128, 8, THREADS, 256, true> copy_load_K((int)(128), tid);  // load_K's offsets
+  const ptc::TileCopy<__nv_bfloat16, 128, 128, 8, THREADS, 256, true> copy_load_V((int)(128), tid);  // load_V's offsets
   // load_Q: Q[64x128] -> q_smem
   {
     const __nv_bfloat16* g = g_Q + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_m * 64) * 128)));
-    const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)64, (long long)(d_S) - (long long)((i_m * 64)))) : 0), cols_left = 128;
-    if (ALIGNED) ptc::copy_tile_async<__nv_bfloat16, 64, 128, 8, THREADS, 256, true>(smem + 65536u, g, (int)(128), rows_left, cols_left, tid);
+    const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)((i_m * 64)), 64LL) : 0), cols_left = 128;
+    if (ALIGNED) copy_load_Q.async(smem + 65536u, g, (int)(128), rows_left, cols_left);
     else ptc::copy_tile_sync<__nv_bfloat16, 64, 128, THREADS, 256, true>(smem + 65536u, g, 128, 1, rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
@@ -110,8 +113,8 @@ __global__ void __launch_bounds__(THREADS) ptc_flash_attn_kernel(
       // load_K: K[128x128] -> k_smem
       {
         const __nv_bfloat16* g = g_K + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + ((i_n * 128) * 128)));
-        const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)128, (long long)(d_T) - (long long)((i_n * 128)))) : 0), cols_left = 128;
-        if (ALIGNED) ptc::copy_tile_async<__nv_bfloat16, 128, 128, 8, THREADS, 256, true>(smem, g, (int)(128), rows_left, cols_left, tid);
+        const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_T) - (long long)((i_n * 128)), 128LL) : 0), cols_left = 128;
+        if (ALIGNED) copy_load_K.async(smem, g, (int)(128), rows_left, cols_left);
         else ptc::copy_tile_sync<__nv_bfloat16, 128, 128, THREADS, 256, true>(smem, g, 128, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
@@ -119,8 +122,8 @@ __global__ void __launch_bounds__(THREADS) ptc_flash_attn_kernel(
       // load_V: V[128x128] -> v_smem
       {
         const __nv_bfloat16* g = g_V + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + ((i_n * 128) * 128)));
-        const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)128, (long long)(d_T) - (long long)((i_n * 128)))) : 0), cols_left = 128;
-        if (ALIGNED) ptc::copy_tile_async<__nv_bfloat16, 128, 128, 8, THREADS, 256, true>(smem + 32768u, g, (int)(128), rows_left, cols_left, tid);
+        const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_T) - (long long)((i_n * 128)), 128LL) : 0), cols_left = 128;
+        if (ALIGNED) copy_load_V.async(smem + 32768u, g, (int)(128), rows_left, cols_left);
         else ptc::copy_tile_sync<__nv_bfloat16, 128, 128, THREADS, 256, true>(smem + 32768u, g, 128, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
@@ -235,7 +238,7 @@ __global__ void __launch_bounds__(THREADS) ptc_flash_attn_kernel(
   {
     __nv_bfloat16* g = g_O + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_m * 64) * 128)));
     const long long rs = 128, cs = 1;
-    const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)64, (long long)(d_S) - (long long)((i_m * 64)))) : 0), cols_left = 128;
+    const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)((i_m * 64)), 64LL) : 0), cols_left = 128;
     {
       if (ALIGNED) {
         #pragma unroll

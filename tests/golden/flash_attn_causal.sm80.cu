@@ -131,11 +131,14 @@ __global__ void __launch_bounds__(THREADS) ptc_flash_attn_causal_kernel(
   uint32_t t_O[16];  // %O: bf16[32, 128] in o_c, two per register
   float v_p_o_a[64];  // p@o_a: f32[32, 64] in o_a
   uint32_t f_q_s[64];  // q@mma_s: bf16[32, 128] in s_a, two per register
+  const ptc::TileCopy<__nv_bfloat16, 32, 128, 8, THREADS, 256, true> copy_load_Q((int)(128), tid);  // load_Q's offsets
+  const ptc::TileCopy<__nv_bfloat16, 64, 128, 8, THREADS, 256, true> copy_load_K((int)(128), tid);  // load_K's offsets
+  const ptc::TileCopy<__nv_bfloat16, 64, 128, 8, THREADS, 256, true> copy_load_V((int)(128), tid);  // load_V's offsets
   // load_Q: Q[32x128] -> q_smem
   {
     const __nv_bfloat16* g = g_Q + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_m * 32) * 128)));
-    const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)32, (long long)(d_S) - (long long)((i_m * 32)))) : 0), cols_left = 128;
-    if (ALIGNED) ptc::copy_tile_async<__nv_bfloat16, 32, 128, 8, THREADS, 256, true>(smem, g, (int)(128), rows_left, cols_left, tid);
+    const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)((i_m * 32)), 32LL) : 0), cols_left = 128;
+    if (ALIGNED) copy_load_Q.async(smem, g, (int)(128), rows_left, cols_left);
     else ptc::copy_tile_sync<__nv_bfloat16, 32, 128, THREADS, 256, true>(smem, g, 128, 1, rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
@@ -167,16 +170,16 @@ __global__ void __launch_bounds__(THREADS) ptc_flash_attn_causal_kernel(
       // load_K: K[64x128] -> k_smem
       if (0 < trips_n) {
         const __nv_bfloat16* g = g_K + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_n * 64) * 128)));
-        const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)64, (long long)(d_S) - (long long)((i_n * 64)))) : 0), cols_left = 128;
-        if (ALIGNED) ptc::copy_tile_async<__nv_bfloat16, 64, 128, 8, THREADS, 256, true>(smem + (i_n % 2) * 16384u, g, (int)(128), rows_left, cols_left, tid);
+        const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)((i_n * 64)), 64LL) : 0), cols_left = 128;
+        if (ALIGNED) copy_load_K.async(smem + (i_n % 2) * 16384u, g, (int)(128), rows_left, cols_left);
         else ptc::copy_tile_sync<__nv_bfloat16, 64, 128, THREADS, 256, true>(smem + (i_n % 2) * 16384u, g, 128, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_V: V[64x128] -> v_smem
       if (0 < trips_n) {
         const __nv_bfloat16* g = g_V + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_n * 64) * 128)));
-        const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)64, (long long)(d_S) - (long long)((i_n * 64)))) : 0), cols_left = 128;
-        if (ALIGNED) ptc::copy_tile_async<__nv_bfloat16, 64, 128, 8, THREADS, 256, true>(smem + 32768u + (i_n % 2) * 16384u, g, (int)(128), rows_left, cols_left, tid);
+        const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)((i_n * 64)), 64LL) : 0), cols_left = 128;
+        if (ALIGNED) copy_load_V.async(smem + 32768u + (i_n % 2) * 16384u, g, (int)(128), rows_left, cols_left);
         else ptc::copy_tile_sync<__nv_bfloat16, 64, 128, THREADS, 256, true>(smem + 32768u + (i_n % 2) * 16384u, g, 128, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
@@ -186,8 +189,8 @@ __global__ void __launch_bounds__(THREADS) ptc_flash_attn_causal_kernel(
       // load_K: K[64x128] -> k_smem, 1 iteration(s) ahead
       if (i_n + 1 < trips_n) {
         const __nv_bfloat16* g = g_K + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + (((i_n + 1) * 64) * 128)));
-        const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)64, (long long)(d_S) - (long long)(((i_n + 1) * 64)))) : 0), cols_left = 128;
-        if (ALIGNED) ptc::copy_tile_async<__nv_bfloat16, 64, 128, 8, THREADS, 256, true>(smem + ((i_n + 1) % 2) * 16384u, g, (int)(128), rows_left, cols_left, tid);
+        const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)(((i_n + 1) * 64)), 64LL) : 0), cols_left = 128;
+        if (ALIGNED) copy_load_K.async(smem + ((i_n + 1) % 2) * 16384u, g, (int)(128), rows_left, cols_left);
         else ptc::copy_tile_sync<__nv_bfloat16, 64, 128, THREADS, 256, true>(smem + ((i_n + 1) % 2) * 16384u, g, 128, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
@@ -195,8 +198,8 @@ __global__ void __launch_bounds__(THREADS) ptc_flash_attn_causal_kernel(
       // load_V: V[64x128] -> v_smem, 1 iteration(s) ahead
       if (i_n + 1 < trips_n) {
         const __nv_bfloat16* g = g_V + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + (((i_n + 1) * 64) * 128)));
-        const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)64, (long long)(d_S) - (long long)(((i_n + 1) * 64)))) : 0), cols_left = 128;
-        if (ALIGNED) ptc::copy_tile_async<__nv_bfloat16, 64, 128, 8, THREADS, 256, true>(smem + 32768u + ((i_n + 1) % 2) * 16384u, g, (int)(128), rows_left, cols_left, tid);
+        const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)(((i_n + 1) * 64)), 64LL) : 0), cols_left = 128;
+        if (ALIGNED) copy_load_V.async(smem + 32768u + ((i_n + 1) % 2) * 16384u, g, (int)(128), rows_left, cols_left);
         else ptc::copy_tile_sync<__nv_bfloat16, 64, 128, THREADS, 256, true>(smem + 32768u + ((i_n + 1) % 2) * 16384u, g, 128, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
@@ -350,7 +353,7 @@ __global__ void __launch_bounds__(THREADS) ptc_flash_attn_causal_kernel(
   {
     __nv_bfloat16* g = g_O + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_m * 32) * 128)));
     const long long rs = 128, cs = 1;
-    const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)32, (long long)(d_S) - (long long)((i_m * 32)))) : 0), cols_left = 128;
+    const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)((i_m * 32)), 32LL) : 0), cols_left = 128;
     {
       if (ALIGNED) {
         #pragma unroll

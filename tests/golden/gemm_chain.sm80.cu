@@ -73,6 +73,9 @@ __global__ void __launch_bounds__(THREADS) ptc_gemm_chain_kernel(
   float v_t[64];  // t: f32[64, 128] in t_c
   uint32_t t_acc[32];  // %acc: f16[64, 128] in t_c, two per register
   uint32_t t_E[16];  // %E: f16[64, 64] in acc_c, two per register
+  const ptc::TileCopy<__half, 64, 32, 8, THREADS, 64, true> copy_load_A((int)(d_K), tid);  // load_A's offsets
+  const ptc::TileCopy<__half, 32, 128, 8, THREADS, 256, true> copy_load_B((int)(d_N), tid);  // load_B's offsets
+  const ptc::TileCopy<__half, 128, 64, 8, THREADS, 128, true> copy_load_D((int)(d_L), tid);  // load_D's offsets
   // acc = ...  (simt_acc)
   #pragma unroll
   for (int r = 0; r < L_acc_c::SIZE; ++r) {
@@ -95,48 +98,48 @@ __global__ void __launch_bounds__(THREADS) ptc_gemm_chain_kernel(
           // load_A: A[64x32] -> A_smem
           if (0 < trips_k) {
             const __half* g = g_A + ((((i_i * 64) * d_K) + (i_k * 32)));
-            const int rows_left = (int)max(0LL, min((long long)64, (long long)(d_M) - (long long)((i_i * 64)))), cols_left = (int)max(0LL, min((long long)32, (long long)(d_K) - (long long)((i_k * 32))));
-            if (ALIGNED) ptc::copy_tile_async<__half, 64, 32, 8, THREADS, 64, true>(smem + 32768u + (i_k % 4) * 4096u, g, (int)(d_K), rows_left, cols_left, tid);
+            const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)((i_k * 32)), 32LL);
+            if (ALIGNED) copy_load_A.async(smem + 32768u + (i_k % 4) * 4096u, g, (int)(d_K), rows_left, cols_left);
             else ptc::copy_tile_sync<__half, 64, 32, THREADS, 64, true>(smem + 32768u + (i_k % 4) * 4096u, g, d_K, 1, rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
           // load_B: B[32x128] -> B_smem
           if (0 < trips_k) {
             const __half* g = g_B + ((((i_k * 32) * d_N) + (i_n * 128)));
-            const int rows_left = (int)max(0LL, min((long long)32, (long long)(d_K) - (long long)((i_k * 32)))), cols_left = (int)max(0LL, min((long long)128, (long long)(d_N) - (long long)((i_n * 128))));
-            if (ALIGNED) ptc::copy_tile_async<__half, 32, 128, 8, THREADS, 256, true>(smem + (i_k % 4) * 8192u, g, (int)(d_N), rows_left, cols_left, tid);
+            const int rows_left = (int)min((long long)(d_K) - (long long)((i_k * 32)), 32LL), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
+            if (ALIGNED) copy_load_B.async(smem + (i_k % 4) * 8192u, g, (int)(d_N), rows_left, cols_left);
             else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true>(smem + (i_k % 4) * 8192u, g, d_N, 1, rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
           // load_A: A[64x32] -> A_smem, 1 iteration(s) ahead
           if (i_k + 1 < trips_k) {
             const __half* g = g_A + ((((i_i * 64) * d_K) + ((i_k + 1) * 32)));
-            const int rows_left = (int)max(0LL, min((long long)64, (long long)(d_M) - (long long)((i_i * 64)))), cols_left = (int)max(0LL, min((long long)32, (long long)(d_K) - (long long)(((i_k + 1) * 32))));
-            if (ALIGNED) ptc::copy_tile_async<__half, 64, 32, 8, THREADS, 64, true>(smem + 32768u + ((i_k + 1) % 4) * 4096u, g, (int)(d_K), rows_left, cols_left, tid);
+            const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 32)), 32LL);
+            if (ALIGNED) copy_load_A.async(smem + 32768u + ((i_k + 1) % 4) * 4096u, g, (int)(d_K), rows_left, cols_left);
             else ptc::copy_tile_sync<__half, 64, 32, THREADS, 64, true>(smem + 32768u + ((i_k + 1) % 4) * 4096u, g, d_K, 1, rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
           // load_B: B[32x128] -> B_smem, 1 iteration(s) ahead
           if (i_k + 1 < trips_k) {
             const __half* g = g_B + (((((i_k + 1) * 32) * d_N) + (i_n * 128)));
-            const int rows_left = (int)max(0LL, min((long long)32, (long long)(d_K) - (long long)(((i_k + 1) * 32)))), cols_left = (int)max(0LL, min((long long)128, (long long)(d_N) - (long long)((i_n * 128))));
-            if (ALIGNED) ptc::copy_tile_async<__half, 32, 128, 8, THREADS, 256, true>(smem + ((i_k + 1) % 4) * 8192u, g, (int)(d_N), rows_left, cols_left, tid);
+            const int rows_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 32)), 32LL), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
+            if (ALIGNED) copy_load_B.async(smem + ((i_k + 1) % 4) * 8192u, g, (int)(d_N), rows_left, cols_left);
             else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true>(smem + ((i_k + 1) % 4) * 8192u, g, d_N, 1, rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
           // load_A: A[64x32] -> A_smem, 2 iteration(s) ahead
           if (i_k + 2 < trips_k) {
             const __half* g = g_A + ((((i_i * 64) * d_K) + ((i_k + 2) * 32)));
-            const int rows_left = (int)max(0LL, min((long long)64, (long long)(d_M) - (long long)((i_i * 64)))), cols_left = (int)max(0LL, min((long long)32, (long long)(d_K) - (long long)(((i_k + 2) * 32))));
-            if (ALIGNED) ptc::copy_tile_async<__half, 64, 32, 8, THREADS, 64, true>(smem + 32768u + ((i_k + 2) % 4) * 4096u, g, (int)(d_K), rows_left, cols_left, tid);
+            const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)(((i_k + 2) * 32)), 32LL);
+            if (ALIGNED) copy_load_A.async(smem + 32768u + ((i_k + 2) % 4) * 4096u, g, (int)(d_K), rows_left, cols_left);
             else ptc::copy_tile_sync<__half, 64, 32, THREADS, 64, true>(smem + 32768u + ((i_k + 2) % 4) * 4096u, g, d_K, 1, rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
           // load_B: B[32x128] -> B_smem, 2 iteration(s) ahead
           if (i_k + 2 < trips_k) {
             const __half* g = g_B + (((((i_k + 2) * 32) * d_N) + (i_n * 128)));
-            const int rows_left = (int)max(0LL, min((long long)32, (long long)(d_K) - (long long)(((i_k + 2) * 32)))), cols_left = (int)max(0LL, min((long long)128, (long long)(d_N) - (long long)((i_n * 128))));
-            if (ALIGNED) ptc::copy_tile_async<__half, 32, 128, 8, THREADS, 256, true>(smem + ((i_k + 2) % 4) * 8192u, g, (int)(d_N), rows_left, cols_left, tid);
+            const int rows_left = (int)min((long long)(d_K) - (long long)(((i_k + 2) * 32)), 32LL), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
+            if (ALIGNED) copy_load_B.async(smem + ((i_k + 2) % 4) * 8192u, g, (int)(d_N), rows_left, cols_left);
             else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true>(smem + ((i_k + 2) % 4) * 8192u, g, d_N, 1, rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
@@ -147,16 +150,16 @@ __global__ void __launch_bounds__(THREADS) ptc_gemm_chain_kernel(
           // load_A: A[64x32] -> A_smem, 3 iteration(s) ahead
           if (i_k + 3 < trips_k) {
             const __half* g = g_A + ((((i_i * 64) * d_K) + ((i_k + 3) * 32)));
-            const int rows_left = (int)max(0LL, min((long long)64, (long long)(d_M) - (long long)((i_i * 64)))), cols_left = (int)max(0LL, min((long long)32, (long long)(d_K) - (long long)(((i_k + 3) * 32))));
-            if (ALIGNED) ptc::copy_tile_async<__half, 64, 32, 8, THREADS, 64, true>(smem + 32768u + ((i_k + 3) % 4) * 4096u, g, (int)(d_K), rows_left, cols_left, tid);
+            const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)(((i_k + 3) * 32)), 32LL);
+            if (ALIGNED) copy_load_A.async(smem + 32768u + ((i_k + 3) % 4) * 4096u, g, (int)(d_K), rows_left, cols_left);
             else ptc::copy_tile_sync<__half, 64, 32, THREADS, 64, true>(smem + 32768u + ((i_k + 3) % 4) * 4096u, g, d_K, 1, rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
           // load_B: B[32x128] -> B_smem, 3 iteration(s) ahead
           if (i_k + 3 < trips_k) {
             const __half* g = g_B + (((((i_k + 3) * 32) * d_N) + (i_n * 128)));
-            const int rows_left = (int)max(0LL, min((long long)32, (long long)(d_K) - (long long)(((i_k + 3) * 32)))), cols_left = (int)max(0LL, min((long long)128, (long long)(d_N) - (long long)((i_n * 128))));
-            if (ALIGNED) ptc::copy_tile_async<__half, 32, 128, 8, THREADS, 256, true>(smem + ((i_k + 3) % 4) * 8192u, g, (int)(d_N), rows_left, cols_left, tid);
+            const int rows_left = (int)min((long long)(d_K) - (long long)(((i_k + 3) * 32)), 32LL), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
+            if (ALIGNED) copy_load_B.async(smem + ((i_k + 3) % 4) * 8192u, g, (int)(d_N), rows_left, cols_left);
             else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true>(smem + ((i_k + 3) % 4) * 8192u, g, d_N, 1, rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
@@ -178,8 +181,8 @@ __global__ void __launch_bounds__(THREADS) ptc_gemm_chain_kernel(
       // load_D: D[128x64] -> D_smem
       {
         const __half* g = g_D + ((((i_n * 128) * d_L) + (i_j * 64)));
-        const int rows_left = (int)max(0LL, min((long long)128, (long long)(d_N) - (long long)((i_n * 128)))), cols_left = (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)((i_j * 64))));
-        if (ALIGNED) ptc::copy_tile_async<__half, 128, 64, 8, THREADS, 128, true>(smem + 49152u, g, (int)(d_L), rows_left, cols_left, tid);
+        const int rows_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL), cols_left = (int)min((long long)(d_L) - (long long)((i_j * 64)), 64LL);
+        if (ALIGNED) copy_load_D.async(smem + 49152u, g, (int)(d_L), rows_left, cols_left);
         else ptc::copy_tile_sync<__half, 128, 64, THREADS, 128, true>(smem + 49152u, g, d_L, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
@@ -204,7 +207,7 @@ __global__ void __launch_bounds__(THREADS) ptc_gemm_chain_kernel(
   {
     __half* g = g_E + ((((i_i * 64) * d_L) + (i_j * 64)));
     const long long rs = d_L, cs = 1;
-    const int rows_left = (int)max(0LL, min((long long)64, (long long)(d_M) - (long long)((i_i * 64)))), cols_left = (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)((i_j * 64))));
+    const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_L) - (long long)((i_j * 64)), 64LL);
     {
       if (ALIGNED) {
         #pragma unroll

@@ -91,27 +91,35 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
   float v_w[64];  // w: f32[64, 64] in acc_a
   uint32_t t_acc[32];  // %acc: f16[64, 64] in acc_a, two per register
   uint32_t t_out[16];  // %out: f16[64, 64] in carried_c, two per register
+  const ptc::TileCopy<float, 1, 64, 4, THREADS, 256, false> copy_load_dA_cs((int)(0), tid);  // load_dA_cs's offsets
+  const ptc::TileCopy<__half, 64, 128, 8, THREADS, 256, true> copy_load_C((int)((d_G * 128)), tid);  // load_C's offsets
+  const ptc::TileCopy<__half, 64, 128, 8, THREADS, 256, true> copy_load_prev_states((int)(128), tid);  // load_prev_states's offsets
+  const ptc::TileCopy<float, 1, 64, 4, THREADS, 256, false> copy_load_dA_cs2((int)(0), tid);  // load_dA_cs2's offsets
+  const ptc::TileCopy<__half, 64, 64, 8, THREADS, 128, true> copy_load_cb((int)(d_L), tid);  // load_cb's offsets
+  const ptc::TileCopy<float, 1, 64, 4, THREADS, 256, false> copy_load_dt((int)(0), tid);  // load_dt's offsets
+  const ptc::TileCopy<__half, 64, 64, 8, THREADS, 128, true> copy_load_x((int)((d_H * d_P)), tid);  // load_x's offsets
+  const ptc::TileCopy<__half, 64, 64, 8, THREADS, 128, true> copy_load_x2((int)((d_H * d_P)), tid);  // load_x2's offsets
   // load_dA_cs: dA_cs[1x64] -> cs_m_smem
   {
     const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_m * 64)));
-    const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)((i_m * 64))));
-    if (ALIGNED) ptc::copy_tile_async<float, 1, 64, 4, THREADS, 256, false>(smem + 41984u, g, (int)(0), rows_left, cols_left, tid);
+    const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL);
+    if (ALIGNED) copy_load_dA_cs.async(smem + 41984u, g, (int)(0), rows_left, cols_left);
     else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 41984u, g, 0, 1, rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   // load_C: C[64x128] -> C_smem
   {
     const __half* g = g_C + (((((i_b * (((d_NC * d_L) * d_G) * 128)) + (i_c * ((d_L * d_G) * 128))) + ((i_m * 64) * (d_G * 128))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * 128)));
-    const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)((i_m * 64)))) : 0), cols_left = 128;
-    if (ALIGNED) ptc::copy_tile_async<__half, 64, 128, 8, THREADS, 256, true>(smem, g, (int)((d_G * 128)), rows_left, cols_left, tid);
+    const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = 128;
+    if (ALIGNED) copy_load_C.async(smem, g, (int)((d_G * 128)), rows_left, cols_left);
     else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem, g, (d_G * 128), 1, rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   // load_prev_states: prev_states[64x128] -> prev_states_smem
   {
     const __half* g = g_prev_states + (((((i_b * (((d_NC * d_H) * d_P) * 128)) + (i_c * ((d_H * d_P) * 128))) + (i_h * (d_P * 128))) + ((i_p * 64) * 128)));
-    const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)64, (long long)(d_P) - (long long)((i_p * 64)))) : 0), cols_left = 128;
-    if (ALIGNED) ptc::copy_tile_async<__half, 64, 128, 8, THREADS, 256, true>(smem + 16384u, g, (int)(128), rows_left, cols_left, tid);
+    const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL) : 0), cols_left = 128;
+    if (ALIGNED) copy_load_prev_states.async(smem + 16384u, g, (int)(128), rows_left, cols_left);
     else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + 16384u, g, 128, 1, rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
@@ -138,8 +146,8 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
       // load_dA_cs2: dA_cs[1x64] -> dA_cs_smem
       if (0 < trips_s) {
         const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_s * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)((i_s * 64))));
-        if (ALIGNED) ptc::copy_tile_async<float, 1, 64, 4, THREADS, 256, false>(smem + 40960u + (i_s % 2) * 256u, g, (int)(0), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
+        if (ALIGNED) copy_load_dA_cs2.async(smem + 40960u + (i_s % 2) * 256u, g, (int)(0), rows_left, cols_left);
         else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 40960u + (i_s % 2) * 256u, g, 0, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
@@ -147,24 +155,24 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
       // load_cb: cb[64x64] -> cb_smem
       if (0 < trips_s) {
         const __half* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 64) * d_L)) + (i_s * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)((i_m * 64)))) : 0), cols_left = (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)((i_s * 64))));
-        if (ALIGNED) ptc::copy_tile_async<__half, 64, 64, 8, THREADS, 128, true>(smem + (i_s % 2) * 8192u, g, (int)(d_L), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
+        if (ALIGNED) copy_load_cb.async(smem + (i_s % 2) * 8192u, g, (int)(d_L), rows_left, cols_left);
         else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + (i_s % 2) * 8192u, g, d_L, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_dt: dt[1x64] -> dt_smem
       if (0 < trips_s) {
         const float* g = g_dt + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_s * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)((i_s * 64))));
-        if (ALIGNED) ptc::copy_tile_async<float, 1, 64, 4, THREADS, 256, false>(smem + 41472u + (i_s % 2) * 256u, g, (int)(0), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
+        if (ALIGNED) copy_load_dt.async(smem + 41472u + (i_s % 2) * 256u, g, (int)(0), rows_left, cols_left);
         else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 41472u + (i_s % 2) * 256u, g, 0, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_x: x[64x64] -> x_smem
       if (0 < trips_s) {
         const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_s * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)((i_s * 64)))) : 0), cols_left = (int)max(0LL, min((long long)64, (long long)(d_P) - (long long)((i_p * 64))));
-        if (ALIGNED) ptc::copy_tile_async<__half, 64, 64, 8, THREADS, 128, true>(smem + 16384u + (i_s % 2) * 8192u, g, (int)((d_H * d_P)), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
+        if (ALIGNED) copy_load_x.async(smem + 16384u + (i_s % 2) * 8192u, g, (int)((d_H * d_P)), rows_left, cols_left);
         else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 16384u + (i_s % 2) * 8192u, g, (d_H * d_P), 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
@@ -174,24 +182,24 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
       // load_dA_cs2: dA_cs[1x64] -> dA_cs_smem, 1 iteration(s) ahead
       if (i_s + 1 < trips_s) {
         const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_s + 1) * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)(((i_s + 1) * 64))));
-        if (ALIGNED) ptc::copy_tile_async<float, 1, 64, 4, THREADS, 256, false>(smem + 40960u + ((i_s + 1) % 2) * 256u, g, (int)(0), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL);
+        if (ALIGNED) copy_load_dA_cs2.async(smem + 40960u + ((i_s + 1) % 2) * 256u, g, (int)(0), rows_left, cols_left);
         else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 40960u + ((i_s + 1) % 2) * 256u, g, 0, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_cb: cb[64x64] -> cb_smem, 1 iteration(s) ahead
       if (i_s + 1 < trips_s) {
         const __half* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 64) * d_L)) + ((i_s + 1) * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)((i_m * 64)))) : 0), cols_left = (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)(((i_s + 1) * 64))));
-        if (ALIGNED) ptc::copy_tile_async<__half, 64, 64, 8, THREADS, 128, true>(smem + ((i_s + 1) % 2) * 8192u, g, (int)(d_L), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL);
+        if (ALIGNED) copy_load_cb.async(smem + ((i_s + 1) % 2) * 8192u, g, (int)(d_L), rows_left, cols_left);
         else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + ((i_s + 1) % 2) * 8192u, g, d_L, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_dt: dt[1x64] -> dt_smem, 1 iteration(s) ahead
       if (i_s + 1 < trips_s) {
         const float* g = g_dt + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_s + 1) * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)(((i_s + 1) * 64))));
-        if (ALIGNED) ptc::copy_tile_async<float, 1, 64, 4, THREADS, 256, false>(smem + 41472u + ((i_s + 1) % 2) * 256u, g, (int)(0), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL);
+        if (ALIGNED) copy_load_dt.async(smem + 41472u + ((i_s + 1) % 2) * 256u, g, (int)(0), rows_left, cols_left);
         else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 41472u + ((i_s + 1) % 2) * 256u, g, 0, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
@@ -199,8 +207,8 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
       // load_x: x[64x64] -> x_smem, 1 iteration(s) ahead
       if (i_s + 1 < trips_s) {
         const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + (((i_s + 1) * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)(((i_s + 1) * 64)))) : 0), cols_left = (int)max(0LL, min((long long)64, (long long)(d_P) - (long long)((i_p * 64))));
-        if (ALIGNED) ptc::copy_tile_async<__half, 64, 64, 8, THREADS, 128, true>(smem + 16384u + ((i_s + 1) % 2) * 8192u, g, (int)((d_H * d_P)), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
+        if (ALIGNED) copy_load_x.async(smem + 16384u + ((i_s + 1) % 2) * 8192u, g, (int)((d_H * d_P)), rows_left, cols_left);
         else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 16384u + ((i_s + 1) % 2) * 8192u, g, (d_H * d_P), 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
@@ -247,8 +255,8 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
   // load_x2: x[64x64] -> x2_smem
   {
     const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_m * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
-    const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)((i_m * 64)))) : 0), cols_left = (int)max(0LL, min((long long)64, (long long)(d_P) - (long long)((i_p * 64))));
-    if (ALIGNED) ptc::copy_tile_async<__half, 64, 64, 8, THREADS, 128, true>(smem + 32768u, g, (int)((d_H * d_P)), rows_left, cols_left, tid);
+    const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
+    if (ALIGNED) copy_load_x2.async(smem + 32768u, g, (int)((d_H * d_P)), rows_left, cols_left);
     else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 32768u, g, (d_H * d_P), 1, rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
@@ -282,7 +290,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
   {
     __half* g = g_out + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_m * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
     const long long rs = (d_H * d_P), cs = 1;
-    const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)64, (long long)(d_L) - (long long)((i_m * 64)))) : 0), cols_left = (int)max(0LL, min((long long)64, (long long)(d_P) - (long long)((i_p * 64))));
+    const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
     {
       if (ALIGNED) {
         #pragma unroll

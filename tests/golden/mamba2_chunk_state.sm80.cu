@@ -92,6 +92,10 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_state_kernel(
   float v_acc[64];  // acc: f32[64, 128] in acc_c
   float v_w[8];  // w: f32[32] in acc_b_s1
   uint32_t v_bw[16];  // bw: f16[32, 128] in acc_b, two per register
+  const ptc::TileCopy<float, 1, 32, 4, THREADS, 128, false> copy_load_dA_cs2((int)(0), tid);  // load_dA_cs2's offsets
+  const ptc::TileCopy<float, 1, 32, 4, THREADS, 128, false> copy_load_dt((int)(0), tid);  // load_dt's offsets
+  const ptc::TileCopy<__half, 32, 128, 8, THREADS, 256, true> copy_load_Bm((int)((d_G * d_N)), tid);  // load_Bm's offsets
+  const ptc::TileCopy<__half, 32, 64, 8, THREADS, 128, true> copy_load_x((int)((d_H * d_P)), tid);  // load_x's offsets
   // load_dA_cs: dA_cs[1x1] -> last_smem
   {
     const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (d_L - 1)));
@@ -111,32 +115,32 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_state_kernel(
       // load_dA_cs2: dA_cs[1x32] -> dA_cs_smem
       if (0 < trips_l) {
         const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_l * 32)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)max(0LL, min((long long)32, (long long)(d_L) - (long long)((i_l * 32))));
-        if (ALIGNED) ptc::copy_tile_async<float, 1, 32, 4, THREADS, 128, false>(smem + 24576u + (i_l % 2) * 128u, g, (int)(0), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_l * 32)), 32LL);
+        if (ALIGNED) copy_load_dA_cs2.async(smem + 24576u + (i_l % 2) * 128u, g, (int)(0), rows_left, cols_left);
         else ptc::copy_tile_sync<float, 1, 32, THREADS, 128, false>(smem + 24576u + (i_l % 2) * 128u, g, 0, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_dt: dt[1x32] -> dt_smem
       if (0 < trips_l) {
         const float* g = g_dt + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_l * 32)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)max(0LL, min((long long)32, (long long)(d_L) - (long long)((i_l * 32))));
-        if (ALIGNED) ptc::copy_tile_async<float, 1, 32, 4, THREADS, 128, false>(smem + 24832u + (i_l % 2) * 128u, g, (int)(0), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_l * 32)), 32LL);
+        if (ALIGNED) copy_load_dt.async(smem + 24832u + (i_l % 2) * 128u, g, (int)(0), rows_left, cols_left);
         else ptc::copy_tile_sync<float, 1, 32, THREADS, 128, false>(smem + 24832u + (i_l % 2) * 128u, g, 0, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_Bm: Bm[32x128] -> Bm_smem
       if (0 < trips_l) {
         const __half* g = g_Bm + ((((((i_b * (((d_NC * d_L) * d_G) * d_N)) + (i_c * ((d_L * d_G) * d_N))) + ((i_l * 32) * (d_G * d_N))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * d_N)) + (i_n * 128)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)max(0LL, min((long long)32, (long long)(d_L) - (long long)((i_l * 32)))) : 0), cols_left = (int)max(0LL, min((long long)128, (long long)(d_N) - (long long)((i_n * 128))));
-        if (ALIGNED) ptc::copy_tile_async<__half, 32, 128, 8, THREADS, 256, true>(smem + (i_l % 2) * 8192u, g, (int)((d_G * d_N)), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_l * 32)), 32LL) : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
+        if (ALIGNED) copy_load_Bm.async(smem + (i_l % 2) * 8192u, g, (int)((d_G * d_N)), rows_left, cols_left);
         else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true>(smem + (i_l % 2) * 8192u, g, (d_G * d_N), 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_x: x[32x64] -> x_smem
       if (0 < trips_l) {
         const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_l * 32) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)32, (long long)(d_L) - (long long)((i_l * 32)))) : 0), cols_left = (int)max(0LL, min((long long)64, (long long)(d_P) - (long long)((i_p * 64))));
-        if (ALIGNED) ptc::copy_tile_async<__half, 32, 64, 8, THREADS, 128, true>(smem + 16384u + (i_l % 2) * 4096u, g, (int)((d_H * d_P)), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)((i_l * 32)), 32LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
+        if (ALIGNED) copy_load_x.async(smem + 16384u + (i_l % 2) * 4096u, g, (int)((d_H * d_P)), rows_left, cols_left);
         else ptc::copy_tile_sync<__half, 32, 64, THREADS, 128, true>(smem + 16384u + (i_l % 2) * 4096u, g, (d_H * d_P), 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
@@ -146,24 +150,24 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_state_kernel(
       // load_dA_cs2: dA_cs[1x32] -> dA_cs_smem, 1 iteration(s) ahead
       if (i_l + 1 < trips_l) {
         const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_l + 1) * 32)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)max(0LL, min((long long)32, (long long)(d_L) - (long long)(((i_l + 1) * 32))));
-        if (ALIGNED) ptc::copy_tile_async<float, 1, 32, 4, THREADS, 128, false>(smem + 24576u + ((i_l + 1) % 2) * 128u, g, (int)(0), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_l + 1) * 32)), 32LL);
+        if (ALIGNED) copy_load_dA_cs2.async(smem + 24576u + ((i_l + 1) % 2) * 128u, g, (int)(0), rows_left, cols_left);
         else ptc::copy_tile_sync<float, 1, 32, THREADS, 128, false>(smem + 24576u + ((i_l + 1) % 2) * 128u, g, 0, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_dt: dt[1x32] -> dt_smem, 1 iteration(s) ahead
       if (i_l + 1 < trips_l) {
         const float* g = g_dt + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_l + 1) * 32)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)max(0LL, min((long long)32, (long long)(d_L) - (long long)(((i_l + 1) * 32))));
-        if (ALIGNED) ptc::copy_tile_async<float, 1, 32, 4, THREADS, 128, false>(smem + 24832u + ((i_l + 1) % 2) * 128u, g, (int)(0), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_l + 1) * 32)), 32LL);
+        if (ALIGNED) copy_load_dt.async(smem + 24832u + ((i_l + 1) % 2) * 128u, g, (int)(0), rows_left, cols_left);
         else ptc::copy_tile_sync<float, 1, 32, THREADS, 128, false>(smem + 24832u + ((i_l + 1) % 2) * 128u, g, 0, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_Bm: Bm[32x128] -> Bm_smem, 1 iteration(s) ahead
       if (i_l + 1 < trips_l) {
         const __half* g = g_Bm + ((((((i_b * (((d_NC * d_L) * d_G) * d_N)) + (i_c * ((d_L * d_G) * d_N))) + (((i_l + 1) * 32) * (d_G * d_N))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * d_N)) + (i_n * 128)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)max(0LL, min((long long)32, (long long)(d_L) - (long long)(((i_l + 1) * 32)))) : 0), cols_left = (int)max(0LL, min((long long)128, (long long)(d_N) - (long long)((i_n * 128))));
-        if (ALIGNED) ptc::copy_tile_async<__half, 32, 128, 8, THREADS, 256, true>(smem + ((i_l + 1) % 2) * 8192u, g, (int)((d_G * d_N)), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)(((i_l + 1) * 32)), 32LL) : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
+        if (ALIGNED) copy_load_Bm.async(smem + ((i_l + 1) % 2) * 8192u, g, (int)((d_G * d_N)), rows_left, cols_left);
         else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true>(smem + ((i_l + 1) % 2) * 8192u, g, (d_G * d_N), 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
@@ -171,8 +175,8 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_state_kernel(
       // load_x: x[32x64] -> x_smem, 1 iteration(s) ahead
       if (i_l + 1 < trips_l) {
         const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + (((i_l + 1) * 32) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)32, (long long)(d_L) - (long long)(((i_l + 1) * 32)))) : 0), cols_left = (int)max(0LL, min((long long)64, (long long)(d_P) - (long long)((i_p * 64))));
-        if (ALIGNED) ptc::copy_tile_async<__half, 32, 64, 8, THREADS, 128, true>(smem + 16384u + ((i_l + 1) % 2) * 4096u, g, (int)((d_H * d_P)), rows_left, cols_left, tid);
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)(((i_l + 1) * 32)), 32LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
+        if (ALIGNED) copy_load_x.async(smem + 16384u + ((i_l + 1) % 2) * 4096u, g, (int)((d_H * d_P)), rows_left, cols_left);
         else ptc::copy_tile_sync<__half, 32, 64, THREADS, 128, true>(smem + 16384u + ((i_l + 1) % 2) * 4096u, g, (d_H * d_P), 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
@@ -207,7 +211,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_state_kernel(
   {
     float* g = g_states + ((((((i_b * (((d_NC * d_H) * d_P) * d_N)) + (i_c * ((d_H * d_P) * d_N))) + (i_h * (d_P * d_N))) + ((i_p * 64) * d_N)) + (i_n * 128)));
     const long long rs = d_N, cs = 1;
-    const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)max(0LL, min((long long)64, (long long)(d_P) - (long long)((i_p * 64)))) : 0), cols_left = (int)max(0LL, min((long long)128, (long long)(d_N) - (long long)((i_n * 128))));
+    const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
     {
       if (ALIGNED) {
         #pragma unroll

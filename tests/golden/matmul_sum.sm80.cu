@@ -66,6 +66,8 @@ __global__ void __launch_bounds__(THREADS) ptc_matmul_sum_kernel(
   float v_acc[32];  // acc: f32[64, 128] in acc_c
   uint32_t t_C[16];  // %C: f16[64, 128] in acc_c, two per register
   float t_S[4];  // %S: f32[64] in acc_c_s1
+  const ptc::TileCopy<__half, 64, 64, 8, THREADS, 128, true> copy_load_A((int)(d_K), tid);  // load_A's offsets
+  const ptc::TileCopy<__half, 64, 128, 8, THREADS, 256, true> copy_load_B((int)(d_N), tid);  // load_B's offsets
   // acc = ...  (simt_acc)
   #pragma unroll
   for (int r = 0; r < L_acc_c::SIZE; ++r) {
@@ -79,16 +81,16 @@ __global__ void __launch_bounds__(THREADS) ptc_matmul_sum_kernel(
       // load_A: A[64x64] -> A_smem
       if (0 < trips_k) {
         const __half* g = g_A + ((((i_i * 64) * d_K) + (i_k * 64)));
-        const int rows_left = (int)max(0LL, min((long long)64, (long long)(d_M) - (long long)((i_i * 64)))), cols_left = (int)max(0LL, min((long long)64, (long long)(d_K) - (long long)((i_k * 64))));
-        if (ALIGNED) ptc::copy_tile_async<__half, 64, 64, 8, THREADS, 128, true>(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_K), rows_left, cols_left, tid);
+        const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL);
+        if (ALIGNED) copy_load_A.async(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_K), rows_left, cols_left);
         else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 32768u + (i_k % 2) * 8192u, g, d_K, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_B: B[64x128] -> B_smem
       if (0 < trips_k) {
         const __half* g = g_B + ((((i_k * 64) * d_N) + (i_j * 128)));
-        const int rows_left = (int)max(0LL, min((long long)64, (long long)(d_K) - (long long)((i_k * 64)))), cols_left = (int)max(0LL, min((long long)128, (long long)(d_N) - (long long)((i_j * 128))));
-        if (ALIGNED) ptc::copy_tile_async<__half, 64, 128, 8, THREADS, 256, true>(smem + (i_k % 2) * 16384u, g, (int)(d_N), rows_left, cols_left, tid);
+        const int rows_left = (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
+        if (ALIGNED) copy_load_B.async(smem + (i_k % 2) * 16384u, g, (int)(d_N), rows_left, cols_left);
         else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + (i_k % 2) * 16384u, g, d_N, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
@@ -99,16 +101,16 @@ __global__ void __launch_bounds__(THREADS) ptc_matmul_sum_kernel(
       // load_A: A[64x64] -> A_smem, 1 iteration(s) ahead
       if (i_k + 1 < trips_k) {
         const __half* g = g_A + ((((i_i * 64) * d_K) + ((i_k + 1) * 64)));
-        const int rows_left = (int)max(0LL, min((long long)64, (long long)(d_M) - (long long)((i_i * 64)))), cols_left = (int)max(0LL, min((long long)64, (long long)(d_K) - (long long)(((i_k + 1) * 64))));
-        if (ALIGNED) ptc::copy_tile_async<__half, 64, 64, 8, THREADS, 128, true>(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), rows_left, cols_left, tid);
+        const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 64)), 64LL);
+        if (ALIGNED) copy_load_A.async(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), rows_left, cols_left);
         else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, d_K, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_B: B[64x128] -> B_smem, 1 iteration(s) ahead
       if (i_k + 1 < trips_k) {
         const __half* g = g_B + (((((i_k + 1) * 64) * d_N) + (i_j * 128)));
-        const int rows_left = (int)max(0LL, min((long long)64, (long long)(d_K) - (long long)(((i_k + 1) * 64)))), cols_left = (int)max(0LL, min((long long)128, (long long)(d_N) - (long long)((i_j * 128))));
-        if (ALIGNED) ptc::copy_tile_async<__half, 64, 128, 8, THREADS, 256, true>(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_N), rows_left, cols_left, tid);
+        const int rows_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 64)), 64LL), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
+        if (ALIGNED) copy_load_B.async(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_N), rows_left, cols_left);
         else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + ((i_k + 1) % 2) * 16384u, g, d_N, 1, rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
@@ -131,7 +133,7 @@ __global__ void __launch_bounds__(THREADS) ptc_matmul_sum_kernel(
   {
     __half* g = g_C + ((((i_i * 64) * d_N) + (i_j * 128)));
     const long long rs = d_N, cs = 1;
-    const int rows_left = (int)max(0LL, min((long long)64, (long long)(d_M) - (long long)((i_i * 64)))), cols_left = (int)max(0LL, min((long long)128, (long long)(d_N) - (long long)((i_j * 128))));
+    const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
     {
       if (ALIGNED) {
         #pragma unroll
@@ -182,7 +184,7 @@ __global__ void __launch_bounds__(THREADS) ptc_matmul_sum_kernel(
   {
     float* g = g_S + ((i_i * 64));
     const long long rs = 0, cs = 1;
-    const int rows_left = 1, cols_left = (int)max(0LL, min((long long)64, (long long)(d_M) - (long long)((i_i * 64))));
+    const int rows_left = 1, cols_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL);
     if (L_acc_c_s1::owner(lane, warp)) {
       {
         #pragma unroll

@@ -66,11 +66,13 @@ __global__ void __launch_bounds__(THREADS) ptc_rmsnorm_kernel(
   float v_r[1];  // r: f32[2] in blocked_2x4096_s1
   float v_y[64];  // y: f32[2, 4096] in blocked_2x4096
   uint32_t t_Y[32];  // %Y: f16[2, 4096] in blocked_2x4096, two per register
+  const ptc::TileCopy<__half, 2, 4096, 8, THREADS, 8192, true> copy_load_X((int)(4096), tid);  // load_X's offsets
+  const ptc::TileCopy<__half, 1, 4096, 8, THREADS, 8192, false> copy_load_W((int)(0), tid);  // load_W's offsets
   // load_X: X[2x4096] -> X_smem
   {
     const __half* g = g_X + (((i_i * 2) * 4096));
-    const int rows_left = (int)max(0LL, min((long long)2, (long long)(d_M) - (long long)((i_i * 2)))), cols_left = 4096;
-    if (ALIGNED) ptc::copy_tile_async<__half, 2, 4096, 8, THREADS, 8192, true>(smem, g, (int)(4096), rows_left, cols_left, tid);
+    const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 2)), 2LL), cols_left = 4096;
+    if (ALIGNED) copy_load_X.async(smem, g, (int)(4096), rows_left, cols_left);
     else ptc::copy_tile_sync<__half, 2, 4096, THREADS, 8192, true>(smem, g, 4096, 1, rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
@@ -120,7 +122,7 @@ __global__ void __launch_bounds__(THREADS) ptc_rmsnorm_kernel(
   {
     const __half* g = g_W + (0);
     const int rows_left = 1, cols_left = 4096;
-    if (ALIGNED) ptc::copy_tile_async<__half, 1, 4096, 8, THREADS, 8192, false>(smem, g, (int)(0), rows_left, cols_left, tid);
+    if (ALIGNED) copy_load_W.async(smem, g, (int)(0), rows_left, cols_left);
     else ptc::copy_tile_sync<__half, 1, 4096, THREADS, 8192, false>(smem, g, 0, 1, rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
@@ -147,7 +149,7 @@ __global__ void __launch_bounds__(THREADS) ptc_rmsnorm_kernel(
   {
     __half* g = g_Y + (((i_i * 2) * 4096));
     const long long rs = 4096, cs = 1;
-    const int rows_left = (int)max(0LL, min((long long)2, (long long)(d_M) - (long long)((i_i * 2)))), cols_left = 4096;
+    const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 2)), 2LL), cols_left = 4096;
     {
       if (ALIGNED) {
         #pragma unroll

@@ -67,6 +67,9 @@ class CudaRenderer:
         p = BodyPrinter(low, k, self.tiles)
         self.grid_indices(p)
         self.declarations(p)
+        for op in ir.walk(low.body):
+            if isinstance(op, ir.CopyTile):
+                p.copy_state(op)
         p.ops(low.body)
         params, tensors, scalars, dims = [], [], [], []
         tensor_list = [q for q in k.inputs if isinstance(q, T.TensorParam)] + list(k.outputs)

@@ -54,6 +54,7 @@ class BodyPrinter:
         self.lines: list[str] = []
         self.depth = 1
         self.index_override: dict[str, str] = {}
+        self.copy_states: dict[str, str] = {}    # task -> its TileCopy, built before the loops
         self.loop_trips: dict[str, str] = {}
         # the value, layout and register variable that the element being computed belongs to
         self.current: tuple[str, str] | None = None
@@ -286,11 +287,12 @@ class BodyPrinter:
         return origin, rs, cs, rows_left, cols_left
 
     def left(self, bound: T.TExpr, start: T.TExpr, n: int) -> str:
+        """Rows (or columns) of the tile inside the tensor, at most n (negative: none)."""
         if isinstance(bound, T.Const) and isinstance(start, T.Const) and \
                 bound.value - start.value >= n:
             return str(n)
-        return (f"(int)max(0LL, min((long long){n}, (long long)({self.scalar_expr(bound)}) - "
-                f"(long long)({self.scalar_expr(start)})))")
+        return (f"(int)min((long long)({self.scalar_expr(bound)}) - "
+                f"(long long)({self.scalar_expr(start)}), {n}LL)")
 
     def CopyTile(self, op: ir.CopyTile) -> None:
         b = self.buffers[op.buffer]
@@ -313,8 +315,13 @@ class BodyPrinter:
                     f"{swz_c}>({dst}, g, {rs}, {cs}, rows_left, cols_left, "
                     f"{literal(op.pad, 'f32')}, tid);")
             if op.asynchronous:
-                fast = (f"ptc::copy_tile_async<{ctype}, {rows}, {cols}, {op.vector}, THREADS, "
-                        f"{row_bytes}, {swz_c}>({dst}, g, (int)({rs}), rows_left, cols_left, tid);")
+                state = self.copy_states.get(op.task)
+                if state is not None:
+                    fast = f"{state}.async({dst}, g, (int)({rs}), rows_left, cols_left);"
+                else:
+                    fast = (f"ptc::copy_tile_async<{ctype}, {rows}, {cols}, {op.vector}, "
+                            f"THREADS, {row_bytes}, {swz_c}>({dst}, g, (int)({rs}), rows_left, "
+                            "cols_left, tid);")
                 if op.fallback_vector:
                     self.emit(f"if (ALIGNED) {fast}")
                     self.emit(f"else {sync}")
@@ -322,6 +329,21 @@ class BodyPrinter:
                     self.emit(fast)
             else:
                 self.emit(sync)
+
+    def copy_state(self, op: ir.CopyTile) -> None:
+        """Declare the per-thread offsets of an async copy whose row stride does not change
+        (it depends on dims only): computed once, used by every iteration."""
+        if not op.asynchronous or op.task in self.copy_states or \
+                _mentions_index(op.tile.row_stride):
+            return
+        b = self.buffers[op.buffer]
+        rows, cols, row_bytes, swz = self.tile_shape(b)
+        ctype = CTYPES[op.tile.dtype]
+        name = f"copy_{op.task}"
+        self.emit(f"const ptc::TileCopy<{ctype}, {rows}, {cols}, {op.vector}, THREADS, "
+                  f"{row_bytes}, {'true' if swz else 'false'}> {name}("
+                  f"(int)({self.scalar_expr(op.tile.row_stride)}), tid);  // {op.task}'s offsets")
+        self.copy_states[op.task] = name
 
     # ---- elementwise --------------------------------------------------------------------------
     def Compute(self, op: ir.Compute) -> None:
@@ -610,3 +632,9 @@ class BodyPrinter:
             self.coords(home.layout)
             self.emit(f"const float x = ({cond}) ? (float)ptc::ld_shared<{word}>({addr}) : 0.0f;")
             self.emit(self.store_register(home, "r", "x"))
+
+
+def _mentions_index(e: T.TExpr) -> bool:
+    if isinstance(e, T.Scalar):
+        return e.kind == "index"
+    return any(_mentions_index(c) for c in T.children(e))

@@ -71,6 +71,48 @@ __device__ __forceinline__ void copy_tile_async(uint32_t smem, const T* g, int r
   }
 }
 
+// The same copy with every thread's offsets computed once, before the loop that repeats
+// it: a thread's chunks are rows r0, r0 + RSTEP, ... of one column c0 (THREADS is a
+// multiple of the chunks per row), and when RSTEP is a multiple of 8 rows the swizzle
+// pattern repeats, so chunk i is at a fixed stride from chunk 0 in both memories.
+template <typename T, int ROWS, int COLS, int VEC, int THREADS, int ROW_BYTES, bool SWIZZLE>
+struct TileCopy {
+  static constexpr int PER_ROW = COLS / VEC;
+  static constexpr int CHUNKS = ROWS * PER_ROW;
+  static constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
+  static constexpr int RSTEP = THREADS / PER_ROW;
+  static constexpr bool REGULAR = THREADS % PER_ROW == 0 && (RSTEP % 8 == 0 || ITERS == 1 || !SWIZZLE);
+  uint32_t soff;    // shared offset of chunk 0
+  int goff;         // element offset of chunk 0
+  int gstep;        // element offset from one chunk to the next
+  int r0, c0;
+  int tid;
+  __device__ __forceinline__ TileCopy(int row_stride, int thread) : tid(thread) {
+    r0 = thread / PER_ROW;
+    c0 = (thread % PER_ROW) * VEC;
+    soff = tile_offset<ROW_BYTES, SWIZZLE>(r0, c0 * sizeof(T));
+    goff = r0 * row_stride + c0;
+    gstep = RSTEP * row_stride;
+  }
+  __device__ __forceinline__ void async(uint32_t smem, const T* g, int row_stride, int rows_left,
+                                        int cols_left) const {
+    if (!REGULAR) {
+      copy_tile_async<T, ROWS, COLS, VEC, THREADS, ROW_BYTES, SWIZZLE>(smem, g, row_stride,
+                                                                       rows_left, cols_left, tid);
+      return;
+    }
+    const bool col_ok = c0 < cols_left;
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+      if (CHUNKS % THREADS != 0 && r0 + i * RSTEP >= ROWS) break;
+      const bool valid = col_ok && r0 + i * RSTEP < rows_left;
+      // past the edge: src-size 0 reads nothing, so the address needs no clamping
+      cp_async<VEC * sizeof(T)>(smem + soff + i * RSTEP * ROW_BYTES, g + (goff + i * gstep),
+                                valid);
+    }
+  }
+};
+
 // Synchronous copy, one element per load: any strides, `pad` where the tile leaves the tensor.
 template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE>
 __device__ __forceinline__ void copy_tile_sync(uint32_t smem, const T* g, long long row_stride,
