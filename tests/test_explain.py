@@ -311,3 +311,20 @@ def test_gantt_cells_on_a_made_up_timeline():
     assert u[5] == "b"                    # too short to win a cell, still marked
     assert u[6:] == [None] * 4
     assert gantt_cells(v, lanes[1], 10) == ["b"] * 10
+
+
+def test_explain_shows_what_the_built_kernel_issues():
+    """The plan explain shows is the built one: per task, the instructions its lowered
+    ops issue (tensor-core and ldmatrix for mma tasks, SFU for the softmax's exp)."""
+    import io
+    from rich.console import Console
+    from ptc.driver import check_file, schedule
+    from ptc.explain import explain, render_text
+    k = check_file(Path(__file__).resolve().parent.parent / "samples" / "flash_attn.pt").kernels[0]
+    expl = explain(schedule(k, "sm80"))
+    issue = {row[0]: row[1:] for row in expl.plan.issue}
+    assert issue["mma_s"][0] > 0 and issue["mma_o"][0] > 0
+    assert issue["simt_s"][3] > 0                     # exp on the SFU
+    out = io.StringIO()
+    render_text(expl, Console(file=out, width=140))
+    assert "issues per warp in the built kernel" in out.getvalue()

@@ -62,9 +62,11 @@ def _plan_summary(c: Candidate) -> PlanSummary:
     buffers = tuple(BufferRow(b.name, b.value, b.producer, b.consumers, b.space, b.stages,
                               b.slot_bytes, b.slot_bytes * b.stages, b.dtype, b.shape, b.layout)
                     for b in p.buffers)
+    issue = tuple((t.task, t.mma, t.fragment_loads, t.simt, t.sfu, t.shuffles, t.shared)
+                  for t in p.issue)
     return PlanSummary(short_plan(c), p.style, p.stages, p.pipelined, tuple(roles),
                        buffers, p.launch.grid, p.launch.threads, p.launch.dynamic_smem,
-                       p.launch.raster, p.launch.persistent)
+                       p.launch.raster, p.launch.persistent, issue)
 
 
 def _warp_size(plan) -> int:

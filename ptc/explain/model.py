@@ -58,6 +58,10 @@ class PlanSummary:
     smem_bytes: int
     raster: str
     persistent: bool
+    # what each task issues per warp in the built kernel (the lowering's count; empty
+    # where the target has no renderer yet): (task, mma, ldmatrix, simt, sfu, shuffles,
+    # shared)
+    issue: tuple[tuple[str, int, int, int, int, int, int], ...] = ()
 
 
 @dataclass(frozen=True)

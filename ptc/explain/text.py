@@ -185,6 +185,14 @@ def _plan_section(expl: Explanation, console: Console) -> None:
             _row(bufs, b.name, b.value, b.space, b.dtype, _shape(b.shape), b.stages,
                  fmt_bytes(b.slot_bytes), fmt_bytes(b.bytes), b.layout)
         console.print(bufs)
+    if p.issue:
+        _para(console, "what each run of a task issues per warp in the built kernel "
+                       "(`ptc compile --emit lowered` shows its ops):")
+        issued = _table("task", "mma", "ldmatrix", "simt", "sfu", "shuffles", "shared",
+                        right=("mma", "ldmatrix", "simt", "sfu", "shuffles", "shared"))
+        for row in p.issue:
+            _row(issued, *row)
+        console.print(issued)
 
 
 def _shape(shape) -> str:
