@@ -171,10 +171,10 @@ def test_a_wrong_ldmatrix_address_in_the_header_gives_wrong_numbers():
     c = gemm_case()
     name = "shared_to_register_ldmatrix.cuh"
     header = (CUDA_TEMPLATES / name).read_text()
-    good = "ldmatrix<4, false>(a, t.at(m0 + (lane & 15), k0 + (lane >> 4) * 8));"
+    good = "ldmatrix<4, false>(a, t.at(m0 + (lane & 15), k0 + (lane >> 4) * 8, lane));"
     assert good in header
     bad = header.replace(good, "ldmatrix<4, false>(a, t.at(m0 + (lane & 7) + (lane >> 4) * 8, "
-                               "k0 + ((lane >> 3) & 1) * 8));")
+                               "k0 + ((lane >> 3) & 1) * 8, lane));")
     kernel = build_emulated(c.source, header_overrides={name: bad})
     errors = compare(c, kernel(c.kernel, c.inputs, c.dims), reference(c.name, c.variant))
     assert all(e > 0.5 for e in errors.values()), errors

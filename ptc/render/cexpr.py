@@ -27,7 +27,7 @@ def literal(value, dtype: str) -> str:
     if dtype == "bool":
         return "true" if value else "false"
     if dtype == "i32":
-        return f"{int(value)}LL"
+        return f"{int(value)}"
     v = float(value)
     if math.isinf(v):
         return "(-INFINITY)" if v < 0 else "INFINITY"
@@ -49,8 +49,9 @@ class ExprRenderer:
         return [self.extent(x) for x in e.type.shape]
 
     def render(self, e: T.TExpr, idx: list[str]) -> str:
-        """A C expression of e's value: float for float dtypes (already rounded), long long
-        for i32, bool for bool."""
+        """A C expression of e's value: float for float dtypes (already rounded), int for
+        i32 (wrapping like the interpreter's int32: + - * in unsigned arithmetic), bool
+        for bool."""
         if isinstance(e, T.Const):
             return literal(e.value, e.type.dtype)
         if isinstance(e, T.Var):
@@ -58,9 +59,9 @@ class ExprRenderer:
             return f"ptc::f32({value})" if is_float(e.type.dtype) else f"({value})"
         if isinstance(e, T.Scalar):
             v = self.scalar(e.name)
-            return f"ptc::f32({v})" if is_float(e.type.dtype) else f"((long long)({v}))"
+            return f"ptc::f32({v})" if is_float(e.type.dtype) else f"((int)({v}))"
         if isinstance(e, T.IndexVec):
-            base = f"((long long){self.scalar(e.var)})"
+            base = f"((int){self.scalar(e.var)})"
             if e.size is None:
                 return base
             return f"({base} * {self.extent(e.size)} + {idx[0]})"
@@ -96,7 +97,7 @@ class ExprRenderer:
         elif op == "not":
             out = f"(!{args[0]})"
         elif op in _UNARY:
-            out = f"{_UNARY[op]}({args[0]})" if dtype != "i32" else f"llabs({args[0]})"
+            out = f"{_UNARY[op]}({args[0]})" if dtype != "i32" else f"abs({args[0]})"
         elif op in ("max", "min"):
             fn = ("fmaxf" if op == "max" else "fminf") if is_float(dtype) else op
             out = f"{fn}({args[0]}, {args[1]})" if is_float(dtype) else \
@@ -109,8 +110,11 @@ class ExprRenderer:
             out = f"({args[0]} {_BINARY[op]} {args[1]})"
         if dtype in _ROUND:
             out = f"{_ROUND[dtype]}({out})"
+        elif dtype == "i32" and op in ("add", "sub", "mul"):
+            # wraps like the interpreter's int32, without signed overflow
+            out = f"((int)((unsigned)({args[0]}) {_BINARY[op]} (unsigned)({args[1]})))"
         elif dtype == "i32" and op not in ("lt", "le", "gt", "ge", "eq", "ne"):
-            out = f"((long long)(int)({out}))"  # i32 wraps like the interpreter's int32
+            out = f"((int)({out}))"
         return out
 
     def convert(self, value: str, src: str, dst: str) -> str:
@@ -121,7 +125,7 @@ class ExprRenderer:
         if dst == "f32":
             return f"((float)({value}))"
         if dst == "i32":
-            return f"((long long)(int)({value}))"
+            return f"((int)({value}))"
         return f"(({value}) != 0)"
 
 

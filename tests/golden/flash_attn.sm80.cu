@@ -138,13 +138,13 @@ __global__ void __launch_bounds__(THREADS) ptc_flash_attn_kernel(
       // s = ...  (simt_s)
       #pragma unroll
       for (int r = 0; r < L_o_c::SIZE; ++r) {
-        v_s[r] = (ptc::f32(t_s_mma[r]) * ptc::rsqrt_(((float)(((long long)(128))))));
+        v_s[r] = (ptc::f32(t_s_mma[r]) * ptc::rsqrt_(((float)(((int)(128))))));
       }
       // s = ...  (simt_s)
       #pragma unroll
       for (int r = 0; r < L_o_c::SIZE; ++r) {
         const int c1 = L_o_c::base1(lane, warp) + L_o_c::off1(L_o_c::slot1(r));
-        v_s[r] = (((((long long)i_n) * 128 + c1) < ((long long)(d_T))) ? ptc::f32(v_s[r]) : (-INFINITY));
+        v_s[r] = (((((int)i_n) * 128 + c1) < ((int)(d_T))) ? ptc::f32(v_s[r]) : (-INFINITY));
       }
       // %r1 = max over axis 1  (simt_s)
       #pragma unroll
@@ -204,7 +204,7 @@ __global__ void __launch_bounds__(THREADS) ptc_flash_attn_kernel(
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
-          x[h] = ptc::round_bf16((float)(ptc::f32(v_p[r])));
+          x[h] = ptc::f32(v_p[r]);
         }
         t_o2[j] = ptc::Half16<__nv_bfloat16>::pack(x[0], x[1]);
       }
@@ -230,7 +230,7 @@ __global__ void __launch_bounds__(THREADS) ptc_flash_attn_kernel(
     #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = 2 * j + h;
-      x[h] = ptc::round_bf16((float)((ptc::f32(v_o[r]) / ptc::f32(v_l[L_s_c_s1::reg(L_o_c::slot0(r))]))));
+      x[h] = (ptc::f32(v_o[r]) / ptc::f32(v_l[L_s_c_s1::reg(L_o_c::slot0(r))]));
     }
     t_O[j] = ptc::Half16<__nv_bfloat16>::pack(x[0], x[1]);
   }

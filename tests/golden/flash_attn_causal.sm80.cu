@@ -212,14 +212,14 @@ __global__ void __launch_bounds__(THREADS) ptc_flash_attn_causal_kernel(
       // s = ...  (simt_s)
       #pragma unroll
       for (int r = 0; r < L_s_c::SIZE; ++r) {
-        v_s[r] = (ptc::f32(t_s_mma[r]) * ptc::rsqrt_(((float)(((long long)(128))))));
+        v_s[r] = (ptc::f32(t_s_mma[r]) * ptc::rsqrt_(((float)(((int)(128))))));
       }
       // s = ...  (simt_s)
       #pragma unroll
       for (int r = 0; r < L_s_c::SIZE; ++r) {
         const int c0 = L_s_c::base0(lane, warp) + L_s_c::off0(L_s_c::slot0(r));
         const int c1 = L_s_c::base1(lane, warp) + L_s_c::off1(L_s_c::slot1(r));
-        v_s[r] = (((((long long)i_m) * 32 + c0) >= (((long long)i_n) * 64 + c1)) ? ptc::f32(v_s[r]) : (-INFINITY));
+        v_s[r] = (((((int)i_m) * 32 + c0) >= (((int)i_n) * 64 + c1)) ? ptc::f32(v_s[r]) : (-INFINITY));
       }
       // %r1 = max over axis 1  (simt_s)
       #pragma unroll
@@ -319,7 +319,7 @@ __global__ void __launch_bounds__(THREADS) ptc_flash_attn_causal_kernel(
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
-          x[h] = ptc::round_bf16((float)(ptc::f32(v_p_o_a[r])));
+          x[h] = ptc::f32(v_p_o_a[r]);
         }
         t_o2[j] = ptc::Half16<__nv_bfloat16>::pack(x[0], x[1]);
       }
@@ -345,7 +345,7 @@ __global__ void __launch_bounds__(THREADS) ptc_flash_attn_causal_kernel(
     #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = 2 * j + h;
-      x[h] = ptc::round_bf16((float)((ptc::f32(v_o[r]) / ptc::f32(v_l[L_s_c_s1::reg(L_o_c::slot0(r))]))));
+      x[h] = (ptc::f32(v_o[r]) / ptc::f32(v_l[L_s_c_s1::reg(L_o_c::slot0(r))]));
     }
     t_O[j] = ptc::Half16<__nv_bfloat16>::pack(x[0], x[1]);
   }

@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
       for (int r = 0; r < L_acc_a::SIZE; ++r) {
         const int c0 = L_acc_a::base0(lane, warp) + L_acc_a::off0(L_acc_a::slot0(r));
         const int c1 = L_acc_a::base1(lane, warp) + L_acc_a::off1(L_acc_a::slot1(r));
-        v_w[r] = (((((long long)i_m) * 64 + c0) >= (((long long)i_s) * 64 + c1)) ? ptc::f32(v_w[r]) : 0.0f);
+        v_w[r] = (((((int)i_m) * 64 + c0) >= (((int)i_s) * 64 + c1)) ? ptc::f32(v_w[r]) : 0.0f);
       }
       // %acc = ...  (simt_w)
       #pragma unroll
@@ -242,7 +242,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
-          x[h] = ptc::round_f16((float)(ptc::f32(v_w[r])));
+          x[h] = ptc::f32(v_w[r]);
         }
         t_acc[j] = ptc::Half16<__half>::pack(x[0], x[1]);
       }
@@ -282,7 +282,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
     #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = 2 * j + h;
-      x[h] = ptc::round_f16((float)(ptc::f32(v_acc[r])));
+      x[h] = ptc::f32(v_acc[r]);
     }
     t_out[j] = ptc::Half16<__half>::pack(x[0], x[1]);
   }

@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(THREADS) ptc_matmul_sum_kernel(
     #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = 2 * j + h;
-      x[h] = ptc::round_f16((float)(ptc::f32(v_acc[r])));
+      x[h] = ptc::f32(v_acc[r]);
     }
     t_C[j] = ptc::Half16<__half>::pack(x[0], x[1]);
   }

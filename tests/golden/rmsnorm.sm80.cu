@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(THREADS) ptc_rmsnorm_kernel(
   // r = ...  (simt_x)
   #pragma unroll
   for (int r = 0; r < L_blocked_2x4096_s1::SIZE; ++r) {
-    v_r[r] = ptc::rsqrt_(((ptc::f32(t_r1[r]) / ((float)(((long long)(4096))))) + ptc::f32(p_eps)));
+    v_r[r] = ptc::rsqrt_(((ptc::f32(t_r1[r]) / ((float)(((int)(4096))))) + ptc::f32(p_eps)));
   }
   __syncthreads();  // every thread is done with the bytes load_W overwrites
   // load_W: W[1x4096] -> W_smem
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(THREADS) ptc_rmsnorm_kernel(
     #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = 2 * j + h;
-      x[h] = ptc::round_f16((float)(ptc::f32(v_y[r])));
+      x[h] = ptc::f32(v_y[r]);
     }
     t_Y[j] = ptc::Half16<__half>::pack(x[0], x[1]);
   }

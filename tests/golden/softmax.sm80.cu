@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(THREADS) ptc_softmax_kernel(
     #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = 2 * j + h;
-      x[h] = ptc::round_f16((float)((ptc::f32(v_e[r]) / ptc::f32(t_r2[L_blocked_2x4096_s1::reg(L_blocked_2x4096::slot0(r))]))));
+      x[h] = (ptc::f32(v_e[r]) / ptc::f32(t_r2[L_blocked_2x4096_s1::reg(L_blocked_2x4096::slot0(r))]));
     }
     t_Y[j] = ptc::Half16<__half>::pack(x[0], x[1]);
   }

@@ -352,7 +352,11 @@ class BodyPrinter:
         ctype, _, packed = c_storage(home, lay)
         self.emit(f"// {op.target} = ...  ({op.task})")
         cond = self.inside(home.layout, op.mask, home.shape)
-        expr = self.value_expr(op.expr, home.layout)
+        value = op.expr
+        if home.dtype in SIXTEEN_BIT and isinstance(value, T.Convert) and \
+                value.type.dtype == home.dtype:
+            value = value.arg     # packing rounds to the dtype: no second rounding
+        expr = self.value_expr(value, home.layout)
         if home.dtype in SIXTEEN_BIT:
             t = CTYPES[home.dtype]
             if packed:

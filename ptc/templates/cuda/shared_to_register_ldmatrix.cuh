@@ -34,10 +34,17 @@ __device__ __forceinline__ void ldmatrix(uint32_t* r, uint32_t addr) {
 }
 
 // A shared tile of 16-bit elements: base address, row length, swizzle.
+// `at(row, col, lane)`: ldmatrix rows are `row0 + (lane & 7)` (+ 8s) with row0 a multiple
+// of 8, so for rows of whole 128-byte lines the swizzle term is lane & 7 alone: the XOR
+// is then loop-invariant and the compiler keeps one address per k-step pattern.
 template <int ROW_BYTES, bool SWIZZLE>
 struct SharedTile {
   uint32_t base;
-  __device__ __forceinline__ uint32_t at(int row, int col) const {
+  __device__ __forceinline__ uint32_t at(int row, int col, int lane) const {
+    if (SWIZZLE && ROW_BYTES % 128 == 0) {
+      const int chunk = col >> 3;   // 16-byte chunk (col is a multiple of 8)
+      return base + row * ROW_BYTES + ((((chunk & 7) ^ (lane & 7)) | (chunk & ~7)) << 4);
+    }
     return base + tile_offset<ROW_BYTES, SWIZZLE>(row, col * 2);
   }
 };
@@ -46,18 +53,20 @@ struct SharedTile {
 template <bool TRANS, class Tile>
 __device__ __forceinline__ void load_a(uint32_t (&a)[4], const Tile& t, int m0, int k0, int lane) {
   if (!TRANS)
-    ldmatrix<4, false>(a, t.at(m0 + (lane & 15), k0 + (lane >> 4) * 8));
+    ldmatrix<4, false>(a, t.at(m0 + (lane & 15), k0 + (lane >> 4) * 8, lane));
   else
-    ldmatrix<4, true>(a, t.at(k0 + (lane >> 4) * 8 + (lane & 7), m0 + ((lane >> 3) & 1) * 8));
+    ldmatrix<4, true>(a, t.at(k0 + (lane >> 4) * 8 + (lane & 7), m0 + ((lane >> 3) & 1) * 8, lane));
 }
 
 // B fragments of NB (1 or 2) 8-column blocks at n0, n0 + 8, k-rows k0.. ; TRANS: stored [n][k].
 template <int NB, bool TRANS, class Tile>
 __device__ __forceinline__ void load_b(uint32_t* b, const Tile& t, int k0, int n0, int lane) {
   if (!TRANS)
-    ldmatrix<NB * 2, true>(b, t.at(k0 + (lane & 7) + ((lane >> 3) & 1) * 8, n0 + (lane >> 4) * 8));
+    ldmatrix<NB * 2, true>(b, t.at(k0 + (lane & 7) + ((lane >> 3) & 1) * 8, n0 + (lane >> 4) * 8,
+                                   lane));
   else
-    ldmatrix<NB * 2, false>(b, t.at(n0 + (lane & 7) + (lane >> 4) * 8, k0 + ((lane >> 3) & 1) * 8));
+    ldmatrix<NB * 2, false>(b, t.at(n0 + (lane & 7) + (lane >> 4) * 8, k0 + ((lane >> 3) & 1) * 8,
+                                    lane));
 }
 
 }  // namespace ptc
