@@ -175,7 +175,8 @@ class SpillTile:
 
     task: str
     value: str
-    scratch: str
+    scratch: str                 # row-major; its shape's last dim is the row pitch
+    vector: int = 1              # consecutive values per shared store
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,7 @@ class FillTile:
     task: str
     target: str
     scratch: str
+    vector: int = 1              # consecutive values per shared load
 
 
 @dataclass(frozen=True)

@@ -453,9 +453,18 @@ class _Builder:
             self.values[new] = ir.RegTile(c_name(r) + "_" + lay_name, home.dtype, home.shape,
                                           lay_name)
             dtype = "i32" if home.dtype in ("i32", "bool") else "f32"
-            scratch = self.scratch_buffer(f"{r} from {home.layout} to {lay_name}", dtype,
-                                          tuple(self.layouts[home.layout].shape))
-            ops += [ir.SpillTile(s.task, r, scratch), ir.FillTile(s.task, new, scratch)]
+            src = self.layouts[home.layout]
+            shape = tuple(src.shape)
+            # pairs of consecutive values move as 8-byte words when both layouts hold
+            # them in consecutive registers; rows then padded by 8 words, so that the 16
+            # lanes of a phase (4 rows x 4 pairs in the mma layouts) hit 32 banks
+            vector = 2 if _contiguous_run(src) % 2 == 0 and _contiguous_run(want) % 2 == 0 \
+                and len(shape) == 2 else 1
+            if vector == 2 and shape[1] % 32 == 0:
+                shape = (shape[0], shape[1] + 8)
+            scratch = self.scratch_buffer(f"{r} from {home.layout} to {lay_name}", dtype, shape)
+            ops += [ir.SpillTile(s.task, r, scratch, vector),
+                    ir.FillTile(s.task, new, scratch, vector)]
             self.renames[r] = new
         return ops
 

@@ -620,9 +620,18 @@ class BodyPrinter:
         home, lay = self.register_tile(op.value)
         s = struct_name(home.layout)
         cond, addr, word = self.scratch_tile(home, op.scratch, home.layout)
-        value = self.renderer(home.layout).render(T.Var(op.value, T.TileType(home.dtype)),
-                                                  [f"c{a}" for a in range(lay.rank)])
+        rd = self.renderer(home.layout)
+        coords = [f"c{a}" for a in range(lay.rank)]
         self.emit(f"// {op.task}: spill {op.value} (layout {home.layout}) to {op.scratch}")
+        if op.vector == 2:   # registers r, r + 1 hold (c0, c1), (c0, c1 + 1)
+            value = rd.render(T.Var(op.value, T.TileType(home.dtype)), coords)
+            nxt = value.replace("[r]", "[r + 1]").replace(", r)", ", r + 1)")
+            with self.block(f"#pragma unroll\n{'  ' * self.depth}for (int r = 0; r < {s}::SIZE; r += 2)"):
+                self.coords(home.layout)
+                self.emit(f"if ({cond}) ptc::st_shared<float2>({addr}, "
+                          f"make_float2({value}, {nxt}));")
+            return
+        value = rd.render(T.Var(op.value, T.TileType(home.dtype)), coords)
         with self.unrolled(s):
             self.coords(home.layout)
             self.emit(f"if ({cond}) ptc::st_shared<{word}>({addr}, ({word})({value}));")
@@ -632,6 +641,14 @@ class BodyPrinter:
         s = struct_name(home.layout)
         cond, addr, word = self.scratch_tile(home, op.scratch, home.layout)
         self.emit(f"// {op.task}: {op.target} = the spilled values, in layout {home.layout}")
+        if op.vector == 2:
+            with self.block(f"#pragma unroll\n{'  ' * self.depth}for (int r = 0; r < {s}::SIZE; r += 2)"):
+                self.coords(home.layout)
+                self.emit(f"const float2 x = ({cond}) ? ptc::ld_shared<float2>({addr}) : "
+                          "make_float2(0.0f, 0.0f);")
+                self.emit(self.store_register(home, "r", "x.x"))
+                self.emit(self.store_register(home, "r + 1", "x.y"))
+            return
         with self.unrolled(s):
             self.coords(home.layout)
             self.emit(f"const float x = ({cond}) ? (float)ptc::ld_shared<{word}>({addr}) : 0.0f;")
