@@ -16,6 +16,7 @@ from typing import Mapping
 import ml_dtypes
 import numpy as np
 
+from . import ops
 from .diagnostics import CompileError, Diagnostic
 from .sema import typed as T
 
@@ -174,18 +175,6 @@ def _tiles(extent: int, size: int) -> int:
     return max(0, math.ceil(extent / size))
 
 
-_BINARY = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-    "floordiv": np.floor_divide, "mod": np.mod, "max": np.maximum, "min": np.minimum,
-    "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-    "eq": np.equal, "ne": np.not_equal, "and": np.logical_and, "or": np.logical_or,
-}
-_UNARY = {
-    "neg": np.negative, "not": np.logical_not, "abs": np.abs, "exp": np.exp, "exp2": np.exp2,
-    "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: np.reciprocal(np.sqrt(x)),
-}
-
-
 class Machine:
     """Evaluates typed statements and expressions tile by tile: `arrays` hold the tensors,
     `scalars` the dims, tile sizes, scalar params and grid / loop indices, `env` the local
@@ -302,22 +291,19 @@ class Machine:
     def _Elementwise(self, e: T.Elementwise):
         args = [self.eval(a) for a in e.args]
         dtype = NUMPY_DTYPES[e.type.dtype]
+        fn = ops.ELEMENTWISE[e.op].numpy
         if e.op == "where":
-            c, a, b = args
-            return np.where(c, a, b).astype(dtype)
+            return fn(*args).astype(dtype)
         if dtype.kind == "f" or dtype == NUMPY_DTYPES["bf16"]:
             # half-precision ops compute in f32 and round once: exactly the IEEE result
             args = [a.astype(_F32) if a.dtype != np.bool_ else a for a in args]
-        fn = _UNARY[e.op] if len(args) == 1 else _BINARY[e.op]
         return np.asarray(fn(*args)).astype(dtype)
 
     def _Reduce(self, e: T.Reduce):
         a = self.eval(e.arg)
         dtype = NUMPY_DTYPES[e.type.dtype]
-        if e.op == "sum":
-            return np.sum(a.astype(dtype), axis=e.axis).astype(dtype)
-        fn = np.max if e.op == "max" else np.min
-        return fn(a, axis=e.axis).astype(dtype)
+        # a sum accumulates in its result dtype (f32 for halves); max and min keep theirs
+        return ops.REDUCTIONS[e.op].numpy(a.astype(dtype), axis=e.axis).astype(dtype)
 
     def _MatMul(self, e: T.MatMul):
         a, b = self.eval(e.lhs), self.eval(e.rhs)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..devices import Device, Unit
 from ..stask.graph import STaskGraph
-from ..stask.propagate import DTYPE_BYTES
+from ..sema.dtypes import DTYPE_BYTES
 from .plan import Plan
 from .primitives import PlanBuilder
 

@@ -22,7 +22,7 @@ from typing import Mapping
 
 from ..devices import Device
 from ..stask.graph import STask, STaskGraph
-from ..stask.propagate import DTYPE_BYTES
+from ..sema.dtypes import DTYPE_BYTES
 from .plan import Estimate, Plan
 from .unroll import Exec, unroll
 

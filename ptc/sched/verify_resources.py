@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..devices import Device
 from ..stask.graph import STaskGraph
-from ..stask.propagate import DTYPE_BYTES
+from ..sema.dtypes import DTYPE_BYTES
 from .plan import Plan
 
 if TYPE_CHECKING:

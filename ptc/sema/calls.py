@@ -4,12 +4,13 @@ argument, index, the unary math functions, reductions, max/min and where.
 from __future__ import annotations
 
 from .. import ast
+from .. import ops
 from . import dtypes as dt
 from . import typed as T
 from .shapes import broadcast_shapes
 from .support import V, _an, _Bad, _source_text, _suggest
 
-UNARY_MATH = ("exp", "exp2", "log", "sqrt", "rsqrt", "abs")
+UNARY_MATH = ops.UNARY_FUNCTIONS   # exp, exp2, log, sqrt, rsqrt, abs
 ROW_REDUCE = {"rowsum": "sum", "rowmax": "max", "rowmin": "min"}
 KNOWN_FUNCS = (UNARY_MATH + tuple(ROW_REDUCE) +
                ("load", "store", "atomic_add", "zeros", "full", "index", "where", "max", "min",
@@ -59,10 +60,12 @@ class CallChecker:
             v = self.expr(call.args[0])
             if v.type.dtype == "bool":
                 self.fail(f"{f} does not apply to bool values", call.args[0].span)
-            if f == "abs":
+            spec = ops.ELEMENTWISE[f]
+            if spec.rule == "same":
                 return V(T.Elementwise(f, (v.expr,), v.type), v.weak)
-            if v.type.dtype == "i32":
-                v = self._as_dtype(v, "f32")
+            dtype = spec.result_dtype(v.type.dtype)
+            if dtype != v.type.dtype:
+                v = self._as_dtype(v, dtype)
             return V(T.Elementwise(f, (v.expr,), v.type))
         if f in ROW_REDUCE:
             self._no_kwargs(call)
@@ -120,7 +123,8 @@ class CallChecker:
         if v.type.dtype == "bool":
             self.fail(f"{call.func} does not apply to bool values", call.span)
         shape = v.type.shape[:axis] + v.type.shape[axis + 1:]
-        return V(T.Reduce(op, v.expr, axis, T.TileType(dt.reduce_dtype(op, v.type.dtype), shape)))
+        dtype = ops.REDUCTIONS[op].result_dtype(v.type.dtype)
+        return V(T.Reduce(op, v.expr, axis, T.TileType(dtype, shape)))
 
     def _load(self, call: ast.Call) -> V:
         kw = self._no_kwargs(call, ("pad",))
