@@ -309,6 +309,13 @@ class Machine:
         a, b = self.eval(e.lhs), self.eval(e.rhs)
         return np.matmul(a.astype(_F32), b.astype(_F32))
 
+    def _MmaAccumulate(self, e: T.MmaAccumulate):
+        acc = None if e.acc is None else self.eval(e.acc)
+        product = np.matmul(self.eval(e.a).astype(_F32), self.eval(e.b).astype(_F32))
+        if acc is None:
+            return product
+        return (acc.astype(_F32) + product).astype(NUMPY_DTYPES[e.type.dtype])
+
     def _Transpose(self, e: T.Transpose):
         return np.ascontiguousarray(self.eval(e.arg).T)
 

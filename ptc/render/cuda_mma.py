@@ -53,12 +53,12 @@ class MmaMixin:
             return None
         (s,) = t.stmts
         v = s.value
-        addend, mm = (v.args if isinstance(v, T.Elementwise) else (None, v))
-        a_ptr, lda, a_t = self._operand(mm.lhs)
-        b_ptr, ldb, b_t = self._operand(mm.rhs)
-        m, kk = (self._extent(x) for x in mm.lhs.type.shape)   # a transposed operand's type
-        n = self._extent(mm.rhs.type.shape[1])                   # is already the transpose
-        dtype = mm.lhs.type.dtype
+        addend, mm = v.acc, v                                    # a T.MmaAccumulate
+        a_ptr, lda, a_t = self._operand(mm.a)
+        b_ptr, ldb, b_t = self._operand(mm.b)
+        m, kk = (self._extent(x) for x in mm.a.type.shape)     # a transposed operand's type
+        n = self._extent(mm.b.type.shape[1])                     # is already the transpose
+        dtype = mm.a.type.dtype
         tensor_core = (dtype in ("f16", "bf16") and m % 16 == 0 and n % 8 == 0
                        and kk % 16 == 0 and lda % 8 == 0 and ldb % 8 == 0)
         return dict(a=a_ptr, lda=lda, a_t=a_t, b=b_ptr, ldb=ldb, b_t=b_t, m=m, n=n, k=kk,

@@ -68,9 +68,13 @@ def same_index_reads(e, name: str, shape) -> bool | None:
             found.append(direct and node.type.shape == shape)
             return
         keeps = isinstance(node, (T.Elementwise, T.Convert))
-        if isinstance(node, T.Elementwise) and node.op == "add" and isinstance(node.args[1], T.MatMul):
-            keeps = True  # the accumulate of an mma reads its addend element by element
-        for c in T.children(node):
+        children = T.children(node)
+        if isinstance(node, T.MmaAccumulate):
+            # the tensor core reads the accumulator element by element, the operands whole
+            visit(node.a, False)
+            visit(node.b, False)
+            keeps, children = True, () if node.acc is None else (node.acc,)
+        for c in children:
             if isinstance(node, T.MatMul):
                 visit(c, False)
             else:

@@ -86,19 +86,10 @@ def construct(graph: STaskGraph, device: Device, choice: Choice) -> Plan:
 def _mma_dtype_ok(graph: STaskGraph, device: Device) -> None:
     for t in graph.tasks:
         if t.kind == "mma":
-            dtype = _mma_input_dtype(t)
+            dtype = t.mma_dtype
             names = (dtype, "tf32") if dtype == "f32" else (dtype,)
             if all(n not in u.throughput for u in device.units_of("mma") for n in names):
                 raise Unfit(f"{device.name}'s mma units do not multiply {dtype}")
-
-
-def _mma_input_dtype(task) -> str:
-    from ..sema import typed as T
-    for s in task.stmts:
-        v = s.value
-        mm = v if isinstance(v, T.MatMul) else v.args[1]
-        return mm.lhs.type.dtype
-    raise AssertionError(task)
 
 
 def _warp_specialized(graph, device, choice, loop) -> Plan:

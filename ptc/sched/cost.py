@@ -46,7 +46,7 @@ def step_cycles(task: STask, unit, device: Device, instances: int) -> float:
         rate = min(rate, device.l2_bytes_per_cycle_per_eu)
         return unit.issue_latency_cycles + w.bytes / rate / (instances if task.op != "load" else 1)
     if task.kind == "mma":
-        dtype = _mma_dtype(task)
+        dtype = task.mma_dtype
         # f32 operands run as tf32 on NVIDIA tensor cores (no "f32" entry there)
         rate = unit.throughput.get(dtype) or unit.throughput.get("tf32")
         return unit.issue_latency_cycles + w.mma_flops / rate / instances
@@ -57,13 +57,6 @@ def step_cycles(task: STask, unit, device: Device, instances: int) -> float:
         rate = sfu[0].throughput.get("f32") or max(sfu[0].throughput.values())
         cycles = max(cycles, w.sfu_ops / rate)
     return unit.issue_latency_cycles + cycles / instances
-
-
-def _mma_dtype(task: STask) -> str:
-    from ..sema import typed as T
-    v = task.stmts[0].value
-    mm = v if isinstance(v, T.MatMul) else v.args[1]
-    return mm.lhs.type.dtype
 
 
 def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,

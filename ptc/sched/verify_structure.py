@@ -153,8 +153,8 @@ def _check_structure(plan: Plan, graph: STaskGraph, device: Device, out: _Proble
                 out.add(f"{step.task} is a {task.kind} task but runs on {unit.name}, a "
                         f"{unit.kind} unit")
             elif task.kind == "mma":
-                dtype = _mma_dtype(task)
-                if dtype and dtype not in unit.throughput:
+                dtype = task.mma_dtype
+                if dtype not in unit.throughput:
                     out.add(f"{step.task} multiplies {dtype}, which {unit.name} does not")
     for t in graph.tasks:
         where = placed.get(t.name, [])
@@ -202,17 +202,6 @@ def _check_structure(plan: Plan, graph: STaskGraph, device: Device, out: _Proble
             out.add(f"{e.dst} in {rd} reads {e.value} from {e.src} in {rs}, but no buffer "
                     "carries it between the roles")
     return len(out.items) == n0
-
-
-def _mma_dtype(task) -> str | None:
-    from ..sema import typed as T
-    for s in task.stmts:
-        v = s.value
-        mm = v if isinstance(v, T.MatMul) else (v.args[1] if isinstance(v, T.Elementwise)
-                                                 and len(v.args) > 1 else None)
-        if isinstance(mm, T.MatMul):
-            return mm.lhs.type.dtype
-    return None
 
 
 def _buffer_for(plan: Plan, src: str, dst: str, value: str):

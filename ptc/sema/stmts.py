@@ -148,6 +148,7 @@ class StmtChecker:
                                  self._aug_op_span(s), (ast.Name(s.name, s.name_span), s.value))
         else:
             value = self.expr(s.value)
+        value = V(mma_accumulate(value.expr), value.weak)
         if found is None:
             if value.weak:  # a bare literal becomes a variable of its default dtype
                 value = V(value.expr)
@@ -185,3 +186,15 @@ class StmtChecker:
             return self._store(e)
         self.fail("this expression's value is not used", s.span,
                   "assign it (`name = ...`) or write it with store(...)")
+
+
+def mma_accumulate(e: T.TExpr) -> T.TExpr:
+    """An assigned `acc + a @ b` (or `a @ b + acc`) as one MmaAccumulate, so that the
+    tensor core adds the accumulator; any other value as it is. The one place the pattern
+    is recognised: later stages see the node."""
+    if isinstance(e, T.Elementwise) and e.op == "add":
+        x, y = e.args
+        if isinstance(y, T.MatMul) or isinstance(x, T.MatMul):
+            mm, acc = (y, x) if isinstance(y, T.MatMul) else (x, y)
+            return T.MmaAccumulate(acc, mm.lhs, mm.rhs, e.type)
+    return e

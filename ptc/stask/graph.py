@@ -45,6 +45,18 @@ class STask:
     tensor: str | None = None  # the tensor a copy task moves
     work: Work = field(default_factory=Work)
 
+    @property
+    def mma(self) -> T.MmaAccumulate:
+        """What an mma task computes: its one statement's multiply-accumulate."""
+        assert self.kind == "mma", self.name
+        (s,) = self.stmts
+        return s.value
+
+    @property
+    def mma_dtype(self) -> str:
+        """The input dtype of an mma task's operands (f16, bf16 or f32)."""
+        return self.mma.a.type.dtype
+
 
 @dataclass(frozen=True)
 class Edge:

@@ -62,11 +62,9 @@ def _work(t: STask, shape: tuple[int, ...], ext) -> Work:
 
 def _expr_work(e: T.TExpr, ext) -> Work:
     w = Work()
-    if isinstance(e, T.Elementwise) and e.op == "add" and isinstance(e.args[1], T.MatMul):
-        return _expr_work(e.args[0], ext) + _expr_work(e.args[1], ext)  # mma accumulates
-    if isinstance(e, T.MatMul):
-        m, k = ext(e.lhs.type.shape)
-        n = ext(e.rhs.type.shape)[1]
+    if isinstance(e, T.MmaAccumulate):    # the tensor core adds the accumulator
+        m, k = ext(e.a.type.shape)
+        n = ext(e.b.type.shape)[1]
         w = Work(mma_flops=2 * m * n * k)
     elif isinstance(e, T.Elementwise):
         n, op = math.prod(ext(e.type.shape)), ELEMENTWISE[e.op]
