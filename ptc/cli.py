@@ -20,6 +20,7 @@ import click
 
 from . import __version__, driver
 from .diagnostics import NOWHERE, CompileError, Diagnostic
+from .dims import DimBinder, DimError
 from .grammar import parse
 from .report import render_error
 from .sema import check as _sema_check
@@ -351,10 +352,10 @@ def load_inputs(path: str, kernel: TypedKernel, shapes: Mapping[str, int]) -> di
                 if name in outputs else f"{path} has an array {name!r}, which is not an input " \
                                         f"of kernel {kernel.name}"
             raise fail(what, hint="inputs: " + (", ".join(params) or "none"))
-    sizes: dict[str, tuple[int, str]] = {n: (v, "--shape") for n, v in shapes.items()}
-    for d in kernel.dims:
-        if d.static is not None and d.name not in sizes:
-            sizes[d.name] = (d.static, "its compile-time size")
+    binder = DimBinder()
+    binder.give(shapes, "--shape")
+    binder.give({d.name: d.static for d in kernel.dims
+                 if d.static is not None and d.name not in shapes}, "its compile-time size")
     for name, array in arrays.items():
         p = params[name]
         if isinstance(p, ScalarParam):
@@ -366,21 +367,10 @@ def load_inputs(path: str, kernel: TypedKernel, shapes: Mapping[str, int]) -> di
             array = arrays[name] = array.view(ml_dtypes.bfloat16)  # np.savez's bf16
         if array.dtype.kind not in "biuf" and array.dtype != ml_dtypes.bfloat16:
             raise fail(f"{path}: {name} has dtype {array.dtype}, not numbers for {p}")
-        if array.ndim != len(p.dims):
-            raise fail(f"{path}: {name} has shape {array.shape} ({array.ndim} dims), "
-                       f"but {p} has {len(p.dims)}")
-        for axis, (extent, n) in enumerate(zip(p.dims, array.shape)):
-            if isinstance(extent, int):
-                if n != extent:
-                    raise fail(f"{path}: {name} has shape {array.shape}, but {p} needs "
-                               f"{extent} along axis {axis}")
-                continue
-            if extent in sizes and sizes[extent][0] != n:
-                size, source = sizes[extent]
-                raise fail(f"{path}: {name} has shape {array.shape}, so {extent} = {n}, but "
-                           f"{extent} = {size} from {source}",
-                           hint=f"{p}")
-            sizes.setdefault(extent, (n, name))
+        try:
+            binder.bind(p, array.shape)
+        except DimError as exc:
+            raise fail(f"{path}: {exc.message}") from None
     return arrays
 
 

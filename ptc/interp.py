@@ -18,6 +18,7 @@ import numpy as np
 
 from . import ops
 from .diagnostics import CompileError, Diagnostic
+from .dims import DimBinder
 from .sema import typed as T
 
 NUMPY_DTYPES = {
@@ -38,39 +39,13 @@ def _err(message: str, hint: str | None = None) -> CompileError:
 def bind_dims(kernel: T.TypedKernel, inputs: Mapping[str, object],
               shapes: Mapping[str, int]) -> dict[str, int]:
     """Every dim's size: from --shape, then the inputs' shapes, then the `dims` defaults."""
-    sizes: dict[str, int] = dict(shapes)
-    source = {name: "--shape" for name in shapes}
+    binder = DimBinder()
+    binder.give(shapes, "--shape")
     for p in kernel.inputs:
-        if not isinstance(p, T.TensorParam) or p.name not in inputs:
-            continue
-        shape = np.shape(inputs[p.name])
-        if len(shape) != len(p.dims):
-            raise _err(f"input {p.name} has {len(shape)} dims {tuple(shape)}, but the kernel "
-                       f"declares {p}")
-        for dim, n in zip(p.dims, shape):
-            if isinstance(dim, int):
-                if dim != n:
-                    raise _err(f"input {p.name} has shape {tuple(shape)}, but {p} fixes that dim "
-                               f"to {dim}")
-                continue
-            if dim in sizes and sizes[dim] != n:
-                raise _err(f"input {p.name} has shape {tuple(shape)}, so {dim}={n}, but "
-                           f"{dim}={sizes[dim]} from {source[dim]}")
-            sizes[dim] = int(n)
-            source.setdefault(dim, f"input {p.name}")
-    for d in kernel.dims:
-        if d.name not in sizes:
-            if d.default is None:
-                raise _err(f"the size of dim {d.name} is unknown",
-                           f"pass --shape {d.name}=<size>, give an input that has it, or "
-                           f"declare `dims {d.name} = <size>`")
-            sizes[d.name] = d.default
-        if sizes[d.name] <= 0:
-            raise _err(f"dim {d.name} must be positive, not {sizes[d.name]}")
-        if d.static is not None and sizes[d.name] != d.static:
-            raise _err(f"dim {d.name} was fixed to {d.static} at compile time, but this call "
-                       f"has {d.name}={sizes[d.name]}", f"check with --shape {d.name}={sizes[d.name]}")
-    return sizes
+        if isinstance(p, T.TensorParam) and p.name in inputs:
+            binder.bind(p, np.shape(inputs[p.name]))
+    return binder.complete(kernel.dims, unknown_hint=lambda d: (
+        f"pass --shape {d}=<size>, give an input that has it, or declare `dims {d} = <size>`"))
 
 
 def bind_tiles(kernel: T.TypedKernel, tiles: Mapping[str, int]) -> dict[str, int]:
