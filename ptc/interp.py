@@ -146,7 +146,8 @@ def run_kernel(kernel: T.TypedKernel, inputs: Mapping[str, object], *,
 
 
 # ---- execution -----------------------------------------------------------------------
-def _tiles(extent: int, size: int) -> int:
+def tile_count(extent: int, size: int) -> int:
+    """How many tiles of `size` cover `extent` (the last one may stick out)."""
     return max(0, math.ceil(extent / size))
 
 
@@ -170,7 +171,7 @@ class Machine:
     def grid_points(self, grid: T.Grid):
         """Walk the grid in row-major order: for each tile, bind its indices and start
         with no local values, then yield."""
-        ranges = [range(_tiles(self.dims[a.dim], self.extent(a.size)) if a.size is not None
+        ranges = [range(tile_count(self.dims[a.dim], self.extent(a.size)) if a.size is not None
                         else self.dims[a.dim]) for a in grid.axes]
         for point in itertools.product(*ranges):
             self.env = {}
@@ -198,7 +199,7 @@ class Machine:
         extent = self.dims[s.axis.dim]
         if s.until is not None:
             extent = min(extent, int(self.eval(s.until)))
-        for idx in range(_tiles(extent, self.extent(s.axis.size))):
+        for idx in range(tile_count(extent, self.extent(s.axis.size))):
             self.scalars[s.axis.var] = np.int32(idx)
             self.block(s.body)
 
@@ -315,5 +316,3 @@ class Machine:
         size = self.extent(e.size)
         return (np.arange(size, dtype=np.int32) + idx * size).astype(np.int32)
 
-
-_Machine = Machine   # the old private name

@@ -29,7 +29,7 @@ from .cuda_context import Array, KernelContext, Param, RenderError
 from .cuda_mma import MmaMixin
 from .cuda_simt import SimtMixin
 from .cuda_storage import StorageMixin
-from .cuda_transfers import TransferMixin, _param_name
+from .cuda_transfers import TransferMixin, param_name
 
 SUPPORTED_STYLES = ("multistage", "sequential")
 
@@ -218,8 +218,8 @@ class CudaRenderer(StorageMixin, TransferMixin, MmaMixin, SimtMixin):
         tensor_list = [p for p in k.inputs if isinstance(p, T.TensorParam)] + list(k.outputs)
         for i, p in enumerate(tensor_list):
             const = "const " if not p.is_output else ""
-            params.append(Param(f"{const}{CTYPES[p.dtype]}* __restrict__", _param_name(p.name)))
-            tensors.append((_param_name(p.name), f"{const}{CTYPES[p.dtype]}*", i))
+            params.append(Param(f"{const}{CTYPES[p.dtype]}* __restrict__", param_name(p.name)))
+            tensors.append((param_name(p.name), f"{const}{CTYPES[p.dtype]}*", i))
         for i, p in enumerate(q for q in k.inputs if isinstance(q, T.ScalarParam)):
             params.append(Param(_scalar_ctype(p.dtype), f"p_{p.name}"))
             scalars.append((f"p_{p.name}", _scalar_ctype(p.dtype), i))

@@ -35,7 +35,7 @@ class Array:
 
     @property
     def bytes(self) -> int:
-        return _align(self.slot_elems * self.slots * DTYPE_BYTES[self.dtype], 16)
+        return align(self.slot_elems * self.slots * DTYPE_BYTES[self.dtype], 16)
 
 
 @dataclass(frozen=True)
@@ -61,5 +61,5 @@ class KernelContext:
     body: tuple[str, ...]
 
 
-def _align(n: int, a: int) -> int:
+def align(n: int, a: int) -> int:
     return (n + a - 1) // a * a

@@ -8,7 +8,7 @@ import math
 
 from ..sema import typed as T
 from .cexpr import store_value
-from .cuda_storage import _reductions
+from .cuda_storage import nested_reductions
 
 
 class SimtMixin:
@@ -16,7 +16,7 @@ class SimtMixin:
 
     def _simt(self, t) -> None:
         for s in t.stmts:
-            for r in _reductions(s.value):
+            for r in nested_reductions(s.value):
                 self._reduce(r)
             self._elementwise(self.value_name(s.name), s.value)
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from ..sema import typed as T
 from ..stask.propagate import DTYPE_BYTES
-from .cuda_context import Array, RenderError, _align
+from .cuda_context import Array, RenderError, align
 from .smem import plan_storage, program_order
 
 
 def _pad(cols: int, dtype: str) -> int:
     """Row length in elements: 16 bytes more than needed, so ldmatrix rows hit other banks."""
     per16 = 16 // DTYPE_BYTES[dtype]
-    return _align(cols, per16) + per16
+    return align(cols, per16) + per16
 
 
 class StorageMixin:
@@ -69,7 +69,7 @@ class StorageMixin:
         for pos, st in order:
             if st.name in self.buffer_of_value:
                 continue
-            for r in _reductions(st.value):   # scratch arrays live just for their statement
+            for r in nested_reductions(st.value):   # scratch arrays live just for their statement
                 if id(r) in self.reductions:
                     named.append((pos, T.Let(self.reductions[id(r)], T.Const(0, r.type), st.span)))
             named.append((pos, T.Let(self.value_name(st.name),
@@ -81,7 +81,7 @@ class StorageMixin:
         for n, a in values.items():
             placed[n] = Array(a.name, a.dtype, a.shape, a.ld, a.slots, offset + offsets[cls[n]])
         self.arrays = placed
-        self.smem = _align(offset + total, 16)
+        self.smem = align(offset + total, 16)
         limit = self.device.resources.shared_memory_bytes
         if self.smem > limit:
             raise RenderError(f"the tiles of this plan need {self.smem // 1024} KB of shared "
@@ -103,7 +103,7 @@ class StorageMixin:
             if t.kind != "simt":
                 continue
             for s in t.stmts:
-                for r in _reductions(s.value if isinstance(s, T.Let) else s.value):
+                for r in nested_reductions(s.value if isinstance(s, T.Let) else s.value):
                     name = f"r_{len(self.reductions)}"
                     self.reductions[id(r)] = name
                     self._value_array(name, r.type)
@@ -117,11 +117,11 @@ def _rename(e, name_of):
     return T.map_children(e, lambda c: _rename(c, name_of))
 
 
-def _reductions(e) -> list[T.Reduce]:
+def nested_reductions(e) -> list[T.Reduce]:
     """Reduce nodes of an expression, innermost first."""
     out: list[T.Reduce] = []
     for c in T.children(e):
-        out.extend(_reductions(c))
+        out.extend(nested_reductions(c))
     if isinstance(e, T.Reduce):
         out.append(e)
     return out

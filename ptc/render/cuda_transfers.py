@@ -39,7 +39,7 @@ class TransferMixin:
         (r0, nr, rs, rows), (c0, nc, cs, cols) = axes
         if valid:
             nr = f"(({' && '.join(valid)}) ? {nr} : 0)"
-        base = f"{_param_name(tensor)}" + (f" + {' + '.join(offset)}" if offset else "")
+        base = f"{param_name(tensor)}" + (f" + {' + '.join(offset)}" if offset else "")
         return dict(base=base, row0=r0, nrows=nr, rstride=rs, col0=c0, ncols=nc, cstride=cs,
                     rows=rows, cols=cols)
 
@@ -70,7 +70,7 @@ class TransferMixin:
         self.sync()
 
 
-def _param_name(tensor: str) -> str:
+def param_name(tensor: str) -> str:
     return f"g_{tensor}"
 
 

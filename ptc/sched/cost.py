@@ -154,12 +154,12 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
 # ---- the whole kernel ------------------------------------------------------------------
 def loop_trips(graph: STaskGraph, dims: Mapping[str, int]) -> dict[str, float]:
     """Average trip count of every loop over the grid (causal `until` bounds included)."""
-    from ..interp import _tiles
+    from ..interp import tile_count
     out: dict[str, float] = {}
     for r in graph.loop_regions():
         loop = r.loop
         size = _extent(graph, loop.axis.size)
-        full = _tiles(dims[loop.axis.dim], size)
+        full = tile_count(dims[loop.axis.dim], size)
         if loop.until is None:
             out[r.name] = full
             continue
@@ -174,14 +174,14 @@ def _extent(graph: STaskGraph, e) -> int:
 
 
 def _average_until(graph, loop, dims, size, full) -> float:
-    from ..interp import _Machine, _tiles
+    from ..interp import Machine, tile_count
     import itertools
     import numpy as np
     axes = graph.grid.axes
-    tile_axes = [(a, _tiles(dims[a.dim], _extent(graph, a.size)) if a.size is not None else 1)
+    tile_axes = [(a, tile_count(dims[a.dim], _extent(graph, a.size)) if a.size is not None else 1)
                  for a in axes]
     scalars = {k: np.int32(v) for k, v in {**dims, **graph.tiles}.items()}
-    m = _Machine({}, scalars, dims, graph.tiles)
+    m = Machine({}, scalars, dims, graph.tiles)
     counts = []
     varying = [(a, n) for a, n in tile_axes if a.size is not None]
     for point in itertools.product(*(range(min(n, 64)) for _, n in varying)):
@@ -191,15 +191,15 @@ def _average_until(graph, loop, dims, size, full) -> float:
             if a.size is None:
                 m.scalars[a.var] = np.int32(0)
         bound = min(dims[loop.axis.dim], int(m.eval(loop.until)))
-        counts.append(_tiles(bound, size))
+        counts.append(tile_count(bound, size))
     return sum(counts) / max(len(counts), 1)
 
 
 def grid_tiles(graph: STaskGraph, dims: Mapping[str, int]) -> int:
-    from ..interp import _tiles
+    from ..interp import tile_count
     n = 1
     for a in graph.grid.axes:
-        n *= _tiles(dims[a.dim], _extent(graph, a.size)) if a.size is not None else dims[a.dim]
+        n *= tile_count(dims[a.dim], _extent(graph, a.size)) if a.size is not None else dims[a.dim]
     return n
 
 

@@ -36,7 +36,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..devices import Device, get_device
-from ..interp import NUMPY_DTYPES, Machine, _tiles, prepare, run_kernel
+from ..interp import NUMPY_DTYPES, Machine, tile_count, prepare, run_kernel
 from ..sema import typed as T
 from ..stask.graph import STaskGraph
 from .plan import Plan
@@ -145,7 +145,7 @@ class _GridRun:
                 extent = m.dims[loop.axis.dim]
                 if loop.until is not None:
                     extent = min(extent, int(m.eval(loop.until)))
-                n = _tiles(extent, m.extent(loop.axis.size))
+                n = tile_count(extent, m.extent(loop.axis.size))
                 table[(item.name, tuple(outer.items()))] = n
                 for i in range(n):
                     walk(item, {**outer, item.name: i})

@@ -9,7 +9,7 @@ from ..diagnostics import Span
 from . import dtypes as dt
 from . import typed as T
 from .shapes import broadcast_shapes, same_extent
-from .support import V, _Bad, _source_text, _suggest
+from .support import Abandon, V, source_text, suggest
 
 
 class ExprChecker:
@@ -34,7 +34,7 @@ class ExprChecker:
             v = self.expr(e.operand)
             dtype = self._dtype(e.dtype, e.dtype_span)
             if dtype is None:
-                raise _Bad()
+                raise Abandon()
             if v.weak:
                 return self._as_dtype(v, dtype)
             if v.type.dtype == dtype:
@@ -62,7 +62,7 @@ class ExprChecker:
 
     def _unknown_name(self, name: str, span: Span):
         if name in self.poisoned:
-            raise _Bad()
+            raise Abandon()
         if name in self.expired:
             where = self.expired[name]
             self.fail(f"{name!r} is defined only inside the block at line {where.line}", span,
@@ -71,7 +71,7 @@ class ExprChecker:
             self.fail(f"{name!r} is used before it is assigned", span,
                       f"assign {name} first (a value a loop updates is created before the loop)")
         visible = [n for sc in self.scopes for n in sc.vars] + list(self.kernel_names)
-        self.fail(f"unknown name {name!r}", span, _suggest(name, visible))
+        self.fail(f"unknown name {name!r}", span, suggest(name, visible))
 
     def _name(self, e: ast.Name) -> V:
         found = self._lookup_var(e.id)
@@ -222,7 +222,7 @@ class ExprChecker:
 
     def _value_subscript(self, e: ast.Subscript) -> V:
         if isinstance(e.base, ast.Name) and e.base.id in self.tensors:
-            self.fail(f"read a tile of tensor {e.base.id!r} with load({_source_text(self.source, e.span)})", e.span)
+            self.fail(f"read a tile of tensor {e.base.id!r} with load({source_text(self.source, e.span)})", e.span)
         v = self.expr(e.base)
         full = [i for i in e.items if isinstance(i, ast.Full)]
         for item in e.items:
