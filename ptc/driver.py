@@ -2,9 +2,11 @@
 
     source bytes --decode/parse--> ast.Module --check--> typed.Program
         --build/propagate--> STaskGraph --schedule(device)--> Plan (verified)
+        --render(device)--> kernel.cu
     and, as the semantic oracle: typed.Program --interpret--> arrays
 
-Later issues append render / build here.
+Building and running a rendered kernel is ptc.runtime's; docs/architecture.md maps every
+stage to its module and its IR.
 """
 from __future__ import annotations
 

@@ -157,3 +157,28 @@ def test_no_import_cycles():
 def test_no_private_names_from_other_modules(module):
     assert not PRIVATE[module], f"{module} uses private names of other modules: " + \
         ", ".join(PRIVATE[module])
+
+
+def _comment_files():
+    root = PTC.parent
+    yield from sorted(PTC.rglob("*.py"))
+    yield from sorted(p for p in (PTC / "devices").glob("*.yaml"))
+    yield from sorted(p for p in (PTC / "templates").rglob("*") if p.is_file())
+    yield from sorted((root / "docs").glob("*.md"))
+    yield root / "README.md"
+
+
+def test_cited_documents_exist():
+    """A comment or doc that names a repository document names one that exists; the
+    design notes outside the repository are not cited as `DESIGN §n`."""
+    import re
+    root = PTC.parent
+    missing = []
+    for path in _comment_files():
+        text = path.read_text(errors="replace")
+        for m in re.finditer(r"(?<![\w/])docs/[\w./-]+\.md", text):
+            if not (root / m.group(0)).is_file():
+                missing.append(f"{path.relative_to(root)}: {m.group(0)}")
+        if "DESIGN §" in text:
+            missing.append(f"{path.relative_to(root)}: DESIGN §")
+    assert not missing, "cited documents that are not in the repository: " + ", ".join(missing)

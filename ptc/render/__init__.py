@@ -1,4 +1,4 @@
-"""Rendering a verified plan to source code, one renderer per backend (DESIGN §4).
+"""Rendering a verified plan to source code, one renderer per backend (docs/architecture.md).
 
     render_kernel(kernel, plan, graph, device) -> str      # kernel.cu / kernel.hip
 

@@ -1,4 +1,5 @@
-"""The plan simulator: run a plan in NumPy, in one order its barriers allow (DESIGN §3).
+"""The plan simulator: run a plan in NumPy, in one order its barriers allow
+(docs/architecture.md).
 
 `simulate(plan, graph, kernel, inputs, shapes, tiles)` executes the plan tile by tile (the
 grid's points in row-major order, as the reference interpreter does). Within a tile, the

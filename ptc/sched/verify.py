@@ -1,4 +1,4 @@
-"""The plan verifier: prove a plan safe before it is rendered (DESIGN §3).
+"""The plan verifier: prove a plan safe before it is rendered (docs/architecture.md).
 
 `problems(plan, graph, device)` lists what is wrong, one sentence each, naming the sTasks,
 buffers and barriers involved; `verify` raises them as one `CompileError`. Three groups:

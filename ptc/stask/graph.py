@@ -1,4 +1,4 @@
-"""sTasks and the sTask-graph (DESIGN §3).
+"""sTasks and the sTask-graph (docs/architecture.md).
 
 An sTask is one tile-level task: the typed statements it computes, the kind of execution
 unit it needs (copy / mma / simt), its tile shape, the bytes it moves and the work it does.
