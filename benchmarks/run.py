@@ -1,5 +1,5 @@
-"""The performance table of DESIGN §6: every workload built, run and timed on this machine's
-GPU beside its torch baseline, printed and written to benchmarks/results/DATE-GPU.md.
+"""The performance table: every workload built, run and timed on this machine's GPU beside
+its torch baseline, printed and written to benchmarks/results/DATE-GPU.md.
 
     .venv/bin/python benchmarks/run.py                 # every workload, target sm80 and sm90
     .venv/bin/python benchmarks/run.py --only gemm     # workloads whose name contains "gemm"
@@ -22,8 +22,8 @@ from ptc import runtime  # noqa: E402
 from ptc.diagnostics import CompileError  # noqa: E402
 from ptc.runtime.bench import run_bench  # noqa: E402
 
-# (label, sample, shapes) — DESIGN §6's shapes: GEMM 4096-8192; FlashAttention with
-# B*S = 16k and H*D = 2048 at d 64/128/256; Mamba2 at b8 h80 chunk 256 hd 64 dstate 128.
+# (label, sample, shapes) — the project's target shapes: GEMM 4096-8192; FlashAttention
+# with B*S = 16k and H*D = 2048 at d 64/128/256; Mamba2 at b8 h80 chunk 256 hd 64 dstate 128.
 WORKLOADS = [
     ("gemm 4096^3", "gemm", {"M": 4096, "N": 4096, "K": 4096}),
     ("gemm 8192^3", "gemm", {"M": 8192, "N": 8192, "K": 8192}),

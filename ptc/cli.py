@@ -1,16 +1,13 @@
 """The `ptc` command line: check, run and compile .pt kernels.
 
-Exit status: 0 ok; 1 an error in the user's program or data (rendered by `ptc.report`);
-2 a usage error (click); 3 an internal error (a bug in ptc: never a traceback unless
-PTC_DEBUG=1); 130 interrupted.
+This module holds `check` and `run` and gathers the other commands: compile, devices and
+explain (ptc.cli_schedule), build and bench (ptc.cli_build), all on the one command group
+of ptc.cli_common, which also documents the exit statuses.
 """
 from __future__ import annotations
 
 import json
-import os
-import re
 import sys
-import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -18,153 +15,14 @@ from typing import Mapping
 
 import click
 
-from . import __version__, driver
-from .diagnostics import NOWHERE, CompileError, Diagnostic
-from .grammar import parse
-from .report import render_error
-from .sema import check as _sema_check
-from .sema.typed import Program, ScalarParam, TensorParam, TypedKernel
-
-EXIT_USER, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 3, 130
-
-
-def check_source(text: str, filename: str, shapes: Mapping[str, int] | None = None) -> Program:
-    """The check stage on source text: parse, then type-check (what `ptc check` runs)."""
-    return _sema_check(parse(text, filename), dict(shapes or {}))
-
-
-# ---- errors --------------------------------------------------------------------------
-class Reported(Exception):
-    """An error in the user's input that has already been shown: exit 1."""
-
-
-def report(error: CompileError, filename: str, source: str = "") -> None:
-    """Render `error`: located diagnostics at `filename`, unlocated ones as `ptc: error:`."""
-    render_error(error, filename, source, unlocated="ptc")
-
-
-def fail(message: str, hint: str | None = None) -> Reported:
-    """Show one unlocated error now; the caller raises what this returns."""
-    report(CompileError(Diagnostic(message, NOWHERE, hint)), "ptc")
-    return Reported()
-
-
-class PtcGroup(click.Group):
-    """Turns every failure into an exit status and a message, never a traceback."""
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
-        except Reported:
-            raise click.exceptions.Exit(EXIT_USER) from None
-        except KeyboardInterrupt:
-            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
-        except BrokenPipeError:  # `ptc check ... | head`: stop quietly
-            try:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-            except (OSError, ValueError, AttributeError):
-                pass
-            raise click.exceptions.Exit(141) from None
-        except RecursionError:  # deeper nesting than any stage's recursion can take
-            fail("the program nests expressions too deeply for ptc",
-                 "split the expression into several assignments")
-            raise click.exceptions.Exit(EXIT_USER) from None
-        except Exception as exc:
-            if os.environ.get("PTC_DEBUG"):
-                raise
-            click.echo(f"ptc: internal error: {type(exc).__name__}: {exc} "
-                       "(set PTC_DEBUG=1 for the traceback)", err=True)
-            raise click.exceptions.Exit(EXIT_INTERNAL) from None
-
-
-# ---- NAME=INT options ----------------------------------------------------------------
-_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\Z")
-
-
-class Assignments(click.ParamType):
-    """`M=4096` or `M=4096,N=128`: a list of (name, positive int)."""
-
-    name = "NAME=INT[,NAME=INT...]"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, list):
-            return value
-        pairs = []
-        for item in str(value).split(","):
-            item = item.strip()
-            if "=" not in item:
-                self.fail(f"{item!r} is not NAME=INT (for example M=4096)"
-                          if item else f"{value!r} has an empty item; write NAME=INT,NAME=INT",
-                          param, ctx)
-            name, _, number = (part.strip() for part in item.partition("="))
-            if not name:
-                self.fail(f"{item!r} has no name before '='; write NAME=INT, e.g. M=4096",
-                          param, ctx)
-            if not _NAME.match(name):
-                self.fail(f"{name!r} in {item!r} is not a name", param, ctx)
-            if not re.fullmatch(r"[+-]?[0-9]+", number):
-                self.fail(f"{number!r} in {item!r} is not an integer", param, ctx)
-            if len(number.lstrip("+-0")) > 18:
-                self.fail(f"{name}={number} is too large", param, ctx)
-            if int(number) <= 0:
-                self.fail(f"{name} must be a positive integer, not {int(number)}", param, ctx)
-            pairs.append((name, int(number)))
-        return pairs
-
-
-def _merge(ctx, param, values) -> dict[str, int]:
-    merged: dict[str, int] = {}
-    for pairs in values:
-        for name, number in pairs:
-            if merged.get(name, number) != number:
-                raise click.BadParameter(f"{name} is given twice ({merged[name]} and {number})",
-                                         ctx, param)
-            merged[name] = number
-    return merged
-
-
-def shape_option(f):
-    return click.option(
-        "--shape", "shapes", type=Assignments(), multiple=True, callback=_merge,
-        help="Size of a dim, e.g. --shape M=4096 or --shape M=4096,N=128 (repeatable). "
-             "Dims not given are runtime values (their `dims` default when run).")(f)
-
-
-def tile_option(f):
-    return click.option(
-        "--tile", "tiles", type=Assignments(), multiple=True, callback=_merge,
-        help="Pick a tile size, e.g. --tile BM=64,BN=64 (repeatable); "
-             "default: the first candidate of each `tile` line.")(f)
-
-
-# ---- reading and checking ------------------------------------------------------------
-def _display_text(path: str) -> str:
-    """The file's text for showing a caret, however broken its encoding."""
-    try:
-        return Path(path).read_bytes().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-def read(path: str) -> tuple[str, str]:
-    try:
-        return driver.read_source(path)
-    except CompileError as exc:
-        report(exc, str(path), _display_text(path))
-        raise Reported() from None
-
-
-def checked(path: str, shapes: Mapping[str, int]) -> tuple[Program, str]:
-    """(typed program, source text) of a file; shows the diagnostics and raises Reported."""
-    filename, text = read(path)
-    try:
-        return check_source(text, filename, shapes), text
-    except CompileError as exc:
-        report(exc, filename, text)
-        raise Reported() from None
+from . import cli_build, cli_schedule  # noqa: F401  (they register their commands)
+from . import driver
+from .cli_common import Assignments, check_source  # noqa: F401  (re-exported)
+from .cli_common import (Reported, checked, cli, fail, report, save_atomic, shape_option,
+                         tile_option)
+from .diagnostics import CompileError, Diagnostic
+from .dims import DimBinder, DimError
+from .sema.typed import ScalarParam, TensorParam, TypedKernel
 
 
 def _signature(k: TypedKernel) -> str:
@@ -213,20 +71,6 @@ def _diag_json(d: Diagnostic) -> dict:
 
 
 # ---- commands ------------------------------------------------------------------------
-@click.group(cls=PtcGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", "-V", prog_name="ptc",
-                      message="%(prog)s %(version)s")
-def cli():
-    """ptc: a compiler for tile-level GPU kernels written in .pt.
-
-    \b
-    Examples:
-      ptc check samples/*.pt
-      ptc run samples/gemm.pt --shape M=200,N=136,K=72 --tile BM=64,BN=64,BK=32
-      ptc compile samples/gemm.pt --emit typed
-    """
-
-
 @cli.command(epilog="""\b
 Examples:
   ptc check samples/*.pt
@@ -390,10 +234,10 @@ def load_inputs(path: str, kernel: TypedKernel, shapes: Mapping[str, int]) -> di
                 if name in outputs else f"{path} has an array {name!r}, which is not an input " \
                                         f"of kernel {kernel.name}"
             raise fail(what, hint="inputs: " + (", ".join(params) or "none"))
-    sizes: dict[str, tuple[int, str]] = {n: (v, "--shape") for n, v in shapes.items()}
-    for d in kernel.dims:
-        if d.static is not None and d.name not in sizes:
-            sizes[d.name] = (d.static, "its compile-time size")
+    binder = DimBinder()
+    binder.give(shapes, "--shape")
+    binder.give({d.name: d.static for d in kernel.dims
+                 if d.static is not None and d.name not in shapes}, "its compile-time size")
     for name, array in arrays.items():
         p = params[name]
         if isinstance(p, ScalarParam):
@@ -405,21 +249,10 @@ def load_inputs(path: str, kernel: TypedKernel, shapes: Mapping[str, int]) -> di
             array = arrays[name] = array.view(ml_dtypes.bfloat16)  # np.savez's bf16
         if array.dtype.kind not in "biuf" and array.dtype != ml_dtypes.bfloat16:
             raise fail(f"{path}: {name} has dtype {array.dtype}, not numbers for {p}")
-        if array.ndim != len(p.dims):
-            raise fail(f"{path}: {name} has shape {array.shape} ({array.ndim} dims), "
-                       f"but {p} has {len(p.dims)}")
-        for axis, (extent, n) in enumerate(zip(p.dims, array.shape)):
-            if isinstance(extent, int):
-                if n != extent:
-                    raise fail(f"{path}: {name} has shape {array.shape}, but {p} needs "
-                               f"{extent} along axis {axis}")
-                continue
-            if extent in sizes and sizes[extent][0] != n:
-                size, source = sizes[extent]
-                raise fail(f"{path}: {name} has shape {array.shape}, so {extent} = {n}, but "
-                           f"{extent} = {size} from {source}",
-                           hint=f"{p}")
-            sizes.setdefault(extent, (n, name))
+        try:
+            binder.bind(p, array.shape)
+        except DimError as exc:
+            raise fail(f"{path}: {exc.message}") from None
     return arrays
 
 
@@ -431,36 +264,6 @@ def _savable(array):
     if array.dtype == ml_dtypes.bfloat16:
         return array.astype(np.float32)
     return array
-
-
-def save_atomic(path: str, arrays: Mapping) -> None:
-    """np.savez to a temporary file beside `path`, then rename: never a half-written file."""
-    import numpy as np
-
-    write_atomic(path, lambda f: np.savez(f, **arrays))
-
-
-def save_text_atomic(path: str, text: str) -> None:
-    write_atomic(path, lambda f: f.write(text.encode()))
-
-
-def write_atomic(path: str, write) -> None:
-    """write(file) into a temporary file beside `path`, then rename it into place."""
-    target = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                                   dir=target.parent if str(target.parent) else ".")
-    except OSError as exc:
-        raise fail(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise fail(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _print_table(kernel: TypedKernel, outputs: Mapping, elapsed: float,
@@ -484,10 +287,6 @@ def _print_table(kernel: TypedKernel, outputs: Mapping, elapsed: float,
     console = Console(file=sys.stdout, highlight=False, soft_wrap=False)
     console.print(table)
     console.print(f"time: {elapsed:.3f} s ({label})", highlight=False)
-
-
-from . import cli_schedule  # noqa: E402,F401  (registers compile, devices, explain)
-from . import cli_build  # noqa: E402,F401  (registers build, bench)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import click
 
-from .cli import Reported, cli, fail, shape_option, tile_option
-from .cli_schedule import _kernel, _target, _user_errors, kernel_option, target_options
+from .cli_common import (Reported, checked_kernel, chosen_target, cli, fail, kernel_option,
+                         shape_option, target_options, terminal_width, tile_option,
+                         user_errors)
 
 KERNEL_SOURCE_HELP = ("Use this kernel.cu instead of rendering one (hand-written or edited; "
                       "it must follow the kernel ABI: ptc_launch and ptc_kernel_name).")
@@ -43,10 +44,10 @@ def _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_fil
              kernel_source):
     from . import runtime
 
-    chosen = _target(target, device_file)
-    kernel, text = _kernel(file, kernel_name, shapes)       # located errors, with the source
+    chosen = chosen_target(target, device_file)
+    kernel, text = checked_kernel(file, kernel_name, shapes)   # located errors, with the source
     source = _read_kernel_source(kernel_source)
-    prepared = _user_errors(lambda: runtime.prepare(
+    prepared = user_errors(lambda: runtime.prepare(
         file, chosen, shapes=shapes, tiles=tiles, kernel=kernel.name, schedule=schedule_file,
         kernel_source=source, progress=sys.stderr.isatty()), file, text)
     for note in prepared.notes:
@@ -65,7 +66,7 @@ def write_output(file, target, device_file, kernel_name, shapes, tiles, schedule
 
     prepared = _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
                         kernel_source)
-    folder = _user_errors(lambda: runtime.write_build_dir(
+    folder = user_errors(lambda: runtime.write_build_dir(
         output, kernel_source=prepared.source, signature=prepared.signature,
         arch=prepared.device.arch, target=prepared.target, plan_json=prepared.plan_json))
     click.echo(f"wrote {folder}: kernel.cu, harness.cu, plan.json, build.sh "
@@ -96,7 +97,7 @@ def build_(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
                         kernel_source)
     folder = Path(output) if output else default_output(prepared)
     echo = None if as_json else (lambda line: click.echo(f"  {line}", err=True))
-    compiled = _user_errors(lambda: runtime.build_prepared(prepared, folder, shapes=shapes,
+    compiled = user_errors(lambda: runtime.build_prepared(prepared, folder, shapes=shapes,
                                                            echo=echo))
     result = compiled.build
     if as_json:
@@ -132,18 +133,13 @@ def print_resources(result) -> None:
                       f"[{spill}]{k.spill_stores} B[/]" if spill else f"{k.spill_stores} B",
                       f"[{spill}]{k.spill_loads} B[/]" if spill else f"{k.spill_loads} B")
     console = Console(file=sys.stdout, highlight=False, soft_wrap=False,
-                      width=max(100, _width()))
+                      width=max(100, terminal_width()))
     console.print(table)
     for warning in report.warnings:
         console.print(warning, markup=False)
     if report.spills:
         console.print(f"[bold red]warning:[/] ptxas spilled {report.spills} bytes to local "
                       "memory")
-
-
-def _width() -> int:
-    import shutil
-    return shutil.get_terminal_size((120, 24)).columns
 
 
 # ---- ptc bench ---------------------------------------------------------------------------
@@ -178,15 +174,15 @@ def bench(file, target, device_file, kernel_name, shapes, tiles, schedule_file, 
     from .runtime import bench as B
     from .runtime.cuda import can_run, find_gpus
 
-    chosen = _target(target, device_file)
-    _kernel(file, kernel_name, shapes)                  # the program's errors come first
+    chosen = chosen_target(target, device_file)
+    checked_kernel(file, kernel_name, shapes)              # the program's errors come first
     from .devices import get_device
 
-    device = _user_errors(lambda: get_device(chosen))   # then the target's
+    device = user_errors(lambda: get_device(chosen))   # then the target's
     if device.backend != "cuda":
         raise fail(f"{chosen} is a {device.backend} target; ptc bench runs CUDA targets "
                    "(sm80, sm90)")
-    gpus = _user_errors(find_gpus)
+    gpus = user_errors(find_gpus)
     if not can_run(gpus[0], device.arch):
         raise fail(f"the GPU is {gpus[0].name} ({gpus[0].arch}), which cannot run code built "
                    f"for {device.arch} ({device.name})",
@@ -195,9 +191,9 @@ def bench(file, target, device_file, kernel_name, shapes, tiles, schedule_file, 
                         kernel_source)
     say = (lambda message: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     say(f"building for {prepared.device.arch}")
-    compiled = _user_errors(lambda: runtime.build_prepared(
+    compiled = user_errors(lambda: runtime.build_prepared(
         prepared, Path(output) if output else None, shapes=shapes))
-    result = _user_errors(lambda: B.run_bench(
+    result = user_errors(lambda: B.run_bench(
         compiled, prepared, shapes=shapes, seed=seed, warmup=warmup, iters=iters, check=check,
         baseline=None if baseline == "none" else baseline, progress=say), file)
     if as_json:
@@ -213,7 +209,7 @@ def print_bench(r) -> None:
     from rich.table import Table
 
     console = Console(file=sys.stdout, highlight=False, soft_wrap=False,
-                      width=max(100, _width()))
+                      width=max(100, terminal_width()))
     dims = ", ".join(f"{k}={v}" for k, v in r.dims.items())
     tiles = ", ".join(f"{k}={v}" for k, v in r.tiles.items())
     table = Table(title=f"{r.kernel} on {r.gpu}, target {r.target}\n{dims}; tiles {tiles}",
@@ -264,7 +260,7 @@ def run_emulated(file, kernel, text, inputs, shapes, tiles, seed, target, order,
     from .render.emulate import EmulationError, build_emulated, compiler
     from .sema.typed import TensorParam
 
-    device = _user_errors(lambda: get_device(target))
+    device = user_errors(lambda: get_device(target))
     if device.backend not in RENDERERS:
         raise fail(f"ptc has no renderer for {device.backend} targets such as {device.name} "
                    "yet, so there is no kernel to emulate (--emulate runs the CUDA kernels "
@@ -277,14 +273,14 @@ def run_emulated(file, kernel, text, inputs, shapes, tiles, seed, target, order,
     except EmulationError as exc:
         raise fail(str(exc)) from None
     # the dims the interpreter would run with: --shape, then the input arrays' shapes
-    module = _user_errors(lambda: driver.parse_file(file), file, text)
+    module = user_errors(lambda: driver.parse_file(file), file, text)
     sizes = {**driver.dims_from_inputs(module, kernel.name, inputs), **shapes}
     prepared = _prepare(file, target, None, kernel.name, sizes, tiles, None, None)
     typed = prepared.kernel
     try:
         call = bind_call(typed, inputs, shapes=sizes, tiles=tiles, seed=seed)
     except CompileError as exc:
-        from .cli import report
+        from .cli_common import report
 
         report(exc, file, text)
         raise Reported() from None

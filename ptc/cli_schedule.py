@@ -6,52 +6,10 @@ import sys
 import click
 
 from . import driver
-from .cli import Reported, checked, cli, read, report, shape_option, tile_option
-from .diagnostics import CompileError
+from .cli_common import (checked, checked_kernel, chosen_target, cli, kernel_option, read,
+                         save_text_atomic, shape_option, target_options, terminal_width,
+                         tile_option, user_errors)
 from .grammar import parse
-
-TARGET_HELP = ("A builtin target (sm80, sm90, gfx90a, gfx942; see `ptc devices`) "
-               "or a device description YAML file.")
-
-
-def target_options(f):
-    f = click.option("--device", "device_file", metavar="FILE.yaml",
-                     help="Your own device description (instead of --target).")(f)
-    f = click.option("--target", "-t", metavar="TARGET", help=TARGET_HELP)(f)
-    return f
-
-
-def kernel_option(f):
-    return click.option("--kernel", "kernel_name", metavar="NAME",
-                        help="The kernel to use when FILE holds several.")(f)
-
-
-def _target(target: str | None, device_file: str | None, required: bool = True) -> str | None:
-    if target and device_file:
-        raise click.UsageError("give either --target or --device, not both")
-    chosen = device_file or target
-    if chosen is None and required:
-        raise click.UsageError("this needs --target (e.g. --target sm90) or --device FILE.yaml")
-    return chosen
-
-
-def _user_errors(fn, filename: str = "ptc", source: str = ""):
-    """Run fn(); show any CompileError (device files render against their own text)."""
-    from .devices import DeviceError
-
-    try:
-        return fn()
-    except DeviceError as exc:
-        click.echo(exc.render(), err=True)
-        raise Reported() from None
-    except CompileError as exc:
-        report(exc, filename, source)
-        raise Reported() from None
-
-
-def _kernel(file: str, kernel_name: str | None, shapes):
-    program, text = checked(file, shapes)
-    return _user_errors(lambda: driver.select_kernel(program, kernel_name), file, text), text
 
 
 @cli.command("compile", epilog="""\b
@@ -99,7 +57,7 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
         from .grammar.printer import print_module
 
         filename, text = read(file)
-        module = _user_errors(lambda: parse(text, filename), filename, text)
+        module = user_errors(lambda: parse(text, filename), filename, text)
         click.echo(print_module(module), nl=False)
         return
     if stage == "typed":
@@ -108,36 +66,36 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
         program, _ = checked(file, shapes)
         click.echo(print_program(program), nl=False)
         return
-    kernel, text = _kernel(file, kernel_name, shapes)
+    kernel, text = checked_kernel(file, kernel_name, shapes)
     if stage in ("stask", "dot"):
         from .stask import print_graph, to_dot
 
         if schedule_file:
             raise click.UsageError("--schedule applies to --emit plan")
-        graph = _user_errors(lambda: driver.stask_graph(kernel, tiles), file, text)
+        graph = user_errors(lambda: driver.stask_graph(kernel, tiles), file, text)
         click.echo((print_graph if stage == "stask" else to_dot)(graph), nl=False)
         return
     from .sched.plan import to_json
 
-    chosen = _target(target, device_file)
+    chosen = chosen_target(target, device_file)
     if stage in ("lowered", "source"):
         from .lower import print_lowered
 
         if stage == "lowered":
-            low = _user_errors(lambda: driver.lowered(
+            low = user_errors(lambda: driver.lowered(
                 kernel, chosen, shapes=shapes, tiles=tiles, schedule_file=schedule_file,
                 progress=sys.stderr.isatty()))[0]
             click.echo(print_lowered(low), nl=False)
         else:
-            source = _user_errors(lambda: driver.render(
+            source = user_errors(lambda: driver.render(
                 kernel, chosen, shapes=shapes, tiles=tiles, schedule_file=schedule_file,
                 progress=sys.stderr.isatty()))[0]
             click.echo(source, nl=False)
         return
     if schedule_file:
-        plan, _ = _user_errors(lambda: driver.pinned_plan(kernel, chosen, schedule_file))
+        plan, _ = user_errors(lambda: driver.pinned_plan(kernel, chosen, schedule_file))
     else:
-        result = _user_errors(lambda: driver.schedule(
+        result = user_errors(lambda: driver.schedule(
             kernel, chosen, shapes=shapes, tiles=tiles, progress=sys.stderr.isatty()))
         plan = result.best.plan
     click.echo(to_json(plan), nl=False)
@@ -162,19 +120,14 @@ def devices(device_file):
                 "smem/LDS KB", "units"):
         table.add_column(col, justify="left" if col in ("target", "device", "units") else "right")
     for name in names:
-        dev = _user_errors(lambda: get_device(name))
+        dev = user_errors(lambda: get_device(name))
         f16 = dev.peak_flops("f16") / 1e12 if "f16" in dev.mma_dtypes() else 0.0
         table.add_row(name if name in builtin_targets() else str(dev.path), dev.description,
                       str(dev.eu_count), f"{dev.clock_ghz:g}", f"{f16:.0f}",
                       f"{dev.peak_dram_bytes_per_s() / 1e12:.2f}",
                       f"{dev.resources.shared_memory_bytes // 1024}",
                       " ".join(u.name for u in dev.units))
-    Console(file=sys.stdout, highlight=False, width=max(100, _width())).print(table)
-
-
-def _width() -> int:
-    import shutil
-    return shutil.get_terminal_size((120, 24)).columns
+    Console(file=sys.stdout, highlight=False, width=max(100, terminal_width())).print(table)
 
 
 @cli.command(epilog="""\b
@@ -195,11 +148,10 @@ def explain(file, target, device_file, kernel_name, shapes, tiles, svg_path, as_
     from rich.console import Console
 
     from . import explain as ex
-    from .cli import save_text_atomic
 
-    chosen = _target(target, device_file)
-    kernel, text = _kernel(file, kernel_name, shapes)
-    result = _user_errors(lambda: driver.schedule(
+    chosen = chosen_target(target, device_file)
+    kernel, text = checked_kernel(file, kernel_name, shapes)
+    result = user_errors(lambda: driver.schedule(
         kernel, chosen, shapes=shapes, tiles=tiles, progress=sys.stderr.isatty()))
     expl = ex.explain(result)
     if svg_path:
@@ -207,4 +159,5 @@ def explain(file, target, device_file, kernel_name, shapes, tiles, svg_path, as_
     if as_json:
         click.echo(ex.to_json(expl), nl=False)
         return
-    ex.render_text(expl, Console(file=sys.stdout, highlight=False, width=max(100, _width())))
+    ex.render_text(expl, Console(file=sys.stdout, highlight=False,
+                                 width=max(100, terminal_width())))

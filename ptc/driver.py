@@ -6,7 +6,9 @@
     and, as the semantic oracle: typed.Program --interpret--> arrays
 
 The search ranks only plans the target's renderer builds, each as the lowering builds it
-(`buildable`): the plan `--emit plan` prints is the plan `-o DIR` builds.
+(`buildable`): the plan `--emit plan` prints is the plan `-o DIR` builds. Building and
+running a rendered kernel is ptc.runtime's; docs/architecture.md maps every stage to its
+module and its IR.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import numpy as np
 
 from . import ast
 from .diagnostics import CompileError, Diagnostic
+from .dims import DimBinder
 from .grammar import decode_source, parse
 from .sema import check
 from .sema.typed import Program, TypedKernel
@@ -75,8 +78,9 @@ def interpret(path: str | Path, inputs: Mapping[str, np.ndarray] | None = None, 
 
     inputs = dict(inputs or {})
     module = parse_file(path)
-    shapes = {**dims_from_inputs(module, kernel, inputs), **(shapes or {})}
-    program = check(module, shapes)
+    shapes = dict(shapes or {})
+    program = check(module, {**dims_from_inputs(module, kernel, inputs), **shapes})
+    # the interpreter binds the inputs' dims again, saying which input a size came from
     return run_kernel(select_kernel(program, kernel), inputs, shapes=shapes,
                       tiles=tiles or {}, seed=seed)
 
@@ -85,19 +89,15 @@ def dims_from_inputs(module: ast.Module, kernel: str | None,
                      inputs: Mapping[str, object]) -> dict[str, int]:
     """Dim sizes that the given input arrays imply, so that a dim needed at compile time
     can come from the data; conflicts are left for the interpreter to report."""
-    sizes: dict[str, int] = {}
+    binder = DimBinder()
     for k in module.kernels:
         if kernel is not None and k.name != kernel or kernel is None and len(module.kernels) > 1:
             continue
         for p in k.params:
-            if p.name not in inputs or not isinstance(p.type, ast.TensorType):
-                continue
-            shape = np.shape(inputs[p.name])
-            if len(shape) == len(p.type.dims):
-                for d, n in zip(p.type.dims, shape):
-                    if isinstance(d.name, str):
-                        sizes.setdefault(d.name, int(n))
-    return sizes
+            if p.name in inputs and isinstance(p.type, ast.TensorType):
+                dims = tuple(d.name for d in p.type.dims)
+                binder.bind((p.name, dims), np.shape(inputs[p.name]), strict=False)
+    return binder.sizes
 
 
 # ---- scheduling (stask, plan) ---------------------------------------------------------

@@ -16,7 +16,9 @@ from typing import Mapping
 import ml_dtypes
 import numpy as np
 
+from . import ops
 from .diagnostics import CompileError, Diagnostic
+from .dims import DimBinder
 from .sema import typed as T
 
 NUMPY_DTYPES = {
@@ -37,39 +39,13 @@ def _err(message: str, hint: str | None = None) -> CompileError:
 def bind_dims(kernel: T.TypedKernel, inputs: Mapping[str, object],
               shapes: Mapping[str, int]) -> dict[str, int]:
     """Every dim's size: from --shape, then the inputs' shapes, then the `dims` defaults."""
-    sizes: dict[str, int] = dict(shapes)
-    source = {name: "--shape" for name in shapes}
+    binder = DimBinder()
+    binder.give(shapes, "--shape")
     for p in kernel.inputs:
-        if not isinstance(p, T.TensorParam) or p.name not in inputs:
-            continue
-        shape = np.shape(inputs[p.name])
-        if len(shape) != len(p.dims):
-            raise _err(f"input {p.name} has {len(shape)} dims {tuple(shape)}, but the kernel "
-                       f"declares {p}")
-        for dim, n in zip(p.dims, shape):
-            if isinstance(dim, int):
-                if dim != n:
-                    raise _err(f"input {p.name} has shape {tuple(shape)}, but {p} fixes that dim "
-                               f"to {dim}")
-                continue
-            if dim in sizes and sizes[dim] != n:
-                raise _err(f"input {p.name} has shape {tuple(shape)}, so {dim}={n}, but "
-                           f"{dim}={sizes[dim]} from {source[dim]}")
-            sizes[dim] = int(n)
-            source.setdefault(dim, f"input {p.name}")
-    for d in kernel.dims:
-        if d.name not in sizes:
-            if d.default is None:
-                raise _err(f"the size of dim {d.name} is unknown",
-                           f"pass --shape {d.name}=<size>, give an input that has it, or "
-                           f"declare `dims {d.name} = <size>`")
-            sizes[d.name] = d.default
-        if sizes[d.name] <= 0:
-            raise _err(f"dim {d.name} must be positive, not {sizes[d.name]}")
-        if d.static is not None and sizes[d.name] != d.static:
-            raise _err(f"dim {d.name} was fixed to {d.static} at compile time, but this call "
-                       f"has {d.name}={sizes[d.name]}", f"check with --shape {d.name}={sizes[d.name]}")
-    return sizes
+        if isinstance(p, T.TensorParam) and p.name in inputs:
+            binder.bind(p, np.shape(inputs[p.name]))
+    return binder.complete(kernel.dims, unknown_hint=lambda d: (
+        f"pass --shape {d}=<size>, give an input that has it, or declare `dims {d} = <size>`"))
 
 
 def bind_tiles(kernel: T.TypedKernel, tiles: Mapping[str, int]) -> dict[str, int]:
@@ -170,20 +146,9 @@ def run_kernel(kernel: T.TypedKernel, inputs: Mapping[str, object], *,
 
 
 # ---- execution -----------------------------------------------------------------------
-def _tiles(extent: int, size: int) -> int:
+def tile_count(extent: int, size: int) -> int:
+    """How many tiles of `size` cover `extent` (the last one may stick out)."""
     return max(0, math.ceil(extent / size))
-
-
-_BINARY = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-    "floordiv": np.floor_divide, "mod": np.mod, "max": np.maximum, "min": np.minimum,
-    "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-    "eq": np.equal, "ne": np.not_equal, "and": np.logical_and, "or": np.logical_or,
-}
-_UNARY = {
-    "neg": np.negative, "not": np.logical_not, "abs": np.abs, "exp": np.exp, "exp2": np.exp2,
-    "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: np.reciprocal(np.sqrt(x)),
-}
 
 
 class Machine:
@@ -206,7 +171,7 @@ class Machine:
     def grid_points(self, grid: T.Grid):
         """Walk the grid in row-major order: for each tile, bind its indices and start
         with no local values, then yield."""
-        ranges = [range(_tiles(self.dims[a.dim], self.extent(a.size)) if a.size is not None
+        ranges = [range(tile_count(self.dims[a.dim], self.extent(a.size)) if a.size is not None
                         else self.dims[a.dim]) for a in grid.axes]
         for point in itertools.product(*ranges):
             self.env = {}
@@ -234,7 +199,7 @@ class Machine:
         extent = self.dims[s.axis.dim]
         if s.until is not None:
             extent = min(extent, int(self.eval(s.until)))
-        for idx in range(_tiles(extent, self.extent(s.axis.size))):
+        for idx in range(tile_count(extent, self.extent(s.axis.size))):
             self.scalars[s.axis.var] = np.int32(idx)
             self.block(s.body)
 
@@ -302,26 +267,30 @@ class Machine:
     def _Elementwise(self, e: T.Elementwise):
         args = [self.eval(a) for a in e.args]
         dtype = NUMPY_DTYPES[e.type.dtype]
+        fn = ops.ELEMENTWISE[e.op].numpy
         if e.op == "where":
-            c, a, b = args
-            return np.where(c, a, b).astype(dtype)
+            return fn(*args).astype(dtype)
         if dtype.kind == "f" or dtype == NUMPY_DTYPES["bf16"]:
             # half-precision ops compute in f32 and round once: exactly the IEEE result
             args = [a.astype(_F32) if a.dtype != np.bool_ else a for a in args]
-        fn = _UNARY[e.op] if len(args) == 1 else _BINARY[e.op]
         return np.asarray(fn(*args)).astype(dtype)
 
     def _Reduce(self, e: T.Reduce):
         a = self.eval(e.arg)
         dtype = NUMPY_DTYPES[e.type.dtype]
-        if e.op == "sum":
-            return np.sum(a.astype(dtype), axis=e.axis).astype(dtype)
-        fn = np.max if e.op == "max" else np.min
-        return fn(a, axis=e.axis).astype(dtype)
+        # a sum accumulates in its result dtype (f32 for halves); max and min keep theirs
+        return ops.REDUCTIONS[e.op].numpy(a.astype(dtype), axis=e.axis).astype(dtype)
 
     def _MatMul(self, e: T.MatMul):
         a, b = self.eval(e.lhs), self.eval(e.rhs)
         return np.matmul(a.astype(_F32), b.astype(_F32))
+
+    def _MmaAccumulate(self, e: T.MmaAccumulate):
+        acc = None if e.acc is None else self.eval(e.acc)
+        product = np.matmul(self.eval(e.a).astype(_F32), self.eval(e.b).astype(_F32))
+        if acc is None:
+            return product
+        return (acc.astype(_F32) + product).astype(NUMPY_DTYPES[e.type.dtype])
 
     def _Transpose(self, e: T.Transpose):
         return np.ascontiguousarray(self.eval(e.arg).T)
@@ -347,5 +316,3 @@ class Machine:
         size = self.extent(e.size)
         return (np.arange(size, dtype=np.int32) + idx * size).astype(np.int32)
 
-
-_Machine = Machine   # the old private name

@@ -15,6 +15,7 @@ import pytest
 from ptc import driver
 from ptc.diagnostics import CompileError
 from ptc.grammar import parse
+from ptc.interp import run_kernel
 from ptc.sema import check
 from ptc.sema import typed as T
 from ptc.sema.printer import print_program
@@ -98,7 +99,7 @@ def test_print_matmul_sum():
           parallel i: BM of M, j: BN of N
             acc: f32[BM, BN] = fill(0.0:f32, f32[BM, BN])
             for k: BK of K  carries acc
-              acc: f32[BM, BN] = add(acc, mma(load(A[i:BM, k:BK]), load(B[k:BK, j:BN])))
+              acc: f32[BM, BN] = mma_acc(acc, load(A[i:BM, k:BK]), load(B[k:BK, j:BN]))
             store C[i:BM, j:BN] <- convert(acc, f16)
             atomic_add S[i:BM] <- sum(acc, axis=1)
         """)
@@ -148,7 +149,7 @@ def test_print_flash_attention():
               p: f32[BM, BN] = exp(sub(s, expand(mn, f32[BM, 1])))
               a: f32[BM] = exp(sub(mx, mn))
               l: f32[BM] = add(mul(l, a), sum(p, axis=1))
-              o: f32[BM, D] = add(mul(o, expand(a, f32[BM, 1])), mma(convert(p, bf16), v))
+              o: f32[BM, D] = mma_acc(mul(o, expand(a, f32[BM, 1])), convert(p, bf16), v)
               mx: f32[BM] = mn
             store O[b, h, m:BM, :D] <- convert(div(o, expand(l, f32[BM, 1])), bf16)
         """)
@@ -186,7 +187,7 @@ def test_print_mamba_like_point_indices():
             for l: BL of L  carries acc
               w: f32[BL] = mul(exp(sub(last, load(dA[b, h, c, l:BL]))), load(dt[b, h, c, l:BL]))
               bw: f16[BL, BN] = convert(mul(convert(load(Bm[b, c, l:BL, floordiv(h, floordiv(H, G)), n:BN]), f32), expand(w, f32[BL, 1])), f16)
-              acc: f32[BP, BN] = add(acc, mma(transpose(load(x[b, c, l:BL, h, p:BP])), bw))
+              acc: f32[BP, BN] = mma_acc(acc, transpose(load(x[b, c, l:BL, h, p:BP])), bw)
             store states[b, c, h, p:BP, n:BN] <- acc
         """)
 
@@ -699,3 +700,36 @@ def test_flash_attention_matches_numpy(run):
     want = (p / p.sum(axis=-1, keepdims=True)) @ vf
     assert out.shape == (1, 2, 70, 16)
     np.testing.assert_allclose(out.astype(np.float32), want, atol=2e-2, rtol=2e-2)
+
+
+
+@pytest.mark.parametrize("update", ["acc += a @ b", "acc = acc + a @ b", "acc = a @ b + acc"])
+def test_an_assigned_accumulate_is_one_mma_accumulate(update):
+    k = compile_text(f"""
+        kernel f(A: f16[M, K], B: f16[K, N]) -> (C: f32[M, N], D: f32[M, N]) {{
+          dims M = 64, N = 64, K = 64
+          tile BM in [32], BN in [32], BK in [32]
+          parallel i: BM of M, j: BN of N {{
+            acc = zeros(f32[BM, BN])
+            for k: BK of K {{
+              a = load(A[i, k]); b = load(B[k, j])
+              {update}
+            }}
+            store(C[i, j], acc)
+            store(D[i, j], acc + load(A[i, :]) @ load(B[:, j]))
+          }}
+        }}
+        """).kernels[0]
+    (loop,) = [s for s in k.body[0].body if isinstance(s, T.Loop)]
+    value = loop.body[-1].value
+    assert isinstance(value, T.MmaAccumulate)
+    assert value.acc == T.Var("acc", T.TileType("f32", ("BM", "BN")))
+    assert (value.a.name, value.b.name) == ("a", "b")
+    assert value.type == T.TileType("f32", ("BM", "BN"))
+    assert isinstance(k.body[0].body[-1].value, T.Elementwise)   # only assignments accumulate
+    a = (np.arange(64 * 64).reshape(64, 64) % 7).astype(np.float16)
+    b = (np.arange(64 * 64).reshape(64, 64) % 5).astype(np.float16)
+    out = run_kernel(k, {"A": a, "B": b})
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_array_equal(out["C"], want)
+    np.testing.assert_array_equal(out["D"], 2 * want)

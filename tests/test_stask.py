@@ -96,3 +96,23 @@ def test_every_sample_builds_and_prints(name):
             own.add(getattr(s, "name", None))
         for v in t.uses:
             assert v in incoming or v in own, f"{t.name} uses {v} with no edge"
+
+
+def test_every_mma_task_holds_one_mma_accumulate():
+    from ptc.sema import typed as T
+    for name in ("gemm", "flash_attn", "gemm_chain", "mamba2_chunk_state"):
+        for t in graph(name).tasks:
+            values = [s.value for s in t.stmts if isinstance(s, T.Let)]
+            assert (t.kind == "mma") == any(isinstance(v, T.MmaAccumulate) for v in values)
+            assert not any(isinstance(e, T.MatMul) for v in values for e in _walk(v))
+    g = graph("flash_attn")
+    assert g.task("mma_o").mma.acc == T.Var("%o", T.TileType("f32", ("BM", "D")))
+    assert g.task("mma_s").mma.acc is None                    # s = q @ k.T: no accumulator
+    assert g.task("mma_s").mma_dtype == "bf16"
+
+
+def _walk(e):
+    from ptc.sema import typed as T
+    yield e
+    for c in T.children(e):
+        yield from _walk(c)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
-from ..sched.cost import _mma_dtype, executions, loop_trips
+from ..sched.cost import executions, loop_trips
 from ..sched.search import Candidate, Rejected, SearchResult
 from ..stask import print_graph
 from ..stask.graph import STaskGraph
@@ -78,7 +78,7 @@ def mma_dtype(graph: STaskGraph) -> str:
     """The input dtype of the kernel's mma work ("" when it has none)."""
     for t in graph.tasks:
         if t.kind == "mma":
-            return _mma_dtype(t)
+            return t.mma_dtype
     return ""
 
 

@@ -1,4 +1,4 @@
-"""The lowering stage: plan + sTask-graph + device -> LoweredKernel (DESIGN §4).
+"""The lowering stage: plan + sTask-graph + device -> LoweredKernel (docs/lowering.md).
 
     from ptc.lower import lower, print_lowered
     lowered = lower(plan, graph, device, capabilities)

@@ -18,10 +18,9 @@ def _copied(ops) -> set[str]:
 
 
 def _waited(ops) -> set[str]:
-    from .lowering import _WaitFor
     out: set[str] = set()
     for op in ops:
-        if isinstance(op, _WaitFor):
+        if isinstance(op, ir.PlanWait):
             out |= set(op.buffers)
     return out
 

@@ -1,5 +1,5 @@
 """The lowered kernel IR: one target's kernel, every storage and instruction-family choice
-made (DESIGN §4). The cost model, the verifier's resource check, `explain` and the
+made (docs/lowering.md). The cost model, the verifier's resource check, `explain` and the
 renderer read this; none of them decides anything it says.
 
 A `LoweredKernel` holds
@@ -266,6 +266,14 @@ class Loop:
     body: tuple["Op", ...]
     stages: int = 1
     fill: tuple["Op", ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanWait:
+    """A plan wait on copied buffers, as the lowering first places it; ptc.lower.sync
+    turns it into WaitGroups (or drops it) -- it never reaches a LoweredKernel."""
+
+    buffers: tuple[str, ...]
 
 
 Op = Union[CopyTile, CommitGroup, WaitGroups, Barrier, Compute, Reduce, WarpCombine, Mma,

@@ -1,4 +1,4 @@
-"""plan + sTask-graph + device -> LoweredKernel: the lowering stage (DESIGN §4).
+"""plan + sTask-graph + device -> LoweredKernel: the lowering stage (docs/lowering.md).
 
     lowered = lower(plan, graph, device, capabilities)
 
@@ -322,7 +322,7 @@ class _Builder:
                 body.extend(self.step(it, inner))
         if prefetch:
             # after the first wait (its barrier frees the slots the prefetch overwrites)
-            at = next((i + 1 for i, op in enumerate(body) if isinstance(op, _WaitFor)), 0)
+            at = next((i + 1 for i, op in enumerate(body) if isinstance(op, ir.PlanWait)), 0)
             body[at:at] = prefetch
         return ir.Loop(block.var, self.low.extent(loop.axis.size), loop.axis.dim, loop.until,
                        tuple(body), stages, tuple(fill))
@@ -330,7 +330,7 @@ class _Builder:
     def step(self, step: Step, loops) -> list:
         out: list = []
         if step.waits:
-            out.append(_WaitFor(tuple(self.plan.barrier(b).buffer for b in step.waits)))
+            out.append(ir.PlanWait(tuple(self.plan.barrier(b).buffer for b in step.waits)))
         if step.task == "sync":
             return out
         t = self.low.tasks[step.task]
@@ -580,13 +580,6 @@ class _Builder:
 
     def reserve_registers(self, words: int) -> None:
         self.reserved_registers += words
-
-
-@dataclass(frozen=True)
-class _WaitFor:
-    """A plan wait on copied buffers; `ptc.lower.sync` turns it into WaitGroups."""
-
-    buffers: tuple[str, ...]
 
 
 def _operand(e: T.TExpr) -> tuple[str, bool]:

@@ -26,11 +26,10 @@ class Stmt:
 
 
 def mma_parts(e: T.TExpr) -> tuple[T.TExpr | None, T.MatMul]:
-    """(addend, product) of an mma statement's value: `acc + a @ b` or `a @ b`."""
-    if isinstance(e, T.MatMul):
-        return None, e
-    if isinstance(e, T.Elementwise) and e.op == "add" and isinstance(e.args[1], T.MatMul):
-        return e.args[0], e.args[1]
+    """(accumulator, product) of an mma statement's value, an MmaAccumulate (the product
+    as a MatMul of its operands, which is how the layouts and tilings read it)."""
+    if isinstance(e, T.MmaAccumulate):
+        return e.acc, T.MatMul(e.a, e.b, e.type)
     raise ValueError(f"not an mma statement: {e}")
 
 

@@ -1,4 +1,4 @@
-"""Waits and barriers, placed by simulating the ops (DESIGN §4: every wait and barrier is
+"""Waits and barriers, placed by simulating the ops (docs/lowering.md: every wait and barrier is
 an op of the lowered IR).
 
 1. Copy groups. Each `CommitGroup` closes a group of this thread's async copies. A plan
@@ -104,7 +104,6 @@ class _Run:
             self.one(op)
 
     def one(self, op) -> None:
-        from .lowering import _WaitFor
         if isinstance(op, ir.Barrier):
             self.barrier()
         elif isinstance(op, ir.Loop):
@@ -131,7 +130,7 @@ class _Run:
         elif isinstance(op, ir.CommitGroup):
             self.groups.append(self.open)
             self.open = []
-        elif isinstance(op, _WaitFor):
+        elif isinstance(op, ir.PlanWait):
             self.wait(op)
         elif isinstance(op, ir.WaitGroups):
             self.done_groups = max(self.done_groups, len(self.groups) - op.pending)
@@ -268,10 +267,9 @@ def _why(op) -> str:
 
 
 def _finish(ops, waits: dict[int, int]) -> tuple:
-    from .lowering import _WaitFor
     out: list = []
     for op in ops:
-        if isinstance(op, _WaitFor):
+        if isinstance(op, ir.PlanWait):
             if id(op) in waits:
                 out.append(ir.WaitGroups(waits[id(op)], op.buffers))
             continue

@@ -1,4 +1,4 @@
-"""Rendering a lowered kernel to source code, one renderer per backend (DESIGN §4).
+"""Rendering a lowered kernel to source code, one renderer per backend (docs/architecture.md).
 
     source = render(lowered, kernel, plan, device)            # kernel.cu / kernel.hip
     source = render_kernel(kernel, plan, graph, device)       # lower, then render

@@ -9,14 +9,13 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from ..ops import ELEMENTWISE
 from ..sema import typed as T
 
 CTYPES = {"f32": "float", "f16": "__half", "bf16": "__nv_bfloat16", "i32": "int", "bool": "bool"}
 _ROUND = {"f16": "ptc::round_f16", "bf16": "ptc::round_bf16"}
-_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">",
-           "ge": ">=", "eq": "==", "ne": "!=", "and": "&&", "or": "||"}
-_UNARY = {"exp": "expf", "exp2": "exp2f", "log": "logf", "sqrt": "sqrtf", "rsqrt": "ptc::rsqrt_",
-          "abs": "fabsf"}
+_BINARY = {o.name: o.c for o in ELEMENTWISE.values() if o.c_form == "infix"}
+_UNARY = {o.name: o.c for o in ELEMENTWISE.values() if o.c_form == "call" and o.arity == 1}
 
 
 def is_float(dtype: str) -> bool:

@@ -138,21 +138,7 @@ def work_of(prepared, dims: Mapping[str, int]) -> Work:
 
 def mma_dtype(graph) -> str:
     """The input dtype of the kernel's matmuls (f16 when it has none)."""
-    from ..sema import typed as T
-
-    for task in graph.tasks:
-        if task.kind != "mma":
-            continue
-        for stmt in task.stmts:
-            value = getattr(stmt, "value", None)
-            stack = [value]
-            while stack:
-                e = stack.pop()
-                if isinstance(e, T.MatMul):
-                    return e.lhs.type.dtype
-                if e is not None:
-                    stack.extend(T.children(e))
-    return "f16"
+    return next((t.mma_dtype for t in graph.tasks if t.kind == "mma"), "f16")
 
 
 def run_bench(compiled: CompiledKernel, prepared, *, shapes: Mapping[str, int] | None = None,

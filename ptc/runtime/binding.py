@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..dims import DimBinder, DimError, describe
 from ..interp import NUMPY_DTYPES
 from . import arrays as A
 from .errors import ArgumentError
@@ -42,8 +43,7 @@ def bind_call(sig: Signature, shapes: Mapping[str, int], args, named, out) -> Bo
     values = _match(sig, args, named)
     outs = _match_out(sig, out)
     on_device = any(A.is_device_array(v) for v in list(values.values()) + list(outs.values()))
-    dims: dict[str, int] = {}
-    source: dict[str, str] = {}
+    binder = DimBinder()
     tensors: list[BoundTensor] = []
     streams: set[int] = set()
     for p in sig.tensors:
@@ -55,23 +55,16 @@ def bind_call(sig: Signature, shapes: Mapping[str, int], args, named, out) -> Bo
         bound.value = value
         if bound.device is not None and bound.device.stream is not None:
             streams.add(bound.device.stream)
-        _bind_shape(p, bound.shape, dims, source, sig)
+        try:
+            binder.bind(p, bound.shape)
+        except DimError as exc:
+            raise ArgumentError(exc.message, hint=str(sig)) from None
         tensors.append(bound)
-    for d in sig.dims:
-        if d.name not in dims:
-            size = shapes.get(d.name, d.default)
-            if size is None:
-                raise ArgumentError(f"the size of dim {d.name} is unknown",
-                                    hint="no input has it: pass its output with out=, or "
-                                         f"compile with shapes={{'{d.name}': SIZE}}")
-            dims[d.name] = int(size)
-        if dims[d.name] <= 0:
-            raise ArgumentError(f"dim {d.name} must be positive, not {dims[d.name]} "
-                                f"(from {source.get(d.name, 'its default')})")
-        if d.static is not None and dims[d.name] != d.static:
-            raise ArgumentError(f"dim {d.name} was fixed to {d.static} at compile time, but "
-                                f"this call has {d.name} = {dims[d.name]} "
-                                f"(from {source.get(d.name, 'its default')})")
+    try:
+        dims = binder.complete(sig.dims, fallback=shapes, unknown_hint=lambda d: (
+            f"no input has it: pass its output with out=, or compile with shapes={{'{d}': SIZE}}"))
+    except DimError as exc:
+        raise ArgumentError(exc.message, hint=exc.hint) from None
     for bound in tensors:
         if bound.param.is_output and bound.host is None and bound.device is None:
             bound.shape = _shape(bound.param, dims)
@@ -132,22 +125,18 @@ def _shape(p: TensorArg, dims: Mapping[str, int]) -> tuple[int, ...]:
     return p.shape_in(dims)
 
 
-def _what(p: TensorArg) -> str:
-    return f"{'output' if p.is_output else 'input'} {p.name} ({p})"
-
-
 def _bind_tensor(p: TensorArg, value) -> BoundTensor:
     if A.is_device_array(value):
         try:
             ref = A.device_ref(value)
         except A.ArrayProblem as exc:
-            raise ArgumentError(f"{_what(p)} {exc}") from None
+            raise ArgumentError(f"{describe(p)} {exc}") from None
         if ref.dtype != p.dtype:
-            raise ArgumentError(f"{_what(p)} is {p.dtype}, but the device array given holds "
+            raise ArgumentError(f"{describe(p)} is {p.dtype}, but the device array given holds "
                                 f"{ref.dtype}", hint="convert it first (nothing is converted "
                                                       "on the GPU)")
         if ref.ptr % A.ALIGNMENT and np.prod(ref.shape) > 0:
-            raise ArgumentError(f"{_what(p)}: the device array's address 0x{ref.ptr:x} is not "
+            raise ArgumentError(f"{describe(p)}: the device array's address 0x{ref.ptr:x} is not "
                                 f"{A.ALIGNMENT}-byte aligned", hint="pass a fresh (or cloned) "
                                                                     "array, not an offset view")
         return BoundTensor(p, ref.shape, device=ref)
@@ -166,7 +155,7 @@ def _host_array(p: TensorArg, value) -> tuple[tuple[int, ...], np.ndarray]:
         try:
             value = np.asarray(value)
         except Exception as exc:
-            raise ArgumentError(f"{_what(p)} needs an array, not {type(value).__name__} "
+            raise ArgumentError(f"{describe(p)} needs an array, not {type(value).__name__} "
                                 f"({exc})") from None
         if value.dtype.kind in "biuf" and value.dtype != want:   # a list or a scalar
             from ..interp import coerce
@@ -174,39 +163,20 @@ def _host_array(p: TensorArg, value) -> tuple[tuple[int, ...], np.ndarray]:
             try:
                 value = coerce(p.name, value, p.dtype)
             except Exception as exc:
-                raise ArgumentError(f"{_what(p)}: {exc}") from None
+                raise ArgumentError(f"{describe(p)}: {exc}") from None
     if value.dtype != want:
         if p.dtype == "bf16" and value.dtype == np.float32 and not p.is_output:
             value = value.astype(want)       # rounded to nearest even, as documented
         else:
             hint = ("NumPy has no bf16: pass ml_dtypes.bfloat16 (or float32, rounded)"
                     if p.dtype == "bf16" else f"convert it with .astype(np.{want.name})")
-            raise ArgumentError(f"{_what(p)} is {p.dtype}, but the array given holds "
+            raise ArgumentError(f"{describe(p)} is {p.dtype}, but the array given holds "
                                 f"{value.dtype}", hint=hint)
     if p.is_output:
         if not (value.flags.c_contiguous and value.flags.writeable):
-            raise ArgumentError(f"{_what(p)}: an out= array must be C-contiguous and writeable")
+            raise ArgumentError(f"{describe(p)}: an out= array must be C-contiguous and writeable")
         return tuple(value.shape), value
     return tuple(value.shape), np.ascontiguousarray(value)
-
-
-def _bind_shape(p: TensorArg, shape: tuple[int, ...], dims: dict[str, int],
-                source: dict[str, str], sig: Signature) -> None:
-    if len(shape) != len(p.dims):
-        raise ArgumentError(f"{_what(p)} has {len(p.dims)} dims, but the array given has "
-                            f"shape {shape}")
-    for axis, (extent, n) in enumerate(zip(p.dims, shape)):
-        if isinstance(extent, int):
-            if n != extent:
-                raise ArgumentError(f"{_what(p)} needs {extent} along axis {axis}, but the "
-                                    f"array given has shape {shape}")
-            continue
-        if extent in dims and dims[extent] != n:
-            raise ArgumentError(f"{_what(p)} has shape {shape}, so {extent} = {n}, but "
-                                f"{extent} = {dims[extent]} from {source[extent]}",
-                                hint=str(sig))
-        dims.setdefault(extent, int(n))
-        source.setdefault(extent, p.name)
 
 
 def _bind_scalar(p: ScalarArg, value) -> float:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .. import __version__
+from ..version import __version__
 from .errors import BuildError
 from .harness import TEMPLATES, render_harness
 from .ptxas import PtxasReport, parse_ptxas

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from .. import __version__
+from ..version import __version__
 from .signature import Signature
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from ..devices import Device, Unit
 from ..lower.atoms import mma_atom
 from ..stask.graph import STaskGraph
-from ..stask.propagate import DTYPE_BYTES, extent_of
+from ..sema.dtypes import DTYPE_BYTES
+from ..stask.propagate import extent_of
 from .plan import Plan
 from .primitives import PlanBuilder
 
@@ -87,7 +88,7 @@ def construct(graph: STaskGraph, device: Device, choice: Choice) -> Plan:
 def _mma_dtype_ok(graph: STaskGraph, device: Device) -> None:
     for t in graph.tasks:
         if t.kind == "mma":
-            dtype = _mma_input_dtype(t)
+            dtype = t.mma_dtype
             names = (dtype, "tf32") if dtype == "f32" else (dtype,)
             if all(n not in u.throughput for u in device.units_of("mma") for n in names):
                 raise Unfit(f"{device.name}'s mma units do not multiply {dtype}")
@@ -97,24 +98,12 @@ def mma_unit(graph: STaskGraph, device: Device, task, warps: int) -> Unit:
     """Tensor cores when one of the device's matrix instructions tiles this mma over
     `warps` warps (ptc.lower.atoms.mma_atom, which the lowering tiles it by), else CUDA
     cores: the plan says which, and the renderer builds exactly that."""
-    from ..sema import typed as T
-    for s in task.stmts:
-        v = s.value
-        mm = v if isinstance(v, T.MatMul) else v.args[1]
-        m, k = (extent_of(graph.kernel, graph.tiles, e) for e in mm.lhs.type.shape)
-        n = extent_of(graph.kernel, graph.tiles, mm.rhs.type.shape[1])
-        if mma_atom(device, mm.lhs.type.dtype, m, n, k, warps) is not None:
-            return unit_for(device, "mma")
+    mm = task.mma
+    m, k = (extent_of(graph.kernel, graph.tiles, e) for e in mm.a.type.shape)
+    n = extent_of(graph.kernel, graph.tiles, mm.b.type.shape[1])
+    if mma_atom(device, task.mma_dtype, m, n, k, warps) is not None:
+        return unit_for(device, "mma")
     return unit_for(device, "simt")
-
-
-def _mma_input_dtype(task) -> str:
-    from ..sema import typed as T
-    for s in task.stmts:
-        v = s.value
-        mm = v if isinstance(v, T.MatMul) else v.args[1]
-        return mm.lhs.type.dtype
-    raise AssertionError(task)
 
 
 def _warp_specialized(graph, device, choice, loop) -> Plan:

@@ -22,7 +22,7 @@ from typing import Mapping
 
 from ..devices import Device
 from ..stask.graph import STask, STaskGraph
-from ..stask.propagate import DTYPE_BYTES
+from ..sema.dtypes import DTYPE_BYTES
 from .plan import Estimate, Plan
 from .unroll import Exec, unroll
 
@@ -58,7 +58,7 @@ def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
         rate = min(rate, device.l2_bytes_per_cycle_per_eu)
         return unit.issue_latency_cycles + w.bytes / rate / (instances if task.op != "load" else 1)
     if task.kind == "mma":
-        dtype = _mma_dtype(task)
+        dtype = task.mma_dtype
         # f32 operands run as tf32 on NVIDIA tensor cores (no "f32" entry there)
         rate = unit.throughput.get(dtype) or unit.throughput.get("tf32")
         return unit.issue_latency_cycles + w.mma_flops / rate / instances
@@ -76,7 +76,7 @@ def _issued_cycles(task: STask, unit, device: Device, issue, warps: int) -> floa
     shared = (issue.shuffles / SHUFFLES_PER_CYCLE + issue.shared / SHARED_PER_CYCLE
               + issue.fragment_loads * LDMATRIX_X4_CYCLES) * warps
     if task.kind == "mma" and unit.kind == "mma":
-        rate = unit.throughput.get(_mma_dtype(task)) or unit.throughput.get("tf32")
+        rate = unit.throughput.get(task.mma_dtype) or unit.throughput.get("tf32")
         return unit.issue_latency_cycles + max(task.work.mma_flops / rate, shared)
     simt_unit = unit if unit.kind == "simt" else (device.units_of("simt") or [unit])[0]
     rate = simt_unit.throughput.get("f32") or max(simt_unit.throughput.values())
@@ -86,13 +86,6 @@ def _issued_cycles(task: STask, unit, device: Device, issue, warps: int) -> floa
         srate = sfu[0].throughput.get("f32") or max(sfu[0].throughput.values())
         cycles = max(cycles, issue.sfu * warps * lanes / srate)
     return unit.issue_latency_cycles + max(cycles, shared)
-
-
-def _mma_dtype(task: STask) -> str:
-    from ..sema import typed as T
-    v = task.stmts[0].value
-    mm = v if isinstance(v, T.MatMul) else v.args[1]
-    return mm.lhs.type.dtype
 
 
 def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
@@ -191,12 +184,12 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
 # ---- the whole kernel ------------------------------------------------------------------
 def loop_trips(graph: STaskGraph, dims: Mapping[str, int]) -> dict[str, float]:
     """Average trip count of every loop over the grid (causal `until` bounds included)."""
-    from ..interp import _tiles
+    from ..interp import tile_count
     out: dict[str, float] = {}
     for r in graph.loop_regions():
         loop = r.loop
         size = _extent(graph, loop.axis.size)
-        full = _tiles(dims[loop.axis.dim], size)
+        full = tile_count(dims[loop.axis.dim], size)
         if loop.until is None:
             out[r.name] = full
             continue
@@ -211,14 +204,14 @@ def _extent(graph: STaskGraph, e) -> int:
 
 
 def _average_until(graph, loop, dims, size, full) -> float:
-    from ..interp import _Machine, _tiles
+    from ..interp import Machine, tile_count
     import itertools
     import numpy as np
     axes = graph.grid.axes
-    tile_axes = [(a, _tiles(dims[a.dim], _extent(graph, a.size)) if a.size is not None else 1)
+    tile_axes = [(a, tile_count(dims[a.dim], _extent(graph, a.size)) if a.size is not None else 1)
                  for a in axes]
     scalars = {k: np.int32(v) for k, v in {**dims, **graph.tiles}.items()}
-    m = _Machine({}, scalars, dims, graph.tiles)
+    m = Machine({}, scalars, dims, graph.tiles)
     counts = []
     varying = [(a, n) for a, n in tile_axes if a.size is not None]
     for point in itertools.product(*(range(min(n, 64)) for _, n in varying)):
@@ -228,15 +221,15 @@ def _average_until(graph, loop, dims, size, full) -> float:
             if a.size is None:
                 m.scalars[a.var] = np.int32(0)
         bound = min(dims[loop.axis.dim], int(m.eval(loop.until)))
-        counts.append(_tiles(bound, size))
+        counts.append(tile_count(bound, size))
     return sum(counts) / max(len(counts), 1)
 
 
 def grid_tiles(graph: STaskGraph, dims: Mapping[str, int]) -> int:
-    from ..interp import _tiles
+    from ..interp import tile_count
     n = 1
     for a in graph.grid.axes:
-        n *= _tiles(dims[a.dim], _extent(graph, a.size)) if a.size is not None else dims[a.dim]
+        n *= tile_count(dims[a.dim], _extent(graph, a.size)) if a.size is not None else dims[a.dim]
     return n
 
 

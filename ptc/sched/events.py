@@ -12,7 +12,7 @@ from ..devices import Device
 from ..stask.graph import Edge, STaskGraph
 from .plan import Plan, Role, walk_steps
 from .unroll import Exec, Trips, unroll
-from .verify_structure import SYNC_TASK, _buffer_for, loop_paths
+from .verify_structure import SYNC_TASK, loop_paths
 
 Process = tuple[str, int]
 
@@ -159,20 +159,20 @@ def build_events(plan: Plan, graph: STaskGraph, device: Device, trips: Trips) ->
                          ((p, edge.src, iters) for p in procs_src) if key in ev.index)
             if not srcs:
                 continue
-            buf = _buffer_for(plan, edge.src, e.step.task, value)
+            buf = plan.buffer_for(edge.src, e.step.task, value)
             ev.reads[i].append(Source(value, edge, srcs, buf))
             if buf is None:
                 for s in srcs:
                     if execs[s].process == e.process and position[s] < position[i]:
                         ev.add(2 * s + 1, 2 * i)
     for b in plan.buffers:
-        for ids in _group_by_process(ev, ev.by_task.get(b.producer, [])):
+        for ids in group_by_process(ev, ev.by_task.get(b.producer, [])):
             for k, i in enumerate(ids):
                 ev.write_number[i] = k
     return ev
 
 
-def _group_by_process(ev: Events, ids: Iterable[int]) -> list[list[int]]:
+def group_by_process(ev: Events, ids: Iterable[int]) -> list[list[int]]:
     groups: dict[Process, list[int]] = defaultdict(list)
     for i in ids:
         groups[ev.execs[i].process].append(i)

@@ -146,6 +146,13 @@ class Plan:
                 return b
         raise KeyError(name)
 
+    def buffer_for(self, src: str, dst: str, value: str) -> Buffer | None:
+        """The buffer that carries `value` from task `src` to task `dst`, if any."""
+        for b in self.buffers:
+            if b.producer == src and dst in b.consumers and (not b.value or b.value == value):
+                return b
+        return None
+
     def steps(self) -> list[tuple[Role, Step]]:
         out = []
         for role in self.roles:

@@ -198,7 +198,7 @@ def grid_extents(g: STaskGraph) -> tuple[str, ...]:
 
 
 def _bytes(dtype: str) -> int:
-    from ..stask.propagate import DTYPE_BYTES
+    from ..sema.dtypes import DTYPE_BYTES
     return DTYPE_BYTES[dtype]
 
 

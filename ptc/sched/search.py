@@ -1,4 +1,4 @@
-"""The two-level schedule search (DESIGN §3), ranked by the analytic cost model.
+"""The two-level schedule search (docs/architecture.md), ranked by the analytic cost model.
 
 Inter-EU: every combination of the kernel's tile candidates (propagated through the
 sTask-graph), its grid, and a persistent or one-CTA-per-tile launch.

@@ -1,4 +1,5 @@
-"""The plan simulator: run a plan in NumPy, in one order its barriers allow (DESIGN §3).
+"""The plan simulator: run a plan in NumPy, in one order its barriers allow
+(docs/architecture.md).
 
 `simulate(plan, graph, kernel, inputs, shapes, tiles)` executes the plan tile by tile (the
 grid's points in row-major order, as the reference interpreter does). Within a tile, the
@@ -36,7 +37,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..devices import Device, get_device
-from ..interp import NUMPY_DTYPES, Machine, _tiles, prepare, run_kernel
+from ..interp import NUMPY_DTYPES, Machine, tile_count, prepare, run_kernel
 from ..sema import typed as T
 from ..stask.graph import STaskGraph
 from .plan import Plan
@@ -145,7 +146,7 @@ class _GridRun:
                 extent = m.dims[loop.axis.dim]
                 if loop.until is not None:
                     extent = min(extent, int(m.eval(loop.until)))
-                n = _tiles(extent, m.extent(loop.axis.size))
+                n = tile_count(extent, m.extent(loop.axis.size))
                 table[(item.name, tuple(outer.items()))] = n
                 for i in range(n):
                     walk(item, {**outer, item.name: i})

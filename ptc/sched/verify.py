@@ -1,4 +1,4 @@
-"""The plan verifier: prove a plan safe before it is rendered (DESIGN §3).
+"""The plan verifier: prove a plan safe before it is rendered (docs/architecture.md).
 
 `problems(plan, graph, device)` lists what is wrong, one sentence each, naming the sTasks,
 buffers and barriers involved; `verify` raises them as one `CompileError`. Three groups:
@@ -39,9 +39,9 @@ buffers and barriers involved; `verify` raises them as one `CompileError`. Three
 Reachability is computed with Python int bitsets over a topological order; a plan of the
 search verifies in a few milliseconds.
 
-Layout: this module holds the entry points and the problem collector; the groups live in
-verify_structure (1), verify_order (2, over the event graph of events) and
-verify_resources (3).
+Layout: this module holds the entry points; the groups live in verify_structure (1),
+verify_order (2, over the event graph of events) and verify_resources (3), and add what
+they find to one `Problems` (problems.py).
 """
 from __future__ import annotations
 
@@ -52,10 +52,11 @@ from ..diagnostics import CompileError, Diagnostic
 from ..stask.graph import STaskGraph
 from .events import Events, Process, Source, build_events, order, reach, resolve_sources
 from .plan import LoopBlock, Plan
+from .problems import Problems
 from .unroll import fixed_trips
-from .verify_order import _check_order
-from .verify_resources import MBARRIER_BYTES, _check_resources
-from .verify_structure import (LAYOUTS, STYLES, SYNC_TASK, SYNC_UNIT, UNIT_FITS, _check_structure,
+from .verify_order import check_order
+from .verify_resources import MBARRIER_BYTES, check_resources
+from .verify_structure import (LAYOUTS, STYLES, SYNC_TASK, SYNC_UNIT, UNIT_FITS, check_structure,
                                loop_paths)
 
 __all__ = ["verify", "problems", "verification_trips", "loop_paths", "Events", "Source",
@@ -74,28 +75,16 @@ _HINT = "the plan is unsafe; rebuild it with ptc.sched.construct or fix its wait
 
 
 def problems(plan: Plan, graph: STaskGraph, device: Device) -> list[str]:
-    out = _Problems()
-    structure_ok = _check_structure(plan, graph, device, out)
-    _check_resources(plan, graph, device, out)
+    out = Problems()
+    structure_ok = check_structure(plan, graph, device, out)
+    check_resources(plan, graph, device, out)
     if structure_ok:
         for trips in verification_trips(plan, graph):
             before = len(out.items)
-            _check_order(plan, graph, device, fixed_trips(trips), out)
+            check_order(plan, graph, device, fixed_trips(trips), out)
             if len(out.items) > before:
                 break
     return out.items
-
-
-class _Problems:
-    def __init__(self) -> None:
-        self.items: list[str] = []
-        self.keys: set = set()
-
-    def add(self, message: str, key=None) -> None:
-        key = key if key is not None else message
-        if key not in self.keys:
-            self.keys.add(key)
-            self.items.append(message)
 
 
 def verification_trips(plan: Plan, graph: STaskGraph) -> list[dict[str, int]]:

@@ -7,20 +7,16 @@ their readers release them (WAR).
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
-
 from ..devices import Device
 from ..stask.graph import STaskGraph
-from .events import Events, _group_by_process, build_events, order, reach
+from .events import Events, group_by_process, build_events, order, reach
 from .plan import Plan
+from .problems import Problems
 from .unroll import Trips
 
-if TYPE_CHECKING:
-    from .verify import _Problems
 
-
-def _check_order(plan: Plan, graph: STaskGraph, device: Device, trips: Trips,
-                 out: _Problems) -> None:
+def check_order(plan: Plan, graph: STaskGraph, device: Device, trips: Trips,
+                 out: Problems) -> None:
     ev = build_events(plan, graph, device, trips)
     if ev.deadlocks:
         for message, key in ev.deadlocks:
@@ -50,7 +46,7 @@ def _check_order(plan: Plan, graph: STaskGraph, device: Device, trips: Trips,
                             f"no wait orders {s.edge.src}'s completion before {e.step.task}",
                             ("raw", s.edge.src, e.step.task, s.value))
     for b in plan.buffers:
-        for ids in _group_by_process(ev, ev.by_task.get(b.producer, [])):
+        for ids in group_by_process(ev, ev.by_task.get(b.producer, [])):
             for k in range(b.stages, len(ids)):
                 w = ids[k]
                 for rd in readers.get(ids[k - b.stages], []):

@@ -4,20 +4,16 @@ Shared memory, threads and registers against the device's limits and the launch.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..devices import Device
 from ..stask.graph import STaskGraph
-from ..stask.propagate import DTYPE_BYTES
+from ..sema.dtypes import DTYPE_BYTES
 from .plan import Plan
-
-if TYPE_CHECKING:
-    from .verify import _Problems
+from .problems import Problems
 
 MBARRIER_BYTES = 8
 
 
-def _check_resources(plan: Plan, graph: STaskGraph, device: Device, out: _Problems) -> None:
+def check_resources(plan: Plan, graph: STaskGraph, device: Device, out: Problems) -> None:
     res = device.resources
     used = sum(b.stages * b.slot_bytes for b in plan.buffers)
     stages = {b.name: b.stages for b in plan.buffers}

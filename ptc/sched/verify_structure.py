@@ -7,14 +7,10 @@ fields agree with the graph; a value crossing roles travels in a buffer.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
-
 from ..devices import Device
 from ..stask.graph import STaskGraph
 from .plan import Plan, Step
-
-if TYPE_CHECKING:
-    from .verify import _Problems
+from .problems import Problems
 
 SYNC_TASK = "sync"
 SYNC_UNIT = "barrier"
@@ -52,7 +48,7 @@ STYLES = ("warp_specialized", "multistage", "sequential", "custom")
 LAYOUTS = ("swizzle128", "row")
 
 
-def _check_fields(plan: Plan, graph: STaskGraph, tasks, out: _Problems) -> None:
+def _check_fields(plan: Plan, graph: STaskGraph, tasks, out: Problems) -> None:
     """Fields a hand-edited plan could get wrong that the renderer relies on: each must
     agree with what the graph says or name something that exists."""
     from .primitives import grid_extents
@@ -86,7 +82,7 @@ def _check_fields(plan: Plan, graph: STaskGraph, tasks, out: _Problems) -> None:
                     f"kind {prefix!r}")
 
 
-def _check_structure(plan: Plan, graph: STaskGraph, device: Device, out: _Problems) -> bool:
+def check_structure(plan: Plan, graph: STaskGraph, device: Device, out: Problems) -> bool:
     n0 = len(out.items)
     tasks = {t.name: t for t in graph.tasks}
     paths = loop_paths(graph)
@@ -155,8 +151,8 @@ def _check_structure(plan: Plan, graph: STaskGraph, device: Device, out: _Proble
                 out.add(f"{step.task} is a {task.kind} task but runs on {unit.name}, a "
                         f"{unit.kind} unit")
             elif task.kind == "mma" and unit.kind == "mma":
-                dtype = _mma_dtype(task)
-                if dtype and dtype not in unit.throughput:
+                dtype = task.mma_dtype
+                if dtype not in unit.throughput:
                     out.add(f"{step.task} multiplies {dtype}, which {unit.name} does not")
     for t in graph.tasks:
         where = placed.get(t.name, [])
@@ -200,25 +196,9 @@ def _check_structure(plan: Plan, graph: STaskGraph, device: Device, out: _Proble
     role_of = {t: rs[0] for t, rs in placed.items() if len(rs) == 1}
     for e in graph.edges:
         rs, rd = role_of.get(e.src), role_of.get(e.dst)
-        if rs and rd and rs != rd and _buffer_for(plan, e.src, e.dst, e.value) is None:
+        if rs and rd and rs != rd and plan.buffer_for(e.src, e.dst, e.value) is None:
             out.add(f"{e.dst} in {rd} reads {e.value} from {e.src} in {rs}, but no buffer "
                     "carries it between the roles")
     return len(out.items) == n0
 
 
-def _mma_dtype(task) -> str | None:
-    from ..sema import typed as T
-    for s in task.stmts:
-        v = s.value
-        mm = v if isinstance(v, T.MatMul) else (v.args[1] if isinstance(v, T.Elementwise)
-                                                 and len(v.args) > 1 else None)
-        if isinstance(mm, T.MatMul):
-            return mm.lhs.type.dtype
-    return None
-
-
-def _buffer_for(plan: Plan, src: str, dst: str, value: str):
-    for b in plan.buffers:
-        if b.producer == src and dst in b.consumers and (not b.value or b.value == value):
-            return b
-    return None

@@ -4,12 +4,13 @@ argument, index, the unary math functions, reductions, max/min and where.
 from __future__ import annotations
 
 from .. import ast
+from .. import ops
 from . import dtypes as dt
 from . import typed as T
 from .shapes import broadcast_shapes
-from .support import V, _an, _Bad, _source_text, _suggest
+from .support import Abandon, V, source_text, suggest, with_article
 
-UNARY_MATH = ("exp", "exp2", "log", "sqrt", "rsqrt", "abs")
+UNARY_MATH = ops.UNARY_FUNCTIONS   # exp, exp2, log, sqrt, rsqrt, abs
 ROW_REDUCE = {"rowsum": "sum", "rowmax": "max", "rowmin": "min"}
 KNOWN_FUNCS = (UNARY_MATH + tuple(ROW_REDUCE) +
                ("load", "store", "atomic_add", "zeros", "full", "index", "where", "max", "min",
@@ -59,10 +60,12 @@ class CallChecker:
             v = self.expr(call.args[0])
             if v.type.dtype == "bool":
                 self.fail(f"{f} does not apply to bool values", call.args[0].span)
-            if f == "abs":
+            spec = ops.ELEMENTWISE[f]
+            if spec.rule == "same":
                 return V(T.Elementwise(f, (v.expr,), v.type), v.weak)
-            if v.type.dtype == "i32":
-                v = self._as_dtype(v, "f32")
+            dtype = spec.result_dtype(v.type.dtype)
+            if dtype != v.type.dtype:
+                v = self._as_dtype(v, dtype)
             return V(T.Elementwise(f, (v.expr,), v.type))
         if f in ROW_REDUCE:
             self._no_kwargs(call)
@@ -113,14 +116,15 @@ class CallChecker:
             shape = self._broadcast([c.type, a.type, b.type], call.span)
             return V(T.Elementwise("where", (c.expr, a.expr, b.expr), T.TileType(dtype, shape)),
                      a.weak and b.weak)
-        hint = _suggest(f, KNOWN_FUNCS)
+        hint = suggest(f, KNOWN_FUNCS)
         self.fail(f"unknown function {f!r}", call.func_span, hint)
 
     def _reduce(self, op: str, v: V, axis: int, call: ast.Call) -> V:
         if v.type.dtype == "bool":
             self.fail(f"{call.func} does not apply to bool values", call.span)
         shape = v.type.shape[:axis] + v.type.shape[axis + 1:]
-        return V(T.Reduce(op, v.expr, axis, T.TileType(dt.reduce_dtype(op, v.type.dtype), shape)))
+        dtype = ops.REDUCTIONS[op].result_dtype(v.type.dtype)
+        return V(T.Reduce(op, v.expr, axis, T.TileType(dtype, shape)))
 
     def _load(self, call: ast.Call) -> V:
         kw = self._no_kwargs(call, ("pad",))
@@ -136,11 +140,11 @@ class CallChecker:
                 self.fail("pad= takes a number, e.g. pad=-inf", p.span)
             pad = float(p.value)
             if tensor.dtype == "i32" and not (pad.is_integer() and -2**31 <= pad < 2**31):
-                self.fail(f"pad={_source_text(self.source, p.span)} is not an i32 value, and "
+                self.fail(f"pad={source_text(self.source, p.span)} is not an i32 value, and "
                           f"{tensor.name} is {tensor.dtype}", p.span,
                           "pad an i32 tensor with an integer")
             if tensor.dtype == "bool" and pad not in (0.0, 1.0):
-                self.fail(f"pad={_source_text(self.source, p.span)} is not a bool value, and "
+                self.fail(f"pad={source_text(self.source, p.span)} is not a bool value, and "
                           f"{tensor.name} is bool", p.span, "pad a bool tensor with 0 or 1")
         return V(T.Load(tensor.name, index, pad, T.TileType(tensor.dtype, shape)))
 
@@ -166,12 +170,14 @@ class CallChecker:
             hint = f"convert it: `{self._operand_text(value_ast, '...')} as {tensor.dtype}`"
             change = ("narrow it" if dt.widens_to(tensor.dtype, value.type.dtype)
                       else "change its format")
-            self.fail(f"{call.func} of {_an(value.type.dtype)} value into {tensor.dtype} output "
-                      f"{tensor.name!r} would {change} silently", value_ast.span, hint)
+            self.fail(f"{call.func} of {with_article(value.type.dtype)} value into "
+                      f"{tensor.dtype} output {tensor.name!r} would {change} silently",
+                      value_ast.span, hint)
         target_type = T.TileType(tensor.dtype, shape)
         if broadcast_shapes(value.type.shape, shape) != shape:
-            self.fail(f"{call.func} of {_an(str(value.type))} value into the {target_type} tile "
-                      f"{_source_text(self.source, target.span)}: shapes differ", value_ast.span)
+            self.fail(f"{call.func} of {with_article(str(value.type))} value into the "
+                      f"{target_type} tile {source_text(self.source, target.span)}: shapes "
+                      "differ", value_ast.span)
         self.written.add(tensor.name)
         expr = value.expr
         if value.type.dtype != tensor.dtype:
@@ -199,13 +205,13 @@ class CallChecker:
         if isinstance(e, ast.Name):
             dtype = self._dtype(e.id, e.span)
             if dtype is None:
-                raise _Bad()
+                raise Abandon()
             return T.TileType(dtype)
         if not (isinstance(e, ast.Subscript) and isinstance(e.base, ast.Name)):
             self.fail("expected a tile type", e.span, usage)
         dtype = self._dtype(e.base.id, e.base.span)
         if dtype is None:
-            raise _Bad()
+            raise Abandon()
         shape: list[T.Extent] = []
         for item in e.items:
             if isinstance(item, ast.IntLit) and item.value > 0:
@@ -216,10 +222,10 @@ class CallChecker:
                 self._need_static(item.id, item.span)
                 shape.append(item.id)
             elif isinstance(item, ast.Name) and item.id in self.poisoned:
-                raise _Bad()
+                raise Abandon()
             elif isinstance(item, ast.Name):
                 self.fail(f"unknown tile extent {item.id!r}", item.span,
-                          _suggest(item.id, list(self.tiles) + list(self.dims)) or
+                          suggest(item.id, list(self.tiles) + list(self.dims)) or
                           "extents are tile sizes, compile-time dims or positive integers")
             else:
                 self.fail("a tile extent is a tile size, a dim or a positive integer",

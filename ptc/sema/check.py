@@ -18,8 +18,8 @@ from .calls import CallChecker
 from .exprs import ExprChecker
 from .indexing import IndexChecker
 from .signature import SignatureChecker
-from .stmts import StmtChecker, _Scope
-from .support import SourceText, _Bad, _source_text
+from .stmts import Scope, StmtChecker
+from .support import Abandon, SourceText, source_text
 
 
 def check(module: ast.Module, shapes: dict[str, int]) -> T.Program:
@@ -66,7 +66,7 @@ class KernelChecker(SignatureChecker, StmtChecker, ExprChecker, CallChecker, Ind
         self.scalars: dict[str, T.ScalarParam] = {}
         self.tiles: dict[str, tuple[int, ...]] = {}
         self.indices: dict[str, T.GridAxis] = {}
-        self.scopes: list[_Scope] = []
+        self.scopes: list[Scope] = []
         self.poisoned: set[str] = set()
         self.expired: dict[str, Span] = {}   # names local to a finished block -> block span
         self.written: set[str] = set()
@@ -95,7 +95,7 @@ class KernelChecker(SignatureChecker, StmtChecker, ExprChecker, CallChecker, Ind
                 self.error("a `for` loop must be inside a parallel block", stmt.span,
                            "`for` is a sequential loop within one task; to spread the tiles "
                            "over the GPU write `parallel "
-                           f"{_source_text(self.source, stmt.axis.span)} {{ ... }}`")
+                           f"{source_text(self.source, stmt.axis.span)} {{ ... }}`")
             else:
                 if isinstance(stmt, ast.Assign):
                     self.poisoned.add(stmt.name)
@@ -121,7 +121,7 @@ class KernelChecker(SignatureChecker, StmtChecker, ExprChecker, CallChecker, Ind
 
     def fail(self, message: str, span: Span, hint: str | None = None):
         self.error(message, span, hint)
-        raise _Bad()
+        raise Abandon()
 
 
 def _assigned_names(stmts) -> set[str]:

@@ -1,4 +1,5 @@
-"""The dtype rules of docs/language.md, in one place."""
+"""The dtype rules of docs/language.md: the dtypes, widening and promotion (each op's own
+result dtype is in the op table, ptc.ops)."""
 from __future__ import annotations
 
 DTYPES = ("f16", "bf16", "f32", "i32", "bool")
@@ -35,9 +36,3 @@ def promote(a: str, b: str) -> str | None:
         return a
     return None  # f16 with bf16
 
-
-def reduce_dtype(op: str, dtype: str) -> str:
-    """`sum` of half-precision floats accumulates in f32; max/min keep the dtype."""
-    if op == "sum" and dtype in ("f16", "bf16"):
-        return "f32"
-    return dtype

@@ -4,15 +4,12 @@ and unary operators, `@`, casts, `.T`, and `:`/`None` subscripts of tile values.
 from __future__ import annotations
 
 from .. import ast
+from .. import ops
 from ..diagnostics import Span
 from . import dtypes as dt
 from . import typed as T
 from .shapes import broadcast_shapes, same_extent
-from .support import V, _Bad, _source_text, _suggest
-
-ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod"}
-COMPARE = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
-LOGIC = {"&": "and", "|": "or"}
+from .support import Abandon, V, source_text, suggest
 
 
 class ExprChecker:
@@ -37,7 +34,7 @@ class ExprChecker:
             v = self.expr(e.operand)
             dtype = self._dtype(e.dtype, e.dtype_span)
             if dtype is None:
-                raise _Bad()
+                raise Abandon()
             if v.weak:
                 return self._as_dtype(v, dtype)
             if v.type.dtype == dtype:
@@ -65,7 +62,7 @@ class ExprChecker:
 
     def _unknown_name(self, name: str, span: Span):
         if name in self.poisoned:
-            raise _Bad()
+            raise Abandon()
         if name in self.expired:
             where = self.expired[name]
             self.fail(f"{name!r} is defined only inside the block at line {where.line}", span,
@@ -74,7 +71,7 @@ class ExprChecker:
             self.fail(f"{name!r} is used before it is assigned", span,
                       f"assign {name} first (a value a loop updates is created before the loop)")
         visible = [n for sc in self.scopes for n in sc.vars] + list(self.kernel_names)
-        self.fail(f"unknown name {name!r}", span, _suggest(name, visible))
+        self.fail(f"unknown name {name!r}", span, suggest(name, visible))
 
     def _name(self, e: ast.Name) -> V:
         found = self._lookup_var(e.id)
@@ -149,7 +146,8 @@ class ExprChecker:
     def _binary(self, op: str, a: V, b: V, span: Span, op_span: Span, operands=None) -> V:
         if op == "@":
             return self._matmul(a, b, span, op_span)
-        if op in LOGIC:
+        spec = ops.BINARY_OPERATORS[op]
+        if spec.rule == "logic":
             op_span = self._find_op(op_span, op)  # the parser gives the gap between operands
             for v in (a, b):
                 if v.type.dtype != "bool":
@@ -157,24 +155,25 @@ class ExprChecker:
                               "compare first, e.g. (x > 0) & (y > 0)")
             a, b, dtype = self._unify(a, b, op_span, f"`{op}`")
             shape = self._broadcast([a.type, b.type], span, operands)
-            return V(T.Elementwise(LOGIC[op], (a.expr, b.expr), T.TileType(dtype, shape)),
+            return V(T.Elementwise(spec.name, (a.expr, b.expr), T.TileType(dtype, shape)),
                      a.weak and b.weak)
         for v in (a, b):
             if v.type.dtype == "bool":
                 self.fail(f"`{op}` does not apply to bool values", op_span,
                           "use where(cond, a, b) to choose between values")
-        if op in ("//", "%"):
+        if spec.rule == "integer":
             for v in (a, b):
                 if v.type.dtype != "i32":
                     self.fail(f"`{op}` needs integer operands, not {v.type.dtype}", op_span,
                               "use `/` for floats" if op == "//" else None)
         a, b, dtype = self._unify(a, b, op_span, f"`{op}`")
         shape = self._broadcast([a.type, b.type], span, operands)
-        if op in COMPARE:
-            return V(T.Elementwise(COMPARE[op], (a.expr, b.expr), T.TileType("bool", shape)))
-        if op == "/" and dtype == "i32":
-            a, b, dtype = self._as_dtype(a, "f32"), self._as_dtype(b, "f32"), "f32"
-        return V(T.Elementwise(ARITH[op], (a.expr, b.expr), T.TileType(dtype, shape)),
+        result = spec.result_dtype(dtype, dtype)
+        if spec.rule == "compare":
+            return V(T.Elementwise(spec.name, (a.expr, b.expr), T.TileType(result, shape)))
+        if result != dtype:  # `/` of i32 values divides them as f32
+            a, b, dtype = self._as_dtype(a, result), self._as_dtype(b, result), result
+        return V(T.Elementwise(spec.name, (a.expr, b.expr), T.TileType(dtype, shape)),
                  a.weak and b.weak)
 
     def _matmul(self, a: V, b: V, span: Span, op_span: Span, operands=None) -> V:
@@ -223,7 +222,7 @@ class ExprChecker:
 
     def _value_subscript(self, e: ast.Subscript) -> V:
         if isinstance(e.base, ast.Name) and e.base.id in self.tensors:
-            self.fail(f"read a tile of tensor {e.base.id!r} with load({_source_text(self.source, e.span)})", e.span)
+            self.fail(f"read a tile of tensor {e.base.id!r} with load({source_text(self.source, e.span)})", e.span)
         v = self.expr(e.base)
         full = [i for i in e.items if isinstance(i, ast.Full)]
         for item in e.items:

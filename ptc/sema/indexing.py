@@ -6,7 +6,7 @@ from __future__ import annotations
 from .. import ast
 from ..diagnostics import Span
 from . import typed as T
-from .support import V, _Bad, _suggest
+from .support import Abandon, V, suggest
 
 
 class IndexChecker:
@@ -19,7 +19,7 @@ class IndexChecker:
         name = sub.base.id
         if name not in self.tensors:
             if name in self.poisoned:
-                raise _Bad()
+                raise Abandon()
             if self._lookup_var(name) is not None:
                 self.fail(f"{name!r} is a tile value, not a tensor parameter", sub.base.span,
                           f"it is already in registers: use `{name}` directly"
@@ -29,7 +29,7 @@ class IndexChecker:
             if kind:
                 self.fail(f"{name!r} is a {kind}, not a tensor parameter", sub.base.span)
             self.fail(f"unknown tensor {name!r}", sub.base.span,
-                      _suggest(name, self.tensors) or
+                      suggest(name, self.tensors) or
                       "tensors: " + (", ".join(self.tensors) or "none"))
         tensor = self.tensors[name]
         if len(sub.items) != len(tensor.dims):
@@ -49,7 +49,7 @@ class IndexChecker:
                 continue
             if isinstance(item, ast.Name) and item.id in self.indices:
                 if item.id in self.poisoned:  # declared twice: which one is meant is unclear
-                    raise _Bad()
+                    raise Abandon()
                 axis = self.indices[item.id]
                 if axis.dim != dim:
                     what = "tiles" if axis.size is not None else "indexes"

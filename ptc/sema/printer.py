@@ -103,6 +103,10 @@ def expr(e: T.TExpr) -> str:
         return f"{e.op}({expr(e.arg)}, axis={e.axis})"
     if isinstance(e, T.MatMul):
         return f"mma({expr(e.lhs)}, {expr(e.rhs)})"
+    if isinstance(e, T.MmaAccumulate):
+        if e.acc is None:
+            return f"mma({expr(e.a)}, {expr(e.b)})"
+        return f"mma_acc({expr(e.acc)}, {expr(e.a)}, {expr(e.b)})"
     if isinstance(e, T.Transpose):
         return f"transpose({expr(e.arg)})"
     if isinstance(e, T.Convert):

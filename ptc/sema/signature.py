@@ -7,7 +7,7 @@ from .. import ast
 from ..diagnostics import Span
 from . import dtypes as dt
 from . import typed as T
-from .support import _suggest
+from .support import suggest
 
 
 class SignatureChecker:
@@ -32,7 +32,7 @@ class SignatureChecker:
                        "supported: " + ", ".join(dt.DTYPES))
         else:
             self.error(f"unknown dtype {name!r}", span,
-                       _suggest(name, dt.DTYPES) or "dtypes: " + ", ".join(dt.DTYPES))
+                       suggest(name, dt.DTYPES) or "dtypes: " + ", ".join(dt.DTYPES))
         return None
 
     def _param(self, p: ast.Param, is_output: bool):

@@ -10,11 +10,11 @@ from ..diagnostics import Span
 from . import dtypes as dt
 from . import typed as T
 from .calls import KNOWN_FUNCS
-from .support import V, _Bad, _suggest
+from .support import Abandon, V, suggest
 
 
 @dataclass
-class _Scope:
+class Scope:
     kind: str  # "parallel" | "for"
     span: Span
     vars: dict[str, T.TileType] = field(default_factory=dict)
@@ -28,7 +28,7 @@ class StmtChecker:
     def _axis(self, axis: ast.Axis) -> T.GridAxis | None:
         ok = True
         if axis.dim not in self.dims:
-            hint = _suggest(axis.dim, self.dims) or "dims: " + (", ".join(self.dims) or "none")
+            hint = suggest(axis.dim, self.dims) or "dims: " + (", ".join(self.dims) or "none")
             kind = self.kernel_names.get(axis.dim, (None,))[0]
             article = "an" if kind and kind[0] in "aeiou" else "a"
             msg = (f"{axis.dim!r} is {article} {kind}, not a dim" if kind
@@ -46,7 +46,7 @@ class StmtChecker:
                 ok = False
             elif axis.tile not in self.tiles:
                 self.error(f"unknown tile size {axis.tile!r}", axis.tile_span,
-                           _suggest(axis.tile, self.tiles) or
+                           suggest(axis.tile, self.tiles) or
                            f"declare it: `tile {axis.tile} in [64, 128]`")
                 ok = False
             else:
@@ -60,7 +60,7 @@ class StmtChecker:
 
     def _parallel(self, stmt: ast.Parallel) -> T.Grid | None:
         axes = [self._axis(a) for a in stmt.axes]
-        self.scopes.append(_Scope("parallel", stmt.span))
+        self.scopes.append(Scope("parallel", stmt.span))
         body = self._block(stmt.body)
         self._close_scope()
         if any(a is None for a in axes):
@@ -74,7 +74,7 @@ class StmtChecker:
                 v = self.expr(stmt.until)
                 self._require_int_scalar(v, stmt.until.span, "an `until` bound")
                 until = self._as_dtype(v, "i32").expr
-            except _Bad:
+            except Abandon:
                 pass
         axis = self._axis(stmt.axis)
         if axis is not None and axis.size is None:
@@ -82,7 +82,7 @@ class StmtChecker:
                        f"{stmt.axis.dim}`", stmt.axis.span,
                        "a single index (`b of B`) is for parallel axes only")
             axis = None
-        scope = _Scope("for", stmt.span)
+        scope = Scope("for", stmt.span)
         self.scopes.append(scope)
         body = self._block(stmt.body)
         self._close_scope()
@@ -100,7 +100,7 @@ class StmtChecker:
         for s in stmts:
             try:
                 r = self._stmt(s)
-            except _Bad:
+            except Abandon:
                 if isinstance(s, ast.Assign):
                     self.poisoned.add(s.name)
                 continue
@@ -148,6 +148,7 @@ class StmtChecker:
                                  self._aug_op_span(s), (ast.Name(s.name, s.name_span), s.value))
         else:
             value = self.expr(s.value)
+        value = V(mma_accumulate(value.expr), value.weak)
         if found is None:
             if value.weak:  # a bare literal becomes a variable of its default dtype
                 value = V(value.expr)
@@ -185,3 +186,15 @@ class StmtChecker:
             return self._store(e)
         self.fail("this expression's value is not used", s.span,
                   "assign it (`name = ...`) or write it with store(...)")
+
+
+def mma_accumulate(e: T.TExpr) -> T.TExpr:
+    """An assigned `acc + a @ b` (or `a @ b + acc`) as one MmaAccumulate, so that the
+    tensor core adds the accumulator; any other value as it is. The one place the pattern
+    is recognised: later stages see the node."""
+    if isinstance(e, T.Elementwise) and e.op == "add":
+        x, y = e.args
+        if isinstance(y, T.MatMul) or isinstance(x, T.MatMul):
+            mm, acc = (y, x) if isinstance(y, T.MatMul) else (x, y)
+            return T.MmaAccumulate(acc, mm.lhs, mm.rhs, e.type)
+    return e

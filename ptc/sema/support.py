@@ -1,4 +1,4 @@
-"""What the checker modules share: the checked value `V`, the `_Bad` bail-out, name
+"""What the checker modules share: the checked value `V`, the `Abandon` bail-out, name
 suggestions, and the source-text helpers that place spans and quote code in hints.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from ..diagnostics import Span
 from . import typed as T
 
 
-class _Bad(Exception):
+class Abandon(Exception):
     """An error already reported (or a poisoned name): abandon this statement."""
 
 
@@ -28,7 +28,7 @@ class V:
         return self.expr.type
 
 
-def _suggest(name: str, candidates) -> str | None:
+def suggest(name: str, candidates) -> str | None:
     candidates = list(candidates)
     for c in candidates:  # a difference of case only (BT for Bt) is the likeliest slip
         if c.lower() == name.lower() and c != name:
@@ -37,12 +37,12 @@ def _suggest(name: str, candidates) -> str | None:
     return f"did you mean {close[0]!r}?" if close else None
 
 
-def _an(dtype: str) -> str:
+def with_article(dtype: str) -> str:
     """`a bf16` / `an f32`: the article for a dtype name."""
     return ("an " if dtype[0] in "fi" else "a ") + dtype
 
 
-def _source_text(source: str, span: Span) -> str:
+def source_text(source: str, span: Span) -> str:
     lines = source.splitlines()
     if span.line != span.end_line or not 1 <= span.line <= len(lines):
         return "..."
@@ -89,7 +89,7 @@ class SourceText:
         """Source text of an operand for a hint, parenthesized unless it is a postfix form."""
         if node is None:
             return fallback
-        text = _source_text(self.source, node.span)
+        text = source_text(self.source, node.span)
         if text == "..." or len(text) > 40:
             return fallback
         if isinstance(node, (ast.Name, ast.Call, ast.Subscript, ast.Attribute, ast.IntLit,

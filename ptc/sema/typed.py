@@ -151,6 +151,23 @@ class MatMul:
 
 
 @dataclass(frozen=True)
+class MmaAccumulate:
+    """`acc + a @ b` as one tensor-core operation: the f32 product of `a` and `b` added to
+    the accumulator `acc`.
+
+    The checker makes one for an assignment whose value is `acc + a @ b` or `a @ b + acc`
+    (`x += a @ b` included); elsewhere a product stays a MatMul. In the sTask-graph every
+    mma statement holds one: the flattener (ptc.stask.build) turns each remaining MatMul
+    into an MmaAccumulate with `acc` None (a zero accumulator), so every later stage finds
+    an mma task's work in this one node."""
+
+    acc: "TExpr | None"
+    a: "TExpr"
+    b: "TExpr"
+    type: TileType
+
+
+@dataclass(frozen=True)
 class Transpose:
     arg: "TExpr"
     type: TileType
@@ -186,8 +203,8 @@ class IndexVec:
     type: TileType
 
 
-TExpr = Union[Const, Var, Scalar, Load, Elementwise, Reduce, MatMul, Transpose, Convert,
-              Expand, Fill, IndexVec]
+TExpr = Union[Const, Var, Scalar, Load, Elementwise, Reduce, MatMul, MmaAccumulate, Transpose,
+              Convert, Expand, Fill, IndexVec]
 
 
 def children(e: TExpr) -> tuple[TExpr, ...]:
@@ -198,6 +215,8 @@ def children(e: TExpr) -> tuple[TExpr, ...]:
         return (e.arg,)
     if isinstance(e, MatMul):
         return (e.lhs, e.rhs)
+    if isinstance(e, MmaAccumulate):
+        return (e.a, e.b) if e.acc is None else (e.acc, e.a, e.b)
     if isinstance(e, Fill):
         return (e.value,)
     if isinstance(e, Load):
@@ -214,6 +233,8 @@ def map_children(e: TExpr, fn) -> TExpr:
         return replace(e, arg=fn(e.arg))
     if isinstance(e, MatMul):
         return replace(e, lhs=fn(e.lhs), rhs=fn(e.rhs))
+    if isinstance(e, MmaAccumulate):
+        return replace(e, acc=None if e.acc is None else fn(e.acc), a=fn(e.a), b=fn(e.b))
     if isinstance(e, Fill):
         return replace(e, value=fn(e.value))
     if isinstance(e, Load):

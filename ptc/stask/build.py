@@ -1,7 +1,9 @@
 """Typed kernel -> sTask-graphs (one per parallel grid).
 
 1. Flatten: every load and every matrix multiply becomes a statement of its own, bound to
-   a `%name`; `x = y + a @ b` stays one mma statement (the tensor core accumulates).
+   a `%name`; the checker's `x = acc + a @ b` (an MmaAccumulate) stays one mma statement
+   (the tensor core accumulates), and every other product becomes an MmaAccumulate with no
+   accumulator, so each mma statement's value is an MmaAccumulate of variables.
 2. Classify: load -> copy, mma -> mma, store/atomic_add -> copy, the rest -> simt.
 3. Fuse: simt statements of one straight-line segment join one simt task when they are
    adjacent or one feeds the other, unless the move would reorder a dependence.
@@ -63,17 +65,8 @@ class _Flattener:
     def let(self, s: T.Let) -> list:
         pre: list = []
         v = s.value
-        # acc = X + a @ b (either order): the accumulate belongs to the mma
-        if isinstance(v, T.Elementwise) and v.op == "add":
-            x, y = v.args
-            if isinstance(y, T.MatMul) or isinstance(x, T.MatMul):
-                mm, other = (y, x) if isinstance(y, T.MatMul) else (x, y)
-                other = self.as_var(self.lower(other, pre, s.name), pre, s.name, s.span)
-                mm = self.mma_operands(mm, pre, s.name, s.span)
-                pre.append(T.Let(s.name, T.Elementwise("add", (other, mm), v.type), s.span))
-                return pre
-        if isinstance(v, T.MatMul):
-            pre.append(T.Let(s.name, self.mma_operands(v, pre, s.name, s.span), s.span))
+        if isinstance(v, (T.MatMul, T.MmaAccumulate)):
+            pre.append(T.Let(s.name, self.mma(v, pre, s.name, s.span), s.span))
             return pre
         if isinstance(v, T.Load):
             pre.append(s)
@@ -89,21 +82,30 @@ class _Flattener:
     def as_var(self, e: T.TExpr, pre: list, base: str, span) -> T.TExpr:
         return e if isinstance(e, T.Var) else self.lift(e, pre, base, span)
 
-    def mma_operands(self, mm: T.MatMul, pre: list, base: str, span) -> T.MatMul:
-        def operand(e: T.TExpr) -> T.TExpr:
-            if isinstance(e, T.Transpose):  # a transposed operand is a layout, not work
-                return replace(e, arg=operand(e.arg))
-            if isinstance(e, T.Load):
-                return self.lift(e, pre, e.tensor, span)
-            return self.as_var(self.lower(e, pre, base), pre, base, span)
-        return replace(mm, lhs=operand(mm.lhs), rhs=operand(mm.rhs))
+    def mma(self, e: T.MatMul | T.MmaAccumulate, pre: list, base: str,
+            span) -> T.MmaAccumulate:
+        """e as an mma statement's value: the accumulator a variable, the operands variables
+        (or transposed variables)."""
+        if isinstance(e, T.MatMul):
+            e = T.MmaAccumulate(None, e.lhs, e.rhs, e.type)
+        acc = e.acc
+        if acc is not None:
+            acc = self.as_var(self.lower(acc, pre, base), pre, base, span)
+
+        def operand(x: T.TExpr) -> T.TExpr:
+            if isinstance(x, T.Transpose):  # a transposed operand is a layout, not work
+                return replace(x, arg=operand(x.arg))
+            if isinstance(x, T.Load):
+                return self.lift(x, pre, x.tensor, span)
+            return self.as_var(self.lower(x, pre, base), pre, base, span)
+        return replace(e, acc=acc, a=operand(e.a), b=operand(e.b))
 
     def lower(self, e: T.TExpr, pre: list, base: str, span=None) -> T.TExpr:
-        """Lift loads and matmuls out of an elementwise expression."""
+        """Lift loads and matrix multiplies out of an elementwise expression."""
         if isinstance(e, T.Load):
             return self.lift(e, pre, e.tensor, span)
-        if isinstance(e, T.MatMul):
-            return self.lift(self.mma_operands(e, pre, base, span), pre, base + "_mma", span)
+        if isinstance(e, (T.MatMul, T.MmaAccumulate)):
+            return self.lift(self.mma(e, pre, base, span), pre, base + "_mma", span)
         return T.map_children(e, lambda c: self.lower(c, pre, base, span))
 
 
@@ -133,8 +135,7 @@ def classify(s) -> str:
     v = s.value
     if isinstance(v, T.Load):
         return "load"
-    if isinstance(v, T.MatMul) or (isinstance(v, T.Elementwise) and v.op == "add"
-                                   and isinstance(v.args[1], T.MatMul)):
+    if isinstance(v, T.MmaAccumulate):
         return "mma"
     return "simt"
 

@@ -1,4 +1,4 @@
-"""sTasks and the sTask-graph (DESIGN §3).
+"""sTasks and the sTask-graph (docs/architecture.md).
 
 An sTask is one tile-level task: the typed statements it computes, the kind of execution
 unit it needs (copy / mma / simt), its tile shape, the bytes it moves and the work it does.
@@ -44,6 +44,18 @@ class STask:
     dtype: str
     tensor: str | None = None  # the tensor a copy task moves
     work: Work = field(default_factory=Work)
+
+    @property
+    def mma(self) -> T.MmaAccumulate:
+        """What an mma task computes: its one statement's multiply-accumulate."""
+        assert self.kind == "mma", self.name
+        (s,) = self.stmts
+        return s.value
+
+    @property
+    def mma_dtype(self) -> str:
+        """The input dtype of an mma task's operands (f16, bf16 or f32)."""
+        return self.mma.a.type.dtype
 
 
 @dataclass(frozen=True)

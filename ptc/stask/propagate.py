@@ -11,11 +11,10 @@ from dataclasses import replace
 from typing import Mapping
 
 from ..diagnostics import CompileError, Diagnostic
+from ..ops import ELEMENTWISE
 from ..sema import typed as T
+from ..sema.dtypes import DTYPE_BYTES  # noqa: F401  (re-exported; ptc.render reads it here)
 from .graph import STask, STaskGraph, Work, replace_tasks
-
-from ..sema.dtypes import DTYPE_BYTES  # noqa: F401  (re-exported)
-SFU_OPS = ("exp", "exp2", "log", "sqrt", "rsqrt")
 
 
 def resolve_tiles(kernel: T.TypedKernel, tile_shape: Mapping[str, int]) -> dict[str, int]:
@@ -63,15 +62,15 @@ def _work(t: STask, shape: tuple[int, ...], ext) -> Work:
 
 def _expr_work(e: T.TExpr, ext) -> Work:
     w = Work()
-    if isinstance(e, T.Elementwise) and e.op == "add" and isinstance(e.args[1], T.MatMul):
-        return _expr_work(e.args[0], ext) + _expr_work(e.args[1], ext)  # mma accumulates
-    if isinstance(e, T.MatMul):
-        m, k = ext(e.lhs.type.shape)
-        n = ext(e.rhs.type.shape)[1]
+    if isinstance(e, T.MmaAccumulate):    # the tensor core adds the accumulator
+        m, k = ext(e.a.type.shape)
+        n = ext(e.b.type.shape)[1]
         w = Work(mma_flops=2 * m * n * k)
-    elif isinstance(e, (T.Elementwise, T.Convert, T.Fill)):
-        n = math.prod(ext(e.type.shape))
-        w = Work(simt_ops=n, sfu_ops=n if getattr(e, "op", None) in SFU_OPS else 0)
+    elif isinstance(e, T.Elementwise):
+        n, op = math.prod(ext(e.type.shape)), ELEMENTWISE[e.op]
+        w = Work(simt_ops=n * op.simt_ops, sfu_ops=n if op.sfu else 0)
+    elif isinstance(e, (T.Convert, T.Fill)):
+        w = Work(simt_ops=math.prod(ext(e.type.shape)))
     elif isinstance(e, T.Reduce):
         w = Work(simt_ops=math.prod(ext(e.arg.type.shape)))
     for child in T.children(e):

@@ -1,0 +1,184 @@
+"""The package's structure: no import cycles between ptc's modules, and no module reaching
+into another's private names (docs/architecture.md describes the layering)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PTC = Path(__file__).resolve().parent.parent / "ptc"
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    """Module name -> (file, is a package's __init__)."""
+    out = {}
+    for path in sorted(PTC.rglob("*.py")):
+        parts = list(path.relative_to(PTC.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts.pop()
+        out[".".join(parts)] = (path, is_package)
+    return out
+
+
+MODULES = _modules()
+
+
+def _absolute(module: str, is_package: bool, level: int, name: str | None) -> str:
+    if level == 0:
+        return name or ""
+    base = module.split(".")
+    if not is_package:
+        base.pop()
+    if level > 1:
+        base = base[:len(base) - (level - 1)]
+    return ".".join(base + ([name] if name else []))
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+class _Imports(ast.NodeVisitor):
+    """Every import of a ptc module in one file, at any depth (module level, inside
+    functions, under `if TYPE_CHECKING`), and every private name it takes from one."""
+
+    def __init__(self, module: str, is_package: bool):
+        self.module, self.is_package = module, is_package
+        self.targets: set[str] = set()
+        self.aliases: dict[str, str] = {}        # local name -> the ptc module it names
+        self.private: list[str] = []
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            if a.name.split(".")[0] == "ptc" and a.name in MODULES:
+                self.targets.add(a.name)
+                if a.asname:
+                    self.aliases[a.asname] = a.name
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        target = _absolute(self.module, self.is_package, node.level, node.module)
+        if target.split(".")[0] != "ptc":
+            return
+        for a in node.names:
+            sub = f"{target}.{a.name}"
+            if sub in MODULES:                   # `from . import interp`: a module
+                self.targets.add(sub)
+                self.aliases[a.asname or a.name] = sub
+                if _is_private(a.name):
+                    self.private.append(f"line {node.lineno}: from {target} import {a.name}")
+            else:
+                self.targets.add(target)
+                if _is_private(a.name):
+                    self.private.append(f"line {node.lineno}: from {target} import {a.name}")
+
+    def attribute_uses(self, tree: ast.AST) -> None:
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in self.aliases and _is_private(node.attr)):
+                self.private.append(f"line {node.lineno}: {node.value.id}.{node.attr} "
+                                    f"({self.aliases[node.value.id]})")
+
+
+def _scan() -> tuple[dict[str, set[str]], dict[str, list[str]]]:
+    graph, private = {}, {}
+    for module, (path, is_package) in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        v = _Imports(module, is_package)
+        v.visit(tree)
+        v.attribute_uses(tree)
+        graph[module] = {t for t in v.targets if t != module and t in MODULES}
+        private[module] = v.private
+    return graph, private
+
+
+GRAPH, PRIVATE = _scan()
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_scan_sees_the_package():
+    assert {"ptc.cli", "ptc.sema.check", "ptc.sched.verify", "ptc.ops"} <= set(GRAPH)
+    assert "ptc.cli_common" in GRAPH["ptc.cli_build"]
+    assert "ptc.sched.problems" in GRAPH["ptc.sched.verify_order"]
+    assert "ptc.interp" in GRAPH["ptc.sched.cost"]        # imported inside a function
+
+
+def test_the_checker_finds_a_cycle_and_a_private_import():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    v = _Imports("ptc.x", False)
+    tree = ast.parse("from .interp import _tiles\nfrom . import interp as I\nI._Machine\n")
+    v.visit(tree)
+    v.attribute_uses(tree)
+    assert v.private == ["line 1: from ptc.interp import _tiles",
+                         "line 3: I._Machine (ptc.interp)"]
+
+
+def test_no_import_cycles():
+    cycles = _cycles(GRAPH)
+    assert not cycles, "import cycles among: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_private_names_from_other_modules(module):
+    assert not PRIVATE[module], f"{module} uses private names of other modules: " + \
+        ", ".join(PRIVATE[module])
+
+
+def _comment_files():
+    root = PTC.parent
+    yield from sorted(PTC.rglob("*.py"))
+    yield from sorted(p for p in (PTC / "devices").glob("*.yaml"))
+    yield from sorted(p for p in (PTC / "templates").rglob("*") if p.is_file())
+    yield from sorted((root / "docs").glob("*.md"))
+    yield root / "README.md"
+
+
+def test_cited_documents_exist():
+    """A comment or doc that names a repository document names one that exists; the
+    design notes outside the repository are not cited as `DESIGN §n`."""
+    import re
+    root = PTC.parent
+    missing = []
+    for path in _comment_files():
+        text = path.read_text(errors="replace")
+        for m in re.finditer(r"(?<![\w/])docs/[\w./-]+\.md", text):
+            if not (root / m.group(0)).is_file():
+                missing.append(f"{path.relative_to(root)}: {m.group(0)}")
+        if "DESIGN §" in text:
+            missing.append(f"{path.relative_to(root)}: DESIGN §")
+    assert not missing, "cited documents that are not in the repository: " + ", ".join(missing)
