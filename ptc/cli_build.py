@@ -108,8 +108,25 @@ def build_(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
                                "ptxas": result.ptxas.to_json()}, indent=2))
         return
     print_resources(result)
+    print_main_loop(folder)
     click.echo(f"built {folder} ({result.library.name}, {result.executable.name}) for "
                f"{result.arch} in {result.seconds:.1f} s")
+
+
+def print_main_loop(folder) -> None:
+    """What the main loop of each kernel variant issues per warp and iteration, read from
+    the SASS (ptc.runtime.mainloop); silent where cuobjdump is missing."""
+    from .runtime.build import sass
+    from .runtime.errors import BuildError
+    from .runtime.mainloop import MainLoopError, format_reports, mainloop_reports
+    from .runtime.ptxas import kernel_name
+
+    try:
+        reports = mainloop_reports(sass(folder))
+    except (BuildError, MainLoopError):
+        return
+    click.echo("main loop, per warp and iteration (SASS):")
+    click.echo(format_reports(reports, [kernel_name(r.kernel) for r in reports]))
 
 
 def print_resources(result) -> None:

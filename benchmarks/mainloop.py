@@ -1,0 +1,102 @@
+"""ptc's main loops next to Triton's, from the machine code, without a GPU.
+
+    python benchmarks/mainloop.py [--target sm80|sm90] [--shape D=64]
+
+For gemm and flash_attn: builds ptc's kernel for the target (the plan the search picks at
+the benchmark shape), compiles the Triton baseline (benchmarks/baselines/) at the same
+tile, warps and stages ahead of time (benchmarks/triton_aot.py), and prints what each main
+loop issues per warp and iteration (ptc.runtime.mainloop) with the ratio of instructions
+per tensor-core MFLOP. Needs nvcc and cuobjdump (ptc's dev extra); Triton is installed in
+benchmarks/.venv-triton on first use.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ptc.runtime.build import find_cuobjdump, sass  # noqa: E402
+from ptc.runtime.mainloop import COLUMNS, mainloop_reports, row  # noqa: E402
+from ptc.runtime.ptxas import kernel_name  # noqa: E402
+
+
+def ptc_build(sample: str, target: str, shapes: str | None, out: Path) -> dict:
+    cmd = [sys.executable, "-m", "ptc.cli", "build", str(ROOT / "samples" / f"{sample}.pt"),
+           "--target", target, "-o", str(out)]
+    if shapes:
+        cmd += ["--shape", shapes]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode != 0:
+        raise RuntimeError((proc.stderr or proc.stdout).strip().splitlines()[-1])
+    return json.loads((out / "plan.json").read_text())
+
+
+def triton_sass(kernel: str, tiles: dict, warps: int, stages: int, arch: int, out: Path) -> str:
+    cubin = out / f"{kernel}.cubin"
+    spec = ",".join(f"{k}={v}" for k, v in tiles.items())
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "triton_aot.py"), kernel,
+                           spec, "--warps", str(warps), "--stages", str(max(stages, 1)),
+                           "--arch", str(arch), "-o", str(cubin)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError((proc.stderr or proc.stdout).strip().splitlines()[-1])
+    return subprocess.run([find_cuobjdump(), "-sass", str(cubin)], capture_output=True,
+                          text=True, check=True).stdout
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--target", default="sm80", choices=("sm80", "sm90"))
+    ap.add_argument("--shape", default=None, help="--shape for ptc (e.g. D=64)")
+    args = ap.parse_args()
+    arch = {"sm80": 80, "sm90": 90}[args.target]
+    head = f"{'':<34}" + "".join(f"{c:>10}" for c in COLUMNS[:-1]) + f"{COLUMNS[-1]:>14}" \
+        + f"{'ratio':>8}"
+    print(f"main loops on {args.target}, per warp and iteration (SASS)")
+    print(head)
+    with tempfile.TemporaryDirectory() as tmp:
+        for sample in ("gemm", "flash_attn"):
+            out = Path(tmp) / sample
+            try:
+                plan = ptc_build(sample, args.target, args.shape, out)
+                (ours,) = [r for r in mainloop_reports(sass(out))
+                           if kernel_name(r.kernel).endswith("<true>")]
+            except Exception as exc:   # a row that says why, not a crash
+                print(f"{'ptc ' + sample:<34}error: {exc}")
+                continue
+            tiles = dict(plan["tiles"])
+            warps = sum(r["warps"] * r["instances"] for r in plan["roles"])
+            stages = plan["stages"]
+            label = " ".join(f"{k}={v}" for k, v in tiles.items())
+            print(f"{'ptc ' + sample:<34}" + _cells(row(ours)))
+            if sample == "flash_attn":
+                tiles = {"BM": tiles["BM"], "BN": tiles["BN"], "D": _head_dim(args.shape)}
+            try:
+                theirs = mainloop_reports(triton_sass(sample, tiles, warps, stages, arch, out))[0]
+            except Exception as exc:
+                print(f"{'triton ' + sample:<34}error: {exc}")
+                continue
+            ratio = ours.per_mflop / theirs.per_mflop
+            print(f"{'triton ' + sample:<34}" + _cells(row(theirs)) + f"{ratio:>7.2f}x")
+            print(f"{'  (' + label + f', {warps} warps, {stages} stage(s))':<34}")
+
+
+def _cells(cells: list[str]) -> str:
+    return "".join(f"{c:>10}" for c in cells[:-1]) + f"{cells[-1]:>14}"
+
+
+def _head_dim(shape: str | None) -> int:
+    for kv in (shape or "").split(","):
+        if kv.startswith("D="):
+            return int(kv[2:])
+    return 128
+
+
+if __name__ == "__main__":
+    main()
