@@ -36,7 +36,7 @@ from .assign import (Tiling, assign_layouts, reads_with_expands, register_words,
                      tiling_layouts, tilings)
 from .atoms import mma_atom  # noqa: F401 (part of this module's interface)
 from .layout import Layout
-from .program import Stmt, flatten, mma_parts
+from .program import Stmt, flatten, mma_parts, reads
 from .swizzle import ALIGN, smem_layout
 from .tiles import TileError, divisible, extent_value, global_tile
 
@@ -162,7 +162,7 @@ class _Lowering:
         for s in self.stmts:
             v = s.stmt.value if isinstance(s.stmt, T.Let) else None
             if isinstance(v, T.Reduce):
-                for name in _vars(v.arg):
+                for name in reads(v.arg):
                     lay = sol.layouts.get(name)
                     if lay is not None and lay.rank == v.arg.type.rank:
                         cross += len(lay.replicating(v.axis)[1])
@@ -173,15 +173,6 @@ class _Lowering:
             loads += (t.mi + t.ni / 2) / (t.mi * t.ni)
             regs = max(regs, t.mi * t.ni * 4)
         return (len(sol.conversions), cross, round(loads, 4), regs)
-
-
-def _vars(e: T.TExpr) -> list[str]:
-    if isinstance(e, T.Var):
-        return [e.name]
-    out: list[str] = []
-    for c in T.children(e):
-        out += _vars(c)
-    return out
 
 
 def c_name(value: str) -> str:
@@ -478,7 +469,7 @@ class _Builder:
     def reduce_layout(self, value: T.Reduce, name: str = "") -> Layout | None:
         if name in self.low.solution.reduce_sources:
             return self.low.solution.reduce_sources[name]
-        for v in _vars(value.arg):
+        for v in reads(value.arg):
             home = self.values.get(v)
             if isinstance(home, ir.RegTile) and len(home.shape) == value.arg.type.rank:
                 return self.layouts[home.layout]

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..sema import typed as T
 from . import ir
+from .program import reads
 
 
 class SyncError(Exception):
@@ -164,13 +164,13 @@ class _Run:
 def op_reads(op) -> list[str]:
     """Values an op reads (shared-memory ones matter here)."""
     if isinstance(op, ir.Compute):
-        return _vars(op.expr)
+        return reads(op.expr)
     if isinstance(op, ir.Reduce):
-        return _vars(op.expr)
+        return reads(op.expr)
     if isinstance(op, ir.Mma):
         return [o.value for o in (op.a, op.b)] + ([op.addend] if op.addend else [])
     if isinstance(op, ir.SimtMatmul):
-        return _vars(op.a) + _vars(op.b) + ([op.addend] if op.addend else [])
+        return reads(op.a) + reads(op.b) + ([op.addend] if op.addend else [])
     if isinstance(op, ir.LoadFragments):
         return [op.source]
     if isinstance(op, (ir.StoreTile, ir.SpillTile)):
@@ -189,15 +189,6 @@ def op_scratch(op) -> list[tuple[str, bool]]:
     if isinstance(op, (ir.WarpCombine, ir.FillTile)):
         return [(op.scratch, False)]
     return []
-
-
-def _vars(e: T.TExpr) -> list[str]:
-    if isinstance(e, T.Var):
-        return [e.name]
-    out: list[str] = []
-    for c in T.children(e):
-        out += _vars(c)
-    return out
 
 
 def _describe(op) -> str:
