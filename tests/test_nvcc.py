@@ -15,25 +15,21 @@ TARGETS = {"sm80": "sm_80", "sm90": "sm_90a"}
 
 
 def cases():
-    out = [(name, "sm80") for name in SAMPLES]
-    out += [(name, "sm90") for name in ("gemm", "flash_attn")]
+    out = [(name, "sm80", "bench") for name in SAMPLES]
+    out += [(name, "sm80", "edge") for name in SAMPLES]
+    out += [(name, "sm90", "bench") for name in ("gemm", "flash_attn")]
     return out
 
 
-# known: 4 bytes of spill in one ALIGNED variant, the lowering's register estimate is short
-# (docs/lowering.md, open items)
-SPILLS = {("mamba2_chunk_scan", "sm80")}
-
-
-def marked(cases):
-    return [pytest.param(n, t, marks=pytest.mark.xfail(reason="4-byte spill; register "
-                                                       "estimate short", strict=True))
-            if (n, t) in SPILLS else (n, t) for n, t in cases]
-
-
-@pytest.mark.parametrize("name,target", marked(cases()), ids=[f"{n}.{t}" for n, t in cases()])
-def test_sample_builds_without_spills_and_with_the_promised_instructions(name, target, tmp_path):
-    prepared = prepare(ROOT / "samples" / f"{name}.pt", target)
+@pytest.mark.parametrize("name,target,shape", cases(),
+                         ids=[f"{n}.{t}.{s}" for n, t, s in cases()])
+def test_sample_builds_without_spills_and_with_the_promised_instructions(name, target, shape,
+                                                                          tmp_path):
+    """At the benchmark shape (the dims' defaults) and at a ragged edge-tile shape (the
+    search may pick another plan there)."""
+    from test_simulate import EDGE
+    shapes = EDGE[name] if shape == "edge" else None
+    prepared = prepare(ROOT / "samples" / f"{name}.pt", target, shapes=shapes)
     folder = tmp_path / "build"
     build_module.write_build_dir(folder, kernel_source=prepared.source,
                                  signature=prepared.signature, arch=prepared.device.arch,
@@ -46,8 +42,9 @@ def test_sample_builds_without_spills_and_with_the_promised_instructions(name, t
     assert result.ptxas.spills == 0, result.ptxas.text
     sass = build_module.sass(folder)
     units = {step.unit for _, step in prepared.plan.steps()}
-    has_mma = any(t.kind == "mma" for t in prepared.graph.tasks)
-    if has_mma:
+    on_tensor_cores = any(prepared.device.unit(step.unit).kind == "mma"
+                          for _, step in prepared.plan.steps() if step.task != "sync")
+    if on_tensor_cores:
         assert "HMMA" in sass, "the plan runs mma steps on tensor cores but SASS has no HMMA"
         assert "LDSM" in sass, "tensor-core operands are read with ldmatrix"
     if "cp_async" in units:
@@ -55,7 +52,11 @@ def test_sample_builds_without_spills_and_with_the_promised_instructions(name, t
     assert re.search(r"\bBAR\.SYNC", sass), "the block's statements are separated by barriers"
 
 
-@pytest.mark.parametrize("head_dim", [64, 256])
+@pytest.mark.parametrize("head_dim", [
+    pytest.param(64, marks=pytest.mark.xfail(
+        strict=True, reason="flash_attn_causal d64: its element-wise fallback variant "
+                            "(ALIGNED=false) spills 8 bytes (docs/lowering.md, open)")),
+    256])
 def test_flash_attention_other_head_dims_build(head_dim, tmp_path):
     """Flash attention builds at head dims 64 and 256 too (128 is the samples' default);
     256 fits only with 32-row tiles."""

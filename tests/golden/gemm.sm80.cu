@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(THREADS) ptc_gemm_kernel(
         const __half* g = g_A + ((((i_i * 64) * d_K) + (i_k * 64)));
         const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL);
         if (ALIGNED) copy_load_A.async(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 32768u + (i_k % 2) * 8192u, g, d_K, 1, rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_B: B[64x128] -> B_smem
@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(THREADS) ptc_gemm_kernel(
         const __half* g = g_B + ((((i_k * 64) * d_N) + (i_j * 128)));
         const int rows_left = (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
         if (ALIGNED) copy_load_B.async(smem + (i_k % 2) * 16384u, g, (int)(d_N), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + (i_k % 2) * 16384u, g, d_N, 1, rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + (i_k % 2) * 16384u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
     }
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(THREADS) ptc_gemm_kernel(
         const __half* g = g_A + ((((i_i * 64) * d_K) + ((i_k + 1) * 64)));
         const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 64)), 64LL);
         if (ALIGNED) copy_load_A.async(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, d_K, 1, rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_B: B[64x128] -> B_smem, 1 iteration(s) ahead
@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(THREADS) ptc_gemm_kernel(
         const __half* g = g_B + (((((i_k + 1) * 64) * d_N) + (i_j * 128)));
         const int rows_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 64)), 64LL), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
         if (ALIGNED) copy_load_B.async(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_N), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + ((i_k + 1) % 2) * 16384u, g, d_N, 1, rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // mma_acc: acc = acc + %A @ %B on mma.sync.m16n8k16, 4x4 atoms per warp, 4 k-steps
@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(THREADS) ptc_gemm_kernel(
   // store_C: C[64x128] <- %C
   {
     __half* g = g_C + ((((i_i * 64) * d_N) + (i_j * 128)));
-    const long long rs = d_N, cs = 1;
+    const int rs = (int)(d_N), cs = (int)(1);  // offsets in the tile: 32-bit
     const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
     {
       if (ALIGNED) {

@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
     const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_m * 64)));
     const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL);
     if (ALIGNED) copy_load_dA_cs.async(smem + 41984u, g, (int)(0), rows_left, cols_left);
-    else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 41984u, g, 0, 1, rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 41984u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   // load_C: C[64x128] -> C_smem
@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
     const __half* g = g_C + (((((i_b * (((d_NC * d_L) * d_G) * 128)) + (i_c * ((d_L * d_G) * 128))) + ((i_m * 64) * (d_G * 128))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * 128)));
     const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = 128;
     if (ALIGNED) copy_load_C.async(smem, g, (int)((d_G * 128)), rows_left, cols_left);
-    else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem, g, (d_G * 128), 1, rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem, g, (int)((d_G * 128)), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   // load_prev_states: prev_states[64x128] -> prev_states_smem
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
     const __half* g = g_prev_states + (((((i_b * (((d_NC * d_H) * d_P) * 128)) + (i_c * ((d_H * d_P) * 128))) + (i_h * (d_P * 128))) + ((i_p * 64) * 128)));
     const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL) : 0), cols_left = 128;
     if (ALIGNED) copy_load_prev_states.async(smem + 16384u, g, (int)(128), rows_left, cols_left);
-    else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + 16384u, g, 128, 1, rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + 16384u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   ptc::cp_async_wait<0>();  // C_smem, prev_states_smem
@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
         const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_s * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
         if (ALIGNED) copy_load_dA_cs2.async(smem + 40960u + (i_s % 2) * 256u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 40960u + (i_s % 2) * 256u, g, 0, 1, rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 40960u + (i_s % 2) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       __syncthreads();  // every thread is done with the bytes load_cb overwrites
@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
         const __half* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 64) * d_L)) + (i_s * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
         if (ALIGNED) copy_load_cb.async(smem + (i_s % 2) * 8192u, g, (int)(d_L), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + (i_s % 2) * 8192u, g, d_L, 1, rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + (i_s % 2) * 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_dt: dt[1x64] -> dt_smem
@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
         const float* g = g_dt + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_s * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
         if (ALIGNED) copy_load_dt.async(smem + 41472u + (i_s % 2) * 256u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 41472u + (i_s % 2) * 256u, g, 0, 1, rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 41472u + (i_s % 2) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_x: x[64x64] -> x_smem
@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
         const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_s * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
         if (ALIGNED) copy_load_x.async(smem + 16384u + (i_s % 2) * 8192u, g, (int)((d_H * d_P)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 16384u + (i_s % 2) * 8192u, g, (d_H * d_P), 1, rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 16384u + (i_s % 2) * 8192u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
     }
@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
         const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_s + 1) * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL);
         if (ALIGNED) copy_load_dA_cs2.async(smem + 40960u + ((i_s + 1) % 2) * 256u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 40960u + ((i_s + 1) % 2) * 256u, g, 0, 1, rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 40960u + ((i_s + 1) % 2) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_cb: cb[64x64] -> cb_smem, 1 iteration(s) ahead
@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
         const __half* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 64) * d_L)) + ((i_s + 1) * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL);
         if (ALIGNED) copy_load_cb.async(smem + ((i_s + 1) % 2) * 8192u, g, (int)(d_L), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + ((i_s + 1) % 2) * 8192u, g, d_L, 1, rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + ((i_s + 1) % 2) * 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_dt: dt[1x64] -> dt_smem, 1 iteration(s) ahead
@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
         const float* g = g_dt + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_s + 1) * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL);
         if (ALIGNED) copy_load_dt.async(smem + 41472u + ((i_s + 1) % 2) * 256u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 41472u + ((i_s + 1) % 2) * 256u, g, 0, 1, rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 41472u + ((i_s + 1) % 2) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       __syncthreads();  // every thread is done with the bytes load_x overwrites
@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
         const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + (((i_s + 1) * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
         if (ALIGNED) copy_load_x.async(smem + 16384u + ((i_s + 1) % 2) * 8192u, g, (int)((d_H * d_P)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 16384u + ((i_s + 1) % 2) * 8192u, g, (d_H * d_P), 1, rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 16384u + ((i_s + 1) % 2) * 8192u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // decay = ...  (simt_decay)
@@ -257,14 +257,14 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
     const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_m * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
     const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
     if (ALIGNED) copy_load_x2.async(smem + 32768u, g, (int)((d_H * d_P)), rows_left, cols_left);
-    else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 32768u, g, (d_H * d_P), 1, rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 32768u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   // load_D: D[1x1] -> D_smem
   {
     const float* g = g_D + (i_h);
     const int rows_left = ((((i_h >= 0) && (i_h < d_H))) ? 1 : 0), cols_left = 1;
-    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false>(smem, g, 0, 0, rows_left, cols_left, 0.0f, tid);
+    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false>(smem, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_wait<0>();  // D_smem, x2_smem
   __syncthreads();  // Compute of simt_acc2 reads what other threads wrote
@@ -289,7 +289,7 @@ __global__ void __launch_bounds__(THREADS) ptc_mamba2_chunk_scan_kernel(
   // store_out: out[64x64] <- %out
   {
     __half* g = g_out + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_m * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
-    const long long rs = (d_H * d_P), cs = 1;
+    const int rs = (int)((d_H * d_P)), cs = (int)(1);  // offsets in the tile: 32-bit
     const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
     {
       if (ALIGNED) {

@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(THREADS) ptc_rmsnorm_kernel(
     const __half* g = g_X + (((i_i * 2) * 4096));
     const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 2)), 2LL), cols_left = 4096;
     if (ALIGNED) copy_load_X.async(smem, g, (int)(4096), rows_left, cols_left);
-    else ptc::copy_tile_sync<__half, 2, 4096, THREADS, 8192, true>(smem, g, 4096, 1, rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<__half, 2, 4096, THREADS, 8192, true>(smem, g, (int)(4096), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   ptc::cp_async_wait<0>();  // X_smem
@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(THREADS) ptc_rmsnorm_kernel(
     const __half* g = g_W + (0);
     const int rows_left = 1, cols_left = 4096;
     if (ALIGNED) copy_load_W.async(smem, g, (int)(0), rows_left, cols_left);
-    else ptc::copy_tile_sync<__half, 1, 4096, THREADS, 8192, false>(smem, g, 0, 1, rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<__half, 1, 4096, THREADS, 8192, false>(smem, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   ptc::cp_async_wait<0>();  // W_smem
@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(THREADS) ptc_rmsnorm_kernel(
   // store_Y: Y[2x4096] <- %Y
   {
     __half* g = g_Y + (((i_i * 2) * 4096));
-    const long long rs = 4096, cs = 1;
+    const int rs = (int)(4096), cs = (int)(1);  // offsets in the tile: 32-bit
     const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 2)), 2LL), cols_left = 4096;
     {
       if (ALIGNED) {

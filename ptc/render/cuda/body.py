@@ -312,7 +312,7 @@ class BodyPrinter:
             self.emit(f"const {ctype}* g = g_{tile.tensor} + ({origin});")
             self.emit(f"const int rows_left = {rows_left}, cols_left = {cols_left};")
             sync = (f"ptc::copy_tile_sync<{ctype}, {rows}, {cols}, THREADS, {row_bytes}, "
-                    f"{swz_c}>({dst}, g, {rs}, {cs}, rows_left, cols_left, "
+                    f"{swz_c}>({dst}, g, (int)({rs}), (int)({cs}), rows_left, cols_left, "
                     f"{literal(op.pad, 'f32')}, tid);")
             if op.asynchronous:
                 state = self.copy_states.get(op.task)
@@ -544,7 +544,7 @@ class BodyPrinter:
         extra = [f"c{a} < {shape[a]}" for a, m in enumerate(lay.exceeds(shape)) if m]
         with self.block(""):
             self.emit(f"{ctype}* g = g_{tile.tensor} + ({origin});")
-            self.emit(f"const long long rs = {rs}, cs = {cs};")
+            self.emit(f"const int rs = (int)({rs}), cs = (int)({cs});  // offsets in the tile: 32-bit")
             self.emit(f"const int rows_left = {rows_left}, cols_left = {cols_left};")
             owner = f"if ({s}::owner(lane, warp))" if "true" not in \
                 self.owner_text(lay) else ""

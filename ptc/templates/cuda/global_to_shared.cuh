@@ -1,6 +1,7 @@
 // ptc: global -> shared tile copies, as the lowering planned them (ptc/lower: CopyTile).
 // A tile is ROWS x COLS elements; element (r, c) is at g[r * row_stride + c] (vector
-// copies) or g[r * row_stride + c * col_stride] (element copies), and exists when
+// copies) or g[r * row_stride + c * col_stride] (element copies) -- offsets within a tile
+// are 32-bit, the tile's origin in `g` is not --, and exists when
 // r < rows_left and c < cols_left. Shared tiles are row-major, ROW_BYTES per row, 16-byte
 // chunks XOR-swizzled when SWIZZLE (ptc/lower/swizzle.py: swizzle_offset).
 // Shared addresses are 32-bit offsets from ptc::shared_base(), the start of the block's
@@ -115,10 +116,11 @@ struct TileCopy {
 
 // Synchronous copy, one element per load: any strides, `pad` where the tile leaves the tensor.
 template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE>
-__device__ __forceinline__ void copy_tile_sync(uint32_t smem, const T* g, long long row_stride,
-                                               long long col_stride, int rows_left,
+__device__ __forceinline__ void copy_tile_sync(uint32_t smem, const T* g, int row_stride,
+                                               int col_stride, int rows_left,
                                                int cols_left, float pad, int tid) {
   const T fill = from_f32<T>(pad);
+#pragma unroll 2   // the cold path: little unrolling leaves the registers to the hot one
   for (int id = tid; id < ROWS * COLS; id += THREADS) {
     const int r = id / COLS, c = id % COLS;
     const bool valid = r < rows_left && c < cols_left;
