@@ -184,7 +184,8 @@ class BodyPrinter:
         return f"ptc::ld_shared<{CTYPES[b.dtype]}>({addr})"
 
     # ---- expressions over a layout's elements -------------------------------------------------
-    def renderer(self, layout: str) -> ExprRenderer:
+    def renderer(self, layout: str, r: str = "r") -> ExprRenderer:
+        """Expressions for the element that register `r` of `layout` holds."""
         lay = self.layouts[layout]
         coords = [f"c{a}" for a in range(lay.rank)]
 
@@ -196,12 +197,12 @@ class BodyPrinter:
                 vlay = self.layouts[home.layout]
                 ctype, _, packed = c_storage(home, vlay)
                 if home.layout == layout and list(idx) == coords:
-                    reg = "r"
+                    reg = r
                 else:
                     slots = []
                     for token in idx:
                         if token in coords:
-                            slots.append(f"{struct_name(layout)}::slot{coords.index(token)}(r)")
+                            slots.append(f"{struct_name(layout)}::slot{coords.index(token)}({r})")
                         elif token == "0":
                             slots.append("0")
                         else:
@@ -624,8 +625,9 @@ class BodyPrinter:
         coords = [f"c{a}" for a in range(lay.rank)]
         self.emit(f"// {op.task}: spill {op.value} (layout {home.layout}) to {op.scratch}")
         if op.vector == 2:   # registers r, r + 1 hold (c0, c1), (c0, c1 + 1)
-            value = rd.render(T.Var(op.value, T.TileType(home.dtype)), coords)
-            nxt = value.replace("[r]", "[r + 1]").replace(", r)", ", r + 1)")
+            var = T.Var(op.value, T.TileType(home.dtype))
+            value = rd.render(var, coords)
+            nxt = self.renderer(home.layout, "r + 1").render(var, coords)
             with self.block(f"#pragma unroll\n{'  ' * self.depth}for (int r = 0; r < {s}::SIZE; r += 2)"):
                 self.coords(home.layout)
                 self.emit(f"if ({cond}) ptc::st_shared<float2>({addr}, "
