@@ -18,8 +18,8 @@ import click
 from . import cli_build, cli_schedule  # noqa: F401  (they register their commands)
 from . import driver
 from .cli_common import Assignments, check_source  # noqa: F401  (re-exported)
-from .cli_common import (Reported, checked, cli, fail, report, save_atomic, shape_option,
-                         tile_option)
+from .cli_common import (Reported, checked, cli, fail, report, reported, save_atomic,
+                         shape_option, tile_option)
 from .diagnostics import CompileError, Diagnostic
 from .dims import DimBinder, DimError
 from .sema.typed import ScalarParam, TensorParam, TypedKernel
@@ -159,7 +159,7 @@ def run(file, kernel_name, shapes, tiles, inputs_path, output_path, seed, emulat
         kernel = driver.select_kernel(program, kernel_name)
     except CompileError as exc:
         report(exc, file, text)
-        raise Reported() from None
+        raise reported(exc) from None
     inputs = load_inputs(inputs_path, kernel, shapes) if inputs_path else {}
     if output_path and not Path(output_path).resolve().parent.is_dir():
         raise fail(f"cannot write {output_path}: no such directory")
@@ -176,7 +176,7 @@ def run(file, kernel_name, shapes, tiles, inputs_path, output_path, seed, emulat
                                    tiles=tiles, seed=seed)
     except CompileError as exc:
         report(exc, file, text)
-        raise Reported() from None
+        raise reported(exc) from None
     except MemoryError as exc:
         raise fail(f"out of memory running {kernel.name} ({exc})",
                    hint="the reference interpreter holds every tensor in memory; "

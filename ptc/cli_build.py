@@ -297,10 +297,10 @@ def run_emulated(file, kernel, text, inputs, shapes, tiles, seed, target, order,
     try:
         call = bind_call(typed, inputs, shapes=sizes, tiles=tiles, seed=seed)
     except CompileError as exc:
-        from .cli_common import report
+        from .cli_common import report, reported
 
         report(exc, file, text)
-        raise Reported() from None
+        raise reported(exc) from None
     args = {p.name: call.arrays[p.name] if isinstance(p, TensorParam) else call.scalars[p.name]
             for p in typed.inputs}
     name = prepared.device.name

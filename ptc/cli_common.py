@@ -20,7 +20,7 @@ from typing import Mapping
 import click
 
 from . import driver
-from .diagnostics import NOWHERE, CompileError, Diagnostic
+from .diagnostics import NOWHERE, CompileError, Diagnostic, FlagError
 from .grammar import parse
 from .report import render_error
 from .sema import check as sema_check
@@ -37,7 +37,15 @@ def check_source(text: str, filename: str, shapes: Mapping[str, int] | None = No
 
 # ---- errors --------------------------------------------------------------------------
 class Reported(Exception):
-    """An error in the user's input that has already been shown: exit 1."""
+    """An error that has already been shown: exit 1 (the user's input) or 2 (a flag)."""
+
+    def __init__(self, status: int = 1):
+        super().__init__(status)
+        self.status = status
+
+
+def reported(exc: CompileError) -> Reported:
+    return Reported(EXIT_USAGE if isinstance(exc, FlagError) else EXIT_USER)
 
 
 def report(error: CompileError, filename: str, source: str = "") -> None:
@@ -59,8 +67,8 @@ class PtcGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
-        except Reported:
-            raise click.exceptions.Exit(EXIT_USER) from None
+        except Reported as exc:
+            raise click.exceptions.Exit(exc.status) from None
         except KeyboardInterrupt:
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
         except BrokenPipeError:  # `ptc check ... | head`: stop quietly
@@ -166,7 +174,7 @@ def checked(path: str, shapes: Mapping[str, int]) -> tuple[Program, str]:
         return check_source(text, filename, shapes), text
     except CompileError as exc:
         report(exc, filename, text)
-        raise Reported() from None
+        raise reported(exc) from None
 
 
 # ---- the command group ---------------------------------------------------------------
@@ -223,7 +231,7 @@ def user_errors(fn, filename: str = "ptc", source: str = ""):
         raise Reported() from None
     except CompileError as exc:
         report(exc, filename, source)
-        raise Reported() from None
+        raise reported(exc) from None
 
 
 def checked_kernel(file: str, kernel_name: str | None, shapes):

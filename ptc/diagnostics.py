@@ -51,6 +51,11 @@ class CompileError(Exception):
         super().__init__("; ".join(d.message for d in self.diagnostics))
 
 
+class FlagError(CompileError):
+    """A command-line flag (--shape, --tile) names what the program does not have or gives
+    it an impossible value: a usage error (the CLI exits 2)."""
+
+
 class Collector:
     """Gathers independent diagnostics so one run can report several errors."""
 

@@ -122,8 +122,11 @@ def schedule(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | No
     from .devices import get_device
     from .sched.search import search, search_for_cli
 
+    from .stask.propagate import resolve_tiles
+
     device = get_device(target)
     dims = problem_dims(kernel, shapes)
+    resolve_tiles(kernel, dict(tiles or {}))    # --tile names a tile size of the kernel
     run = search_for_cli if progress else search
     return run(kernel, device, dims, fixed_tiles=dict(tiles or {}), **build_options(device))
 
@@ -213,7 +216,15 @@ def pinned_plan(kernel: TypedKernel, target: str, plan_path: str | Path):
     from .sched.verify import verify
 
     device = get_device(target)
-    filename, text = read_source(plan_path)
+    try:
+        filename, text = read_source(plan_path)
+    except CompileError as exc:
+        # located in the plan file, not in the .pt the CLI shows: name the file in the text
+        d = exc.diagnostics[0]
+        if not d.span.line:
+            raise
+        raise CompileError(Diagnostic(f"{plan_path}:{d.span.line}:{d.span.col}: {d.message}",
+                                      hint=d.hint)) from None
     plan = from_json(text, filename)
     if plan.kernel != kernel.name:
         raise CompileError(Diagnostic(f"{filename} is a plan for kernel {plan.kernel!r}, "

@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from . import ops
-from .diagnostics import CompileError, Diagnostic
+from .diagnostics import CompileError, Diagnostic, FlagError
 from .dims import DimBinder
 from .sema import typed as T
 
@@ -52,10 +52,10 @@ def bind_tiles(kernel: T.TypedKernel, tiles: Mapping[str, int]) -> dict[str, int
     known = {t.name: t for t in kernel.tiles}
     for name, value in tiles.items():
         if name not in known:
-            raise _err(f"kernel {kernel.name} has no tile size {name}",
-                       "tile sizes: " + (", ".join(known) or "none"))
+            raise FlagError(Diagnostic(f"kernel {kernel.name} has no tile size {name}",
+                                       hint="tile sizes: " + (", ".join(known) or "none")))
         if value <= 0:
-            raise _err(f"tile size {name} must be positive, not {value}")
+            raise FlagError(Diagnostic(f"tile size {name} must be positive, not {value}"))
     return {name: int(tiles.get(name, t.choices[0])) for name, t in known.items()}
 
 

@@ -569,3 +569,31 @@ def test_installed_script(tmp_path):
     usage = subprocess.run([_script(), "check", str(GEMM), "--shape", "M"],
                            capture_output=True, text=True, env=env, timeout=120)
     assert usage.returncode == 2 and "Traceback" not in usage.stderr
+
+
+# ---- inputs that were misread (issue 8): a BOM, a plan file's name, flag names -----------
+def test_a_utf8_byte_order_mark_is_accepted(tmp_path):
+    text = (ROOT / "samples" / "gemm.pt").read_bytes()
+    path = write(tmp_path, "bom.pt", b"\xef\xbb\xbf" + text)
+    out = ptc("check", path).output
+    assert "gemm(A: f16[M, K]" in out
+
+
+def test_a_schedule_file_that_is_not_utf8_is_named_in_the_error(tmp_path):
+    bad = write(tmp_path, "bad.json", b"\xff\xfe{")
+    out = ptc("compile", ROOT / "samples" / "gemm.pt", "-t", "sm80", "--emit", "plan",
+              "--schedule", bad, expect=1).output
+    assert f"{bad}:1:1: the file is not UTF-8 text" in out
+    assert "ptc:1:1" not in out
+
+
+@pytest.mark.parametrize("args", [
+    ("run", "--shape", "Q=5"),
+    ("run", "--tile", "QQ=5"),
+    ("compile", "--emit", "plan", "-t", "sm80", "--tile", "QQ=64"),
+    ("compile", "--emit", "stask", "--tile", "QQ=64"),
+    ("explain", "-t", "sm80", "--tile", "QQ=64"),
+])
+def test_flags_naming_what_the_kernel_lacks_are_usage_errors(args):
+    out = ptc(args[0], ROOT / "samples" / "gemm.pt", *args[1:], expect=2).output
+    assert "error:" in out and ("no tile size QQ" in out or "--shape gives Q" in out)

@@ -38,9 +38,10 @@ def _parser() -> Lark:
 
 
 def decode_source(data: bytes, filename: str) -> str:
-    """UTF-8 text, or a diagnostic pointing at the first byte that is not UTF-8."""
+    """UTF-8 text (a leading byte-order mark dropped), or a diagnostic pointing at the
+    first byte that is not UTF-8."""
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         before = data[: exc.start]
         line = before.count(b"\n") + 1
@@ -51,6 +52,7 @@ def decode_source(data: bytes, filename: str) -> str:
             Span(line, col, line, col + 1),
             hint="save the file as UTF-8",
         )) from None
+    return text.removeprefix("\ufeff")    # a byte-order mark is not part of the program
 
 
 def parse(source: str, filename: str = "<input>") -> Module:

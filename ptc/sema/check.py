@@ -12,7 +12,7 @@ what they share.
 from __future__ import annotations
 
 from .. import ast
-from ..diagnostics import Collector, Diagnostic, Span
+from ..diagnostics import Collector, Diagnostic, FlagError, Span
 from . import typed as T
 from .calls import CallChecker
 from .exprs import ExprChecker
@@ -41,12 +41,13 @@ def check(module: ast.Module, shapes: dict[str, int]) -> T.Program:
     if not module.kernels:
         collector.error("the file holds no kernels", Span(1, 1, 1, 1),
                         hint="a kernel starts with `kernel NAME(...) -> (...) { ... }`")
-    for name in shapes:
-        if module.kernels and name not in all_dims:
-            collector.diagnostics.append(Diagnostic(
-                f"--shape gives {name}, which is not a dim of any kernel in {module.filename}",
-                hint="dims here: " + (", ".join(sorted(all_dims)) or "none")))
     collector.raise_if_any()
+    unknown = [Diagnostic(
+        f"--shape gives {name}, which is not a dim of any kernel in {module.filename}",
+        hint="dims here: " + (", ".join(sorted(all_dims)) or "none"))
+        for name in shapes if module.kernels and name not in all_dims]
+    if unknown:
+        raise FlagError(unknown)
     return T.Program(module.filename, tuple(kernels))
 
 

@@ -10,7 +10,7 @@ import math
 from dataclasses import replace
 from typing import Mapping
 
-from ..diagnostics import CompileError, Diagnostic
+from ..diagnostics import CompileError, Diagnostic, FlagError
 from ..ops import ELEMENTWISE
 from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES  # noqa: F401  (re-exported; ptc.render reads it here)
@@ -21,10 +21,10 @@ def resolve_tiles(kernel: T.TypedKernel, tile_shape: Mapping[str, int]) -> dict[
     known = {t.name: t.choices for t in kernel.tiles}
     for name, value in tile_shape.items():
         if name not in known:
-            raise CompileError(Diagnostic(f"kernel {kernel.name} has no tile size {name}",
-                                          hint="tile sizes: " + (", ".join(known) or "none")))
+            raise FlagError(Diagnostic(f"kernel {kernel.name} has no tile size {name}",
+                                       hint="tile sizes: " + (", ".join(known) or "none")))
         if value <= 0:
-            raise CompileError(Diagnostic(f"tile size {name} must be positive, not {value}"))
+            raise FlagError(Diagnostic(f"tile size {name} must be positive, not {value}"))
     return {n: int(tile_shape.get(n, c[0])) for n, c in known.items()}
 
 
