@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from .cli_common import (Reported, checked_kernel, chosen_target, cli, fail, kernel_option,
+                         no_tiles_with_schedule,
                          shape_option, target_options, terminal_width, tile_option,
                          user_errors)
 
@@ -44,6 +45,7 @@ def _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_fil
              kernel_source):
     from . import runtime
 
+    no_tiles_with_schedule(tiles, schedule_file)
     chosen = chosen_target(target, device_file)
     kernel, text = checked_kernel(file, kernel_name, shapes)   # located errors, with the source
     source = _read_kernel_source(kernel_source)

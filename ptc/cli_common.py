@@ -274,3 +274,11 @@ def write_atomic(path: str, write) -> None:
 def terminal_width() -> int:
     import shutil
     return shutil.get_terminal_size((120, 24)).columns
+
+
+def no_tiles_with_schedule(tiles, schedule_file) -> None:
+    """A pinned plan fixes its tile sizes: --tile beside --schedule is a usage error, not
+    something to ignore."""
+    if tiles and schedule_file:
+        raise click.UsageError("--tile does not apply with --schedule: the pinned plan "
+                               "fixes the tile sizes (edit its \"tiles\" instead)")

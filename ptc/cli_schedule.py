@@ -6,9 +6,9 @@ import sys
 import click
 
 from . import driver
-from .cli_common import (checked, checked_kernel, chosen_target, cli, kernel_option, read,
-                         save_text_atomic, shape_option, target_options, terminal_width,
-                         tile_option, user_errors)
+from .cli_common import (checked, checked_kernel, chosen_target, cli, kernel_option,
+                         no_tiles_with_schedule, read, save_text_atomic, shape_option,
+                         target_options, terminal_width, tile_option, user_errors)
 from .grammar import parse
 
 
@@ -41,6 +41,7 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
              output):
     """Print a stage of the compilation of FILE in its canonical text form, or (-o DIR)
     write the build directory that `ptc build` compiles with nvcc."""
+    no_tiles_with_schedule(tiles, schedule_file)
     # ---- -o DIR: the build directory (ptc/cli_build.py) ----
     if output is not None:
         if stage:

@@ -597,3 +597,13 @@ def test_a_schedule_file_that_is_not_utf8_is_named_in_the_error(tmp_path):
 def test_flags_naming_what_the_kernel_lacks_are_usage_errors(args):
     out = ptc(args[0], ROOT / "samples" / "gemm.pt", *args[1:], expect=2).output
     assert "error:" in out and ("no tile size QQ" in out or "--shape gives Q" in out)
+
+
+def test_tile_beside_a_pinned_schedule_is_a_usage_error(tmp_path):
+    gemm = ROOT / "samples" / "gemm.pt"
+    plan = write(tmp_path, "plan.json", ptc("compile", gemm, "-t", "sm80", "--emit", "plan").output)
+    out = ptc("compile", gemm, "-t", "sm80", "--emit", "plan", "--schedule", plan,
+              "--tile", "BM=64", expect=2).output
+    assert "--tile does not apply with --schedule" in out
+    ptc("build", gemm, "-t", "sm80", "--schedule", plan, "--tile", "BM=64",
+        "-o", tmp_path / "b", expect=2)
