@@ -9,6 +9,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -607,3 +608,21 @@ def test_tile_beside_a_pinned_schedule_is_a_usage_error(tmp_path):
     assert "--tile does not apply with --schedule" in out
     ptc("build", gemm, "-t", "sm80", "--schedule", plan, "--tile", "BM=64",
         "-o", tmp_path / "b", expect=2)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc")
+def test_a_failed_build_leaves_the_earlier_build_in_place(tmp_path):
+    """`-o DIR` is replaced only by a complete new build (issue 8): a failing
+    --kernel-source builds in DIR.new, and DIR keeps the good one."""
+    gemm = ROOT / "samples" / "gemm.pt"
+    out = tmp_path / "gemm"
+    ptc("build", gemm, "-t", "sm80", "-o", out)
+    good = (out / "kernel.cu").read_text()
+    broken = write(tmp_path, "broken.cu", "this is not CUDA\n")
+    text = ptc("build", gemm, "-t", "sm80", "-o", out, "--kernel-source", broken,
+               expect=1).output
+    assert "gemm.new" in text
+    assert (out / "kernel.cu").read_text() == good and (out / "libptc_kernel.so").is_file()
+    assert (tmp_path / "gemm.new" / "kernel.cu").read_text() == "this is not CUDA\n"
+    ptc("build", gemm, "-t", "sm80", "-o", out)      # and a later good build cleans up
+    assert not (tmp_path / "gemm.new").exists()

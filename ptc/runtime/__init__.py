@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Mapping
 
 from .arrays import DeviceArray
-from .build import (LIBRARY, BuildResult, build, find_nvcc, is_build_dir, nvcc_commands,
-                    read_manifest, sass, write_build_dir)
+from .build import (LIBRARY, BuildResult, build, build_staged, find_nvcc, is_build_dir,
+                    nvcc_commands, read_manifest, sass, write_build_dir)
 from .errors import ArgumentError, BuildError, LaunchError, NoDevice, RuntimeFailure
 from .kernel import CompiledKernel, Timing
 from .ptxas import parse_ptxas
@@ -121,9 +121,16 @@ def build_prepared(prepared: Prepared, out_dir: str | Path | None = None, *,
         folder, result = Path(out_dir), None
     if result is None:
         find_nvcc()          # before writing anything: no nvcc, no half-built directory
-        write_build_dir(folder, kernel_source=prepared.source, signature=prepared.signature,
-                        arch=arch, target=prepared.target, plan_json=plan_json)
-        result = build(folder, arch, echo=echo)
+
+        def write(where: Path) -> None:
+            write_build_dir(where, kernel_source=prepared.source,
+                            signature=prepared.signature, arch=arch, target=prepared.target,
+                            plan_json=plan_json)
+        if out_dir is None:
+            write(folder)
+            result = build(folder, arch, echo=echo)
+        else:                # -o DIR: an existing build is replaced only by a working one
+            result = build_staged(folder, write, arch, echo=echo)
     return CompiledKernel(folder, prepared.signature, arch=arch, target=prepared.target,
                           plan=prepared.plan, build=result, shapes=shapes)
 

@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -100,6 +100,35 @@ def write_build_dir(directory: str | Path, *, kernel_source: str, signature: Sig
 def _copy_headers(folder: Path) -> None:
     for header in headers():
         shutil.copyfile(header, folder / header.name)
+
+
+def build_staged(directory: str | Path, write: Callable[[Path], None], arch: str, *,
+                 echo: Callable[[str], None] | None = None) -> BuildResult:
+    """Write (`write(folder)`) and build `directory`. Where it holds an earlier build, the
+    new one is built beside it, in DIR.new, and put in its place only when nvcc succeeded:
+    a failed build leaves the earlier one untouched, and its sources in DIR.new for
+    inspection (the error names it)."""
+    target = Path(directory)
+    if target.exists() and not target.is_dir():
+        raise BuildError(f"cannot write {target}: it is a file, not a directory")
+    if target.is_dir() and any(target.iterdir()) and not is_build_dir(target):
+        raise BuildError(f"{target} exists and is not a ptc build directory (it has no "
+                         f"{MARKER}); ptc will not replace it",
+                         hint="choose another -o directory, or remove this one")
+    if not target.exists() or not any(target.iterdir()):   # nothing to keep: build in place
+        write(target)
+        return build(target, arch, echo=echo)
+    stage = target.parent / f"{target.name}.new"
+    if stage.exists() and not is_build_dir(stage):
+        raise BuildError(f"{stage} exists and is not a ptc build directory; ptc builds there "
+                         "before replacing " + str(target), hint="remove it")
+    write(stage)
+    result = build(stage, arch, echo=echo)
+    try:
+        _swap_in(stage, target)
+    except OSError as exc:
+        raise BuildError(f"cannot replace {target}: {exc.strerror or exc}") from None
+    return replace(result, directory=target)
 
 
 def _swap_in(tmp: Path, target: Path) -> None:
