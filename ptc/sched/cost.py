@@ -256,7 +256,10 @@ def estimate(plan: Plan, graph: STaskGraph, device: Device, dims: Mapping[str, i
     occ = occupancy(plan, device)
     if occ == 0:
         return Estimate(math.inf, 0, 0, math.inf, 0, 0, (), "does not fit"), Timeline(math.inf, {})
-    ctas = min(occ, 2)
+    tiles = grid_tiles(graph, dims)
+    # the block scheduler spreads a small grid over the EUs before it stacks blocks on one
+    resident = max(1, min(occ, math.ceil(tiles / device.eu_count)))
+    ctas = min(resident, 2)
     longest = max(trips, key=lambda k: trips[k], default=None)
     sim_trips = {k: max(1, round(v)) for k, v in trips.items()}
     if longest is not None and sim_trips[longest] > SIM_ITERATIONS:
@@ -273,12 +276,10 @@ def estimate(plan: Plan, graph: STaskGraph, device: Device, dims: Mapping[str, i
         timeline = simulate_timeline(plan, graph, device, sim_trips, ctas, record)
     if timeline.deadlock:
         return Estimate(math.inf, 0, 0, math.inf, 0, 0, (), "deadlock"), timeline
-    tiles = grid_tiles(graph, dims)
-    per_wave = device.eu_count * occ
-    waves = tiles / per_wave
+    waves = tiles / (device.eu_count * occ)
     # ctas CTAs were simulated side by side; more resident CTAs share the same units
-    wave_cycles = timeline.cycles * max(1.0, occ / ctas)
-    per_cta = wave_cycles / occ
+    wave_cycles = timeline.cycles * max(1.0, resident / ctas)
+    per_cta = wave_cycles / resident
     # non-persistent launch: a partial last wave costs a whole one
     cycles_total = math.ceil(waves) * wave_cycles
     seconds = cycles_total / device.clock_hz
