@@ -52,11 +52,7 @@ def test_sample_builds_without_spills_and_with_the_promised_instructions(name, t
     assert re.search(r"\bBAR\.SYNC", sass), "the block's statements are separated by barriers"
 
 
-@pytest.mark.parametrize("head_dim", [
-    pytest.param(64, marks=pytest.mark.xfail(
-        strict=True, reason="flash_attn_causal d64: its element-wise fallback variant "
-                            "(ALIGNED=false) spills 8 bytes (docs/lowering.md, open)")),
-    256])
+@pytest.mark.parametrize("head_dim", [64, 256])
 def test_flash_attention_other_head_dims_build(head_dim, tmp_path):
     """Flash attention builds at head dims 64 and 256 too (128 is the samples' default);
     256 fits only with 32-row tiles."""

@@ -41,7 +41,7 @@ def _bound_reason(ctx: Context) -> Reason:
 def _stages_reasons(ctx: Context) -> list[Reason]:
     w = ctx.best
     s = w.choice.stages
-    if w.choice.style == "sequential":
+    if w.choice.style in ("sequential", "interleaved"):
         return []
     out = []
     ranked = peers(ctx.result, {"stages"})
@@ -116,7 +116,7 @@ def _warps_reasons(ctx: Context) -> list[Reason]:
 
 
 STYLE_NAMES = {"warp_specialized": "warp-specialized", "multistage": "multistage",
-               "sequential": "sequential"}
+               "interleaved": "interleaved", "sequential": "sequential"}
 
 
 def _same_tiles(ctx: Context, style: str) -> list[Candidate]:
@@ -129,7 +129,7 @@ def _style_reasons(ctx: Context) -> list[Reason]:
     if w.choice.style == "sequential":
         return []
     out = []
-    for style in ("warp_specialized", "multistage"):
+    for style in ("warp_specialized", "multistage", "interleaved"):
         if style == w.choice.style:
             continue
         same = _same_tiles(ctx, style)
@@ -153,6 +153,8 @@ def _pipeline(ch) -> str:
     if ch.style == "warp_specialized":
         return (f"{ch.stages}-stage warp-specialized pipeline "
                 f"({plural(ch.consumers, 'consumer warpgroup')})")
+    if ch.style == "interleaved":
+        return f"interleaved-load pipeline ({ch.warps} warps)"
     return f"{ch.stages}-stage multistage pipeline ({ch.warps} warps)"
 
 

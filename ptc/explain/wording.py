@@ -37,6 +37,8 @@ def short_plan(c: Candidate) -> str:
                 f"{plural(ch.consumers, 'consumer warpgroup')}")
     elif ch.style == "multistage":
         text = f"multistage, {plural(ch.stages, 'stage')}, {ch.warps} warps"
+    elif ch.style == "interleaved":
+        text = f"interleaved loads, {ch.warps} warps"
     else:
         text = f"sequential, {ch.warps} warps"
     return text + (", persistent" if c.plan.launch.persistent else "")

@@ -290,6 +290,12 @@ class Launch:
     registers: int               # estimate per thread
     blocks_per_eu: int           # resident blocks the resources allow
     persistent: bool = False
+    # blocks per EU the element-wise variant (alignment checks failed) asks the register
+    # allocator to keep resident: its scalar copy loops raise the pressure, and left to its
+    # heuristic ptxas caps them at 128 registers and spills; 1 lets it take what it needs.
+    # The vector variant keeps ptxas's own choice (0: no bound).
+    min_blocks_elementwise: int = 1
+    min_blocks: int = 0
 
 
 @dataclass(frozen=True)

@@ -289,34 +289,35 @@ class _Builder:
         loop = region.loop
         inner = loops + (block.var,)
         direct = [s for s in block.body if isinstance(s, Step)]
-        ahead = {s.task: s.offset for s in direct if s.offset > 0}
-        stages = self.plan.stages if ahead else 1
-        if ahead and set(ahead.values()) != {stages - 1}:
-            raise LoweringError(
-                f"loop {block.var} prefetches at distances "
-                f"{', '.join(f'{t} +{o}' for t, o in ahead.items())}; the lowering takes "
-                f"stages - 1 = {stages - 1} for every copy of a pipelined loop")
+        depth = max((s.offset for s in direct), default=0) + 1
         body: list = []
-        prefetch: list = []
+        deferred: list = []
         fill: list = []
-        for k in range(stages - 1):     # iteration by iteration, as the loop commits them
-            for it in block.body:
-                if isinstance(it, Step) and it.offset > 0:
+        for k in range(depth - 1):     # iteration by iteration, as the loop commits them
+            for it in direct:
+                if it.offset > k:
                     fill.extend(self.copy(self.low.tasks[it.task], inner, ahead=k, guard=True))
         for it in block.body:
-            if isinstance(it, Step) and it.offset > 0:
-                prefetch.extend(self.copy(self.low.tasks[it.task], inner, ahead=stages - 1,
-                                          guard=True))
-            elif isinstance(it, LoopBlock):
+            if isinstance(it, LoopBlock):
                 body.append(self.loop(it, inner))
+            elif it.offset > 0:
+                copy = self.copy(self.low.tasks[it.task], inner, ahead=it.offset, guard=True)
+                # a prefetch into a ring is issued just after the body's first wait: the
+                # barrier that follows the wait frees the slot it overwrites. A prefetch
+                # into a single buffer overwrites the tile still read this iteration: it
+                # goes where the plan put it, after that tile's last reader.
+                (deferred if self.ring_slots(it.task) > 1 else body).extend(copy)
             else:
                 body.extend(self.step(it, inner))
-        if prefetch:
-            # after the first wait (its barrier frees the slots the prefetch overwrites)
+        if deferred:
             at = next((i + 1 for i, op in enumerate(body) if isinstance(op, ir.PlanWait)), 0)
-            body[at:at] = prefetch
+            body[at:at] = deferred
         return ir.Loop(block.var, self.low.extent(loop.axis.size), loop.axis.dim, loop.until,
-                       tuple(body), stages, tuple(fill))
+                       tuple(body), depth, tuple(fill))
+
+    def ring_slots(self, task: str) -> int:
+        (s,) = self.low.tasks[task].stmts
+        return self.low.buffer_of[s.name].stages
 
     def step(self, step: Step, loops) -> list:
         out: list = []
@@ -357,7 +358,8 @@ class _Builder:
         vector, fallback, conditions = self.vector(tile, s.value.pad, unit.is_async)
         self.alignment.extend(conditions)
         op = ir.CopyTile(t.name, buf.name, tile, vector, unit.is_async and vector > 0,
-                         s.value.pad, loops[-1] if loops and buf.stages > 1 else "", ahead,
+                         s.value.pad, loops[-1] if loops and (buf.stages > 1 or ahead) else "",
+                         ahead,
                          guard, fallback)
         if not op.asynchronous:
             op = replace(op, vector=1)

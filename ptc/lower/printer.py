@@ -12,7 +12,9 @@ def print_lowered(k: ir.LoweredKernel) -> str:
     lines.append(f"  launch grid [{grid}] x {L.threads} threads ({L.warps} warps)"
                  + (", persistent" if L.persistent else ""))
     lines.append(f"  shared memory {L.dynamic_smem} bytes; registers ~{L.registers} per thread; "
-                 f"{L.blocks_per_eu} block(s) per EU")
+                 f"{L.blocks_per_eu} block(s) per EU; min blocks for the register allocator "
+                 f"{L.min_blocks} (element-wise variant {L.min_blocks_elementwise}; 0: its "
+                 f"own choice)")
     if k.alignment:
         conds = ", ".join(f"{name} % {n} == 0" if kind == "dim" else f"{name} {n}-byte aligned"
                           for kind, name, n in k.alignment)

@@ -3,9 +3,9 @@
     registers = the most 32-bit words of register tiles live at once
               + the operand fragments an mma loads per k-step (twice: the compiler
                 loads the next step's while the current one multiplies)
-              + the per-thread state of the copies issued inside loops (a source and a
-                destination offset per chunk)
-              + a base for indices, pointers and loop counters.
+              + a base for indices, pointers, loop counters and the copies' offsets (the
+                renderer computes each copy's per-thread offsets once, a few words per
+                copy: TileCopy in global_to_shared.cuh).
 
 Liveness is the usual backward dataflow over the ops, loops closing over their back edge:
 a carried value (flash attention's `o`) is live from its definition at the end of one
@@ -96,8 +96,7 @@ def live_values(body, values: dict) -> tuple[list, list[set[str]], list[set[str]
 def estimate_registers(body, builder) -> int:
     """Registers per thread: at each op the larger of what is live into it and what is
     live out of it (an elementwise op writes its result over the operand that dies there),
-    plus an mma's operand fragments at the mma; the most over all ops, plus the copies'
-    state and the base."""
+    plus an mma's operand fragments at the mma; the most over all ops, plus the base."""
     values = builder.values
     layouts = builder.layouts
 
@@ -112,9 +111,4 @@ def estimate_registers(body, builder) -> int:
             here += 2 * ((0 if op.a.in_registers else op.mi * 4) +
                          (0 if op.b.in_registers else op.ni * 2))
         peak = max(peak, here)
-    copies = 0
-    for op in ir.walk(body):
-        if isinstance(op, ir.CopyTile) and op.asynchronous and op.ahead:
-            chunks = op.tile.rows * op.tile.cols / max(op.vector, 1)
-            copies += math.ceil(chunks / builder.low.threads) * 2
-    return BASE_REGISTERS + peak + copies
+    return BASE_REGISTERS + peak

@@ -6,6 +6,11 @@ Styles:
   Needs an async bulk-copy unit (`tma`) and warpgroups with register reallocation.
 - multistage: one role does everything; loads of the pipelined loop are issued
   `stages - 1` iterations ahead into a ring of `stages` slots (cp.async / global->LDS).
+- interleaved: one role and one buffer per loaded tile, each load issued just before the
+  reader that precedes its own first reader (a loop with two or more readers of loaded
+  tiles, e.g. attention's QK^T and PV): the load overlaps the other reader's work, and the
+  barrier that publishes one tile also frees the other's buffer. FlashAttention-2's
+  schedule: V(n) is issued once K(n) has landed, K(n + 1) once V(n) has.
 - sequential: the same single role without prefetch (one stage) — the unpipelined baseline.
 """
 from __future__ import annotations
@@ -29,7 +34,7 @@ BASE_REGISTERS = 32  # addresses, loop counters, indices
 
 @dataclass(frozen=True)
 class Choice:
-    style: str       # warp_specialized | multistage | sequential
+    style: str       # warp_specialized | multistage | interleaved | sequential
     stages: int
     consumers: int = 1   # consumer warpgroups (warp_specialized)
     warps: int = 4       # warps of the single role (multistage / sequential)
@@ -39,6 +44,8 @@ class Choice:
             return f"warp-specialized, {self.stages} stages, {self.consumers} consumer warpgroup(s)"
         if self.style == "multistage":
             return f"multistage, {self.stages} stages, {self.warps} warps"
+        if self.style == "interleaved":
+            return f"interleaved loads (one buffer each), {self.warps} warps"
         return f"sequential (no pipelining), {self.warps} warps"
 
 
@@ -150,14 +157,19 @@ def _single_role(graph, device, choice, loop) -> Plan:
     if need > limit:
         raise Unfit(f"~{need} registers per thread needed, over the limit of {limit}")
     stages = choice.stages if choice.style == "multistage" else 1
-    if stages > 1 and not copy.is_async:
+    prefetching = stages > 1 or choice.style == "interleaved"
+    if prefetching and not copy.is_async:
         raise Unfit(f"{copy.name} is synchronous: prefetching would stall the role")
+    issue_before = interleaving(graph, loop) if choice.style == "interleaved" else {}
     b = PlanBuilder(graph, device)
     b.role("main", warps=choice.warps, registers=min(limit, need + (-need) % 8))
     simt = unit_for(device, "simt")
-    for t in graph.tasks:
+
+    def place(t) -> None:
         if t.op == "load":
             offset = stages - 1 if t.region == loop else 0
+            if t.name in issue_before:
+                offset = issue_before[t.name][1]
             b.Append(t.name, ("main", copy.name), offset=offset)
         elif t.kind == "mma":
             b.Append(t.name, ("main", mma_unit(graph, device, t, choice.warps).name))
@@ -165,9 +177,51 @@ def _single_role(graph, device, choice, loop) -> Plan:
             b.Append(t.name, ("main", copy.name))
         else:
             b.Append(t.name, ("main", simt.name))
+
+    for t in graph.tasks:
+        if t.name in issue_before:
+            continue
+        for load, (reader, _) in issue_before.items():
+            if reader == t.name:
+                place(graph.task(load))
+                b.After(load, _loads_read_by(graph, loop, reader))
+        place(t)
     _wait_on_edges(b, graph)
-    return _fits(b.build(stages=stages, pipelined=loop if stages > 1 else "",
+    return _fits(b.build(stages=stages, pipelined=loop if prefetching else "",
                          style=choice.style, notes=(choice.describe(),)), device)
+
+
+def _loop_loads(graph: STaskGraph, loop: str) -> list[str]:
+    return [t.name for t in graph.tasks if t.op == "load" and t.region == loop]
+
+
+def _loads_read_by(graph: STaskGraph, loop: str, reader: str) -> list[str]:
+    loads = set(_loop_loads(graph, loop))
+    return [e.src for e in graph.edges if e.dst == reader and e.src in loads and e.distance == 0]
+
+
+def interleaving(graph: STaskGraph, loop: str) -> dict[str, tuple[str, int]]:
+    """For the interleaved style: each load of the pipelined loop -> (the task it is issued
+    just before, iterations ahead). The readers are the tasks that first read some loaded
+    tile, in program order; a load is issued before the reader preceding its own first
+    reader, cyclically -- one iteration ahead when that wraps to the previous iteration's
+    last reader."""
+    loads = _loop_loads(graph, loop)
+    first: dict[str, str] = {}
+    for t in graph.tasks:
+        for src in _loads_read_by(graph, loop, t.name):
+            first.setdefault(src, t.name)
+    readers = [t.name for t in graph.tasks if t.name in set(first.values())]
+    if len(readers) < 2:
+        raise Unfit(f"interleaving needs two readers of loaded tiles in loop {loop or '-'}; "
+                    f"it has {len(readers)}")
+    out = {}
+    for load in loads:
+        if load not in first:
+            continue
+        j = readers.index(first[load])
+        out[load] = (readers[j - 1], 1 if j == 0 else 0)
+    return out
 
 
 def _fits(plan: Plan, device: Device) -> Plan:

@@ -115,7 +115,7 @@ class Plan:
     tiles: tuple[tuple[str, int], ...]
     pipelined: str                  # the loop that is pipelined ("" when none)
     stages: int
-    style: str                      # warp_specialized | multistage | sequential
+    style: str                      # warp_specialized | multistage | interleaved | sequential
     roles: tuple[Role, ...]
     buffers: tuple[Buffer, ...]
     barriers: tuple[Barrier, ...]

@@ -9,6 +9,7 @@
     b.Append("simt_acc", ("consumer", "cuda_core"))
     b.Append("mma_acc", ("consumer", "tensor_core"))
     b.Wait("mma_acc", ["load_A", "load_B"])           # mma waits for both loads
+    b.After("load_V", ["load_K"])                     # issue V only once K has landed
     ...
     plan = b.build(stages=3)
 
@@ -17,7 +18,10 @@ turns the waits into ring buffers and full/empty barriers: a value crossing role
 by an async unit, gets a buffer; its consumer waits `full:X`, and — when the buffer is
 rewritten and read by another role, or by its own role on an async unit (wgmma) — each such
 consumer role's last reader of an iteration arrives `empty:X`, on which the producer waits
-before overwriting the slot.
+before overwriting the slot. `After` orders a step behind a value's arrival without reading
+it: when it comes before the value's first reader in the role, the role's wait on `full:X`
+moves to a sync step just before it (FlashAttention-2 issues V once K has landed, so one
+barrier both publishes K and frees V's buffer).
 """
 from __future__ import annotations
 
@@ -53,6 +57,7 @@ class PlanBuilder:
         self.roles: dict[str, _RoleSpec] = {}
         self.placed: dict[str, tuple[str, str]] = {}
         self.waits: dict[str, list[str]] = {}
+        self.after: dict[str, list[str]] = {}
         self.stage_override: dict[str, int] = {}
 
     # ---- the primitives ----------------------------------------------------------------
@@ -75,6 +80,15 @@ class PlanBuilder:
         for s in on:
             if s not in self.waits[stask]:
                 self.waits[stask].append(s)
+
+    def After(self, stask: str, on: list[str]) -> None:
+        """Issue `stask` only once the values of `on` have arrived (an ordering wait: it
+        does not read them)."""
+        self.graph.task(stask)
+        for s in on:
+            self.graph.task(s)
+            if s not in self.after.setdefault(stask, []):
+                self.after[stask].append(s)
 
     def stages(self, stask: str, n: int) -> None:
         """Ring depth of the buffer that `stask` writes (default: see build)."""
@@ -134,6 +148,7 @@ class PlanBuilder:
         step_arrives: dict[str, list[str]] = {}
         sync_before: dict[tuple[str, str], list[str]] = {}   # (role, first task of loop) -> waits
         sync_after: dict[tuple[str, str], list[str]] = {}    # (role, last task of loop) -> arrives
+        sync_at: dict[tuple[str, str], list[str]] = {}       # (role, task) -> waits just before it
         for src, b in buffers.items():
             prod_role = self.placed[src][0]
             region = region_of[src]
@@ -161,7 +176,12 @@ class PlanBuilder:
                 first, last = mine[0], mine[-1]
                 first_item = _item_at_level(g, first, region)
                 last_item = _item_at_level(g, last, region)
-                if full and first_item == first:
+                ordered = [t for t in order if src in self.after.get(t, ())
+                           and order.index(t) < order.index(first)
+                           and _item_at_level(g, t, region) == t]
+                if full and ordered:
+                    sync_at.setdefault((role, ordered[0]), []).append(full)
+                elif full and first_item == first:
                     step_waits.setdefault(first, []).append(full)
                 elif full:
                     sync_before.setdefault((role, first_item), []).append(full)
@@ -174,8 +194,12 @@ class PlanBuilder:
 
         roles = []
         for spec in self.roles.values():
-            steps = [Step(t, u, off, tuple(step_waits.get(t, ())), tuple(step_arrives.get(t, ())))
-                     for t, u, off in spec.steps]
+            steps: list[tuple[Step, str]] = []       # (step, the task whose region it sits in)
+            for t, u, off in spec.steps:
+                if (spec.name, t) in sync_at:
+                    steps.append((Step("sync", "barrier", 0, tuple(sync_at[spec.name, t]), ()), t))
+                steps.append((Step(t, u, off, tuple(step_waits.get(t, ())),
+                                   tuple(step_arrives.get(t, ()))), t))
             body = _nest(g, spec.name, steps, sync_before, sync_after)
             roles.append(Role(spec.name, spec.warps, spec.registers, tuple(body), spec.instances))
         threads = sum(r.warps * r.instances for r in self.roles.values()) * self.device.resources.warp_size
@@ -211,12 +235,13 @@ def _item_at_level(g: STaskGraph, task: str, region: str) -> str:
     return "loop:" + path[len(level)]
 
 
-def _nest(g: STaskGraph, role: str, steps: list[Step], sync_before, sync_after) -> list:
+def _nest(g: STaskGraph, role: str, steps: list[tuple[Step, str]], sync_before,
+          sync_after) -> list:
     """Arrange a role's steps into loop blocks following the graph's regions."""
     root: list = []
     stack: list[tuple[str, list]] = [("", root)]
-    for step in steps:
-        path = g.region_path(g.task(step.task).region)
+    for step, task in steps:
+        path = g.region_path(g.task(task).region)
         # close loops not on this step's path
         while len(stack) - 1 > len(path) or any(
                 stack[i + 1][0] != path[i] for i in range(len(stack) - 1)):

@@ -3,7 +3,8 @@
 Inter-EU: every combination of the kernel's tile candidates (propagated through the
 sTask-graph), its grid, and a persistent or one-CTA-per-tile launch.
 Intra-EU: every Choice the device supports (warp specialization with 1-2 consumer
-warpgroups, multistage pipelines of 2-4 stages with 4 or 8 warps, the sequential baseline),
+warpgroups, multistage pipelines of 2-4 stages with 4 or 8 warps, interleaved loads with one
+buffer each, the sequential baseline),
 pruned by the device's resource limits, each plan verified, then timed on the model.
 """
 from __future__ import annotations
@@ -78,6 +79,7 @@ def choices_for(device: Device, has_loop: bool) -> list[Choice]:
         for warps in (4, 8):
             for stages in (2, 3, 4):
                 out.append(Choice("multistage", stages, warps=warps))
+            out.append(Choice("interleaved", 1, warps=warps))
     for warps in (4, 8):
         out.append(Choice("sequential", 1, warps=warps))
     return out
@@ -153,7 +155,8 @@ def search(kernel: T.TypedKernel, device: Device, dims: Mapping[str, int], *,
 
 
 def _choice_key(c: Choice) -> tuple:
-    return ({"warp_specialized": 0, "multistage": 1, "sequential": 2}[c.style], c.stages,
+    return ({"warp_specialized": 0, "multistage": 1, "interleaved": 2, "sequential": 3}[c.style],
+            c.stages,
             c.consumers, c.warps)
 
 

@@ -44,7 +44,7 @@ def _step_paths(items, path=()) -> list[tuple[Step, tuple[str, ...]]]:
     return out
 
 
-STYLES = ("warp_specialized", "multistage", "sequential", "custom")
+STYLES = ("warp_specialized", "multistage", "interleaved", "sequential", "custom")
 LAYOUTS = ("swizzle128", "row")
 
 

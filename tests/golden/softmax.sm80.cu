@@ -15,6 +15,8 @@
 
 namespace {
 constexpr int THREADS = 128;
+constexpr int MIN_BLOCKS = 0;
+constexpr int MIN_BLOCKS_ELEMENTWISE = 1;
 constexpr int SMEM_BYTES = 16384;
 }  // namespace
 
@@ -49,7 +51,7 @@ struct L_blocked_2x4096_s1 {
 
 // ALIGNED: the launch checked what the vector copies and stores assume
 template <bool ALIGNED>
-__global__ void __launch_bounds__(THREADS) ptc_softmax_kernel(
+__global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELEMENTWISE) ptc_softmax_kernel(
     const __half* __restrict__ g_X,
     __half* __restrict__ g_Y,
     long long d_M,

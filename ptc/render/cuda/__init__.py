@@ -19,7 +19,7 @@ from .layouts import layout_struct
 
 CAPABILITIES = Capabilities(
     backend="cuda",
-    styles=frozenset({"multistage", "sequential"}),
+    styles=frozenset({"multistage", "interleaved", "sequential"}),
     atoms=frozenset({"mma.sync.m16n8k16"}),
     copy_units=frozenset({"cp_async"}),
     persistent=False,
@@ -84,6 +84,8 @@ class CudaRenderer:
             params.append(Param("long long", f"d_{d.name}"))
             dims.append((f"d_{d.name}", i, d.static))
         constants = [("THREADS", low.launch.threads),
+                     ("MIN_BLOCKS", low.launch.min_blocks),
+                     ("MIN_BLOCKS_ELEMENTWISE", low.launch.min_blocks_elementwise),
                      ("SMEM_BYTES", low.launch.dynamic_smem)]
         grid = tuple((name, p.scalar_expr(count)) for name, count in low.launch.grid)
         layouts = []
