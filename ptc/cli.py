@@ -22,6 +22,7 @@ from .cli_common import (Reported, checked, cli, fail, report, reported, save_at
                          shape_option, tile_option)
 from .diagnostics import CompileError, Diagnostic
 from .dims import DimBinder, DimError
+from .npy_dtypes import accepted_text, to_param_dtype
 from .sema.typed import ScalarParam, TensorParam, TypedKernel
 
 
@@ -118,7 +119,8 @@ Examples:
 @tile_option
 @click.option("--inputs", "inputs_path", metavar="IN.npz",
               help="Input arrays by parameter name (np.savez); missing ones are random. "
-                   "bf16 inputs may be float32 (rounded) or ml_dtypes.bfloat16.")
+                   "Each array holds its parameter's dtype; bf16 may also be raw bits "
+                   "(uint16) or float32 (rounded), as for the build's ptc_run.")
 @click.option("--output", "-o", "output_path", metavar="OUT.npz",
               help="Save the outputs by name (bf16 as exact float32) instead of "
                    "printing a summary.")
@@ -206,7 +208,6 @@ def _write_outputs(kernel: TypedKernel, outputs: Mapping, output_path: str | Non
 # ---- run: inputs and outputs ---------------------------------------------------------
 def load_inputs(path: str, kernel: TypedKernel, shapes: Mapping[str, int]) -> dict:
     """Arrays from an .npz by parameter name, checked against the kernel's signature."""
-    import ml_dtypes
     import numpy as np
 
     try:
@@ -245,10 +246,11 @@ def load_inputs(path: str, kernel: TypedKernel, shapes: Mapping[str, int]) -> di
                 raise fail(f"{path}: {name} has shape {array.shape}, but {p} is a scalar",
                            hint=f"save it as a 0-d array, e.g. {name}=np.float32(1.0)")
             continue
-        if p.dtype == "bf16" and array.dtype.kind == "V" and array.dtype.itemsize == 2:
-            array = arrays[name] = array.view(ml_dtypes.bfloat16)  # np.savez's bf16
-        if array.dtype.kind not in "biuf" and array.dtype != ml_dtypes.bfloat16:
-            raise fail(f"{path}: {name} has dtype {array.dtype}, not numbers for {p}")
+        try:
+            array = arrays[name] = to_param_dtype(array, p.dtype)
+        except ValueError as exc:
+            raise fail(f"{path}: {name} {exc}", hint=accepted_text(p.dtype) +
+                       " (docs/language.md, Inputs and outputs)") from None
         try:
             binder.bind(p, array.shape)
         except DimError as exc:

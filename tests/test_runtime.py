@@ -754,3 +754,41 @@ def test_gpu_samples_match_the_reference(gpu, tmp_path, monkeypatch, sample, sha
     for p in kernel.signature.outputs:
         check = compare(p.name, p.dtype, got[p.name], want[p.name])
         assert check.ok, check
+
+
+STORED = {"<f2": np.float16, "<f4": np.float32, "<f8": np.float64, "<u2": np.uint16,
+          "<i4": np.int32, "|V2": ml_dtypes.bfloat16, "|b1": np.bool_}
+
+
+@pytest.mark.parametrize("param", ["A", "B"])
+@pytest.mark.parametrize("stored", sorted(STORED))
+def test_ptc_run_and_the_harness_read_inputs_by_one_rule(fake_build, axpy, tmp_path, param,
+                                                          stored):
+    """The same .npy accepted (with the same values) or refused by `ptc run --inputs` and by
+    the harness's ptc_run, as ptc.npy_dtypes.ACCEPTED says."""
+    from ptc.npy_dtypes import ACCEPTED
+
+    a, b = inputs(4, 6)
+    values = {"A": a, "B": b}
+    chosen = values[param].astype(np.float32)
+    if stored == "<u2":
+        chosen = b.view(np.uint16) if param == "B" else chosen.astype(np.uint16)
+    else:
+        chosen = chosen.astype(STORED[stored])
+    values[param] = chosen
+    dtype = {"A": "f32", "B": "bf16"}[param]
+    descr = "<V2" if stored == "|V2" else stored
+    accepted = descr in ACCEPTED[dtype] or stored in ACCEPTED[dtype]
+    np.save(tmp_path / "A.npy", values["A"])
+    np.save(tmp_path / "B.npy", values["B"])
+    (tmp_path / "scalars.txt").write_text("alpha 2\n")
+    harness = run_exe(fake_build, tmp_path, "--iters", "0")
+    np.savez(tmp_path / "in.npz", alpha=np.float32(2), **values)
+    code, _, err = ptc("run", AXPY_PT, "--inputs", tmp_path / "in.npz", "-o", tmp_path / "o.npz")
+    assert (harness.returncode == 0) == accepted, harness.stderr
+    assert (code == 0) == accepted, err
+    if accepted:     # the same values, and bf16 bits are the values they encode
+        assert close(np.load(tmp_path / "C.npy"), np.load(tmp_path / "o.npz")["C"])
+        assert close(np.load(tmp_path / "C.npy"), reference(axpy, a, b, 2.0)["C"])
+    else:
+        assert f"'{descr}'" in err or f"'{stored}'" in err
