@@ -94,7 +94,8 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
             click.echo(source, nl=False)
         return
     if schedule_file:
-        plan, _ = user_errors(lambda: driver.pinned_plan(kernel, chosen, schedule_file))
+        plan = user_errors(lambda: driver.pinned_as_built(kernel, chosen, schedule_file,
+                                                           shapes))
     else:
         result = user_errors(lambda: driver.schedule(
             kernel, chosen, shapes=shapes, tiles=tiles, progress=sys.stderr.isatty()))

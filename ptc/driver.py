@@ -206,7 +206,34 @@ def lowered(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | Non
     except LoweringError as exc:
         raise CompileError(Diagnostic(f"cannot lower the plan for {device.name}: {exc}")) \
             from None
-    return low, finalized(plan, low, device), graph, device
+    plan = finalized(plan, low, device)
+    if schedule_file is not None:
+        plan = estimated(plan, graph, device, kernel, shapes)
+    return low, plan, graph, device
+
+
+def estimated(plan, graph, device, kernel: TypedKernel, shapes: Mapping[str, int] | None):
+    """`plan` with the cost model's estimate at the problem's dims (a pinned plan's own
+    estimate is not trusted: it is recomputed)."""
+    from dataclasses import replace
+
+    from .sched.cost import estimate
+
+    est, _ = estimate(plan, graph, device, problem_dims(kernel, shapes))
+    return replace(plan, estimate=est)
+
+
+def pinned_as_built(kernel: TypedKernel, target: str, schedule_file: str | Path,
+                    shapes: Mapping[str, int] | None = None):
+    """The pinned plan as `ptc compile -o` builds it (launch, registers and issue counts
+    from its lowering where the target has a renderer), with a fresh estimate."""
+    from .devices import get_device
+    from .render import capabilities
+
+    if capabilities(get_device(target)) is not None:
+        return lowered(kernel, target, shapes=shapes, schedule_file=schedule_file)[1]
+    plan, graph = pinned_plan(kernel, target, schedule_file)
+    return estimated(plan, graph, get_device(target), kernel, shapes)
 
 
 def pinned_plan(kernel: TypedKernel, target: str, plan_path: str | Path):

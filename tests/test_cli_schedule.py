@@ -131,3 +131,38 @@ def test_negative_seed_is_a_usage_error():
 def test_bench_names_a_hip_target_before_looking_for_a_gpu():
     code, _, err = ptc("bench", SAMPLES / "gemm.pt", "-t", "gfx90a")
     assert code == 1 and "gfx90a is a hip target" in err
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda p: p.update(stages=99), "stages is 99, but the deepest buffer ring has"),
+    (lambda p: p.update(pipelined=""), "pipelined is '', but steps run ahead in loop(s) k"),
+    (lambda p: p.update(style="sequential"), "a sequential plan runs nothing ahead"),
+    (lambda p: p["launch"].update(raster="zz"), "launch.raster is 'zz'"),
+    (lambda p: p["launch"].update(raster="column"), "walks the grid in row order, not column"),
+    (lambda p: p["launch"].update(threads=999), "launch.threads is 999"),
+    (lambda p: p["roles"][0].update(registers=999), "asks for 999 registers"),
+])
+def test_a_pinned_plan_is_checked_field_by_field(tmp_path, edit, message):
+    _, out, _ = ptc("compile", SAMPLES / "gemm.pt", "-t", "sm80", "--emit", "plan",
+                    "--tile", "BM=64,BN=64,BK=32")
+    plan = json.loads(out)
+    assert plan["stages"] > 1 and plan["pipelined"] == "k"
+    edit(plan)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(plan))
+    code, _, err = ptc("compile", SAMPLES / "gemm.pt", "-t", "sm80", "--emit", "plan",
+                       "--schedule", path)
+    assert code == 1 and message in err, err
+
+
+def test_a_pinned_plan_is_echoed_as_built_with_a_fresh_estimate(tmp_path):
+    _, out, _ = ptc("compile", SAMPLES / "gemm.pt", "-t", "sm80", "--emit", "plan")
+    plan = json.loads(out)
+    plan["estimate"]["seconds"] = -1.0
+    plan["launch"]["dynamic_smem"] += 4096          # more than the buffers need: allowed,
+    path = tmp_path / "plan.json"                     # but the kernel allocates what it uses
+    path.write_text(json.dumps(plan))
+    code, again, err = ptc("compile", SAMPLES / "gemm.pt", "-t", "sm80", "--emit", "plan",
+                           "--schedule", path)
+    assert code == 0, err
+    assert json.loads(again) == json.loads(out)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+from collections import deque
 from pathlib import Path
 
 import lark
@@ -55,24 +56,48 @@ def decode_source(data: bytes, filename: str) -> str:
     return text.removeprefix("\ufeff")    # a byte-order mark is not part of the program
 
 
+# Deeper trees than this are refused before any stage recurses over them (each stage
+# spends a few Python frames per level; real kernels nest a dozen levels or so).
+MAX_DEPTH = 100
+
+
 def parse(source: str, filename: str = "<input>") -> Module:
     try:
         tree = _parser().parse(source)
     except UnexpectedInput as exc:
         raise CompileError(_syntax_diagnostic(exc, source)) from None
     except RecursionError:
-        raise CompileError(Diagnostic("expression nested too deeply", Span(1, 1, 1, 2))) from None
+        raise CompileError(_too_deep(Span(1, 1, 1, 2))) from None
+    _check_depth(tree)
     try:
         kernels = BuildAst().transform(tree)
     except lark.exceptions.VisitError as exc:
         if isinstance(exc.orig_exc, CompileError):
             raise exc.orig_exc from None
         if isinstance(exc.orig_exc, RecursionError):
-            raise CompileError(Diagnostic("expression nested too deeply", Span(1, 1, 1, 2))) from None
+            raise CompileError(_too_deep(Span(1, 1, 1, 2))) from None
         raise
     except RecursionError:
-        raise CompileError(Diagnostic("expression nested too deeply", Span(1, 1, 1, 2))) from None
+        raise CompileError(_too_deep(Span(1, 1, 1, 2))) from None
     return Module(tuple(kernels), filename, source)
+
+
+def _too_deep(span: Span) -> Diagnostic:
+    return Diagnostic(f"expression nested too deeply (more than {MAX_DEPTH} levels)", span,
+                      hint="name intermediate values: `t = ...` on lines of their own")
+
+
+def _check_depth(tree: lark.Tree) -> None:
+    """Refuse a tree deeper than MAX_DEPTH, at the leftmost node past it (walked breadth
+    first without recursion, so that the check itself cannot overflow)."""
+    queue = deque([(tree, 0)])
+    while queue:
+        node, depth = queue.popleft()
+        if depth > MAX_DEPTH:
+            meta = node.meta
+            line, col = (meta.line, meta.column) if not meta.empty else (1, 1)
+            raise CompileError(_too_deep(Span(line, col, line, col + 1)))
+        queue.extend((c, depth + 1) for c in node.children if isinstance(c, lark.Tree))
 
 
 def _describe(token: Token) -> str:

@@ -55,6 +55,7 @@ class Capabilities:
     atoms: frozenset[str]
     copy_units: frozenset[str]
     persistent: bool = False
+    rasters: frozenset[str] = frozenset({"row"})
 
     def refuses(self, plan: Plan, device: Device) -> str | None:
         """Why this renderer cannot build `plan` (None: it can)."""
@@ -66,6 +67,9 @@ class Capabilities:
                 return f"the {self.backend} renderer does not issue copies on {unit.name}"
         if plan.launch.persistent and not self.persistent:
             return f"the {self.backend} renderer does not build persistent launches"
+        if plan.launch.raster not in self.rasters:
+            return (f"the {self.backend} renderer walks the grid in "
+                    f"{' or '.join(sorted(self.rasters))} order, not {plan.launch.raster}")
         return None
 
 

@@ -46,6 +46,7 @@ def _step_paths(items, path=()) -> list[tuple[Step, tuple[str, ...]]]:
 
 STYLES = ("warp_specialized", "multistage", "interleaved", "sequential", "custom")
 LAYOUTS = ("swizzle128", "row")
+RASTERS = ("row", "column", "swizzle")
 
 
 def _check_fields(plan: Plan, graph: STaskGraph, tasks, out: Problems) -> None:
@@ -57,10 +58,30 @@ def _check_fields(plan: Plan, graph: STaskGraph, tasks, out: Problems) -> None:
         out.add(f"style {plan.style!r} is not one of {', '.join(STYLES)}")
     if plan.stages < 1:
         out.add(f"stages must be at least 1, not {plan.stages}")
+    ring = max((b.stages for b in plan.buffers), default=1)
+    if plan.stages >= 1 and plan.stages != ring:
+        out.add(f"stages is {plan.stages}, but the deepest buffer ring has {ring} slot(s)")
     loops = {r.name for r in graph.loop_regions()}
     if plan.pipelined and plan.pipelined not in loops:
         out.add(f"pipelined names {plan.pipelined!r}, which is not a loop of the kernel "
                 f"(loops: {', '.join(sorted(loops)) or 'none'})")
+    ahead = sorted({path[-1] for role in plan.roles for step, path in _step_paths(role.body)
+                    if step.offset > 0 and path})
+    if ahead and ahead != [plan.pipelined]:
+        out.add(f"pipelined is {plan.pipelined!r}, but steps run ahead in loop(s) "
+                f"{', '.join(ahead)}")
+    elif plan.pipelined and not ahead and ring == 1:
+        out.add(f"pipelined is {plan.pipelined!r}, but nothing in it runs ahead or is "
+                "ring-buffered")
+    single = plan.style in ("multistage", "interleaved", "sequential")
+    if single and len(plan.roles) != 1:
+        out.add(f"a {plan.style} plan has one role, not {len(plan.roles)}")
+    if plan.style == "warp_specialized" and len(plan.roles) < 2:
+        out.add("a warp_specialized plan has a producer role and consumer roles")
+    if plan.style == "sequential" and (ahead or ring > 1):
+        out.add("a sequential plan runs nothing ahead and has no buffer rings")
+    if plan.launch.raster not in RASTERS:
+        out.add(f"launch.raster is {plan.launch.raster!r}; rasters: {', '.join(RASTERS)}")
     if graph.tiles is not None and tuple(plan.launch.grid) != grid_extents(graph):
         out.add(f"launch.grid is {list(plan.launch.grid)}, but the kernel's grid is "
                 f"{list(grid_extents(graph))}")
