@@ -93,6 +93,14 @@ def build_(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
     """Compile FILE for a CUDA target and build it with nvcc: libptc_kernel.so (for
     Python) and ptc_run (runs it on .npy files), with ptxas's register, shared-memory and
     spill report. Needs nvcc, not a GPU."""
+    build_and_report(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
+                     kernel_source, output, as_json)
+
+
+def build_and_report(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
+                     kernel_source, output, as_json=False) -> None:
+    """`ptc build` (and `ptc compile --build -o DIR`): write the directory, run nvcc,
+    print the resources and the main-loop report."""
     from . import runtime
 
     prepared = _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,

@@ -19,7 +19,8 @@ Examples:
   ptc compile samples/flash_attn.pt --target sm90 --emit stask
   ptc compile samples/gemm.pt --target sm80 --emit plan > plan.json
   ptc compile samples/gemm.pt --target sm80 --emit plan --schedule plan.json
-  ptc compile samples/gemm.pt --target sm80 -o build/gemm""")
+  ptc compile samples/gemm.pt --target sm80 -o build/gemm
+  ptc compile samples/gemm.pt --target sm80 -o build/gemm --build""")
 @click.argument("file")
 @click.option("--emit", "stage",
               type=click.Choice(driver.STAGES + ("dot",)),
@@ -37,19 +38,27 @@ Examples:
 @click.option("--output", "-o", "output", metavar="DIR",
               help="Instead of printing a stage, write the build directory (kernel.cu, "
                    "harness.cu, headers, plan.json, build.sh); needs --target.")
+@click.option("--build", "run_build", is_flag=True,
+              help="With -o DIR: also build it with nvcc, as `ptc build` does.")
 def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, schedule_file,
-             output):
+             output, run_build):
     """Print a stage of the compilation of FILE in its canonical text form, or (-o DIR)
-    write the build directory that `ptc build` compiles with nvcc."""
+    write the build directory that `ptc build` compiles with nvcc (--build: and build it)."""
     no_tiles_with_schedule(tiles, schedule_file)
+    if run_build and output is None:
+        raise click.UsageError("--build needs -o DIR (or use `ptc build`, which picks one)")
     # ---- -o DIR: the build directory (ptc/cli_build.py) ----
     if output is not None:
         if stage:
             raise click.UsageError("give either --emit STAGE or -o DIR, not both")
-        from .cli_build import write_output
+        from .cli_build import build_and_report, write_output
 
-        write_output(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
-                     output)
+        if run_build:
+            build_and_report(file, target, device_file, kernel_name, shapes, tiles,
+                             schedule_file, None, output)
+        else:
+            write_output(file, target, device_file, kernel_name, shapes, tiles,
+                         schedule_file, output)
         return
     if stage is None:
         raise click.UsageError("give --emit STAGE to print a stage, or -o DIR to write the "

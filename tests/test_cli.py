@@ -626,3 +626,14 @@ def test_a_failed_build_leaves_the_earlier_build_in_place(tmp_path):
     assert (tmp_path / "gemm.new" / "kernel.cu").read_text() == "this is not CUDA\n"
     ptc("build", gemm, "-t", "sm80", "-o", out)      # and a later good build cleans up
     assert not (tmp_path / "gemm.new").exists()
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc")
+def test_compile_build_writes_and_builds_the_directory(tmp_path):
+    softmax = ROOT / "samples" / "softmax.pt"
+    out = tmp_path / "softmax"
+    text = ptc("compile", softmax, "-t", "sm80", "-o", out, "--build").output
+    assert f"built {out}" in text
+    assert (out / "libptc_kernel.so").is_file() and (out / "ptc_run").is_file()
+    usage = ptc("compile", softmax, "-t", "sm80", "--build", expect=2).output
+    assert "--build needs -o DIR" in usage
