@@ -36,3 +36,41 @@ def promote(a: str, b: str) -> str | None:
         return a
     return None  # f16 with bf16
 
+
+
+I32_RANGE = (-2 ** 31, 2 ** 31 - 1)
+
+
+def literal_value(expr) -> float | int | None:
+    """The value of a literal (a constant, or a negated one), else None."""
+    from . import typed as T
+
+    if isinstance(expr, T.Const):
+        return expr.value
+    if isinstance(expr, T.Elementwise) and expr.op == "neg":
+        inner = literal_value(expr.args[0])
+        return None if inner is None else -inner
+    return None
+
+
+def literal_problem(value: float | int, dtype: str) -> str | None:
+    """Why `value` cannot stand for itself in `dtype` ("rounds to 0", "overflows"), or None."""
+    import math
+
+    import ml_dtypes
+    import numpy as np
+
+    if dtype == "i32":
+        if float(value).is_integer() and not I32_RANGE[0] <= value <= I32_RANGE[1]:
+            return f"is outside its range ({I32_RANGE[0]}..{I32_RANGE[1]})"
+        return None
+    if not math.isfinite(value):
+        return None
+    kind = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}[dtype]
+    with np.errstate(over="ignore", under="ignore"):
+        rounded = float(kind(value))
+    if value != 0 and rounded == 0:
+        return "rounds to 0"
+    if not math.isfinite(rounded):
+        return f"overflows to {'-' if value < 0 else ''}inf (largest: {float(kind(np.finfo(kind).max)):g})"
+    return None

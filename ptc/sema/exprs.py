@@ -17,9 +17,9 @@ class ExprChecker:
 
     def expr(self, e: ast.Expr) -> V:
         if isinstance(e, ast.IntLit):
-            return V(T.Const(e.value, T.TileType("i32")), weak=True)
+            return V(T.Const(e.value, T.TileType("i32")), weak=True, span=e.span)
         if isinstance(e, ast.FloatLit):
-            return V(T.Const(e.value, T.TileType("f32")), weak=True)
+            return V(T.Const(e.value, T.TileType("f32")), weak=True, span=e.span)
         if isinstance(e, ast.Name):
             return self._name(e)
         if isinstance(e, ast.Binary):
@@ -93,6 +93,8 @@ class ExprChecker:
 
     def _as_dtype(self, v: V, dtype: str) -> V:
         """Give a weak literal (or any value) the dtype `dtype`."""
+        if v.weak and v.span is not None:
+            self._check_literal(v, dtype)
         if v.type.dtype == dtype:
             return V(v.expr)
         if isinstance(v.expr, T.Const):
@@ -103,6 +105,19 @@ class ExprChecker:
                 value = float(value)
             return V(T.Const(value, T.TileType(dtype, v.type.shape)))
         return V(T.Convert(v.expr, T.TileType(dtype, v.type.shape)))
+
+    def _check_literal(self, v: V, dtype: str) -> None:
+        """A literal that becomes 0 or overflows in the dtype it meets is an error, not a
+        silent 0 or inf (`s * 1e-8` with `s: f16`)."""
+        value = dt.literal_value(v.expr)
+        if value is None or dtype not in dt.DTYPES or dtype == "bool":
+            return
+        problem = dt.literal_problem(value, dtype)
+        if problem:
+            self.fail(f"the literal {source_text(self.source, v.span)} takes the dtype "
+                      f"{dtype} of the value it meets, and {problem}", v.span,
+                      "compute in f32: convert the other operand first (`x as f32`)"
+                      if dtype != "i32" else "use a float literal (`3e9`), or a smaller value")
 
     def _unify(self, a: V, b: V, span: Span, what: str) -> tuple[V, V, str]:
         """Bring two operands to one dtype by rules 2-4 of docs/language.md."""
@@ -214,7 +229,8 @@ class ExprChecker:
         if e.op == "-":
             if v.type.dtype == "bool":
                 self.fail("unary `-` does not apply to bool values", e.span, "use `!`")
-            return V(T.Elementwise("neg", (v.expr,), v.type), v.weak)
+            return V(T.Elementwise("neg", (v.expr,), v.type), v.weak,
+                     e.span if v.span is not None else None)
         if v.type.dtype != "bool":
             self.fail(f"`!` needs a bool operand, not {v.type.dtype}", e.span,
                       "negate numbers with `-`")

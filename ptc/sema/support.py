@@ -22,6 +22,7 @@ class V:
 
     expr: T.TExpr
     weak: bool = False
+    span: Span | None = None     # where a literal is written (for errors about its value)
 
     @property
     def type(self) -> T.TileType:
