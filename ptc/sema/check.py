@@ -66,10 +66,12 @@ class KernelChecker(SignatureChecker, StmtChecker, ExprChecker, CallChecker, Ind
         self.tensors: dict[str, T.TensorParam] = {}
         self.scalars: dict[str, T.ScalarParam] = {}
         self.tiles: dict[str, tuple[int, ...]] = {}
-        self.indices: dict[str, T.GridAxis] = {}
+        self.indices: dict[str, T.GridAxis] = {}   # the live ones, by the name written
+        self.index_names: set[str] = set()          # every index name taken so far
         self.scopes: list[Scope] = []
         self.poisoned: set[str] = set()
         self.expired: dict[str, Span] = {}   # names local to a finished block -> block span
+        self.expired_indices: set[str] = set()   # the indices among them
         self.written: set[str] = set()
         self.assigned_anywhere = _assigned_names(kernel.body)
         self.store_targets = _store_targets(kernel.body)

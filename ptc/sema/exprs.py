@@ -65,6 +65,10 @@ class ExprChecker:
             raise Abandon()
         if name in self.expired:
             where = self.expired[name]
+            if name in self.expired_indices:
+                self.fail(f"index {name!r} exists only inside its block at line {where.line}",
+                          span, "an index is bound by its `for` or `parallel` and ends "
+                                "with that block's closing brace")
             self.fail(f"{name!r} is defined only inside the block at line {where.line}", span,
                       f"assign {name} before that block to use it after it")
         if name in self.assigned_anywhere:
@@ -84,7 +88,7 @@ class ExprChecker:
         if e.id in self.tiles:
             return V(T.Scalar(e.id, "tile", T.TileType("i32")))
         if e.id in self.indices:
-            return V(T.Scalar(e.id, "index", T.TileType("i32")))
+            return V(T.Scalar(self.indices[e.id].var, "index", T.TileType("i32")))
         if e.id in self.tensors:
             self.fail(f"{e.id!r} is a tensor; read a tile of it with load({e.id}[...])", e.span)
         if e.id in dt.DTYPES:

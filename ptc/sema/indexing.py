@@ -62,10 +62,10 @@ class IndexChecker:
                     self.fail(f"index {item.id!r} {what} {axis.dim} but is used on dim {dim} "
                               f"of {name}", item.span, hint)
                 if axis.size is not None:
-                    items.append(T.TileSlice(item.id, axis.size))
+                    items.append(T.TileSlice(axis.var, axis.size))
                     shape.append(axis.size)
                 else:
-                    items.append(T.Point(T.Scalar(item.id, "index", T.TileType("i32"))))
+                    items.append(T.Point(T.Scalar(axis.var, "index", T.TileType("i32"))))
                 continue
             v = self.expr(item)
             self._require_int_scalar(v, item.span, "a tensor index")

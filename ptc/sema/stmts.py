@@ -19,6 +19,7 @@ class Scope:
     span: Span
     vars: dict[str, T.TileType] = field(default_factory=dict)
     carried: list[str] = field(default_factory=list)
+    indices: list[str] = field(default_factory=list)   # the block's own, as written
 
 
 class StmtChecker:
@@ -54,13 +55,25 @@ class StmtChecker:
         if not self._declare(axis.var, "index", axis.var_span) or not ok:
             self.poisoned.add(axis.var)
             return None
-        ga = T.GridAxis(axis.var, size, axis.dim)
+        ga = T.GridAxis(self._index_name(axis.var), size, axis.dim)
         self.indices[axis.var] = ga
         return ga
 
+    def _index_name(self, written: str) -> str:
+        """The typed program's name for an index: the name written, or -- when a block
+        that ended before reused it -- `k_2`, `k_3`, ... (loops and regions downstream are
+        named by their index, so each must be unique in the kernel)."""
+        name, n = written, 1
+        while name in self.index_names or (name != written and name in self.kernel_names):
+            n += 1
+            name = f"{written}_{n}"
+        self.index_names.add(name)
+        return name
+
     def _parallel(self, stmt: ast.Parallel) -> T.Grid | None:
         axes = [self._axis(a) for a in stmt.axes]
-        self.scopes.append(Scope("parallel", stmt.span))
+        self.scopes.append(Scope("parallel", stmt.span,
+                                 indices=[a.var for a, ga in zip(stmt.axes, axes) if ga]))
         body = self._block(stmt.body)
         self._close_scope()
         if any(a is None for a in axes):
@@ -82,7 +95,7 @@ class StmtChecker:
                        f"{stmt.axis.dim}`", stmt.axis.span,
                        "a single index (`b of B`) is for parallel axes only")
             axis = None
-        scope = Scope("for", stmt.span)
+        scope = Scope("for", stmt.span, indices=[stmt.axis.var] if axis is not None else [])
         self.scopes.append(scope)
         body = self._block(stmt.body)
         self._close_scope()
@@ -94,6 +107,11 @@ class StmtChecker:
         scope = self.scopes.pop()
         for name in scope.vars:
             self.expired[name] = scope.span
+        for name in scope.indices:      # an index ends with its block; a later one may reuse it
+            self.indices.pop(name, None)
+            self.kernel_names.pop(name, None)
+            self.expired[name] = scope.span
+            self.expired_indices.add(name)
 
     def _block(self, stmts) -> tuple[T.TStmt, ...]:
         out = []
