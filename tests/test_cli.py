@@ -296,13 +296,16 @@ def test_compile_errors(tmp_path):
 
 @pytest.mark.parametrize("stage", ["ast", "typed"])
 def test_compile_deeply_nested_expression(tmp_path, stage):
-    body = " + ".join(["x"] * 300)
+    body = " + ".join(["x"] * 200)
     src = SCALE.replace("(load(X[i, j]) as f32) * 2.0",
                         f"(load(X[i, j]) as f32) * 2.0 + 0 * ({body})").replace(
         "    store(", "    x = 1.0\n    store(")
     path = write(tmp_path, "deep.pt", src)
     out = ptc("compile", path, "--emit", stage).stdout
-    assert out.count("x") >= 300
+    assert out.count("x") >= 200
+    deeper = write(tmp_path, "deeper.pt", src.replace(body, " + ".join(["x"] * 300)))
+    err = ptc("compile", deeper, "--emit", stage, expect=1).stderr
+    assert "deeper.pt:5:56:" in err and "nested too deeply" in err
 
 
 # ---- run -----------------------------------------------------------------------------

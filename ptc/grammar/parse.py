@@ -56,9 +56,10 @@ def decode_source(data: bytes, filename: str) -> str:
     return text.removeprefix("\ufeff")    # a byte-order mark is not part of the program
 
 
-# Deeper trees than this are refused before any stage recurses over them (each stage
-# spends a few Python frames per level; real kernels nest a dozen levels or so).
-MAX_DEPTH = 100
+# Deeper trees than this are refused before any stage recurses over them: each stage
+# spends a few Python frames per level, and ~200 levels is what every stage down to the
+# renderer and the emulator takes (a sum of 205 terms builds; real kernels nest a dozen).
+MAX_DEPTH = 215
 
 
 def parse(source: str, filename: str = "<input>") -> Module:
