@@ -311,3 +311,57 @@ def test_a_plan_checked_against_another_device():
                   ["barrier full:A_smem synchronises consumer and producer", "no mbarriers"],
                   ["buffer A_smem is in smem", "gfx942"]):
         assert any(all(w in m for w in words) for m in issues), (words, issues)
+
+
+# ---- a loaded tile read by two async mma's (SwiGLU) -----------------------------------------
+SWIGLU = """
+kernel swiglu(A: f16[M, K], B1: f16[K, N], B2: f16[K, N]) -> (C: f16[M, N]) {
+  tile BM in [128], BN in [128], BK in [64]
+  parallel i: BM of M, j: BN of N {
+    g = zeros(f32[BM, BN]); u = zeros(f32[BM, BN])
+    for k: BK of K {
+      a = load(A[i, k])
+      g += a @ load(B1[k, j])
+      u += a @ load(B2[k, j])
+    }
+    store(C[i, j], (g / (1.0 + exp(-g)) * u) as f16)
+  }
+}
+"""
+
+
+def swiglu_graph(tmp_path):
+    path = tmp_path / "swiglu.pt"
+    path.write_text(SWIGLU)
+    (g,) = build_graphs(check_file(path).kernels[0])
+    return propagate(g, {"BM": 128, "BN": 128, "BK": 64})
+
+
+@pytest.mark.parametrize("choice", [Choice("warp_specialized", 3, 2),
+                                    Choice("multistage", 3, warps=8)])
+def test_a_tile_read_by_two_wgmmas_is_released_after_the_second(tmp_path, choice):
+    """On sm90 the tensor core reads shared memory asynchronously (wgmma): the slot of `a`
+    is released when mma_u -- its last reader -- completes, which (wgmma groups complete
+    in order) also covers mma_g. Releasing it at mma_g instead is caught."""
+    g = swiglu_graph(tmp_path)
+    device = get_device("sm90")
+    plan = construct(g, device, choice)
+    assert problems(plan, g, device) == []
+
+    def move(items):      # the empty:a_smem arrive from mma_u to mma_g
+        out = []
+        for it in items:
+            if isinstance(it, LoopBlock):
+                out.append(replace(it, body=tuple(move(it.body))))
+            elif it.task == "mma_u" and "empty:a_smem" in it.arrives:
+                out.append(replace(it, arrives=tuple(a for a in it.arrives
+                                                     if a != "empty:a_smem")))
+            elif it.task == "mma_g":
+                out.append(replace(it, arrives=it.arrives + ("empty:a_smem",)))
+            else:
+                out.append(it)
+        return out
+    roles = tuple(replace(r, body=tuple(move(r.body))) for r in plan.roles)
+    early = replace(plan, roles=roles)
+    assert any("ring slot" in p and "a_smem" in p and "mma_u" in p
+               for p in problems(early, g, device)), problems(early, g, device)

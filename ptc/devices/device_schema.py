@@ -29,6 +29,7 @@ UNIT = Record({
     "name": IDENT,
     "kind": Choice(*UNIT_KINDS),
     "async": Bool(),
+    "in_order": Optional(Bool()),
     "count": Int(min=1),
     "throughput": MapOf(("bytes",) + THROUGHPUT_DTYPES, Num(),
                         "a mapping of dtype to number", "throughput key"),

@@ -158,7 +158,8 @@ def _build(d: dict[str, Any], path: Path) -> Device:
         Unit(name=u["name"], kind=u["kind"], is_async=u["async"], count=u["count"],
              throughput=Throughput(tuple(u["throughput"].items())),
              issue_latency_cycles=u["issue_latency_cycles"],
-             latency_cycles=u["latency_cycles"], shares=u["shares"])
+             latency_cycles=u["latency_cycles"], shares=u["shares"],
+             in_order=bool(u["in_order"]))
         for u in d["eu"]["units"])
     return Device(
         name=d["name"], description=d["description"], vendor=d["vendor"],

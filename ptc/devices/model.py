@@ -60,6 +60,10 @@ class Unit:
     issue_latency_cycles: int
     latency_cycles: int
     shares: str | None = None  # another unit whose pipeline this one issues through
+    # an async unit whose operations one thread sees complete in issue order (cp.async and
+    # wgmma groups, counted by wait_group; vmcnt): when a later one has completed, so have
+    # the earlier ones. TMA loads are not (each completes its own mbarrier).
+    in_order: bool = False
 
     def cycles(self, work: float, dtype: str = "bytes") -> float:
         """Cycles the unit is busy for `work` bytes/FLOPs/ops of `dtype` (issue included)."""

@@ -210,7 +210,12 @@ def interleaving(graph: STaskGraph, loop: str) -> dict[str, tuple[str, int]]:
     first: dict[str, str] = {}
     for t in graph.tasks:
         for src in _loads_read_by(graph, loop, t.name):
-            first.setdefault(src, t.name)
+            if src in first:
+                # issued before the reader preceding its first one, the load would overwrite
+                # the tile its other reader still needs
+                raise Unfit(f"interleaving needs each loaded tile read by one task; {src} is "
+                            f"read by {first[src]} and {t.name}")
+            first[src] = t.name
     readers = [t.name for t in graph.tasks if t.name in set(first.values())]
     if len(readers) < 2:
         raise Unfit(f"interleaving needs two readers of loaded tiles in loop {loop or '-'}; "

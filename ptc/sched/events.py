@@ -85,9 +85,18 @@ def build_events(plan: Plan, graph: STaskGraph, device: Device, trips: Trips) ->
         if e.step.task != SYNC_TASK:
             ev.index[(e.process, e.step.task, e.iters)] = i
             ev.by_task[e.step.task].append(i)
+    in_order = {u.name for u in device.units if u.is_async and u.in_order}
     for ids in procs.values():
         for a, b in zip(ids, ids[1:]):
             ev.add(2 * a if is_async[a] else 2 * a + 1, 2 * b)
+        # an in-order unit completes one thread's operations in the order it issued them
+        last: dict[str, int] = {}
+        for i in ids:
+            unit = execs[i].step.unit
+            if is_async[i] and unit in in_order:
+                if unit in last:
+                    ev.add(2 * last[unit] + 1, 2 * i + 1)
+                last[unit] = i
 
     # barriers: per-process arrive / wait counting
     barriers = {b.name: b for b in plan.barriers}
