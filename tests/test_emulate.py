@@ -429,3 +429,33 @@ def test_loads_prefetched_at_different_distances_compute_the_same():
     for config in CONFIGS:
         got = emulated(kernel, inputs, dims, **config)
         assert F.rel_l2(got["C"], ref["C"]) <= TOLERANCE["f16"], config
+
+
+def test_tiles_no_matrix_instruction_takes_run_on_cuda_cores_and_compute_the_same(tmp_path):
+    """100 x 60 x 20 tiles: the plan puts the matmul on CUDA cores; the padded register
+    layout (104 x 64) masks what lies past the tile, at ragged edges too."""
+    path = tmp_path / "odd.pt"
+    path.write_text((SAMPLES / "gemm.pt").read_text().split("kernel")[0] + """
+kernel odd(A: f16[M, K], B: f16[K, N]) -> (C: f16[M, N]) {
+  tile BM = 100, BN = 60, BK = 20
+  parallel i: BM of M, j: BN of N {
+    acc = zeros(f32[BM, BN])
+    for k: BK of K {
+      acc += load(A[i, k]) @ load(B[k, j])
+    }
+    store(C[i, j], acc as f16)
+  }
+}
+""")
+    shapes = dict(M=230, N=130, K=50)
+    kernel = check_file(path, shapes).kernels[0]
+    plan, source = best_renderable(kernel, shapes)
+    units = {s.task: s.unit for _, s in plan.steps()}
+    assert units["mma_acc"] == "cuda_core"
+    inputs = F.make_inputs("gemm", shapes, np.random.default_rng(5))
+    ref = run_kernel(kernel, inputs, shapes=shapes, tiles=dict(plan.tiles))
+    dims = {d.name: shapes[d.name] for d in kernel.dims}
+    emulated = build_emulated(source)
+    for config in CONFIGS:
+        got = emulated(kernel, inputs, dims, **config)
+        assert F.rel_l2(got["C"], ref["C"]) <= TOLERANCE["f16"], config

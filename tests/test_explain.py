@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from ptc.devices import get_device
-from ptc.driver import check_file
+from ptc.driver import check_file, schedule
 from ptc.explain import (Explanation, Lane, LegendEntry, Span, TimelineView, explain,
                          gantt_cells, render_text, slower, to_json, to_svg, why)
 from ptc.interp import bind_dims
@@ -330,3 +330,39 @@ def test_explain_shows_what_the_built_kernel_issues():
     out = io.StringIO()
     render_text(expl, Console(file=out, width=140))
     assert "issues per warp in the built kernel" in out.getvalue()
+
+
+ODD_GEMM = """
+kernel odd(A: {dt}[M, K], B: {dt}[K, N]) -> (C: f32[M, N]) {{
+  dims M = 1000, N = 600, K = 400
+  tile BM = {bm}, BN = {bn}, BK = {bk}
+  parallel i: BM of M, j: BN of N {{
+    acc = zeros(f32[BM, BN])
+    for k: BK of K {{
+      acc += load(A[i, k]) @ load(B[k, j])
+    }}
+    store(C[i, j], acc)
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("dt, tiles, words", [
+    ("f16", (100, 60, 20), "no matrix instruction tiles 100x60x20 over"),
+    ("f32", (64, 64, 32), "the tensor cores take bf16, f16 inputs, not f32 (f32 @ f32 is "
+                          "computed in f32, never silently as TF32)"),
+])
+def test_an_mma_on_cuda_cores_is_explained_as_such(tmp_path, dt, tiles, words):
+    path = tmp_path / "odd.pt"
+    bm, bn, bk = tiles
+    path.write_text(ODD_GEMM.format(dt=dt, bm=bm, bn=bn, bk=bk))
+    k = check_file(path).kernels[0]
+    device = get_device("sm80")
+    expl = explain(schedule(k, "sm80"))       # as `ptc explain` searches: built plans
+    unit = [r.text for r in expl.why if r.aspect == "unit"]
+    assert unit and unit[0].startswith("mma_acc runs on CUDA cores (f32 FMA): " + words), unit
+    p = expl.performance
+    simt = next(u for u in device.units if u.kind == "simt")
+    assert p.peak_label == "f32 CUDA-core FMA peak"
+    assert p.peak_flops_per_s == 2 * simt.throughput.get("f32") * device.clock_hz * 108
+    assert p.flops_pct < 100

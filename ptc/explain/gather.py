@@ -82,16 +82,29 @@ def mma_dtype(graph: STaskGraph) -> str:
     return ""
 
 
+def on_tensor_cores(c: Candidate, device) -> bool:
+    """Whether the plan runs any of its mma tasks on a matrix unit (else on CUDA cores)."""
+    return any(c.graph.task(s.task).kind == "mma" and device.unit(s.unit).kind == "mma"
+               for _, s in c.plan.steps() if s.task != "sync")
+
+
 def _performance(c: Candidate, device) -> Performance:
     est = c.plan.estimate
     dtype = mma_dtype(c.graph) if est.flops else ""
-    peak_flops = device.peak_flops(dtype) if dtype in device.mma_dtypes() else 0.0
+    if dtype and not on_tensor_cores(c, device):
+        # FFMA in f32 on CUDA cores: 2 FLOPs per lane and clock
+        simt = next(u for u in device.units if u.kind == "simt")
+        peak_flops = 2 * simt.throughput.get("f32") * device.clock_hz * device.eu_count
+        peak_label = "f32 CUDA-core FMA peak"
+    else:
+        peak_flops = device.peak_flops(dtype) if dtype in device.mma_dtypes() else 0.0
+        peak_label = f"{dtype} mma peak"
     flops_per_s = est.flops / est.seconds
     bytes_per_s = est.bytes / est.seconds
     peak_bytes = device.peak_dram_bytes_per_s()
     return Performance(
         est.seconds, est.cycles_per_tile, est.tiles, est.waves, est.bound, est.unit_busy,
-        est.flops, est.bytes, dtype, flops_per_s, peak_flops,
+        est.flops, est.bytes, dtype, peak_label, flops_per_s, peak_flops,
         100 * flops_per_s / peak_flops if peak_flops else 0.0,
         bytes_per_s, peak_bytes, 100 * bytes_per_s / peak_bytes,
         est.bound == "dram" or not est.flops)

@@ -75,6 +75,7 @@ class Performance:
     flops: float                # mma FLOPs of the whole kernel
     bytes: float                # unique DRAM bytes
     mma_dtype: str              # "" without mma work
+    peak_label: str             # what flops_pct is a share of ("bf16 mma peak", ...)
     flops_per_s: float
     peak_flops_per_s: float
     flops_pct: float            # of the mma peak for mma_dtype (0 without mma work)

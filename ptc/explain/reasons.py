@@ -202,6 +202,23 @@ def _launch_reasons(ctx: Context) -> list[Reason]:
                              f"the tiles in resident CTAs saves up to {percent(saved)}")]
 
 
+def _matmul_unit_reasons(ctx: Context) -> list[Reason]:
+    """An mma task placed on CUDA cores, and why the tensor cores do not take it."""
+    from ..sched.construct import why_on_cuda_cores
+
+    w = ctx.best
+    device = ctx.result.device
+    out = []
+    for role, step in w.plan.steps():
+        if step.task == "sync":
+            continue
+        task = w.graph.task(step.task)
+        if task.kind == "mma" and device.unit(step.unit).kind != "mma":
+            why_not = why_on_cuda_cores(w.graph, device, task, role.warps)
+            out.append(Reason("unit", f"{task.name} runs on CUDA cores (f32 FMA): {why_not}"))
+    return out
+
+
 RULES: tuple[Callable[[Context], list[Reason]], ...] = (
-    _stages_reasons, _consumers_reasons, _warps_reasons, _style_reasons,
+    _matmul_unit_reasons, _stages_reasons, _consumers_reasons, _warps_reasons, _style_reasons,
     _pipelining_reasons, tiles_reasons, _launch_reasons)

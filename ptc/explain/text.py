@@ -56,7 +56,7 @@ def _estimate_section(expl: Explanation, console: Console) -> None:
     if p.mma_dtype and p.peak_flops_per_s:
         console.print(Text.assemble(
             ("  compute   ", "bold"), (f"{p.flops_per_s / 1e12:,.0f} TFLOP/s", "bold"),
-            f" = {p.flops_pct:.0f}% of the {p.mma_dtype} mma peak "
+            f" = {p.flops_pct:.0f}% of the {p.peak_label} "
             f"({p.peak_flops_per_s / 1e12:,.0f} TFLOP/s)"))
     mark = " (the bound)" if p.bound == "dram" else ""
     console.print(Text.assemble(

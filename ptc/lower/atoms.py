@@ -147,3 +147,20 @@ def mma_atom(device, dtype: str, m: int, n: int, k: int, warps: int,
                 and tilings(atom, m, n, k, warps):
             return atom
     return None
+
+
+def why_no_atom(device, dtype: str, m: int, n: int, k: int, warps: int,
+                supported: frozenset[str] | None = None) -> str:
+    """Why mma_atom finds none: the words `explain` gives for an mma on CUDA cores."""
+    atoms = [a for a in atoms_for(device.features, supported)
+             if a.threads == device.resources.warp_size]
+    if not atoms:
+        return f"{device.name} offers no matrix instruction this renderer issues"
+    takes = sorted({d for a in atoms for d in a.dtypes})
+    if not any(dtype in a.dtypes for a in atoms):
+        contract = " (f32 @ f32 is computed in f32, never silently as TF32)" \
+            if dtype == "f32" else ""
+        return f"the tensor cores take {', '.join(takes)} inputs, not {dtype}{contract}"
+    a = next(a for a in atoms if dtype in a.dtypes)
+    return (f"no matrix instruction tiles {m}x{n}x{k} over {warps} warps ({a.name} needs "
+            f"m a multiple of {a.m}, n of {a.n} and k of {a.k}, split evenly over the warps)")

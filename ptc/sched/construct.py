@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 from ..devices import Device, Unit
-from ..lower.atoms import mma_atom
+from ..lower.atoms import mma_atom, why_no_atom
 from ..stask.graph import STaskGraph
 from ..sema.dtypes import DTYPE_BYTES
 from ..stask.propagate import extent_of
@@ -105,12 +105,22 @@ def mma_unit(graph: STaskGraph, device: Device, task, warps: int) -> Unit:
     """Tensor cores when one of the device's matrix instructions tiles this mma over
     `warps` warps (ptc.lower.atoms.mma_atom, which the lowering tiles it by), else CUDA
     cores: the plan says which, and the renderer builds exactly that."""
+    if mma_atom(device, task.mma_dtype, *mma_extents(graph, task), warps) is not None:
+        return unit_for(device, "mma")
+    return unit_for(device, "simt")
+
+
+def mma_extents(graph: STaskGraph, task) -> tuple[int, int, int]:
+    """(m, n, k) of an mma task at the graph's tiles."""
     mm = task.mma
     m, k = (extent_of(graph.kernel, graph.tiles, e) for e in mm.a.type.shape)
     n = extent_of(graph.kernel, graph.tiles, mm.b.type.shape[1])
-    if mma_atom(device, task.mma_dtype, m, n, k, warps) is not None:
-        return unit_for(device, "mma")
-    return unit_for(device, "simt")
+    return m, n, k
+
+
+def why_on_cuda_cores(graph: STaskGraph, device: Device, task, warps: int) -> str:
+    """Why mma_unit puts `task` on CUDA cores (for explain)."""
+    return why_no_atom(device, task.mma_dtype, *mma_extents(graph, task), warps)
 
 
 def _warp_specialized(graph, device, choice, loop) -> Plan:

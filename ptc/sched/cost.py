@@ -57,6 +57,10 @@ def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
         rate = unit.throughput.get("bytes", 0) or 1.0
         rate = min(rate, device.l2_bytes_per_cycle_per_eu)
         return unit.issue_latency_cycles + w.bytes / rate / (instances if task.op != "load" else 1)
+    if task.kind == "mma" and unit.kind != "mma":
+        # on CUDA cores: one f32 FMA (2 FLOPs) per lane and result, whatever the inputs
+        rate = unit.throughput.get("f32") or max(unit.throughput.values())
+        return unit.issue_latency_cycles + w.mma_flops / 2 / rate / instances
     if task.kind == "mma":
         dtype = task.mma_dtype
         # f32 operands run as tf32 on NVIDIA tensor cores (no "f32" entry there)

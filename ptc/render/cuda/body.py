@@ -221,12 +221,13 @@ class BodyPrinter:
 
         return ExprRenderer(read, self.scalar, self.extent)
 
-    def coords(self, layout: str, used: str | None = None) -> None:
-        """Declare c0, c1: the coordinates of register r (those `used` mentions)."""
+    def coords(self, layout: str, *used: str) -> None:
+        """Declare c0, c1: the coordinates of register r (those the `used` texts mention;
+        all of them when none is given)."""
         lay = self.layouts[layout]
         s = struct_name(layout)
         for a in range(lay.rank):
-            if used is None or re.search(rf"\bc{a}\b", used):
+            if not used or any(re.search(rf"\bc{a}\b", text) for text in used):
                 self.emit(f"const int c{a} = {s}::base{a}(lane, warp) + {s}::off{a}({s}::slot{a}(r));")
 
     def inside(self, layout: str, mask: tuple[bool, ...], shape: tuple[int, ...]) -> str:
@@ -365,7 +366,7 @@ class BodyPrinter:
                     self.emit("float x[2];")
                     with self.block("#pragma unroll\n" + "  " * self.depth + "for (int h = 0; h < 2; ++h)"):
                         self.emit("const int r = 2 * j + h;")
-                        self.coords(home.layout, expr + cond)
+                        self.coords(home.layout, expr, cond)
                         self.emit(f"x[h] = {f'({cond}) ? {expr} : 0.0f' if cond else expr};")
                     self.emit(f"{home.name}[j] = ptc::Half16<{t}>::pack(x[0], x[1]);")
                 return
@@ -374,7 +375,7 @@ class BodyPrinter:
                 self.emit(f"{home.name}[r] = ptc::Half16<{t}>::one({expr});")
             return
         with self.unrolled(s):
-            self.coords(home.layout, expr + cond)
+            self.coords(home.layout, expr, cond)
             value = expr if ctype == "float" else f"({ctype})({expr})"
             if cond:
                 self.emit(f"if ({cond}) {home.name}[r] = {value};")
@@ -416,7 +417,7 @@ class BodyPrinter:
             with self.block(f"#pragma unroll\n{'  ' * self.depth}for (int sr = 0; sr < {s}::SLOTS{op.axis}; ++sr)"):
                 slots = ["sr" if a == op.axis else "sk" for a in range(src.rank)]
                 self.emit(f"const int r = {s}::reg({', '.join(slots)});")
-                self.coords(op.source_layout, expr + cond)
+                self.coords(op.source_layout, expr, cond)
                 step = f"acc = {combine(op.op, 'acc', f'({expr})', dtype)};"
                 self.emit(f"if ({cond}) {step}" if cond else step)
             for m in op.lane_masks:
@@ -520,13 +521,18 @@ class BodyPrinter:
         r = self.renderer(out.layout)
         a = r.render(op.a, ["c0", "kk"])
         b = r.render(op.b, ["kk", "c1"])
-        with self.unrolled(s):
-            self.coords(out.layout, a + b)
+        cond = self.inside(out.layout, lay.exceeds(out.shape), out.shape)
+        if not op.addend or self.values[op.addend].name != out.name:
             init = self.values[op.addend].name + "[r]" if op.addend else "0.0f"
-            self.emit(f"float acc = {init};")
-            with self.block(f"for (int kk = 0; kk < {op.k}; ++kk)"):
-                self.emit(f"acc = fmaf({a}, {b}, acc);")
-            self.emit(f"{out.name}[r] = acc;")
+            with self.unrolled(s):
+                self.emit(f"{out.name}[r] = {init};")
+        # k outermost: a thread's registers share rows (columns) of the output, so the
+        # unrolled inner loop reads each A (B) element once per k for all of them
+        with self.block(f"for (int kk = 0; kk < {op.k}; ++kk)"):
+            with self.unrolled(s):
+                self.coords(out.layout, a, b, cond)
+                update = f"{out.name}[r] = fmaf({a}, {b}, {out.name}[r]);"
+                self.emit(f"if ({cond}) {update}" if cond else update)
 
     # ---- stores --------------------------------------------------------------------------------
     def StoreTile(self, op: ir.StoreTile) -> None:

@@ -1,0 +1,362 @@
+"""Independent NumPy formulas for the user-style kernel corpus in this folder.
+
+Nothing here uses ptc: each reference is written from the math (einsum, softmax, tanh, ...)
+in float64, from the inputs as they were rounded to their own dtypes. One entry per kernel:
+
+    KERNELS[name] = Entry(make_inputs(shapes, rng) -> inputs by parameter name,
+                          reference(inputs, shapes) -> outputs by name (float64 / int),
+                          SHAPES: an odd, ragged shape (edge tiles everywhere),
+                          TOLERANCE: the largest relative L2 error per output)
+
+Not in the corpus: an int8 x int8 -> i32 GEMM. `i8` is a reserved dtype ("dtype i8 is not
+supported yet"), and `@` takes only f16, bf16 or f32 tiles (so not i32 @ i32 either).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import ml_dtypes
+import numpy as np
+
+BF16 = ml_dtypes.bfloat16
+F16 = np.float16
+F32 = np.float32
+
+
+def f64(a) -> np.ndarray:
+    return np.asarray(a).astype(np.float64)
+
+
+def randn(rng, shape, dtype, scale=1.0, shift=0.0) -> np.ndarray:
+    return (rng.standard_normal(shape) * scale + shift).astype(dtype)
+
+
+def rel_l2(got, want) -> float:
+    """||got - want|| / ||want|| in float64 (NaN if got holds a NaN)."""
+    got, want = f64(got), f64(want)
+    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
+
+
+@dataclass(frozen=True)
+class Entry:
+    make_inputs: Callable[[Mapping[str, int], np.random.Generator], dict]
+    reference: Callable[[Mapping[str, np.ndarray], Mapping[str, int]], dict]
+    shapes: dict
+    tolerance: dict          # output name -> relative L2 bound (0: exact)
+
+
+# ---- the math -----------------------------------------------------------------------------
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def softmax(s, axis=-1):
+    s = s - s.max(axis=axis, keepdims=True)
+    p = np.exp(s)
+    return p / p.sum(axis=axis, keepdims=True)
+
+
+def attention(q, k, v, bias=None):
+    """softmax(q k^T / sqrt(D) + bias) v over [B, H, S, D] x [B, H, T, D]; bias [.., S, T]
+    with -inf where a key is hidden."""
+    s = np.einsum("bhsd,bhtd->bhst", f64(q), f64(k)) / np.sqrt(q.shape[-1])
+    if bias is not None:
+        s = s + bias
+    return np.einsum("bhst,bhtd->bhsd", softmax(s), f64(v))
+
+
+def mask_bias(visible):
+    return np.where(visible, 0.0, -np.inf)
+
+
+# ---- inputs and references, one per kernel --------------------------------------------------
+def _gemm_inputs(dtype, bias=None):
+    def make(d, rng):
+        M, N, K = d["M"], d["N"], d["K"]
+        out = {"A": randn(rng, (M, K), dtype), "B": randn(rng, (K, N), dtype, K ** -0.5)}
+        if bias:
+            out[bias] = randn(rng, (N,), dtype, 0.5)
+        return out
+    return make
+
+
+def _attn_inputs(dtype, kv_heads="H", T="S", q_scale=1.5):
+    def make(d, rng):
+        B, H, S, D = d["B"], d["H"], d["S"], d["D"]
+        G, Tn = d[kv_heads], d[T]
+        return {"Q": randn(rng, (B, H, S, D), dtype, q_scale),
+                "K": randn(rng, (B, G, Tn, D), dtype),
+                "V": randn(rng, (B, G, Tn, D), dtype)}
+    return make
+
+
+def _sliding_inputs(d, rng):
+    out = _attn_inputs(F16)(d, rng)
+    out["window"] = np.int32(40)               # tokens each side
+    return out
+
+
+def _sliding_ref(i, d):
+    S = d["S"]
+    rows, cols = np.arange(S)[:, None], np.arange(S)[None, :]
+    return {"O": attention(i["Q"], i["K"], i["V"], mask_bias(abs(rows - cols) <= int(i["window"])))}
+
+
+def _alibi_inputs(d, rng):
+    out = _attn_inputs(BF16)(d, rng)
+    H = d["H"]
+    out["slope"] = (2.0 ** (-8.0 * np.arange(1, H + 1) / H)).astype(F32)   # the paper's slopes
+    return out
+
+
+def _alibi_ref(i, d):
+    S = d["S"]
+    dist = np.arange(S)[:, None] - np.arange(S)[None, :]                     # i - j
+    bias = -f64(i["slope"])[:, None, None] * dist[None] + mask_bias(dist >= 0)[None]
+    return {"O": attention(i["Q"], i["K"], i["V"], bias[None])}
+
+
+def _padmask_inputs(d, rng):
+    out = _attn_inputs(F16)(d, rng)
+    B, S = d["B"], d["S"]
+    lengths = rng.integers(1, S + 1, B)
+    lengths[0] = S                                  # one unpadded sequence
+    keep = np.arange(S)[None, :] < lengths[:, None]
+    keep[-1] = rng.random(S) < 0.6                  # and one with holes, not only a suffix
+    keep[-1, 0] = True
+    out["keep"] = keep
+    return out
+
+
+def _padmask_ref(i, d):
+    bias = mask_bias(i["keep"])[:, None, None, :]   # [B, 1, 1, T]
+    return {"O": attention(i["Q"], i["K"], i["V"], bias)}
+
+
+def _gqa_ref(i, d):
+    rep = d["H"] // d["G"]
+    k, v = np.repeat(f64(i["K"]), rep, axis=1), np.repeat(f64(i["V"]), rep, axis=1)
+    return {"O": attention(i["Q"], k, v)}
+
+
+def _norm_inputs(dtype, *extra):
+    def make(d, rng):
+        M, N = d["M"], d["N"]
+        out = {"X": randn(rng, (M, N), dtype, 2.0, 0.3)}
+        for name in extra:
+            if name == "eps":
+                out["eps"] = F32(1e-5)
+            elif name == "W":
+                out["W"] = (1.0 + 0.1 * rng.standard_normal(N)).astype(dtype)
+            elif name == "bias":
+                out["bias"] = randn(rng, (N,), dtype, 0.1)
+            elif name == "R":
+                out["R"] = randn(rng, (M, N), dtype)
+        return out
+    return make
+
+
+def _layernorm_ref(i, d):
+    x = f64(i["X"])
+    mu = x.mean(axis=1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)
+    return {"Y": (x - mu) / np.sqrt(var + float(i["eps"])) * f64(i["W"]) + f64(i["bias"])}
+
+
+def _log_softmax_ref(i, d):
+    x = f64(i["X"])
+    m = x.max(axis=1, keepdims=True)
+    return {"Y": x - m - np.log(np.exp(x - m).sum(axis=1, keepdims=True))}
+
+
+def _swiglu_inputs(d, rng):
+    M, N, K = d["M"], d["N"], d["K"]
+    return {"A": randn(rng, (M, K), F16), "B1": randn(rng, (K, N), F16, K ** -0.5),
+            "B2": randn(rng, (K, N), F16, K ** -0.5)}
+
+
+def _linear_attn_inputs(d, rng):
+    B, H, T, D, E = d["B"], d["H"], d["T"], d["D"], d["E"]
+    return {"K": randn(rng, (B, H, T, D), F16), "V": randn(rng, (B, H, T, E), F16)}
+
+
+def _linear_attn_ref(i, d):
+    k = f64(i["K"])
+    phi = np.where(k > 0, k + 1.0, np.exp(k))       # elu + 1
+    return {"S": np.einsum("bhtd,bhte->bhde", phi, f64(i["V"]))}
+
+
+def _mlp2_inputs(d, rng):
+    M, K, N, L = d["M"], d["K"], d["N"], d["L"]
+    return {"X": randn(rng, (M, K), F16), "W1": randn(rng, (K, N), F16, K ** -0.5),
+            "b1": randn(rng, (N,), F16, 0.2), "W2": randn(rng, (N, L), F16, N ** -0.5)}
+
+
+def _mlp2_ref(i, d):
+    h = np.maximum(f64(i["X"]) @ f64(i["W1"]) + f64(i["b1"]), 0.0)
+    return {"Y": h @ f64(i["W2"])}
+
+
+def _residual_inputs(d, rng):
+    B, S, D = d["B"], d["S"], d["D"]
+    return {"X": randn(rng, (B, S, D), BF16, 2.0), "gamma": randn(rng, (D,), BF16, 0.3)}
+
+
+def _gemv_inputs(d, rng):
+    M, K = d["M"], d["K"]
+    return {"A": randn(rng, (M, K), F16), "x": randn(rng, (K,), F16, K ** -0.5)}
+
+
+def _bmm_inputs(d, rng):
+    Z, M, N, K = d["Z"], d["M"], d["N"], d["K"]
+    return {"A": randn(rng, (Z, M, K), F16), "B": randn(rng, (K, N), F16, K ** -0.5)}
+
+
+def _rope_inputs(d, rng):
+    B, S, H, DH = d["B"], d["S"], d["H"], d["DH"]
+    inv_freq = 10000.0 ** (-np.arange(DH) / DH)          # theta_i = 10000^(-2i/D), D = 2 DH
+    angle = np.arange(S)[:, None] * inv_freq[None, :]
+    return {"X": randn(rng, (B, S, H, 2 * DH), BF16).reshape(B, S, H, 2, DH),
+            "cos_t": np.cos(angle).astype(F32), "sin_t": np.sin(angle).astype(F32)}
+
+
+def _rope_ref(i, d):
+    B, S, H, DH = d["B"], d["S"], d["H"], d["DH"]
+    x = f64(i["X"]).reshape(B, S, H, 2 * DH)               # the [.., D] row as PyTorch has it
+    c = np.concatenate([f64(i["cos_t"])] * 2, axis=-1)[None, :, None, :]
+    s = np.concatenate([f64(i["sin_t"])] * 2, axis=-1)[None, :, None, :]
+    rotate_half = np.concatenate([-x[..., DH:], x[..., :DH]], axis=-1)
+    return {"Y": (x * c + rotate_half * s).reshape(B, S, H, 2, DH)}
+
+
+def _argmax_inputs(d, rng):
+    M, N = d["M"], d["N"]
+    x = randn(rng, (M, N), F16, 3.0)
+    x[1, :] = 0.0                            # a row of ties: the first column wins
+    x[2, -1] = 100.0                         # the maximum in the last, ragged column tile
+    x[3, 5] = x[3, N - 3] = 90.0             # a tie across two tiles
+    return {"X": x}
+
+
+def _argmax_ref(i, d):
+    x = f64(i["X"])
+    return {"idx": np.argmax(x, axis=1).astype(np.int64), "val": x.max(axis=1)}
+
+
+def _rownorm_ref(i, d):
+    x = f64(i["X"])
+    return {"Y": x / np.sqrt((x * x).sum(axis=1, keepdims=True) + float(i["eps"]))}
+
+
+def _fused_add_rmsnorm_ref(i, d):
+    h = f64(i["X"]) + f64(i["R"])
+    y = h / np.sqrt((h * h).mean(axis=1, keepdims=True) + float(i["eps"])) * f64(i["W"])
+    return {"Y": y, "Rout": h}
+
+
+def _cross_entropy_inputs(d, rng):
+    M, N = d["M"], d["N"]
+    target = rng.integers(0, N, M).astype(np.int32)
+    target[0], target[1] = 0, N - 1          # the first and the last column
+    return {"X": randn(rng, (M, N), F16, 2.0), "target": target}
+
+
+def _cross_entropy_ref(i, d):
+    x = f64(i["X"])
+    m = x.max(axis=1)
+    lse = m + np.log(np.exp(x - m[:, None]).sum(axis=1))
+    return {"loss": lse - x[np.arange(x.shape[0]), i["target"]]}
+
+
+HALF = 1e-2      # an f16 / bf16 result (or one computed through f16 / bf16 values)
+SINGLE = 1e-4    # an f32 result from exact f16 / bf16 / f32 inputs
+
+KERNELS: dict[str, Entry] = {
+    "gemm_bias_gelu": Entry(
+        _gemm_inputs(F16, bias="bias"),
+        lambda i, d: {"C": gelu_tanh(f64(i["A"]) @ f64(i["B"]) + f64(i["bias"]))},
+        dict(M=200, N=136, K=72), {"C": HALF}),
+    "gemm_silu": Entry(
+        _gemm_inputs(BF16),
+        lambda i, d: {"C": silu(f64(i["A"]) @ f64(i["B"]))},
+        dict(M=150, N=100, K=88), {"C": HALF}),
+    "linear_abt": Entry(
+        lambda d, rng: {"X": randn(rng, (d["M"], d["K"]), F16),
+                        "W": randn(rng, (d["N"], d["K"]), F16, d["K"] ** -0.5),
+                        "b": randn(rng, (d["N"],), F16, 0.5)},
+        lambda i, d: {"Y": f64(i["X"]) @ f64(i["W"]).T + f64(i["b"])},
+        dict(M=130, N=72, K=104), {"Y": HALF}),
+    "gqa_attn": Entry(
+        _attn_inputs(BF16, kv_heads="G", T="T"), _gqa_ref,
+        dict(B=1, H=4, G=2, S=100, T=90, D=64), {"O": HALF}),
+    "sliding_window_attn": Entry(
+        _sliding_inputs, _sliding_ref,
+        dict(B=1, H=2, S=200, D=64), {"O": HALF}),
+    "alibi_attn": Entry(
+        _alibi_inputs, _alibi_ref,
+        dict(B=1, H=2, S=100, D=64), {"O": HALF}),
+    "padmask_attn": Entry(
+        _padmask_inputs, _padmask_ref,
+        dict(B=3, H=2, S=100, D=64), {"O": HALF}),
+    "layernorm": Entry(
+        _norm_inputs(F16, "W", "bias", "eps"), _layernorm_ref,
+        dict(M=100, N=300), {"Y": HALF}),
+    "log_softmax": Entry(
+        lambda d, rng: {"X": randn(rng, (d["M"], d["N"]), BF16, 3.0)}, _log_softmax_ref,
+        dict(M=50, N=300), {"Y": SINGLE}),
+    "swiglu": Entry(
+        _swiglu_inputs,
+        lambda i, d: {"Hd": silu(f64(i["A"]) @ f64(i["B1"])) * (f64(i["A"]) @ f64(i["B2"]))},
+        dict(M=200, N=136, K=72), {"Hd": HALF}),
+    "colsum": Entry(
+        lambda d, rng: {"X": randn(rng, (d["M"], d["N"]), F16, 1.0, 0.2)},
+        lambda i, d: {"S": f64(i["X"]).sum(axis=0)},
+        dict(M=300, N=200), {"S": SINGLE}),
+    "linear_attn_state": Entry(
+        _linear_attn_inputs, _linear_attn_ref,
+        dict(B=1, H=2, T=100, D=64, E=40), {"S": 2e-3}),   # phi is rounded to f16
+    "mlp2": Entry(
+        _mlp2_inputs, _mlp2_ref,
+        dict(M=200, K=72, N=136, L=40), {"Y": HALF}),
+    "gemm_f32": Entry(
+        _gemm_inputs(F32),
+        lambda i, d: {"C": f64(i["A"]) @ f64(i["B"])},
+        dict(M=100, N=72, K=40), {"C": SINGLE}),
+    "residual_silu": Entry(
+        _residual_inputs,
+        lambda i, d: {"Y": f64(i["X"]) + f64(i["gamma"]) * silu(f64(i["X"]))},
+        dict(B=2, S=50, D=300), {"Y": HALF}),
+    "gemv": Entry(
+        _gemv_inputs,
+        lambda i, d: {"y": f64(i["A"]) @ f64(i["x"])},
+        dict(M=100, K=600), {"y": HALF}),
+    "bmm_bcast": Entry(
+        _bmm_inputs,
+        lambda i, d: {"C": np.einsum("zmk,kn->zmn", f64(i["A"]), f64(i["B"]))},
+        dict(Z=3, M=100, N=72, K=40), {"C": HALF}),
+    "rope": Entry(
+        _rope_inputs, _rope_ref,
+        dict(B=1, S=50, H=3, DH=64), {"Y": HALF}),
+    "row_argmax": Entry(
+        _argmax_inputs, _argmax_ref,
+        dict(M=50, N=1000), {"idx": 0.0, "val": 0.0}),
+    "rownorm": Entry(
+        _norm_inputs(F16, "eps"), _rownorm_ref,
+        dict(M=50, N=600), {"Y": HALF}),
+    "colsum_rowmax": Entry(
+        lambda d, rng: {"X": randn(rng, (d["M"], d["N"]), F16, 1.0, 0.2)},
+        lambda i, d: {"S": f64(i["X"]).sum(axis=0), "R": f64(i["X"]).max(axis=1)},
+        dict(M=150, N=200), {"S": SINGLE, "R": 0.0}),
+    "fused_add_rmsnorm": Entry(
+        _norm_inputs(BF16, "R", "W", "eps"), _fused_add_rmsnorm_ref,
+        dict(M=50, N=300), {"Y": HALF, "Rout": HALF}),
+    "cross_entropy": Entry(
+        _cross_entropy_inputs, _cross_entropy_ref,
+        dict(M=50, N=1000), {"loss": SINGLE}),
+}
+
