@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -82,20 +83,22 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
 
         if schedule_file:
             raise click.UsageError("--schedule applies to --emit plan")
-        graph = user_errors(lambda: driver.stask_graph(kernel, tiles), file, text)
-        click.echo((print_graph if stage == "stask" else to_dot)(graph), nl=False)
+        graphs = user_errors(lambda: driver.stask_graphs(kernel, tiles), file, text)
+        printer = print_graph if stage == "stask" else to_dot
+        click.echo(per_grid([printer(g) for g in graphs], kernel, "//" if stage == "dot"
+                            else "#"), nl=False)
         return
-    from .sched.plan import to_json
+    from .sched.plan import plans_to_json
 
     chosen = chosen_target(target, device_file)
     if stage in ("lowered", "source"):
         from .lower import print_lowered
 
         if stage == "lowered":
-            low = user_errors(lambda: driver.lowered(
+            lows = user_errors(lambda: driver.lowered(
                 kernel, chosen, shapes=shapes, tiles=tiles, schedule_file=schedule_file,
                 progress=sys.stderr.isatty()))[0]
-            click.echo(print_lowered(low), nl=False)
+            click.echo(per_grid([print_lowered(low) for low in lows], kernel, "#"), nl=False)
         else:
             source = user_errors(lambda: driver.render(
                 kernel, chosen, shapes=shapes, tiles=tiles, schedule_file=schedule_file,
@@ -103,13 +106,25 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
             click.echo(source, nl=False)
         return
     if schedule_file:
-        plan = user_errors(lambda: driver.pinned_as_built(kernel, chosen, schedule_file,
-                                                           shapes))
+        plans = user_errors(lambda: driver.pinned_as_built(kernel, chosen, schedule_file,
+                                                            shapes))
     else:
-        result = user_errors(lambda: driver.schedule(
+        results = user_errors(lambda: driver.schedule_grids(
             kernel, chosen, shapes=shapes, tiles=tiles, progress=sys.stderr.isatty()))
-        plan = result.best.plan
-    click.echo(to_json(plan), nl=False)
+        plans = [r.best.plan for r in results]
+    click.echo(plans_to_json(plans), nl=False)
+
+
+def per_grid(texts: list[str], kernel, comment: str) -> str:
+    """One text per grid; with several, each under a `# grid 2 of 2: ...` header."""
+    if len(texts) == 1:
+        return texts[0]
+    out = []
+    for n, (text, grid) in enumerate(zip(texts, kernel.body)):
+        axes = ", ".join(a.var if a.size is None else f"{a.var}: {a.size} of {a.dim}"
+                         for a in grid.axes)
+        out.append(f"{comment} grid {n + 1} of {len(texts)}: parallel {axes}\n{text}")
+    return "\n".join(out)
 
 
 @cli.command(epilog="""\b
@@ -162,13 +177,24 @@ def explain(file, target, device_file, kernel_name, shapes, tiles, svg_path, as_
 
     chosen = chosen_target(target, device_file)
     kernel, text = checked_kernel(file, kernel_name, shapes)
-    result = user_errors(lambda: driver.schedule(
+    results = user_errors(lambda: driver.schedule_grids(
         kernel, chosen, shapes=shapes, tiles=tiles, progress=sys.stderr.isatty()))
-    expl = ex.explain(result)
-    if svg_path:
-        save_text_atomic(svg_path, ex.to_svg(expl))
+    expls = [ex.explain(r) for r in results]
+    if svg_path:     # several grids: FILE.svg for the first, FILE.grid2.svg, ... after it
+        for n, expl in enumerate(expls):
+            path = svg_path if n == 0 else str(Path(svg_path).with_suffix(f".grid{n + 1}.svg"))
+            save_text_atomic(path, ex.to_svg(expl))
     if as_json:
-        click.echo(ex.to_json(expl), nl=False)
+        click.echo(ex.to_json(expls[0]) if len(expls) == 1 else ex.grids_to_json(expls),
+                   nl=False)
         return
-    ex.render_text(expl, Console(file=sys.stdout, highlight=False,
-                                 width=max(100, terminal_width())))
+    console = Console(file=sys.stdout, highlight=False, width=max(100, terminal_width()))
+    for n, expl in enumerate(expls):
+        if len(expls) > 1:
+            console.rule(f"grid {n + 1} of {len(expls)}: parallel "
+                         + ", ".join(a.var for a in kernel.body[n].axes), style="bold")
+        ex.render_text(expl, console)
+    if len(expls) > 1:
+        total = sum(e.performance.seconds for e in expls)
+        console.print(f"the {len(expls)} grids run one after the other: "
+                      f"{ex.fmt_seconds(total)} in all")

@@ -101,12 +101,42 @@ def dims_from_inputs(module: ast.Module, kernel: str | None,
 
 
 # ---- scheduling (stask, plan) ---------------------------------------------------------
+# A kernel with several `parallel` grids is scheduled, lowered and rendered grid by grid
+# (ptc.sema.grids: one single-grid kernel each, launched in order); the functions below
+# that take a kernel return one result per grid, in order.
+def grids(kernel: TypedKernel) -> tuple[TypedKernel, ...]:
+    from .sema.grids import grid_kernels
+
+    return grid_kernels(kernel)
+
+
 def stask_graph(kernel: TypedKernel, tiles: Mapping[str, int] | None = None):
-    """The sTask-graph of the kernel's (first) grid, propagated with `tiles` (defaults:
-    each tile size's first candidate)."""
+    """The sTask-graph of a one-grid kernel, propagated with `tiles` (defaults: each tile
+    size's first candidate)."""
     from .stask import build_graph, propagate
 
-    return propagate(build_graph(kernel, kernel.body[0]), dict(tiles or {}))
+    _one_grid(kernel)
+    return propagate(build_graph(kernel, kernel.body[0]), _tiles_of(kernel, tiles))
+
+
+def stask_graphs(kernel: TypedKernel, tiles: Mapping[str, int] | None = None) -> tuple:
+    """Every grid's sTask-graph."""
+    from .stask.propagate import resolve_tiles
+
+    resolve_tiles(kernel, dict(tiles or {}))     # --tile names a tile size of the kernel
+    return tuple(stask_graph(g, tiles) for g in grids(kernel))
+
+
+def _one_grid(kernel: TypedKernel) -> None:
+    if len(kernel.body) != 1:   # a caller's mistake, not the user's: never drop a grid
+        raise ValueError(f"kernel {kernel.name} has {len(kernel.body)} grids; take them "
+                         "one by one (ptc.driver.grids)")
+
+
+def _tiles_of(kernel: TypedKernel, tiles: Mapping[str, int] | None) -> dict[str, int]:
+    """The --tile sizes that this (grid's) kernel declares."""
+    names = {t.name for t in kernel.tiles}
+    return {k: v for k, v in (tiles or {}).items() if k in names}
 
 
 def problem_dims(kernel: TypedKernel, shapes: Mapping[str, int] | None) -> dict[str, int]:
@@ -118,17 +148,29 @@ def problem_dims(kernel: TypedKernel, shapes: Mapping[str, int] | None) -> dict[
 
 def schedule(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | None = None,
              tiles: Mapping[str, int] | None = None, progress: bool = False):
-    """Search the best plan for `target` (a builtin name or a device YAML path)."""
+    """Search the best plan of a one-grid kernel for `target` (a builtin name or a device
+    YAML path)."""
     from .devices import get_device
     from .sched.search import search, search_for_cli
-
     from .stask.propagate import resolve_tiles
 
+    _one_grid(kernel)
     device = get_device(target)
     dims = problem_dims(kernel, shapes)
     resolve_tiles(kernel, dict(tiles or {}))    # --tile names a tile size of the kernel
     run = search_for_cli if progress else search
     return run(kernel, device, dims, fixed_tiles=dict(tiles or {}), **build_options(device))
+
+
+def schedule_grids(kernel: TypedKernel, target: str, *,
+                   shapes: Mapping[str, int] | None = None,
+                   tiles: Mapping[str, int] | None = None, progress: bool = False) -> tuple:
+    """The search of every grid, in launch order."""
+    from .stask.propagate import resolve_tiles
+
+    resolve_tiles(kernel, dict(tiles or {}))
+    return tuple(schedule(g, target, shapes=shapes, tiles=_tiles_of(g, tiles),
+                          progress=progress) for g in grids(kernel))
 
 
 def build_options(device) -> dict:
@@ -187,29 +229,34 @@ def finalized(plan, low, device):
 def lowered(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | None = None,
             tiles: Mapping[str, int] | None = None, schedule_file: str | Path | None = None,
             progress: bool = False):
-    """(lowered kernel, plan, graph, device): the best plan (or the pinned one), lowered."""
+    """(lowered kernels, plans, graphs, device), one of each per grid: the best plans (or
+    the pinned ones), lowered; `plans` are the plans as built."""
     from .devices import get_device
     from .lower import LoweringError, lower
     from .render import can_render, capabilities
 
     device = get_device(target)
     if schedule_file is not None:
-        plan, graph = pinned_plan(kernel, target, schedule_file)
+        pairs = pinned_plans(kernel, target, schedule_file)
     else:
-        best = schedule(kernel, target, shapes=shapes, tiles=tiles, progress=progress).best
-        plan, graph = best.plan, best.graph
-    why = can_render(plan, device)
-    if why:
-        raise CompileError(Diagnostic(f"cannot build this plan for {device.name}: {why}"))
-    try:
-        low = lower(plan, graph, device, capabilities(device))
-    except LoweringError as exc:
-        raise CompileError(Diagnostic(f"cannot lower the plan for {device.name}: {exc}")) \
-            from None
-    plan = finalized(plan, low, device)
-    if schedule_file is not None:
-        plan = estimated(plan, graph, device, kernel, shapes)
-    return low, plan, graph, device
+        pairs = tuple((r.best.plan, r.best.graph) for r in schedule_grids(
+            kernel, target, shapes=shapes, tiles=tiles, progress=progress))
+    lows, plans = [], []
+    for (plan, graph), part in zip(pairs, grids(kernel)):
+        why = can_render(plan, device)
+        if why:
+            raise CompileError(Diagnostic(f"cannot build this plan for {device.name}: {why}"))
+        try:
+            low = lower(plan, graph, device, capabilities(device))
+        except LoweringError as exc:
+            raise CompileError(Diagnostic(f"cannot lower the plan for {device.name}: {exc}")) \
+                from None
+        plan = finalized(plan, low, device)
+        if schedule_file is not None:
+            plan = estimated(plan, graph, device, part, shapes)
+        lows.append(low)
+        plans.append(plan)
+    return tuple(lows), tuple(plans), tuple(g for _, g in pairs), device
 
 
 def estimated(plan, graph, device, kernel: TypedKernel, shapes: Mapping[str, int] | None):
@@ -224,22 +271,25 @@ def estimated(plan, graph, device, kernel: TypedKernel, shapes: Mapping[str, int
 
 
 def pinned_as_built(kernel: TypedKernel, target: str, schedule_file: str | Path,
-                    shapes: Mapping[str, int] | None = None):
-    """The pinned plan as `ptc compile -o` builds it (launch, registers and issue counts
-    from its lowering where the target has a renderer), with a fresh estimate."""
+                    shapes: Mapping[str, int] | None = None) -> tuple:
+    """The pinned plans (one per grid) as `ptc compile -o` builds them (launch, registers
+    and issue counts from their lowering where the target has a renderer), with fresh
+    estimates."""
     from .devices import get_device
     from .render import capabilities
 
-    if capabilities(get_device(target)) is not None:
+    device = get_device(target)
+    if capabilities(device) is not None:
         return lowered(kernel, target, shapes=shapes, schedule_file=schedule_file)[1]
-    plan, graph = pinned_plan(kernel, target, schedule_file)
-    return estimated(plan, graph, get_device(target), kernel, shapes)
+    return tuple(estimated(plan, graph, device, part, shapes) for (plan, graph), part
+                 in zip(pinned_plans(kernel, target, schedule_file), grids(kernel)))
 
 
-def pinned_plan(kernel: TypedKernel, target: str, plan_path: str | Path):
-    """A plan from JSON (`--schedule`), checked against the kernel and device and verified."""
+def pinned_plans(kernel: TypedKernel, target: str, plan_path: str | Path) -> tuple:
+    """The plans of a JSON file (`--schedule`), one per grid, each checked against its
+    grid and the device and verified: ((plan, graph), ...)."""
     from .devices import get_device
-    from .sched.plan import from_json
+    from .sched.plan import plans_from_json
     from .sched.verify import verify
 
     device = get_device(target)
@@ -252,32 +302,41 @@ def pinned_plan(kernel: TypedKernel, target: str, plan_path: str | Path):
             raise
         raise CompileError(Diagnostic(f"{plan_path}:{d.span.line}:{d.span.col}: {d.message}",
                                       hint=d.hint)) from None
-    plan = from_json(text, filename)
-    if plan.kernel != kernel.name:
-        raise CompileError(Diagnostic(f"{filename} is a plan for kernel {plan.kernel!r}, "
-                                      f"not {kernel.name!r}", hint="choose it with --kernel"))
-    if plan.device != device.name:
-        raise CompileError(Diagnostic(f"{filename} is a plan for {plan.device}, not "
-                                      f"{device.name}", hint=f"pass --target {plan.device}"))
-    graph = stask_graph(kernel, plan.tile_sizes)
-    verify(plan, graph, device)
-    return plan, graph
+    plans = plans_from_json(text, filename)
+    parts = grids(kernel)
+    if len(plans) != len(parts):
+        raise CompileError(Diagnostic(
+            f"{filename} holds plans for {len(plans)} grid(s), but kernel {kernel.name} has "
+            f"{len(parts)}", hint="write the plans with `ptc compile --emit plan`"))
+    out = []
+    for plan, part in zip(plans, parts):
+        if plan.kernel != kernel.name:
+            raise CompileError(Diagnostic(f"{filename} is a plan for kernel {plan.kernel!r}, "
+                                          f"not {kernel.name!r}",
+                                          hint="choose it with --kernel"))
+        if plan.device != device.name:
+            raise CompileError(Diagnostic(f"{filename} is a plan for {plan.device}, not "
+                                          f"{device.name}", hint=f"pass --target {plan.device}"))
+        graph = stask_graph(part, plan.tile_sizes)
+        verify(plan, graph, device)
+        out.append((plan, graph))
+    return tuple(out)
 
 
 # ---- rendering ------------------------------------------------------------------------
 def render(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | None = None,
            tiles: Mapping[str, int] | None = None, schedule_file: str | Path | None = None,
            progress: bool = False):
-    """(source, plan, graph, device, notes): the best plan (or the pinned one), lowered and
-    rendered; `plan` is the plan as built."""
+    """(source, plans, graphs, device, notes): every grid's best plan (or the pinned ones),
+    lowered and rendered into one source; `plans` are the plans as built, in launch order."""
     from .render import RenderError
     from .render import render as render_source
 
-    low, plan, graph, device = lowered(kernel, target, shapes=shapes, tiles=tiles,
-                                       schedule_file=schedule_file, progress=progress)
+    lows, plans, graphs, device = lowered(kernel, target, shapes=shapes, tiles=tiles,
+                                          schedule_file=schedule_file, progress=progress)
     try:
-        source = render_source(low, kernel, plan, device)
+        source = render_source(lows, kernel, plans, device)
     except RenderError as exc:
         raise CompileError(Diagnostic(f"cannot render the plan for {device.name}: {exc}")) \
             from None
-    return source, plan, graph, device, ()
+    return source, plans, graphs, device, ()

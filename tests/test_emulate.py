@@ -354,27 +354,42 @@ def test_renderer_regressions_match_the_interpreter(tmp_path, name):
         assert F.rel_l2(got[out], want) <= 1e-5, out
 
 
-def test_a_kernel_with_two_grids_is_not_rendered_with_one(tmp_path):
-    """The renderer took the plan of the first `parallel` and dropped the second."""
+def test_a_kernel_with_two_grids_launches_both_in_order(tmp_path):
+    """Column sums then row maxes: each grid gets its own plan and kernel, and ptc_launch
+    runs both (it once took the first grid's plan and dropped the second)."""
+    from ptc.driver import render, schedule_grids
+
     path = tmp_path / "two.pt"
     path.write_text("""
-kernel two(X: f16[M, N]) -> (Y: f16[M, N], Z: f16[M, N]) {
-  dims M = 64, N = 64
-  tile BM in [16]
-  parallel i: BM of M {
-    store(Y[i, :], load(X[i, :]))
+kernel two(X: f32[M, N]) -> (S: f32[N], R: f32[M]) {
+  dims M = 1024, N = 1024
+  tile BM in [64], BN in [64, 32]
+  parallel j: BN of N {
+    s = zeros(f32[BN])
+    for i: BM of M {
+      s += sum(load(X[i, j]), axis=0)
+    }
+    store(S[j], s)
   }
-  parallel r: BM of M {
-    store(Z[r, :], load(X[r, :]))
+  parallel i: BM of M {
+    m = full(f32[BM], -inf)
+    for j: BN of N {
+      m = max(m, rowmax(load(X[i, j])))
+    }
+    store(R[i], m)
   }
 }
 """)
-    kernel = check_file(path).kernels[0]
-    # the search refuses every plan of the first grid, saying why
-    from ptc.diagnostics import CompileError
-    with pytest.raises(CompileError) as exc:
-        schedule(kernel, "sm80")
-    assert any("parallel grids" in (d.hint or "") for d in exc.value.diagnostics)
+    shapes = dict(M=130, N=200)
+    kernel = check_file(path, shapes).kernels[0]
+    results = schedule_grids(kernel, "sm80", shapes=shapes)
+    assert len(results) == 2 and all(r.best for r in results)
+    source, plans, _, _, _ = render(kernel, "sm80", shapes=shapes)
+    assert len(plans) == 2 and source.count("__global__") == 2
+    x = np.random.default_rng(2).standard_normal((130, 200)).astype(np.float32)
+    got = build_emulated(source)(kernel, {"X": x}, shapes, order="random", seed=3)
+    np.testing.assert_allclose(got["S"], x.sum(axis=0), rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(got["R"], x.max(axis=1))
 
 
 @pytest.mark.parametrize("name, shapes, tiles", [

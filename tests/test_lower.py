@@ -107,8 +107,10 @@ def test_a_warps_16_byte_copies_into_a_swizzled_tile_are_conflict_free(cols):
 
 # ---- the lowered kernels of the samples ------------------------------------------------------
 def lower_sample(name: str, target: str = "sm80", **shapes):
+    """(lowered kernel, plan, graph, device) of a one-grid sample."""
     k = check_file(SAMPLES / f"{name}.pt", shapes).kernels[0]
-    return lowered(k, target, shapes=shapes or None)
+    (low,), (plan,), (graph,), device = lowered(k, target, shapes=shapes or None)
+    return low, plan, graph, device
 
 
 def test_buffers_whose_lives_do_not_meet_share_bytes():

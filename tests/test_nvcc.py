@@ -41,9 +41,10 @@ def test_sample_builds_without_spills_and_with_the_promised_instructions(name, t
     assert kernels, f"ptxas reported no ptc_{name}_kernel: {result.ptxas.text[:500]}"
     assert result.ptxas.spills == 0, result.ptxas.text
     sass = build_module.sass(folder)
-    units = {step.unit for _, step in prepared.plan.steps()}
+    steps = [step for plan in prepared.plans for _, step in plan.steps()]
+    units = {step.unit for step in steps}
     on_tensor_cores = any(prepared.device.unit(step.unit).kind == "mma"
-                          for _, step in prepared.plan.steps() if step.task != "sync")
+                          for step in steps if step.task != "sync")
     if on_tensor_cores:
         assert "HMMA" in sass, "the plan runs mma steps on tensor cores but SASS has no HMMA"
         assert "LDSM" in sass, "tensor-core operands are read with ldmatrix"

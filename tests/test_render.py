@@ -109,7 +109,7 @@ def test_head_dim_256_attention_matches_the_interpreter_on_the_emulator(name):
     for p in prepared.kernel.inputs:
         shape = p.shape_in(dims)
         inputs[p.name] = rng.standard_normal(shape).astype(np.float32).astype(ml_dtypes.bfloat16)
-    want = run_kernel(prepared.kernel, inputs, shapes=dims, tiles=dict(prepared.plan.tiles))
+    want = run_kernel(prepared.kernel, inputs, shapes=dims, tiles=prepared.tiles)
     got = run_emulated(prepared.source, prepared.kernel, inputs, dims, {})
     g, w = got["O"].astype(np.float64), want["O"].astype(np.float64)
     assert np.linalg.norm(g - w) / np.linalg.norm(w) < 1e-2

@@ -26,7 +26,7 @@ from .compare import ASPECTS, Context, bound_phrase, busy, busy_clause, peers, r
 from .gather import RUNNERS_UP, TIMELINE_ITERATIONS, explain, mma_dtype
 from .model import (BufferRow, Explanation, Lane, LegendEntry, Performance, PlanSummary,
                     Reason, RejectedGroup, RoleRow, RunnerUp, Span, TaskRow, TimelineView,
-                    to_dict, to_json)
+                    grids_to_json, to_dict, to_json)
 from .reasons import RULES, STYLE_NAMES, why
 from .svg import gantt_svg, to_svg
 from .text import IDLE, render_text
@@ -36,7 +36,7 @@ from .wording import (ctas_text, fmt_bytes, fmt_count, fmt_seconds, plural, shor
                       tiles_text)
 
 __all__ = [
-    "explain", "render_text", "to_json", "to_dict", "to_svg", "gantt_svg",
+    "explain", "render_text", "to_json", "grids_to_json", "to_dict", "to_svg", "gantt_svg",
     "Explanation", "TaskRow", "RoleRow", "BufferRow", "PlanSummary", "Performance", "Span",
     "Lane", "LegendEntry", "TimelineView", "RunnerUp", "Reason", "RejectedGroup",
     "why", "peers", "rejected_peers", "busy", "busy_clause", "bound_phrase", "tile_traffic",

@@ -194,3 +194,12 @@ def to_dict(expl: Explanation) -> dict:
 
 def to_json(expl: Explanation) -> str:
     return json.dumps(to_dict(expl), indent=2) + "\n"
+
+
+def grids_to_json(expls) -> str:
+    """A kernel with several grids: {"kernel", "grids": [explanation, ...],
+    "seconds": their sum} (the grids run one after the other)."""
+    expls = list(expls)
+    return json.dumps({"kernel": expls[0].kernel, "device": expls[0].device,
+                       "grids": [to_dict(e) for e in expls],
+                       "seconds": sum(e.performance.seconds for e in expls)}, indent=2) + "\n"

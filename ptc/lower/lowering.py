@@ -79,7 +79,7 @@ def lower(plan: Plan, graph: STaskGraph, device: Device,
     if len(graph.kernel.body) != 1:
         # the plan and graph are those of one grid: the others would be dropped silently
         raise LoweringError(f"kernel {graph.kernel.name} has {len(graph.kernel.body)} "
-                            "parallel grids; the lowering takes one (issue: several grids)")
+                            "parallel grids; lower each grid's kernel (ptc.sema.grids)")
     if len(plan.roles) != 1:
         raise LoweringError(f"{plan.style} plans have {len(plan.roles)} roles; the lowering "
                             "takes single-role plans (warp specialization comes with sm90)")

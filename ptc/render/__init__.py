@@ -1,7 +1,7 @@
 """Rendering a lowered kernel to source code, one renderer per backend (docs/architecture.md).
 
-    source = render(lowered, kernel, plan, device)            # kernel.cu / kernel.hip
-    source = render_kernel(kernel, plan, graph, device)       # lower, then render
+    source = render(lowered_grids, kernel, plans, device)     # kernel.cu / kernel.hip
+    source = render_kernel(kernel, plan, graph, device)       # one grid: lower, render
 
 The backend comes from the device description (`device.backend`); adding one means a
 renderer package with its `capabilities` (what plans it can build), its templates folder
@@ -10,6 +10,7 @@ and one line in RENDERERS. Renderers only print: every decision is in the lowere
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 import jinja2
 
@@ -47,15 +48,21 @@ def can_render(plan: Plan, device: Device) -> str | None:
     return caps.refuses(plan, device)
 
 
-def render(low: LoweredKernel, kernel: TypedKernel, plan: Plan, device: Device) -> str:
+def render(lows: Sequence[LoweredKernel], kernel: TypedKernel, plans: Sequence[Plan],
+           device: Device) -> str:
+    """The source of `kernel`: one lowered kernel and plan per grid, launched in order."""
     renderer = RENDERERS.get(device.backend)
     if renderer is None:
         raise RenderError(f"no renderer for the {device.backend} backend yet")
-    context = renderer(low, kernel, plan).context()
+    context = renderer(lows, kernel, plans).context()
     return _environment(renderer.folder).get_template(renderer.template).render(c=context)
 
 
 def render_kernel(kernel: TypedKernel, plan: Plan, graph: STaskGraph, device: Device) -> str:
+    """Lower and render a one-grid kernel's plan."""
+    if len(kernel.body) != 1:
+        raise RenderError(f"kernel {kernel.name} has {len(kernel.body)} grids: lower each "
+                          "grid's plan and render them together (ptc.driver.render)")
     why = can_render(plan, device)
     if why:
         raise RenderError(why)
@@ -63,7 +70,7 @@ def render_kernel(kernel: TypedKernel, plan: Plan, graph: STaskGraph, device: De
         low = lower(plan, graph, device, capabilities(device))
     except LoweringError as exc:
         raise RenderError(str(exc)) from None
-    return render(low, kernel, plan, device)
+    return render([low], kernel, [plan], device)
 
 
 def headers(device: Device) -> list[Path]:

@@ -39,24 +39,29 @@ class Prepared:
     kernel: object            # ptc.sema.typed.TypedKernel
     device: object            # ptc.devices.Device
     target: str
-    plan: object              # ptc.sched.plan.Plan
-    graph: object             # the plan's sTask-graph
+    plans: tuple              # ptc.sched.plan.Plan, one per grid in launch order
+    graphs: tuple             # their sTask-graphs
     source: str               # kernel.cu
     signature: Signature
     notes: tuple[str, ...] = ()   # from rendering: better-ranked plans it could not take
 
     @property
     def plan_json(self) -> str:
-        from ..sched.plan import to_json
+        from ..sched.plan import plans_to_json
 
-        return to_json(self.plan)
+        return plans_to_json(self.plans)
+
+    @property
+    def tiles(self) -> dict[str, int]:
+        """Every grid's tile sizes (the interpreter takes them together)."""
+        return {k: v for plan in self.plans for k, v in plan.tiles}
 
 
 def prepare(path: str | Path, target: str = "sm80", *, shapes: Mapping[str, int] | None = None,
             tiles: Mapping[str, int] | None = None, kernel: str | None = None,
             schedule: str | Path | None = None, kernel_source: str | None = None,
             progress: bool = False) -> Prepared:
-    """check -> schedule (or the pinned plan `schedule`) -> render, for a CUDA target.
+    """check -> schedule (or the pinned plans `schedule`) -> render, for a CUDA target.
     `kernel_source` replaces the rendered kernel.cu (a hand-written one, same ABI)."""
     from .. import driver
     from ..devices import get_device
@@ -66,35 +71,19 @@ def prepare(path: str | Path, target: str = "sm80", *, shapes: Mapping[str, int]
     if device.backend != "cuda":
         raise BuildError(f"{target} is a {device.backend} target; the runtime builds CUDA "
                          "targets (sm80, sm90) with nvcc")
-    if kernel_source is None and hasattr(driver, "render"):
-        # the best plan the renderer takes, rendered (notes: better plans it skipped)
-        source, plan, graph, device, notes = driver.render(
+    if kernel_source is None:
+        source, plans, graphs, device, notes = driver.render(
             typed, target, shapes=shapes, tiles=tiles, schedule_file=schedule,
             progress=progress)
-        return Prepared(typed, device, target, plan, graph, source, signature_of(typed),
+        return Prepared(typed, device, target, plans, graphs, source, signature_of(typed),
                         tuple(notes))
     if schedule is not None:
-        plan, graph = driver.pinned_plan(typed, target, schedule)
+        pairs = driver.pinned_plans(typed, target, schedule)
     else:
-        best = driver.schedule(typed, target, shapes=shapes, tiles=tiles, progress=progress).best
-        plan, graph = best.plan, best.graph
-    source = kernel_source if kernel_source is not None else render_cuda(typed, plan, graph,
-                                                                          device)
-    return Prepared(typed, device, target, plan, graph, source, signature_of(typed))
-
-
-def render_cuda(kernel, plan, graph, device) -> str:
-    """kernel.cu from the renderer (ptc.render.render_kernel)."""
-    try:
-        from ..render import render_kernel
-    except ImportError as exc:
-        if not (exc.name or "").startswith("ptc.render") and "render_kernel" not in str(exc):
-            raise
-        raise BuildError("this ptc cannot render CUDA yet (ptc.render.render_kernel is "
-                         "missing)", hint="pass a hand-written kernel.cu that follows the "
-                                          "kernel ABI (--kernel-source / kernel_source=)") \
-            from None
-    return render_kernel(kernel, plan, graph, device)
+        pairs = tuple((r.best.plan, r.best.graph) for r in driver.schedule_grids(
+            typed, target, shapes=shapes, tiles=tiles, progress=progress))
+    return Prepared(typed, device, target, tuple(p for p, _ in pairs),
+                    tuple(g for _, g in pairs), kernel_source, signature_of(typed))
 
 
 def compile(path: str | Path, target: str = "sm80", shapes: Mapping[str, int] | None = None,
@@ -132,7 +121,7 @@ def build_prepared(prepared: Prepared, out_dir: str | Path | None = None, *,
         else:                # -o DIR: an existing build is replaced only by a working one
             result = build_staged(folder, write, arch, echo=echo)
     return CompiledKernel(folder, prepared.signature, arch=arch, target=prepared.target,
-                          plan=prepared.plan, build=result, shapes=shapes)
+                          plans=prepared.plans, build=result, shapes=shapes)
 
 
 # ---- the cache ----------------------------------------------------------------------------

@@ -129,16 +129,18 @@ def compare(name: str, dtype: str, got: np.ndarray, want: np.ndarray) -> OutputC
 
 
 def work_of(prepared, dims: Mapping[str, int]) -> Work:
+    """The whole kernel's work and modelled time: its grids run one after the other."""
     from ..sched.cost import estimate
 
-    est, _ = estimate(prepared.plan, prepared.graph, prepared.device, dict(dims))
-    return Work(float(est.flops), float(est.bytes), mma_dtype(prepared.graph),
-                float(est.seconds))
+    ests = [estimate(plan, graph, prepared.device, dict(dims))[0]
+            for plan, graph in zip(prepared.plans, prepared.graphs)]
+    return Work(float(sum(e.flops for e in ests)), float(sum(e.bytes for e in ests)),
+                mma_dtype(prepared.graphs), float(sum(e.seconds for e in ests)))
 
 
-def mma_dtype(graph) -> str:
+def mma_dtype(graphs) -> str:
     """The input dtype of the kernel's matmuls (f16 when it has none)."""
-    return next((t.mma_dtype for t in graph.tasks if t.kind == "mma"), "f16")
+    return next((t.mma_dtype for g in graphs for t in g.tasks if t.kind == "mma"), "f16")
 
 
 def run_bench(compiled: CompiledKernel, prepared, *, shapes: Mapping[str, int] | None = None,
@@ -149,7 +151,7 @@ def run_bench(compiled: CompiledKernel, prepared, *, shapes: Mapping[str, int] |
     say = progress or (lambda message: None)
     kernel = prepared.kernel
     dims = bind_dims(kernel, {}, dict(shapes or {}))
-    tiles = dict(prepared.plan.tiles)
+    tiles = prepared.tiles
     inputs = random_inputs(kernel, dims, seed)
     gpu = compiled.library().device()
     device = prepared.device

@@ -49,13 +49,13 @@ class Timing:
 
 class CompiledKernel:
     def __init__(self, directory: str | Path, signature: Signature, *, arch: str = "",
-                 target: str = "", plan=None, build: BuildResult | None = None,
+                 target: str = "", plans=(), build: BuildResult | None = None,
                  shapes: Mapping[str, int] | None = None):
         self.directory = Path(directory)
         self.signature = signature
         self.arch = arch
         self.target = target
-        self.plan = plan
+        self.plans = tuple(plans)           # one per grid, in launch order
         self.build = build
         self.shapes = dict(shapes or {})    # problem sizes given at compile time (defaults)
         self._library: HarnessLibrary | None = None

@@ -75,7 +75,14 @@ _FIELDS = {
 
 def kernel_name(symbol: str) -> str:
     """A readable name for a kernel symbol: ptc's kernels are templates on ALIGNED, so
-    `_Z15ptc_gemm_kernelILb1EEv...` reads `ptc_gemm_kernel<true>`."""
+    `_Z15ptc_gemm_kernelILb1EEv...` reads `ptc_gemm_kernel<true>`, and those of a kernel
+    with several grids are in a namespace per grid: `_ZN5grid115ptc_..._kernelILb1EEEv...`
+    reads `grid1::ptc_..._kernel<true>`."""
+    m = re.match(r"_ZN(\d+)(\w+)", symbol)
+    if m:
+        space = m.group(2)[:int(m.group(1))]
+        inner = kernel_name("_Z" + m.group(2)[int(m.group(1)):].replace("EEEv", "EEv", 1))
+        return f"{space}::{inner}" if not inner.startswith("_Z") else symbol
     m = re.match(r"_Z(\d+)(\w+)", symbol)
     if not m:
         return symbol

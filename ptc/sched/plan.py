@@ -203,11 +203,11 @@ def _encode(obj):
 class _Reader:
     """Decodes a plan JSON with errors that name the file and the key."""
 
-    def __init__(self, filename: str) -> None:
-        self.filename = filename
+    def __init__(self, filename: str, prefix: str = "") -> None:
+        self.filename, self.prefix = filename, prefix    # prefix: "grids[1]." in a list
 
     def fail(self, where: str, message: str):
-        raise CompileError(Diagnostic(f"{self.filename}: {where}: {message}",
+        raise CompileError(Diagnostic(f"{self.filename}: {self.prefix}{where}: {message}",
                                       hint="write a plan with `ptc compile --emit plan`"))
 
     def get(self, obj, key: str, kind, where: str):
@@ -307,10 +307,31 @@ class _Reader:
 
 
 def from_json(text: str, filename: str = "plan.json") -> Plan:
+    return _Reader(filename).plan(_decode(text, filename))
+
+
+def _decode(text: str, filename: str):
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         # the position is in the plan file, not in the .pt the CLI shows: keep it in the text
         raise CompileError(Diagnostic(f"{filename}:{exc.lineno}:{exc.colno}: {filename} is not "
                                       f"valid JSON: {exc.msg}")) from None
-    return _Reader(filename).plan(data)
+
+
+# A kernel with several grids has one plan per grid, launched in order; its JSON is
+# {"kernel", "device", "grids": [plan, ...]}. A one-grid kernel's JSON is its plan.
+def plans_to_json(plans) -> str:
+    plans = tuple(plans)
+    if len(plans) == 1:
+        return to_json(plans[0])
+    return json.dumps({"kernel": plans[0].kernel, "device": plans[0].device,
+                       "grids": [_encode(p) for p in plans]}, indent=2) + "\n"
+
+
+def plans_from_json(text: str, filename: str = "plan.json") -> tuple[Plan, ...]:
+    data = _decode(text, filename)
+    if not (isinstance(data, dict) and "grids" in data):
+        return (_Reader(filename).plan(data),)
+    grids = _Reader(filename).get(data, "grids", list, "plan")
+    return tuple(_Reader(filename, f"grids[{i}].").plan(g) for i, g in enumerate(grids))

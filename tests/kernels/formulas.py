@@ -320,6 +320,11 @@ KERNELS: dict[str, Entry] = {
     "linear_attn_state": Entry(
         _linear_attn_inputs, _linear_attn_ref,
         dict(B=1, H=2, T=100, D=64, E=40), {"S": 2e-3}),   # phi is rounded to f16
+    "kv_state": Entry(
+        lambda d, rng: {"K": randn(rng, (d["B"], d["H"], d["T"], d["D"]), BF16),
+                        "V": randn(rng, (d["B"], d["H"], d["T"], d["E"]), BF16)},
+        lambda i, d: {"S": np.einsum("bhtd,bhte->bhde", f64(i["K"]), f64(i["V"]))},
+        dict(B=2, H=2, T=100, D=72, E=40), {"S": SINGLE}),
     "mlp2": Entry(
         _mlp2_inputs, _mlp2_ref,
         dict(M=200, K=72, N=136, L=40), {"Y": HALF}),

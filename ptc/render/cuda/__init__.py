@@ -33,19 +33,30 @@ class Param:
 
 
 @dataclass(frozen=True)
-class KernelSource:
-    kernel: str
+class GridSource:
+    """One grid's kernel: a __global__ function and its launch."""
+
     func: str
-    summary: tuple[str, ...]
+    namespace: str                                  # "" for a one-grid kernel
+    title: str                                      # "grid 2 of 2: parallel i: BM of M"
     constants: tuple[tuple[str, int], ...]
     layouts: tuple[str, ...]
+    grid: tuple[tuple[str, str], ...]               # (grid index, count expression)
+    aligned: tuple[str, ...]                        # launch-time conditions of ALIGNED
+    body: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """kernel.cu: every grid's kernel, launched in order by one ptc_launch."""
+
+    kernel: str
+    summary: tuple[str, ...]
     params: tuple[Param, ...]
     tensor_args: tuple[tuple[str, str, int], ...]   # (C name, C type, index into tensors[])
     scalar_args: tuple[tuple[str, str, int], ...]   # (C name, C type, index into scalars[])
     dim_args: tuple[tuple[str, int, int | None], ...]  # (C name, index into dims[], static)
-    grid: tuple[tuple[str, str], ...]               # (grid index, count expression)
-    aligned: tuple[str, ...]                        # launch-time conditions of ALIGNED
-    body: tuple[str, ...]
+    grids: tuple[GridSource, ...]
 
 
 def scalar_ctype(dtype: str) -> str:
@@ -58,19 +69,11 @@ class CudaRenderer:
     template = "kernel.cu.j2"
     suffix = ".cu"
 
-    def __init__(self, low: LoweredKernel, kernel: T.TypedKernel, plan: Plan):
-        self.low, self.kernel, self.plan = low, kernel, plan
-        self.tiles = dict(plan.tiles)
+    def __init__(self, lows, kernel: T.TypedKernel, plans):
+        self.lows, self.kernel, self.plans = tuple(lows), kernel, tuple(plans)
 
     def context(self) -> KernelSource:
-        low, k = self.low, self.kernel
-        p = BodyPrinter(low, k, self.tiles)
-        self.grid_indices(p)
-        self.declarations(p)
-        for op in ir.walk(low.body):
-            if isinstance(op, ir.CopyTile):
-                p.copy_state(op)
-        p.ops(low.body)
+        k = self.kernel
         params, tensors, scalars, dims = [], [], [], []
         tensor_list = [q for q in k.inputs if isinstance(q, T.TensorParam)] + list(k.outputs)
         for i, q in enumerate(tensor_list):
@@ -83,6 +86,40 @@ class CudaRenderer:
         for i, d in enumerate(k.dims):
             params.append(Param("long long", f"d_{d.name}"))
             dims.append((f"d_{d.name}", i, d.static))
+        index = {name: i for name, _, i in tensors}
+        several = len(self.lows) > 1
+        grids, summary = [], []
+        for n, (low, plan) in enumerate(zip(self.lows, self.plans)):
+            title = (f"grid {n + 1} of {len(self.lows)}: parallel "
+                     + ", ".join(_axis_text(a) for a in k.body[n].axes))
+            printer = _GridPrinter(low, k, plan)
+            grids.append(printer.source(f"grid{n}" if several else "", title, index))
+            lines = printer.summary()
+            summary += [title] + [f"  {x}" for x in lines] if several else list(lines)
+        return KernelSource(k.name, tuple(summary), tuple(params), tuple(tensors),
+                            tuple(scalars), tuple(dims), tuple(grids))
+
+
+def _axis_text(a: T.GridAxis) -> str:
+    return f"{a.var} of {a.dim}" if a.size is None else f"{a.var}: {a.size} of {a.dim}"
+
+
+class _GridPrinter:
+    """One grid's lowered kernel as C: its function body, constants and layouts."""
+
+    def __init__(self, low: LoweredKernel, kernel: T.TypedKernel, plan: Plan):
+        self.low, self.kernel, self.plan = low, kernel, plan
+        self.tiles = dict(plan.tiles)
+
+    def source(self, namespace: str, title: str, index: dict) -> GridSource:
+        low, k = self.low, self.kernel
+        p = BodyPrinter(low, k, self.tiles)
+        self.grid_indices(p)
+        self.declarations(p)
+        for op in ir.walk(low.body):
+            if isinstance(op, ir.CopyTile):
+                p.copy_state(op)
+        p.ops(low.body)
         constants = [("THREADS", low.launch.threads),
                      ("MIN_BLOCKS", low.launch.min_blocks),
                      ("MIN_BLOCKS_ELEMENTWISE", low.launch.min_blocks_elementwise),
@@ -91,16 +128,14 @@ class CudaRenderer:
         layouts = []
         for lay in low.layouts:
             layouts += layout_struct(lay)
-        index = {name: i for name, _, i in tensors}
         aligned = []
         for kind, name, n in low.alignment:
             if kind == "dim":
                 aligned.append(f"d_{name} % {n} == 0")
             else:
                 aligned.append(f"(uintptr_t)tensors[{index['g_' + name]}] % {n} == 0")
-        return KernelSource(k.name, f"ptc_{k.name}_kernel", self.summary(), tuple(constants),
-                            tuple(layouts), tuple(params), tuple(tensors), tuple(scalars),
-                            tuple(dims), grid, tuple(aligned), tuple(p.lines))
+        return GridSource(f"ptc_{k.name}_kernel", namespace, title, tuple(constants),
+                          tuple(layouts), grid, tuple(aligned), tuple(p.lines))
 
     def grid_indices(self, p: BodyPrinter) -> None:
         p.emit("long long block = blockIdx.x;")
