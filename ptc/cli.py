@@ -62,7 +62,8 @@ def _kernel_json(k: TypedKernel, shapes: Mapping[str, int]) -> dict:
         "outputs": [tensor(p) for p in k.outputs],
         "dims": [{"name": d.name, "default": d.default, "size": _dim_size(d, shapes)}
                  for d in k.dims],
-        "tiles": [{"name": t.name, "choices": list(t.choices)} for t in k.tiles],
+        "tiles": [{"name": t.name, "choices": list(t.choices), "implicit": t.implicit}
+                  for t in k.tiles],
     }
 
 

@@ -146,8 +146,10 @@ def shape_option(f):
 def tile_option(f):
     return click.option(
         "--tile", "tiles", type=Assignments(), multiple=True, callback=_merge,
-        help="Pick a tile size, e.g. --tile BM=64,BN=64 (repeatable); "
-             "default: the first candidate of each `tile` line.")(f)
+        help="Pick a tile size, e.g. --tile BM=64,BN=64 (repeatable); default: the "
+             "first candidate of each `tile` line, and for a tile size the kernel uses "
+             "without one, the first of its role's candidates (64 for a matmul's rows or "
+             "columns, 32 for its k, else 16; the search narrows them per target).")(f)
 
 
 # ---- reading and checking ------------------------------------------------------------

@@ -733,3 +733,66 @@ def test_an_assigned_accumulate_is_one_mma_accumulate(update):
     want = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_array_equal(out["C"], want)
     np.testing.assert_array_equal(out["D"], 2 * want)
+
+
+# ---- tile lines are optional ------------------------------------------------------------
+NO_TILES = """
+kernel g(A: f16[M, K], B: f16[K, N], X: f32[M, N]) -> (C: f16[M, N], R: f32[M]) {
+  parallel i: BM of M, j: BN of N {
+    acc = zeros(f32[BM, BN])
+    for k: BK of K {
+      acc += load(A[i, k]) @ load(B[k, j])
+    }
+    store(C[i, j], acc as f16)
+  }
+  parallel r: RB of M {
+    s = zeros(f32[RB])
+    for c: CB of N {
+      s += rowsum(load(X[r, c]))
+    }
+    store(R[r], s)
+  }
+}
+"""
+
+
+def test_undeclared_tile_sizes_take_candidates_from_their_role(tmp_path):
+    from ptc.sched.search import tile_candidates
+    from ptc.devices import get_device
+
+    path = tmp_path / "g.pt"
+    path.write_text(NO_TILES)
+    k = driver.check_file(path).kernels[0]
+    tiles = {t.name: t for t in k.tiles}
+    assert all(t.implicit for t in tiles.values())
+    assert {n: (t.role, t.dim) for n, t in tiles.items()} == {
+        "BM": ("m", "M"), "BN": ("n", "N"), "BK": ("k", "K"), "RB": ("", "M"), "CB": ("", "N")}
+    assert tiles["BM"].choices[0] == 64 and tiles["BK"].choices == (32, 64)
+    # narrowed for a device and a problem size: at most the power of two covering the dim
+    sm80 = get_device("sm80")
+    assert tile_candidates(tiles["BN"], sm80, {"N": 40}) == (64, 32)
+    assert tile_candidates(tiles["BM"], sm80, {"M": 7}) == (32,)
+    assert tile_candidates(tiles["RB"], sm80, {"M": 20}) == (16, 32, 8, 4)
+
+
+def test_a_kernel_without_tile_lines_runs_plans_and_emulates(tmp_path):
+    from ptc.render.emulate import build_emulated
+
+    path = tmp_path / "g.pt"
+    path.write_text(NO_TILES)
+    shapes = {"M": 70, "N": 90, "K": 40}
+    k = driver.check_file(path, shapes).kernels[0]
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((70, 40)).astype(np.float16)
+    b = rng.standard_normal((40, 90)).astype(np.float16)
+    x = rng.standard_normal((70, 90)).astype(np.float32)
+    ref = run_kernel(k, {"A": a, "B": b, "X": x}, shapes=shapes)
+    want = (a.astype(np.float32) @ b.astype(np.float32))
+    assert np.abs(ref["C"].astype(np.float32) - want).max() < 0.1
+    np.testing.assert_allclose(ref["R"], x.sum(axis=1), rtol=1e-5, atol=1e-4)
+    for target in ("sm80", "sm90", "gfx90a", "gfx942"):
+        assert all(r.best for r in driver.schedule_grids(k, target, shapes=shapes)), target
+    source = driver.render(k, "sm80", shapes=shapes)[0]
+    got = build_emulated(source)(k, {"A": a, "B": b, "X": x}, shapes)
+    assert np.abs(got["C"].astype(np.float32) - want).max() < 0.1
+    np.testing.assert_allclose(got["R"], x.sum(axis=1), rtol=1e-5, atol=1e-4)

@@ -85,9 +85,33 @@ def choices_for(device: Device, has_loop: bool) -> list[Choice]:
     return out
 
 
-def tile_combinations(kernel: T.TypedKernel, fixed: Mapping[str, int]) -> list[dict[str, int]]:
+def tile_candidates(t: T.TileSize, device: Device | None,
+                    dims: Mapping[str, int]) -> tuple[int, ...]:
+    """A tile size's candidates on `device` at the problem size `dims`: declared ones as
+    written; an implicit one's (ptc.sema.tiles) narrowed to multiples of the device's
+    matrix-instruction extent for its role and to at most the power of two that covers
+    the dim it tiles (always at least its smallest candidate)."""
+    if not t.implicit:
+        return t.choices
+    keep = list(t.choices)
+    if t.role and device is not None:
+        from ..lower.atoms import atoms_for
+        steps = [getattr(a, t.role) for a in atoms_for(device.features)]
+        if steps:
+            keep = [c for c in keep if any(c % step == 0 for step in steps)]
+    size = dims.get(t.dim) if t.dim else None
+    if size:
+        cover = 1 << max(0, (size - 1).bit_length())
+        keep = [c for c in keep if c <= cover]
+    return tuple(keep) or (min(t.choices),)
+
+
+def tile_combinations(kernel: T.TypedKernel, fixed: Mapping[str, int],
+                      device: Device | None = None,
+                      dims: Mapping[str, int] | None = None) -> list[dict[str, int]]:
     names = [t.name for t in kernel.tiles]
-    options = [(fixed[t.name],) if t.name in fixed else t.choices for t in kernel.tiles]
+    options = [(fixed[t.name],) if t.name in fixed else tile_candidates(t, device, dims or {})
+               for t in kernel.tiles]
     combos = [dict(zip(names, c)) for c in itertools.product(*options)]
     return combos[:MAX_TILE_COMBINATIONS]
 
@@ -105,7 +129,7 @@ def search(kernel: T.TypedKernel, device: Device, dims: Mapping[str, int], *,
     `persistent`: whether it builds persistent launches (else none is proposed)."""
     started = time.perf_counter()
     base = build_graph(kernel, kernel.body[grid_index])
-    combos = tile_combinations(kernel, fixed_tiles or {})
+    combos = tile_combinations(kernel, fixed_tiles or {}, device, dims)
     ranked: list[Candidate] = []
     rejected: list[Rejected] = []
     has_loop = bool(base.loop_regions())

@@ -216,7 +216,8 @@ class CallChecker:
         for item in e.items:
             if isinstance(item, ast.IntLit) and item.value > 0:
                 shape.append(item.value)
-            elif isinstance(item, ast.Name) and item.id in self.tiles:
+            elif isinstance(item, ast.Name) and (item.id in self.tiles or
+                                                 self._implicit_tile(item.id, item.span)):
                 shape.append(item.id)
             elif isinstance(item, ast.Name) and item.id in self.dims:
                 self._need_static(item.id, item.span)

@@ -14,12 +14,13 @@ from __future__ import annotations
 from .. import ast
 from ..diagnostics import Collector, Diagnostic, FlagError, Span
 from . import typed as T
+from .tiles import implicit_tiles
 from .calls import CallChecker
 from .exprs import ExprChecker
 from .indexing import IndexChecker
 from .signature import SignatureChecker
 from .stmts import Scope, StmtChecker
-from .support import Abandon, SourceText, source_text
+from .support import Abandon, SourceText, source_text, suggest
 
 
 def check(module: ast.Module, shapes: dict[str, int]) -> T.Program:
@@ -66,6 +67,7 @@ class KernelChecker(SignatureChecker, StmtChecker, ExprChecker, CallChecker, Ind
         self.tensors: dict[str, T.TensorParam] = {}
         self.scalars: dict[str, T.ScalarParam] = {}
         self.tiles: dict[str, tuple[int, ...]] = {}
+        self.implicit: dict[str, str] = {}    # undeclared tile sizes -> the dim they tile
         self.indices: dict[str, T.GridAxis] = {}   # the live ones, by the name written
         self.index_names: set[str] = set()          # every index name taken so far
         self.scopes: list[Scope] = []
@@ -115,9 +117,28 @@ class KernelChecker(SignatureChecker, StmtChecker, ExprChecker, CallChecker, Ind
         dims = self._dim_infos()
         if len(self.col.diagnostics) > self.errors_before:
             return None
+        implicit = {t.name: t for t in implicit_tiles(self.implicit, grids)}
         return T.TypedKernel(self.k.name, inputs, outputs, dims,
-                             tuple(T.TileSize(n, c) for n, c in self.tiles.items()),
+                             tuple(implicit.get(n) or T.TileSize(n, c)
+                                   for n, c in self.tiles.items()),
                              tuple(grids), self.k.span)
+
+    def _implicit_tile(self, name: str, span: Span, dim: str = "") -> bool:
+        """Take an undeclared name in a tile-size position as a tile size (`tile` lines
+        are optional), unless it is taken or looks like a slip for a declared one."""
+        if name in self.implicit:
+            if dim and not self.implicit[name]:
+                self.implicit[name] = dim
+            return True
+        if name in self.kernel_names or name in self.poisoned:
+            return False
+        if suggest(name, [n for n in self.tiles if n not in self.implicit]):
+            return False
+        if not self._declare(name, "tile size", span):
+            return False
+        self.tiles[name] = ()
+        self.implicit[name] = dim
+        return True
 
     def error(self, message: str, span: Span, hint: str | None = None) -> None:
         self.col.error(message, span, hint)

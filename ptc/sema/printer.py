@@ -29,7 +29,8 @@ def print_kernel(k: T.TypedKernel) -> str:
     lines.append("  dims " + ", ".join(dims))
     if k.tiles:
         lines.append("  tiles " + ", ".join(
-            f"{t.name} in [{', '.join(map(str, t.choices))}]" for t in k.tiles))
+            f"{t.name} in [{', '.join(map(str, t.choices))}]"
+            + (" (implicit)" if t.implicit else "") for t in k.tiles))
     for grid in k.body:
         _stmt(grid, 1, lines)
     return "\n".join(lines) + "\n"

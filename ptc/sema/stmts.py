@@ -45,13 +45,16 @@ class StmtChecker:
                 size = axis.tile
             elif axis.tile in self.poisoned:
                 ok = False
-            elif axis.tile not in self.tiles:
+            elif axis.tile not in self.tiles and not self._implicit_tile(
+                    axis.tile, axis.tile_span, axis.dim):
                 self.error(f"unknown tile size {axis.tile!r}", axis.tile_span,
                            suggest(axis.tile, self.tiles) or
                            f"declare it: `tile {axis.tile} in [64, 128]`")
                 ok = False
             else:
                 size = axis.tile
+                if axis.tile in self.implicit:       # first met in a zeros() extent
+                    self._implicit_tile(axis.tile, axis.tile_span, axis.dim)
         if not self._declare(axis.var, "index", axis.var_span) or not ok:
             self.poisoned.add(axis.var)
             return None

@@ -56,6 +56,11 @@ class ScalarParam:
 class TileSize:
     name: str
     choices: tuple[int, ...]
+    # a tile size the kernel uses without a `tile` line: its candidates come from its role
+    # (ptc.sema.tiles), and the search narrows them to the device and the problem size
+    implicit: bool = False
+    role: str = ""          # "m", "n" or "k" of a matmul, else "" (implicit ones only)
+    dim: str = ""           # the dim it tiles in a `parallel`/`for` axis ("" if none)
 
 
 @dataclass(frozen=True)
