@@ -71,47 +71,7 @@ class Known(NamedTuple):
     phrase: str = ""     # a CompileError must say this (another error is a real failure)
 
 
-_PHI_T = Known("no plan for kernel linear_attn_state fits sm80; hint: mma_acc: a transposed "
-               "register operand (phi) is not supported yet; sm80 has no TMA unit and "
-               "warpgroups for warp specialization", CompileError,
-               "a transposed register operand (phi) is not supported yet")
-_ARGMAX = Known("no plan for kernel row_argmax fits sm80; hint: interleaving needs two readers "
-                "of loaded tiles in loop n; it has 1; sm80 has no TMA unit and warpgroups for "
-                "warp specialization; the reduction first reads no register tile", CompileError,
-                "the reduction first reads no register tile")
 XFAIL: dict[tuple[str, str], Known] = {
-    # phi.T @ v: a transposed value computed in registers cannot feed the mma (a transposed
-    # load can: see kv_state)
-    ("linear_attn_state", "plan:sm80"): _PHI_T,
-    # on sm90 the hint lists the first three refusals only, none of them the cause
-    ("linear_attn_state", "plan:sm90"): Known(
-        "no plan for kernel linear_attn_state fits sm90; hint: 32 rows cannot feed 1 consumer "
-        "warpgroups of >= 64 rows; 32 rows cannot feed 2 consumer warpgroups of >= 64 rows; 64 "
-        "rows cannot feed 2 consumer warpgroups of >= 64 rows; ...", CompileError,
-        "no plan for kernel linear_attn_state fits sm90"),
-    ("linear_attn_state", "nvcc"): _PHI_T,
-    ("linear_attn_state", "emulate"): _PHI_T,
-    # first = rowmin(where(x == tm[:, None], index(n)[None, :], N)), x a loaded f16 tile
-    ("row_argmax", "plan:sm80"): _ARGMAX,
-    ("row_argmax", "plan:sm90"): Known(
-        "no plan for kernel row_argmax fits sm90; hint: 16 rows cannot feed 1 consumer "
-        "warpgroups of >= 64 rows; 16 rows cannot feed 2 consumer warpgroups of >= 64 rows; 32 "
-        "rows cannot feed 1 consumer warpgroups of >= 64 rows; ...", CompileError,
-        "no plan for kernel row_argmax fits sm90"),
-    ("row_argmax", "nvcc"): _ARGMAX,
-    ("row_argmax", "emulate"): _ARGMAX,
-    # Wrong numbers, no error: `x = load(X[i, k]) as f32` in a `for`, then rowsum(x): the
-    # row sums are written in the [BM, BK] tile's slots (row = warp + 4 * slot) into a [BM]
-    # vector in another layout (blocked_16: element lane * 4 + slot), so only rows 0, 4, 8,
-    # ... are right. The rendered CUDA is wrong, not only the emulation.
-    ("rownorm", "emulate"): Known(
-        "wrong numbers, no error: the emulated Y is off by a relative L2 error of 3.5 (the "
-        "interpreter matches the formula); rowsum of a loop-local `load(..) as f32` lands in "
-        "the wrong rows", AssertionError),
-    ("cross_entropy", "emulate"): Known(
-        "wrong numbers, no error: the emulated loss holds NaN (0.18 relative error at M=64, "
-        "N=1024; the interpreter matches the formula); rowmax/rowsum of a loop-local "
-        "`load(..) as f32` land in the wrong rows", AssertionError),
 }
 
 

@@ -181,3 +181,29 @@ def test_an_mma_no_atom_fits_runs_on_cuda_cores():
     assert mma_atom(sm80, "f16", 64, 64, 32, 4) is MMA_SYNC_16816
     assert mma_atom(sm80, "f16", 32, 32, 24, 4) is None      # k is not a multiple of 16
     assert mma_atom(sm80, "f16", 16, 16, 32, 4) is None      # 4 warps cannot split 16 x 16
+
+
+def test_a_reduction_result_lives_in_the_slice_of_what_it_reads(tmp_path):
+    """`x = load(..) as f32; ss += rowsum(x)`: the sum used to take ss's blocked layout
+    from its reader, so the reduction wrote its rows into the wrong registers."""
+    path = tmp_path / "w.pt"
+    path.write_text("""
+kernel w(X: f16[M, N]) -> (S: f32[M]) {
+  dims M = 64, N = 512
+  tile BM in [16], BK in [256]
+  parallel i: BM of M {
+    ss = zeros(f32[BM])
+    for k: BK of N {
+      x = load(X[i, k]) as f32
+      ss += rowsum(x)
+    }
+    store(S[i], ss)
+  }
+}
+""")
+    k = check_file(path).kernels[0]
+    (low,), *_ = lowered(k, "sm80")
+    homes = dict(low.values)
+    x = low.layout(homes["x"].layout)
+    for name in ("%r1", "ss"):
+        assert low.layout(homes[name].layout).same_map(x.slice(1)), name

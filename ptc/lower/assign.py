@@ -85,10 +85,16 @@ class _Solver:
         self.layout: dict[str, Layout] = {}
         self.defaults: list[str] = []
         self.reduce_sources: dict[str, Layout] = {}
+        self.slice_of: dict[str, tuple[Layout, int]] = {}   # reduction -> (source, axis)
         self.shapes: dict[str, tuple[int, ...]] = {}
+        self.reduced: set[str] = set()      # values a reduction computes
+        self.reduced_from: set[str] = set()  # values a reduction reads directly
         for s in stmts:
             if isinstance(s.stmt, T.Let):
                 self.shapes[s.stmt.name] = extent(shape_of, s.stmt.value)
+                if isinstance(s.stmt.value, T.Reduce):
+                    self.reduced.add(s.stmt.name)
+                    self.reduced_from.update(r for r, d in direct_reads(s.stmt.value.arg) if d)
 
     def is_register(self, name: str) -> bool:
         return name not in self.shared
@@ -126,6 +132,36 @@ class _Solver:
                 return self.layout[name]
         return None
 
+    def reads_no_register_tile(self, value: T.Reduce) -> bool:
+        return not any(d and self.is_register(r) and r in self.shapes
+                       for r, d in direct_reads(value.arg))
+
+    def broadcast_reads(self, value: T.Reduce):
+        """(register value, axes it is broadcast along) the reduction's operand reads."""
+        return [(r, axes) for r, axes in reads_with_expands(value.arg)
+                if axes and self.is_register(r) and r in self.shapes]
+
+    def new_source(self, name: str, value: T.Reduce) -> Layout:
+        """The layout a reduction of loaded tiles computes its operand in: the one its
+        broadcast operands are slices of (no conversion), else a blocked one."""
+        arg_shape = extent(self.shape_of, value.arg)
+        src = None
+        for r, axes in self.broadcast_reads(value):
+            parent = self.slice_of.get(r)
+            if parent is not None and (parent[1],) == tuple(axes) and \
+                    parent[0].shape == arg_shape:
+                src = parent[0]
+                break
+        if src is None:
+            src = blocked(arg_shape, self.warps, self.warp_size, 4,
+                          name=f"blocked_{'x'.join(map(str, arg_shape))}")
+        self.reduce_sources[name] = src
+        return src
+
+    def put_reduction(self, name: str, value: T.Reduce, src: Layout) -> bool:
+        self.slice_of[name] = (src, value.axis)
+        return self.put(name, src.slice(value.axis, f"{src.name}_s{value.axis}"))
+
     def step(self) -> bool:
         changed = False
         for s in self.stmts:
@@ -136,20 +172,14 @@ class _Solver:
                 continue
             shape = self.shapes[name]
             if isinstance(value, T.Reduce):
-                src = self.reduce_source(value)
-                if src is None and name not in self.layout and not any(
-                        self.is_register(r) and r in self.shapes
-                        for r, _ in direct_reads(value.arg)):
-                    # it reads only loaded tiles and scalars: read them in a blocked layout
-                    arg_shape = extent(self.shape_of, value.arg)
-                    src = blocked(arg_shape, self.warps, self.warp_size, 4,
-                                  name=f"blocked_{'x'.join(map(str, arg_shape))}")
-                    self.reduce_sources[name] = src
+                src = self.reduce_source(value) or self.reduce_sources.get(name)
+                if src is None and self.reads_no_register_tile(value):
+                    # it reads loaded tiles, scalars and broadcasts only: compute it in the
+                    # layout its broadcasts are slices of, else in a blocked layout
+                    if all(r in self.layout for r, _ in self.broadcast_reads(value)):
+                        src = self.new_source(name, value)
                 if src is not None:
-                    changed |= self.put(name, src.slice(value.axis, f"{src.name}_s{value.axis}"))
-                elif name in self.layout:
-                    # backward: an operand whose only layout source is this reduction
-                    pass
+                    changed |= self.put_reduction(name, value, src)
                 continue
             if name not in self.layout:
                 for r, direct in direct_reads(value):
@@ -161,6 +191,10 @@ class _Solver:
                 for r, axes in reads_with_expands(value):
                     if not self.is_register(r) or r in self.layout or r not in self.shapes:
                         continue
+                    if r in self.reduced:
+                        # a reduction's result is the slice of its operand's layout, never
+                        # what a reader would like: that reader converts it instead
+                        continue
                     lay = mine
                     for axis in sorted(axes, reverse=True):
                         lay = lay.slice(axis, f"{lay.name}_s{axis}")
@@ -169,11 +203,13 @@ class _Solver:
         return changed
 
     def default(self) -> bool:
-        for s in self.stmts:
-            if not isinstance(s.stmt, T.Let):
-                continue
+        # a reduction's operand first: its slice then reaches the values that use the
+        # reduction's result, which would otherwise convert it
+        order = sorted((s for s in self.stmts if isinstance(s.stmt, T.Let)),
+                       key=lambda s: s.stmt.name not in self.reduced_from)
+        for s in order:
             name = s.stmt.name
-            if name in self.layout or not self.is_register(name):
+            if name in self.layout or not self.is_register(name) or name in self.reduced:
                 continue
             shape = self.shapes[name]
             if len(shape) == 0:
@@ -184,6 +220,12 @@ class _Solver:
             self.put(name, lay)
             self.defaults.append(name)
             return True
+        for s in order:      # a reduction still waiting on a broadcast operand's layout
+            if s.stmt.name in self.reduced and s.stmt.name not in self.layout and \
+                    self.reads_no_register_tile(s.stmt.value):
+                self.put_reduction(s.stmt.name, s.stmt.value,
+                                   self.new_source(s.stmt.name, s.stmt.value))
+                return True
         return False
 
     def solve(self) -> dict[str, Layout]:
@@ -241,9 +283,18 @@ def assign_layouts(stmts: list[Stmt], shared: set[str], mma_layouts, warps: int,
         target = layouts.get(s.stmt.name)
         value = s.stmt.value
         if isinstance(value, T.Reduce):
-            src = solver.reduce_source(value)
+            src = solver.reduce_source(value) or solver.reduce_sources.get(s.stmt.name)
+            # the reduction writes its result in the slice of the layout it reads
+            assert src is None or target is None or target.same_map(src.slice(value.axis)), \
+                f"{s.stmt.name} is a reduction of {src.name} but lives in {target.name}"
+            expanded = dict(reads_with_expands(value.arg))
             for r, direct in direct_reads(value.arg):
-                if r in layouts and (src is None or not layouts[r].same_map(src)):
+                if r not in layouts:
+                    continue
+                want = src
+                for axis in sorted(expanded.get(r, ()), reverse=True):
+                    want = want.slice(axis) if want is not None else None
+                if want is None or r not in expanded or not layouts[r].same_map(want):
                     conversions.append((s.position, r))
             continue
         for r, axes in reads_with_expands(value):

@@ -188,6 +188,7 @@ class FillTile:
     target: str
     scratch: str
     vector: int = 1              # consecutive values per shared load
+    transposed: bool = False     # target is the transpose of the spilled tile
 
 
 @dataclass(frozen=True)

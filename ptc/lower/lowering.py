@@ -195,6 +195,7 @@ class _Builder:
         self.buffers: dict[str, ir.Buffer] = {}
         self.scratch_count = 0
         self.renames: dict[str, str] = {}   # this statement: value -> its converted copy
+        self.pre_transposed: set[str] = set()   # copies that hold a value transposed
         self.units: dict[str, str] = {}
         self.hoisted: dict[tuple[str, str], str] = {}   # (task, value) -> fragments value
         self.alignment: list[str] = []
@@ -420,10 +421,7 @@ class _Builder:
                 home = self.values.get(name)
                 if isinstance(home, ir.RegTile) and (
                         transposed or not self.layouts[home.layout].same_map(lay)):
-                    if transposed:
-                        raise LoweringError(f"{s.task}: a transposed register operand "
-                                            f"({name}) is not supported yet")
-                    wanted.append((name, lay))
+                    wanted.append((name, lay, transposed))
         else:
             if isinstance(value, T.Reduce):
                 target = self.reduce_layout(value, s.stmt.name)
@@ -441,14 +439,15 @@ class _Builder:
                 for axis in sorted(axes, reverse=True):
                     want = want.slice(axis, f"{want.name}_s{axis}")
                 if not self.layouts[home.layout].same_map(want):
-                    wanted.append((r, want))
+                    wanted.append((r, want, False))
         ops: list = []
-        for r, want in dict(wanted).items():
+        for r, want, transposed in {(r, t): (r, w, t) for r, w, t in wanted}.values():
             home = self.values[r]
             lay_name = self.layout_name(want)
-            new = f"{r}@{lay_name}"
-            self.values[new] = ir.RegTile(c_name(r) + "_" + lay_name, home.dtype, home.shape,
-                                          lay_name)
+            new = f"{r}{'.T' if transposed else ''}@{lay_name}"
+            shape_t = tuple(reversed(home.shape)) if transposed else home.shape
+            self.values[new] = ir.RegTile(c_name(r) + ("_T_" if transposed else "_") + lay_name,
+                                          home.dtype, shape_t, lay_name)
             dtype = "i32" if home.dtype in ("i32", "bool") else "f32"
             src = self.layouts[home.layout]
             shape = tuple(src.shape)
@@ -456,13 +455,17 @@ class _Builder:
             # them in consecutive registers; rows then padded by 8 words, so that the 16
             # lanes of a phase (4 rows x 4 pairs in the mma layouts) hit 32 banks
             vector = 2 if _contiguous_run(src) % 2 == 0 and _contiguous_run(want) % 2 == 0 \
-                and len(shape) == 2 else 1
-            if vector == 2 and shape[1] % 32 == 0:
-                shape = (shape[0], shape[1] + 8)
-            scratch = self.scratch_buffer(f"{r} from {home.layout} to {lay_name}", dtype, shape)
+                and len(shape) == 2 and not transposed else 1
+            if len(shape) == 2 and shape[1] % 32 == 0 and (vector == 2 or transposed):
+                shape = (shape[0], shape[1] + (8 if vector == 2 else 1))
+            what = "transposed into" if transposed else "to"
+            scratch = self.scratch_buffer(f"{r} from {home.layout} {what} {lay_name}", dtype,
+                                          shape)
             ops += [ir.SpillTile(s.task, r, scratch, vector),
-                    ir.FillTile(s.task, new, scratch, vector)]
+                    ir.FillTile(s.task, new, scratch, vector, transposed)]
             self.renames[r] = new
+            if transposed:       # the copy is the operand as the mma reads it
+                self.pre_transposed.add(new)
         return ops
 
     def renamed(self, e: T.TExpr) -> T.TExpr:
@@ -525,6 +528,7 @@ class _Builder:
         for operand, lay in ((mm.lhs, a_lay), (mm.rhs, b_lay)):
             name, transposed = _operand(operand)
             name = self.renames.get(name, name)
+            transposed = transposed and name not in self.pre_transposed
             home = self.values.get(name)
             if isinstance(home, ir.InShared):
                 ops.append(ir.Operand(name, False, transposed))

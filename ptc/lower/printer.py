@@ -86,7 +86,8 @@ def print_op(op) -> str:
     if isinstance(op, ir.SpillTile):
         return f"spill {op.value} to {op.scratch}  # {op.task}: layout conversion"
     if isinstance(op, ir.FillTile):
-        return f"{op.target} = fill from {op.scratch}  # {op.task}: layout conversion"
+        how = "transposed " if op.transposed else ""
+        return f"{op.target} = fill {how}from {op.scratch}  # {op.task}: layout conversion"
     if isinstance(op, ir.WarpCombine):
         return f"{op.target} = {op.op} of {op.cross_warps} warps' partials in {op.scratch}  # {op.task}"
     if isinstance(op, ir.Mma):

@@ -167,6 +167,8 @@ def _single_role(graph, device, choice, loop) -> Plan:
     if need > limit:
         raise Unfit(f"~{need} registers per thread needed, over the limit of {limit}")
     stages = choice.stages if choice.style == "multistage" else 1
+    if stages > 1 and not _loop_loads(graph, loop):
+        raise Unfit(f"loop {loop or '-'} loads nothing to pipeline")
     prefetching = stages > 1 or choice.style == "interleaved"
     if prefetching and not copy.is_async:
         raise Unfit(f"{copy.name} is synchronous: prefetching would stall the role")

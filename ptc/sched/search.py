@@ -10,6 +10,7 @@ pruned by the device's resource limits, each plan verified, then timed on the mo
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 import math
 import sys
 import time
@@ -170,12 +171,23 @@ def search(kernel: T.TypedKernel, device: Device, dims: Mapping[str, int], *,
             ranked.append(Candidate(tkey, choice, plan, graph))
     ranked.sort(key=lambda c: (c.plan.estimate.seconds, c.tiles, _choice_key(c.choice)))
     if not ranked:
-        reasons = sorted({r.reason for r in rejected})
-        raise CompileError(Diagnostic(
-            f"no plan for kernel {kernel.name} fits {device.name}",
-            hint="; ".join(reasons[:3]) + ("; ..." if len(reasons) > 3 else "")))
+        raise CompileError(Diagnostic(f"no plan for kernel {kernel.name} fits {device.name}",
+                                      hint=why_none(rejected)))
     return SearchResult(kernel, device, tuple(sorted(dims.items())), tuple(ranked),
                         tuple(rejected), time.perf_counter() - started)
+
+
+def why_none(rejected) -> str:
+    """Why no plan fits, one reason per style from the simplest: the most frequent refusal
+    of each (what stops the plain sequential plan is usually what the user must change)."""
+    out = []
+    for style in ("sequential", "multistage", "interleaved", "warp_specialized"):
+        mine = Counter(r.reason for r in rejected if r.choice.style == style)
+        if mine:
+            reason = mine.most_common(1)[0][0]
+            if all(reason != text for _, text in out):
+                out.append((style.replace("_", "-"), reason))
+    return "; ".join(f"{style}: {reason}" for style, reason in out)
 
 
 def _choice_key(c: Choice) -> tuple:

@@ -102,6 +102,10 @@ class StmtChecker:
         self.scopes.append(scope)
         body = self._block(stmt.body)
         self._close_scope()
+        if not stmt.body:
+            self.error(f"loop {stmt.axis.var} does nothing: its body is empty", stmt.axis.span,
+                       "remove the loop, or put the work of each tile in its braces")
+            return None
         if axis is None:
             return None
         return T.Loop(axis, until, body, tuple(scope.carried), stmt.span)

@@ -23,12 +23,71 @@ def build_graphs(kernel: T.TypedKernel) -> list[STaskGraph]:
 
 
 def build_graph(kernel: T.TypedKernel, grid: T.Grid) -> STaskGraph:
+    grid = replace(grid, body=without_dead_values(grid.body))
     flat = _Flattener().block(grid.body)
     builder = _Builder(kernel)
     root = builder.region("", None, flat, None)
     tasks = tuple(builder.tasks)
     edges = tuple(_connect(root, {t.name: t for t in tasks}))
     return STaskGraph(kernel, grid, tasks, edges, root)
+
+
+# ---- 0. dead values ---------------------------------------------------------------------
+def without_dead_values(body: tuple) -> tuple:
+    """`body` without the assignments no store depends on (a tile loaded and never used is
+    not a task), and without loops left empty by that."""
+    live: set[str] = set()
+    lets: list[T.Let] = []
+    roots: list = []
+
+    def collect(stmts) -> None:
+        for st in stmts:
+            if isinstance(st, T.Let):
+                lets.append(st)
+            elif isinstance(st, T.Store):
+                roots.append(st.value)
+                roots.extend(i.index for i in st.index if isinstance(i, T.Point))
+            elif isinstance(st, T.Loop):
+                if st.until is not None:
+                    roots.append(st.until)
+                collect(st.body)
+    collect(body)
+    for e in roots:
+        live |= _vars_read(e)
+    changed = True
+    while changed:           # flow-insensitive: a loop-carried value reads itself
+        changed = False
+        for let in lets:
+            if let.name in live:
+                new = _vars_read(let.value) - live
+                if new:
+                    live |= new
+                    changed = True
+
+    def prune(stmts) -> tuple:
+        out = []
+        for st in stmts:
+            if isinstance(st, T.Let) and st.name not in live:
+                continue
+            if isinstance(st, T.Loop):
+                inner = prune(st.body)
+                if not inner:
+                    continue
+                st = replace(st, body=inner, carried=tuple(c for c in st.carried if c in live))
+            out.append(st)
+        return tuple(out)
+    return prune(body)
+
+
+def _vars_read(e: T.TExpr) -> set[str]:
+    out: set[str] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, T.Var):
+            out.add(x.name)
+        stack.extend(T.children(x))
+    return out
 
 
 # ---- 1. flatten ----------------------------------------------------------------------

@@ -609,15 +609,17 @@ class BodyPrinter:
         raise RenderError(f"a {vec}-wide store of {home.dtype} registers as {dtype}")
 
     # ---- layout conversions --------------------------------------------------------------------
-    def scratch_tile(self, home: ir.RegTile, scratch: str, layout: str) -> tuple[str, str, str]:
-        """(C condition that element (c0, c1) is in the tile, its word address, word type)."""
+    def scratch_tile(self, home: ir.RegTile, scratch: str, layout: str,
+                     transposed: bool = False) -> tuple[str, str, str]:
+        """(C condition that element (c0, c1) is in the tile, its word address, word type);
+        `transposed`: the scratch holds the tile's transpose."""
         lay = self.layouts[layout]
         b = self.buffers[scratch]
         shape = b.shape
         conds = [f"c{a} < {home.shape[a]}" for a in range(lay.rank)]
         index = "0"
         if lay.rank == 2:
-            index = f"(c0 * {shape[1]} + c1)"
+            index = f"(c1 * {shape[1]} + c0)" if transposed else f"(c0 * {shape[1]} + c1)"
         elif lay.rank == 1:
             index = "c0"
         word = "int" if b.dtype == "i32" else "float"
@@ -647,8 +649,9 @@ class BodyPrinter:
     def FillTile(self, op: ir.FillTile) -> None:
         home, lay = self.register_tile(op.target)
         s = struct_name(home.layout)
-        cond, addr, word = self.scratch_tile(home, op.scratch, home.layout)
-        self.emit(f"// {op.task}: {op.target} = the spilled values, in layout {home.layout}")
+        cond, addr, word = self.scratch_tile(home, op.scratch, home.layout, op.transposed)
+        self.emit(f"// {op.task}: {op.target} = the spilled values"
+                  + (", transposed," if op.transposed else "") + f" in layout {home.layout}")
         if op.vector == 2:
             with self.block(f"#pragma unroll\n{'  ' * self.depth}for (int r = 0; r < {s}::SIZE; r += 2)"):
                 self.coords(home.layout)
