@@ -27,8 +27,18 @@ NUMPY_DTYPES = {
     "f32": np.dtype(np.float32),
     "i32": np.dtype(np.int32),
     "bool": np.dtype(np.bool_),
+    "tf32": np.dtype(np.float32),   # an mma operand format, held in f32 (to_tf32)
 }
 _F32 = np.dtype(np.float32)
+
+
+def to_tf32(x) -> np.ndarray:
+    """f32 values rounded to TF32 (10 mantissa bits; to nearest, ties away from zero, as
+    cvt.rna.tf32.f32), held in f32. Infinities and NaNs pass unchanged."""
+    bits = np.asarray(x, _F32).view(np.uint32)
+    finite = (bits & 0x7F800000) != 0x7F800000
+    rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).astype(np.uint32)
+    return np.where(finite, rounded, bits).astype(np.uint32).view(_F32)
 
 
 def _err(message: str, hint: str | None = None) -> CompileError:
@@ -297,6 +307,8 @@ class Machine:
 
     def _Convert(self, e: T.Convert):
         a = self.eval(e.arg)
+        if e.type.dtype == "tf32":
+            return to_tf32(a)
         dtype = NUMPY_DTYPES[e.type.dtype]
         if dtype == NUMPY_DTYPES["bf16"] and a.dtype != _F32:
             a = a.astype(_F32)  # round once, from the exact f32 value

@@ -474,3 +474,60 @@ kernel odd(A: f16[M, K], B: f16[K, N]) -> (C: f16[M, N]) {
     for config in CONFIGS:
         got = emulated(kernel, inputs, dims, **config)
         assert F.rel_l2(got["C"], ref["C"]) <= TOLERANCE["f16"], config
+
+
+TF32_GEMM = """
+kernel g(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N]) {
+  tile BM in [64], BN in [64], BK in [32]
+  parallel i: BM of M, j: BN of N {
+    acc = zeros(f32[BM, BN])
+    for k: BK of K {
+      acc += (load(A[i, k]) as tf32) @ (load(B[k, j]) as tf32)
+    }
+    store(C[i, j], acc)
+  }
+}
+"""
+
+
+def test_tf32_on_tensor_cores_is_the_product_of_the_rounded_operands(tmp_path):
+    """`as tf32` opts into mma.sync m16n8k8.tf32: the emulated kernel (which reads only the
+    TF32 bits of its operands) matches NumPy on operands rounded to 10 mantissa bits, far
+    closer than to the f32 product; a wrong A fragment layout is seen."""
+    from ptc.interp import to_tf32
+
+    path = tmp_path / "g.pt"
+    path.write_text(TF32_GEMM)
+    shapes = dict(M=70, N=72, K=100)
+    kernel = check_file(path, shapes).kernels[0]
+    plan, source = best_renderable(kernel, shapes)
+    assert {s.unit for _, s in plan.steps() if s.task == "mma_acc"} == {"tensor_core"}
+    assert "ptc::Mma1688Tf32" in source
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((70, 100)).astype(np.float32)
+    b = rng.standard_normal((100, 72)).astype(np.float32)
+    want = to_tf32(a).astype(np.float64) @ to_tf32(b).astype(np.float64)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    dims = {d.name: shapes[d.name] for d in kernel.dims}
+    emulated = build_emulated(source)
+    for config in CONFIGS:
+        got = emulated(kernel, {"A": a, "B": b}, dims, **config)["C"]
+        assert np.abs(got - want).max() < 1e-4, config
+    assert np.abs(want - exact).max() > 1e-3          # the rounding is visible
+    ref = run_kernel(kernel, {"A": a, "B": b}, shapes=shapes, tiles=dict(plan.tiles))
+    assert np.abs(ref["C"] - want).max() < 1e-4
+    broken = emulated(kernel, {"A": a, "B": b}, dims, break_layout=True)["C"]
+    assert np.abs(broken - want).max() > 1.0
+
+
+def test_to_tf32_rounds_to_nearest_ties_away():
+    from ptc.interp import to_tf32
+
+    one = np.float32(1.0)
+    ulp = np.float32(2.0 ** -10)
+    x = np.array([one + ulp / 2, one + ulp / 2 - np.float32(2 ** -23), -(one + ulp / 2),
+                  np.inf, -np.inf, 3.0], np.float32)
+    got = to_tf32(x)
+    np.testing.assert_array_equal(got[:3], [one + ulp, one, -(one + ulp)])
+    assert np.isinf(got[3]) and np.isinf(got[4]) and got[5] == 3.0
+    assert np.isnan(to_tf32(np.array([np.nan], np.float32)))[0]

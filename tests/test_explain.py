@@ -349,8 +349,9 @@ kernel odd(A: {dt}[M, K], B: {dt}[K, N]) -> (C: f32[M, N]) {{
 
 @pytest.mark.parametrize("dt, tiles, words", [
     ("f16", (100, 60, 20), "no matrix instruction tiles 100x60x20 over"),
-    ("f32", (64, 64, 32), "the tensor cores take bf16, f16 inputs, not f32 (f32 @ f32 is "
-                          "computed in f32, never silently as TF32)"),
+    ("f32", (64, 64, 32), "the tensor cores take bf16, f16, tf32 inputs, not f32; f32 @ f32 "
+                          "is computed in f32, never silently as TF32 (write "
+                          "`(a as tf32) @ (b as tf32)` to ask for it)"),
 ])
 def test_an_mma_on_cuda_cores_is_explained_as_such(tmp_path, dt, tiles, words):
     path = tmp_path / "odd.pt"
@@ -366,3 +367,14 @@ def test_an_mma_on_cuda_cores_is_explained_as_such(tmp_path, dt, tiles, words):
     assert p.peak_label == "f32 CUDA-core FMA peak"
     assert p.peak_flops_per_s == 2 * simt.throughput.get("f32") * device.clock_hz * 108
     assert p.flops_pct < 100
+
+
+def test_a_tf32_matmul_says_its_numerics(tmp_path):
+    path = tmp_path / "g.pt"
+    path.write_text(ODD_GEMM.format(dt="f32", bm=64, bn=64, bk=32).replace(
+        "load(A[i, k]) @ load(B[k, j])", "(load(A[i, k]) as tf32) @ (load(B[k, j]) as tf32)"))
+    expl = explain(schedule(check_file(path).kernels[0], "sm80"))
+    unit = [r.text for r in expl.why if r.aspect == "unit"]
+    assert unit == ["mma_acc runs on tensor cores in TF32, as the program asks (`as tf32`): "
+                    "operands rounded to 10 mantissa bits, products summed in f32"]
+    assert expl.performance.peak_label == "tf32 mma peak"

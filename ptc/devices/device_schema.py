@@ -7,10 +7,10 @@ from typing import Any
 from ptc.devices.model import UNIT_KINDS
 from ptc.devices.schema import (Bool, Choice, Int, ListOf, MapOf, Num, Optional, Pattern,
                                 Record, Str, Walk, did_you_mean, valid)
-from ptc.sema.dtypes import DTYPES, FUTURE_DTYPES
+from ptc.sema.dtypes import DTYPES, FUTURE_DTYPES, OPERAND_DTYPES
 
 IDENT = Pattern(r"[a-z_][a-z0-9_]*", "an identifier (lower-case letters, digits and _)")
-THROUGHPUT_DTYPES = tuple(d for d in DTYPES + FUTURE_DTYPES if d != "bool")
+THROUGHPUT_DTYPES = tuple(d for d in DTYPES + OPERAND_DTYPES + FUTURE_DTYPES if d != "bool")
 
 BACKEND_OF = {"nvidia": "cuda", "amd": "hip"}
 ARCH_OF = {"nvidia": (r"sm_\d+[af]?", "sm_NN, e.g. sm_90a"),

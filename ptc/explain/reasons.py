@@ -216,6 +216,10 @@ def _matmul_unit_reasons(ctx: Context) -> list[Reason]:
         if task.kind == "mma" and device.unit(step.unit).kind != "mma":
             why_not = why_on_cuda_cores(w.graph, device, task, role.warps)
             out.append(Reason("unit", f"{task.name} runs on CUDA cores (f32 FMA): {why_not}"))
+        elif task.kind == "mma" and task.mma_dtype == "tf32":
+            out.append(Reason("unit", f"{task.name} runs on tensor cores in TF32, as the "
+                                      "program asks (`as tf32`): operands rounded to 10 "
+                                      "mantissa bits, products summed in f32"))
     return out
 
 

@@ -59,6 +59,17 @@ MMA_SYNC_16816 = Atom(
     dtypes=("f16", "bf16"))
 
 
+# tf32 operands, one f32 per register (PTX ISA, "Matrix Fragments for mma.m16n8k8", .tf32):
+# A a0..a3 at (g, t) (g + 8, t) (g, t + 4) (g + 8, t + 4); B b0, b1 at (t, g) (t + 4, g);
+# C as m16n8k16's. Its operands are register tiles (the values `as tf32` rounds).
+MMA_SYNC_1688_TF32 = Atom(
+    "mma.sync.m16n8k8", "mma_sync", 16, 8, 8, 32,
+    a=Fragment(digits((2, (8, 0)), (2, (0, 4))), digits((4, (0, 1)), (8, (1, 0)))),
+    b=Fragment(digits((2, (4, 0))), digits((4, (1, 0)), (8, (0, 1)))),
+    c=Fragment(digits((2, (0, 1)), (2, (8, 0))), digits((4, (0, 2)), (8, (1, 0)))),
+    dtypes=("tf32",))
+
+
 def wgmma(n: int) -> Atom:
     """wgmma.mma_async.m64nNk16 for a warpgroup (4 warps); the fourth lane digit of the
     accumulator is the warp within the warpgroup."""
@@ -87,7 +98,7 @@ MFMA_16x16x16 = Atom(
     dtypes=("f16", "bf16"))
 
 # in order of preference where a device offers several
-ATOMS = (MMA_SYNC_16816, MFMA_16x16x16, MFMA_32x32x8)
+ATOMS = (MMA_SYNC_16816, MMA_SYNC_1688_TF32, MFMA_16x16x16, MFMA_32x32x8)
 
 
 def atoms_for(features, supported: frozenset[str] | None = None) -> tuple[Atom, ...]:
@@ -158,8 +169,9 @@ def why_no_atom(device, dtype: str, m: int, n: int, k: int, warps: int,
         return f"{device.name} offers no matrix instruction this renderer issues"
     takes = sorted({d for a in atoms for d in a.dtypes})
     if not any(dtype in a.dtypes for a in atoms):
-        contract = " (f32 @ f32 is computed in f32, never silently as TF32)" \
-            if dtype == "f32" else ""
+        contract = ("; f32 @ f32 is computed in f32, never silently as TF32 (write "
+                    "`(a as tf32) @ (b as tf32)` to ask for it)") \
+            if dtype == "f32" and "tf32" in takes else ""
         return f"the tensor cores take {', '.join(takes)} inputs, not {dtype}{contract}"
     a = next(a for a in atoms if dtype in a.dtypes)
     return (f"no matrix instruction tiles {m}x{n}x{k} over {warps} warps ({a.name} needs "

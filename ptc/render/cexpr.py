@@ -13,7 +13,7 @@ from ..ops import ELEMENTWISE
 from ..sema import typed as T
 
 CTYPES = {"f32": "float", "f16": "__half", "bf16": "__nv_bfloat16", "i32": "int", "bool": "bool"}
-_ROUND = {"f16": "ptc::round_f16", "bf16": "ptc::round_bf16"}
+_ROUND = {"f16": "ptc::round_f16", "bf16": "ptc::round_bf16", "tf32": "ptc::round_tf32"}
 _BINARY = {o.name: o.c for o in ELEMENTWISE.values() if o.c_form == "infix"}
 _UNARY = {o.name: o.c for o in ELEMENTWISE.values() if o.c_form == "call" and o.arity == 1}
 

@@ -53,11 +53,12 @@ class CallChecker:
                 self.fail("index() takes a tile or grid index, e.g. index(n)", arg.span)
             axis = self.indices[arg.id]
             shape = (axis.size,) if axis.size is not None else ()
-            return V(T.IndexVec(arg.id, axis.size, T.TileType("i32", shape)))
+            return V(T.IndexVec(axis.var, axis.size, T.TileType("i32", shape)))
         if f in UNARY_MATH:
             self._no_kwargs(call)
             self._arity(call, 1, f"{f}(x)")
             v = self.expr(call.args[0])
+            self._no_tf32(v, call.args[0].span, f"{call.func}()")
             if v.type.dtype == "bool":
                 self.fail(f"{f} does not apply to bool values", call.args[0].span)
             spec = ops.ELEMENTWISE[f]
@@ -71,6 +72,7 @@ class CallChecker:
             self._no_kwargs(call)
             self._arity(call, 1, f"{f}(x)")
             v = self.expr(call.args[0])
+            self._no_tf32(v, call.args[0].span, f"{call.func}()")
             if v.type.rank != 2:
                 op = ROW_REDUCE[f]
                 self.fail(f"{f} reduces the rows of a 2-D tile; this one is {v.type}",
@@ -86,6 +88,7 @@ class CallChecker:
                 if not isinstance(axis_ast, ast.IntLit):
                     self.fail("axis= takes an integer literal", axis_ast.span)
                 v = self.expr(call.args[0])
+                self._no_tf32(v, call.args[0].span, f"{call.func}()")
                 axis = axis_ast.value
                 if not -v.type.rank <= axis < max(v.type.rank, 1) or v.type.rank == 0:
                     self.fail(f"axis {axis} is out of range for {v.type}", axis_ast.span,
@@ -96,6 +99,8 @@ class CallChecker:
                 self.fail("sum needs an axis: sum(x, axis=1)", call.span)
             self._arity(call, 2, f"{f}(a, b), or {f}(x, axis=1) to reduce")
             a, b = self.expr(call.args[0]), self.expr(call.args[1])
+            for x, node in ((a, call.args[0]), (b, call.args[1])):
+                self._no_tf32(x, node.span, f"{call.func}()")
             if "bool" in (a.type.dtype, b.type.dtype):
                 self.fail(f"{f} does not apply to bool values", call.span)
             a, b, dtype = self._unify(a, b, call.span, f"{f}()")
@@ -106,10 +111,13 @@ class CallChecker:
             self._no_kwargs(call)
             self._arity(call, 3, "where(cond, a, b)")
             c = self.expr(call.args[0])
+            self._no_tf32(c, call.args[0].span, f"{call.func}()")
             if c.type.dtype != "bool":
                 self.fail(f"where's condition must be bool, not {c.type.dtype}",
                           call.args[0].span, "compare, e.g. where(x > 0, x, 0.0)")
             a, b = self.expr(call.args[1]), self.expr(call.args[2])
+            for x, node in ((a, call.args[1]), (b, call.args[2])):
+                self._no_tf32(x, node.span, f"{call.func}()")
             if "bool" in (a.type.dtype, b.type.dtype) and a.type.dtype != b.type.dtype:
                 self.fail("where mixes bool and numeric values", call.span)
             a, b, dtype = self._unify(a, b, call.span, "where()")
@@ -161,6 +169,7 @@ class CallChecker:
                       "inputs are read-only", target.span,
                       "declare the result among the outputs after `->`")
         value = self.expr(value_ast)
+        self._no_tf32(value, value_ast.span, f"{call.func}()")
         if value.weak:
             value = self._as_dtype(value, tensor.dtype)
         if atomic and tensor.dtype not in dt.ATOMIC_DTYPES:
@@ -195,6 +204,7 @@ class CallChecker:
             value = V(T.Const(0, T.TileType("i32")), weak=True)
         else:
             value = self.expr(call.args[1])
+            self._no_tf32(value, call.args[1].span, f"{call.func}()")
             if value.type.rank != 0:
                 self.fail(f"full() takes a scalar value, not {value.type}", call.args[1].span)
         value = self._as_dtype(value, ty.dtype)

@@ -3,11 +3,15 @@ result dtype is in the op table, ptc.ops)."""
 from __future__ import annotations
 
 DTYPES = ("f16", "bf16", "f32", "i32", "bool")
+# An operand format, not a storage dtype: `x as tf32` rounds f32 values to 10 mantissa bits
+# (to nearest, ties away from zero, as cvt.rna.tf32.f32), and tf32 values only feed `@`
+# (f32 accumulate), which may then run on TF32 tensor cores (docs/language.md).
+OPERAND_DTYPES = ("tf32",)
 # Named so the error can say "not yet supported" rather than "unknown".
-FUTURE_DTYPES = ("f8e4m3", "f8e5m2", "i8", "i4", "f64", "tf32")
+FUTURE_DTYPES = ("f8e4m3", "f8e5m2", "i8", "i4", "f64")
 FLOATS = ("f16", "bf16", "f32")
-DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "bool": 1}
-MMA_DTYPES = ("f16", "bf16", "f32")
+DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "bool": 1, "tf32": 4}
+MMA_DTYPES = ("f16", "bf16", "f32", "tf32")
 ATOMIC_DTYPES = ("f16", "bf16", "f32", "i32")
 
 

@@ -32,6 +32,8 @@ class ExprChecker:
             return self._unary(e)
         if isinstance(e, ast.Cast):
             v = self.expr(e.operand)
+            if e.dtype in dt.OPERAND_DTYPES:
+                return self._as_tf32(v, e)
             dtype = self._dtype(e.dtype, e.dtype_span)
             if dtype is None:
                 raise Abandon()
@@ -59,6 +61,20 @@ class ExprChecker:
         if isinstance(e, ast.Call):
             return self._call(e)
         raise AssertionError(e)
+
+    def _as_tf32(self, v: V, e: ast.Cast) -> V:
+        if v.weak or v.type.dtype != "f32":
+            what = "a literal" if v.weak else f"{v.type.dtype} values"
+            self.fail(f"`as tf32` rounds f32 values for a TF32 matmul, not {what}", e.span,
+                      "tf32 is an mma operand format: `(a as tf32) @ (b as tf32)` with f32 a, b"
+                      + ("; f16 and bf16 tiles multiply on tensor cores as they are"
+                         if v.type.dtype in ("f16", "bf16") else ""))
+        return V(T.Convert(v.expr, T.TileType("tf32", v.type.shape)))
+
+    def _no_tf32(self, v: V, span: Span, what: str) -> None:
+        if v.type.dtype in dt.OPERAND_DTYPES:
+            self.fail(f"{what} takes no tf32 values: tf32 only feeds `@`", span,
+                      "apply it to the f32 value before `as tf32`")
 
     def _unknown_name(self, name: str, span: Span):
         if name in self.poisoned:
@@ -165,6 +181,8 @@ class ExprChecker:
     def _binary(self, op: str, a: V, b: V, span: Span, op_span: Span, operands=None) -> V:
         if op == "@":
             return self._matmul(a, b, span, op_span)
+        for v in (a, b):
+            self._no_tf32(v, op_span, f"`{op}`")
         spec = ops.BINARY_OPERATORS[op]
         if spec.rule == "logic":
             op_span = self._find_op(op_span, op)  # the parser gives the gap between operands
@@ -217,7 +235,8 @@ class ExprChecker:
             self.fail(f"`@` operands differ in dtype: {a.type} @ {b.type}", op_span,
                       f"convert one side, e.g. {example}")
         if a.type.dtype not in dt.MMA_DTYPES:
-            self.fail(f"`@` multiplies f16, bf16 or f32 tiles, not {a.type.dtype}", op_span)
+            self.fail(f"`@` multiplies f16, bf16, f32 or tf32 tiles, not {a.type.dtype}",
+                      op_span)
         (m, k1), (k2, n) = a.type.shape, b.type.shape
         if not same_extent(k1, k2):
             hint = None
@@ -230,6 +249,7 @@ class ExprChecker:
 
     def _unary(self, e: ast.Unary) -> V:
         v = self.expr(e.operand)
+        self._no_tf32(v, e.span, f"`{e.op}`")
         if e.op == "-":
             if v.type.dtype == "bool":
                 self.fail("unary `-` does not apply to bool values", e.span, "use `!`")

@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       for (int r = 0; r < L_o_c::SIZE; ++r) {
         t_s_mma[r] = 0.0f;
       }
-      ptc::mma_tile<1, 16, 8, true>(t_s_mma, ptc::SharedA<1, false, ptc::SharedTile<256, true>>{{smem + 65536u}, L_o_c::wbase0(warp)}, ptc::SharedB<16, true, ptc::SharedTile<256, true>>{{smem}, L_o_c::wbase1(warp)}, lane);
+      ptc::mma_tile<1, 16, 8, ptc::Mma16816<true>>(t_s_mma, ptc::SharedA<1, false, ptc::SharedTile<256, true>>{{smem + 65536u}, L_o_c::wbase0(warp)}, ptc::SharedB<16, true, ptc::SharedTile<256, true>>{{smem}, L_o_c::wbase1(warp)}, lane);
       // s = ...  (simt_s)
       #pragma unroll
       for (int r = 0; r < L_o_c::SIZE; ++r) {
@@ -232,7 +232,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       for (int r = 0; r < L_o_c::SIZE; ++r) {
         v_o[r] = t_o[r];
       }
-      ptc::mma_tile<1, 16, 8, true>(v_o, ptc::RegA<1, 8>{t_o2}, ptc::SharedB<16, false, ptc::SharedTile<256, true>>{{smem + 32768u}, L_o_c::wbase1(warp)}, lane);
+      ptc::mma_tile<1, 16, 8, ptc::Mma16816<true>>(v_o, ptc::RegA<1, 8>{t_o2}, ptc::SharedB<16, false, ptc::SharedTile<256, true>>{{smem + 32768u}, L_o_c::wbase1(warp)}, lane);
     }
   }
   // %O = ...  (simt_O)

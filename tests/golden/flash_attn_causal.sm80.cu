@@ -210,7 +210,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       for (int r = 0; r < L_s_c::SIZE; ++r) {
         t_s_mma[r] = 0.0f;
       }
-      ptc::mma_tile<2, 2, 8, true>(t_s_mma, ptc::RegA<2, 8>{f_q_s}, ptc::SharedB<2, true, ptc::SharedTile<256, true>>{{smem + (i_n % 2) * 16384u}, L_s_c::wbase1(warp)}, lane);
+      ptc::mma_tile<2, 2, 8, ptc::Mma16816<true>>(t_s_mma, ptc::RegA<2, 8>{f_q_s}, ptc::SharedB<2, true, ptc::SharedTile<256, true>>{{smem + (i_n % 2) * 16384u}, L_s_c::wbase1(warp)}, lane);
       // s = ...  (simt_s)
       #pragma unroll
       for (int r = 0; r < L_s_c::SIZE; ++r) {
@@ -338,7 +338,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       for (int r = 0; r < L_o_c::SIZE; ++r) {
         v_o[r] = t_o[r];
       }
-      ptc::mma_tile<2, 4, 4, true>(v_o, ptc::RegA<2, 4>{t_o2}, ptc::SharedB<4, false, ptc::SharedTile<256, true>>{{smem + 32768u + (i_n % 2) * 16384u}, L_o_c::wbase1(warp)}, lane);
+      ptc::mma_tile<2, 4, 4, ptc::Mma16816<true>>(v_o, ptc::RegA<2, 4>{t_o2}, ptc::SharedB<4, false, ptc::SharedTile<256, true>>{{smem + 32768u + (i_n % 2) * 16384u}, L_o_c::wbase1(warp)}, lane);
     }
   }
   // %O = ...  (simt_O)

@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       }
       ptc::cp_async_commit();
       // mma_acc: acc = acc + %A @ %B on mma.sync.m16n8k16, 2x4 atoms per warp, 4 k-steps
-      ptc::mma_tile<2, 4, 4, false>(v_acc, ptc::SharedA<2, false, ptc::SharedTile<128, true>>{{smem + 32768u + (i_k % 2) * 8192u}, L_acc_c::wbase0(warp)}, ptc::SharedB<4, false, ptc::SharedTile<256, true>>{{smem + (i_k % 2) * 16384u}, L_acc_c::wbase1(warp)}, lane);
+      ptc::mma_tile<2, 4, 4, ptc::Mma16816<false>>(v_acc, ptc::SharedA<2, false, ptc::SharedTile<128, true>>{{smem + 32768u + (i_k % 2) * 8192u}, L_acc_c::wbase0(warp)}, ptc::SharedB<4, false, ptc::SharedTile<256, true>>{{smem + (i_k % 2) * 16384u}, L_acc_c::wbase1(warp)}, lane);
     }
   }
   // %C = ...  (simt_C)

@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           }
           ptc::cp_async_commit();
           // mma_t: t = t + %A @ %B on mma.sync.m16n8k16, 1x16 atoms per warp, 2 k-steps
-          ptc::mma_tile<1, 16, 2, false>(v_t, ptc::SharedA<1, false, ptc::SharedTile<64, true>>{{smem + 32768u + (i_k % 4) * 4096u}, L_t_c::wbase0(warp)}, ptc::SharedB<16, false, ptc::SharedTile<256, true>>{{smem + (i_k % 4) * 8192u}, L_t_c::wbase1(warp)}, lane);
+          ptc::mma_tile<1, 16, 2, ptc::Mma16816<false>>(v_t, ptc::SharedA<1, false, ptc::SharedTile<64, true>>{{smem + 32768u + (i_k % 4) * 4096u}, L_t_c::wbase0(warp)}, ptc::SharedB<16, false, ptc::SharedTile<256, true>>{{smem + (i_k % 4) * 8192u}, L_t_c::wbase1(warp)}, lane);
         }
       }
       // %acc = ...  (simt_acc2)
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       ptc::cp_async_wait<0>();  // D_smem
       __syncthreads();  // Mma of mma_acc reads what other threads wrote
       // mma_acc: acc = acc + %acc @ %D on mma.sync.m16n8k16, 1x8 atoms per warp, 8 k-steps
-      ptc::mma_tile<1, 8, 8, false>(v_acc, ptc::RegA<1, 8>{t_acc}, ptc::SharedB<8, false, ptc::SharedTile<128, true>>{{smem + 49152u}, L_acc_c::wbase1(warp)}, lane);
+      ptc::mma_tile<1, 8, 8, ptc::Mma16816<false>>(v_acc, ptc::RegA<1, 8>{t_acc}, ptc::SharedB<8, false, ptc::SharedTile<128, true>>{{smem + 49152u}, L_acc_c::wbase1(warp)}, lane);
     }
   }
   // %E = ...  (simt_E)

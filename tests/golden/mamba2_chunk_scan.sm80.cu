@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   for (int r = 0; r < L_carried_c::SIZE; ++r) {
     v_carried[r] = 0.0f;
   }
-  ptc::mma_tile<2, 4, 8, false>(v_carried, ptc::SharedA<2, false, ptc::SharedTile<256, true>>{{smem}, L_carried_c::wbase0(warp)}, ptc::SharedB<4, true, ptc::SharedTile<256, true>>{{smem + 16384u}, L_carried_c::wbase1(warp)}, lane);
+  ptc::mma_tile<2, 4, 8, ptc::Mma16816<false>>(v_carried, ptc::SharedA<2, false, ptc::SharedTile<256, true>>{{smem}, L_carried_c::wbase0(warp)}, ptc::SharedB<4, true, ptc::SharedTile<256, true>>{{smem + 16384u}, L_carried_c::wbase1(warp)}, lane);
   ptc::cp_async_wait<2>();  // cs_m_smem
   // acc = ...  (simt_acc)
   #pragma unroll
@@ -251,7 +251,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       ptc::cp_async_wait<4>();  // x_smem
       __syncthreads();  // Mma of mma_acc reads what other threads wrote
       // mma_acc: acc = acc + %acc @ %x on mma.sync.m16n8k16, 2x4 atoms per warp, 4 k-steps
-      ptc::mma_tile<2, 4, 4, false>(v_acc, ptc::RegA<2, 4>{t_acc}, ptc::SharedB<4, false, ptc::SharedTile<128, true>>{{smem + 16384u + (i_s % 2) * 8192u}, L_carried_c::wbase1(warp)}, lane);
+      ptc::mma_tile<2, 4, 4, ptc::Mma16816<false>>(v_acc, ptc::RegA<2, 4>{t_acc}, ptc::SharedB<4, false, ptc::SharedTile<128, true>>{{smem + 16384u + (i_s % 2) * 8192u}, L_carried_c::wbase1(warp)}, lane);
     }
   }
   // load_x2: x[64x64] -> x2_smem

@@ -206,7 +206,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       ptc::cp_async_wait<4>();  // x_smem
       __syncthreads();  // Mma of mma_acc reads what other threads wrote
       // mma_acc: acc = acc + %x @ bw on mma.sync.m16n8k16, 4x4 atoms per warp, 2 k-steps
-      ptc::mma_tile<4, 4, 2, false>(v_acc, ptc::SharedA<4, true, ptc::SharedTile<128, true>>{{smem + 16384u + (i_l % 2) * 4096u}, L_acc_c::wbase0(warp)}, ptc::RegB<4, 2>{v_bw}, lane);
+      ptc::mma_tile<4, 4, 2, ptc::Mma16816<false>>(v_acc, ptc::SharedA<4, true, ptc::SharedTile<128, true>>{{smem + 16384u + (i_l % 2) * 4096u}, L_acc_c::wbase0(warp)}, ptc::RegB<4, 2>{v_bw}, lane);
     }
   }
   // store_states: states[64x128] <- acc

@@ -20,7 +20,7 @@ from .layouts import layout_struct
 CAPABILITIES = Capabilities(
     backend="cuda",
     styles=frozenset({"multistage", "interleaved", "sequential"}),
-    atoms=frozenset({"mma.sync.m16n8k16"}),
+    atoms=frozenset({"mma.sync.m16n8k16", "mma.sync.m16n8k8"}),
     copy_units=frozenset({"cp_async"}),
     persistent=False,
 )

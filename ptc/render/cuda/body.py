@@ -18,6 +18,10 @@ from ..cexpr import CTYPES, ExprRenderer, literal
 from .layouts import struct_name
 
 SIXTEEN_BIT = ("f16", "bf16")
+# the instruction mma_sync.cuh issues for an atom and its input dtype
+MMA_INSTRUCTIONS = {("mma.sync.m16n8k16", "f16"): "ptc::Mma16816<false>",
+                    ("mma.sync.m16n8k16", "bf16"): "ptc::Mma16816<true>",
+                    ("mma.sync.m16n8k8", "tf32"): "ptc::Mma1688Tf32"}
 IDENTITY = {"sum": "0.0f", "max": "(-INFINITY)", "min": "INFINITY"}
 INT_IDENTITY = {"sum": "0", "max": "INT_MIN", "min": "INT_MAX"}
 
@@ -39,7 +43,7 @@ def c_storage(home: ir.RegTile, lay: Layout) -> tuple[str, int, bool]:
     if home.dtype in SIXTEEN_BIT:
         packed = lay.size % 2 == 0
         return "uint32_t", (lay.size // 2 if packed else lay.size), packed
-    ctype = {"f32": "float", "i32": "int", "bool": "bool"}[home.dtype]
+    ctype = {"f32": "float", "tf32": "float", "i32": "int", "bool": "bool"}[home.dtype]
     return ctype, max(lay.size, 1), False
 
 
@@ -465,9 +469,12 @@ class BodyPrinter:
     def operand(self, o: ir.Operand, which: str, mma: ir.Mma, out_layout: str) -> str:
         home = self.values[o.value]
         if o.in_registers:
+            # 32-bit operands (tf32) are float registers the instruction reads as bits
+            regs = home.name if home.dtype in SIXTEEN_BIT else \
+                f"reinterpret_cast<const uint32_t*>({home.name})"
             if which == "a":
-                return f"ptc::RegA<{mma.mi}, {mma.ks}>{{{home.name}}}"
-            return f"ptc::RegB<{mma.ni}, {mma.ks}>{{{home.name}}}"
+                return f"ptc::RegA<{mma.mi}, {mma.ks}>{{{regs}}}"
+            return f"ptc::RegB<{mma.ni}, {mma.ks}>{{{regs}}}"
         b = self.buffers[home.buffer]
         _, _, row_bytes, swz = self.tile_shape(b)
         tile = f"ptc::SharedTile<{row_bytes}, {'true' if swz else 'false'}>"
@@ -492,8 +499,8 @@ class BodyPrinter:
                 self.emit(f"{out.name}[r] = {add.name}[r];")
         a = self.operand(op.a, "a", op, out.layout)
         b = self.operand(op.b, "b", op, out.layout)
-        bf16 = "true" if op.dtype == "bf16" else "false"
-        self.emit(f"ptc::mma_tile<{op.mi}, {op.ni}, {op.ks}, {bf16}>({out.name}, {a}, {b}, lane);")
+        self.emit(f"ptc::mma_tile<{op.mi}, {op.ni}, {op.ks}, {MMA_INSTRUCTIONS[op.atom.name, op.dtype]}>"
+                  f"({out.name}, {a}, {b}, lane);")
 
     def LoadFragments(self, op: ir.LoadFragments) -> None:
         home, lay = self.register_tile(op.target)

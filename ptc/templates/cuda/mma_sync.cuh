@@ -1,5 +1,5 @@
-// ptc: a warp's tile of mma.sync m16n8k16 (f16 / bf16 in, f32 accumulate): MI x NI atoms
-// over KS k-steps. Register order (ptc/lower/assign.py, tiling_layouts):
+// ptc: a warp's tile of mma.sync m16n8k16 (f16 / bf16 in) or m16n8k8 (tf32 in), f32
+// accumulate: MI x NI atoms over KS k-steps. Register order (ptc/lower/assign.py, tiling_layouts):
 //   accumulator  c[(mi * NI + ni) * 4 + i]      (i: the atom's c0..c3)
 //   A registers  a[(mi * KS + ks) * 4 + j]      (j: the atom's a0..a3, two halves each)
 //   B registers  b[(ni * KS + ks) * 2 + j]
@@ -30,6 +30,31 @@ __device__ __forceinline__ void mma_16816(float* d, const uint32_t* a, const uin
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
 }
+
+// The instructions, as types mma_tile takes: A in 4 registers, B in 2, f32 accumulators.
+template <bool BF16>
+struct Mma16816 {
+  __device__ __forceinline__ static void mma(float* d, const uint32_t* a, const uint32_t* b) {
+    mma_16816<BF16>(d, a, b);
+  }
+};
+
+// mma.sync m16n8k8 with tf32 operands (one f32 per register, its low 13 bits ignored):
+// A a0..a3 at (g, t) (g + 8, t) (g, t + 4) (g + 8, t + 4), B b0, b1 at (t, g) (t + 4, g)
+// (PTX ISA, "Matrix Fragments for mma.m16n8k8", .tf32); ptc/lower/atoms.py
+struct Mma1688Tf32 {
+  __device__ __forceinline__ static void mma(float* d, const uint32_t* a, const uint32_t* b) {
+#ifdef PTC_EMULATE
+    ::ptc::emu::mma_m16n8k8_tf32(d, a, b);
+#else
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+  }
+};
 
 template <int MI, int KS>
 struct RegA {
@@ -77,7 +102,7 @@ struct SharedB {
 };
 
 // c += A @ B for one warp's MI x NI atoms, k-steps unrolled
-template <int MI, int NI, int KS, bool BF16, class A, class B>
+template <int MI, int NI, int KS, class MMA, class A, class B>
 __device__ __forceinline__ void mma_tile(float* c, const A& a, const B& b, int lane) {
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks) {
@@ -87,7 +112,7 @@ __device__ __forceinline__ void mma_tile(float* c, const A& a, const B& b, int l
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-      for (int ni = 0; ni < NI; ++ni) mma_16816<BF16>(c + (mi * NI + ni) * 4, af[mi], bf[ni]);
+      for (int ni = 0; ni < NI; ++ni) MMA::mma(c + (mi * NI + ni) * 4, af[mi], bf[ni]);
   }
 }
 

@@ -64,6 +64,18 @@ __device__ __forceinline__ float f32(bool x) { return x ? 1.0f : 0.0f; }
 // round an f32 value to the precision of a dtype, staying in f32
 __device__ __forceinline__ float round_f16(float x) { return __half2float(__float2half_rn(x)); }
 __device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+// TF32: 10 mantissa bits, to nearest with ties away from zero (cvt.rna.tf32.f32); the low
+// 13 bits cleared, so the f32 holds exactly the value the tensor core multiplies
+__device__ __forceinline__ float round_tf32(float x) {
+#ifdef PTC_EMULATE
+  uint32_t u = __float_as_uint(x);
+  if ((u & 0x7f800000u) != 0x7f800000u) u += 0x1000u;
+#else
+  uint32_t u;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(x));
+#endif
+  return __uint_as_float(u & 0xffffe000u);
+}
 
 template <typename T> __device__ __forceinline__ T from_f32(float x);
 template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }

@@ -95,7 +95,7 @@ Config config;
 
 enum State { READY, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE };
 enum Kind { NONE = 0, LDM_X1, LDM_X2, LDM_X4, LDM_X1_T, LDM_X2_T, LDM_X4_T, MMA_F16, MMA_BF16,
-            SHFL, VOTE, SYNCWARP };
+            MMA_TF32, SHFL, VOTE, SYNCWARP };
 
 struct Copy {
   unsigned char* dst;
@@ -560,6 +560,41 @@ inline void mma_m16n8k16(float* d, const unsigned* a, const unsigned* b) {
     const int m = g + (i >= 2 ? 8 : 0), n = 2 * t + (i & 1);
     float acc = d[i];
     for (int k = 0; k < 16; ++k) acc += A(m, k) * B(k, n);
+    d[i] = acc;
+  }
+}
+
+// mma.sync.m16n8k8.row.col.f32.tf32.tf32.f32 (PTX ISA, "Matrix Fragments for mma.m16n8k8"
+// with .tf32): g = lane / 4, t = lane % 4; a0 (g, t), a1 (g + 8, t), a2 (g, t + 4),
+// a3 (g + 8, t + 4); b0 (t, g), b1 (t + 4, g); c as m16n8k16's. Operands are f32 bits of
+// which the tensor core reads the TF32 part (the 13 low mantissa bits are ignored).
+inline void mma_m16n8k8_tf32(float* d, const unsigned* a, const unsigned* b) {
+  const int lane = cur().tid % 32;
+  WarpScratch& s = rt.warps[cur().tid / 32];
+  const int buf = deposit(MMA_TF32);
+  for (int i = 0; i < 4; ++i) s.a[buf][lane][i] = a[i];
+  for (int i = 0; i < 2; ++i) s.b[buf][lane][i] = b[i];
+  warp_barrier("mma.sync");
+  if (!same_kind(s, buf, MMA_TF32, "mma.sync")) return;
+  auto elem = [](unsigned reg) -> float {
+    const unsigned bits = reg & 0xffffe000u;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  };
+  const bool broken = config.break_layout != 0;
+  auto A = [&](int m, int k) -> float {
+    const int owner = (m % 8) * 4 + k % 4;
+    const int reg = broken ? (m >= 8 ? 2 : 0) + (k >= 4 ? 1 : 0)   // a1 and a2 swapped
+                           : (m >= 8 ? 1 : 0) + (k >= 4 ? 2 : 0);
+    return elem(s.a[buf][owner][reg]);
+  };
+  auto B = [&](int k, int n) -> float { return elem(s.b[buf][n * 4 + k % 4][k >= 4 ? 1 : 0]); };
+  const int g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    const int m = g + (i >= 2 ? 8 : 0), n = 2 * t + (i & 1);
+    float acc = d[i];
+    for (int k = 0; k < 8; ++k) acc += A(m, k) * B(k, n);
     d[i] = acc;
   }
 }
