@@ -93,11 +93,12 @@ def construct(graph: STaskGraph, device: Device, choice: Choice) -> Plan:
 
 
 def _mma_dtype_ok(graph: STaskGraph, device: Device) -> None:
+    """Warp specialization runs every mma on the tensor cores: they must take its dtype
+    (f32 is never multiplied as TF32 unless the program says `as tf32`)."""
     for t in graph.tasks:
         if t.kind == "mma":
             dtype = t.mma_dtype
-            names = (dtype, "tf32") if dtype == "f32" else (dtype,)
-            if all(n not in u.throughput for u in device.units_of("mma") for n in names):
+            if all(dtype not in u.throughput for u in device.units_of("mma")):
                 raise Unfit(f"{device.name}'s mma units do not multiply {dtype}")
 
 
@@ -156,7 +157,6 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
 
 
 def _single_role(graph, device, choice, loop) -> Plan:
-    _mma_dtype_ok(graph, device)
     copy = copy_unit(device, choice.style)
     res = device.resources
     threads = choice.warps * res.warp_size

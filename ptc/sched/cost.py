@@ -62,9 +62,7 @@ def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
         rate = unit.throughput.get("f32") or max(unit.throughput.values())
         return unit.issue_latency_cycles + w.mma_flops / 2 / rate / instances
     if task.kind == "mma":
-        dtype = task.mma_dtype
-        # f32 operands run as tf32 on NVIDIA tensor cores (no "f32" entry there)
-        rate = unit.throughput.get(dtype) or unit.throughput.get("tf32")
+        rate = unit.throughput.get(task.mma_dtype)
         return unit.issue_latency_cycles + w.mma_flops / rate / instances
     simt = unit.throughput.get("f32") or max(unit.throughput.values())
     cycles = w.simt_ops / simt
@@ -80,7 +78,7 @@ def _issued_cycles(task: STask, unit, device: Device, issue, warps: int) -> floa
     shared = (issue.shuffles / SHUFFLES_PER_CYCLE + issue.shared / SHARED_PER_CYCLE
               + issue.fragment_loads * LDMATRIX_X4_CYCLES) * warps
     if task.kind == "mma" and unit.kind == "mma":
-        rate = unit.throughput.get(task.mma_dtype) or unit.throughput.get("tf32")
+        rate = unit.throughput.get(task.mma_dtype)
         return unit.issue_latency_cycles + max(task.work.mma_flops / rate, shared)
     simt_unit = unit if unit.kind == "simt" else (device.units_of("simt") or [unit])[0]
     rate = simt_unit.throughput.get("f32") or max(simt_unit.throughput.values())
