@@ -97,7 +97,8 @@ def test_a_build_directory_has_everything_to_rebuild_and_run(tmp_path, sig):
     assert json.loads((folder / "manifest.json").read_text())["arch"] == "sm_80"
     script = (folder / "build.sh").read_text()
     assert os.access(folder / "build.sh", os.X_OK)
-    assert ("nvcc -O3 -std=c++17 -arch=sm_80 -lineinfo -Xptxas -v -Xcompiler -fPIC "
+    assert ("nvcc -O3 -std=c++17 -gencode 'arch=compute_80,code=[sm_80,compute_80]' -lineinfo "
+            "-Xptxas -v -Xcompiler -fPIC "
             "-c kernel.cu -o kernel.o") in script
     assert "-shared kernel.o harness.o -o libptc_kernel.so" in script
     assert "kernel.o harness.o -o ptc_run" in script

@@ -152,13 +152,20 @@ def nvcc_commands(arch: str, nvcc: str = "nvcc") -> list[list[str]]:
     """The build, in order: the kernel and the harness compile to objects (each once, with
     -fPIC, so both products share them; ptxas -v reports the kernel's resources), then the
     shared library for ctypes and the `ptc_run` executable link from the same objects."""
-    common = [nvcc, "-O3", "-std=c++17", f"-arch={arch}", "-lineinfo"]
+    common = [nvcc, "-O3", "-std=c++17", *gencode(arch), "-lineinfo"]
     return [
         common + ["-Xptxas", "-v", "-Xcompiler", "-fPIC", "-c", "kernel.cu", "-o", "kernel.o"],
         common + ["-Xcompiler", "-fPIC", "-c", "harness.cu", "-o", "harness.o"],
         common + ["-shared", "kernel.o", "harness.o", "-o", LIBRARY],
         common + ["kernel.o", "harness.o", "-o", EXECUTABLE],
     ]
+
+
+def gencode(arch: str) -> list[str]:
+    """The machine code for `arch` and its PTX (for a newer GPU's JIT). Spelled out: plain
+    `-arch=sm_90a` also compiles compute_90 PTX, which rejects wgmma and setmaxnreg."""
+    virtual = arch.replace("sm_", "compute_")
+    return ["-gencode", f"arch={virtual},code=[{arch},{virtual}]"]
 
 
 def build_script(arch: str) -> str:

@@ -12,6 +12,7 @@
 #define __shared__
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
+#define __grid_constant__
 
 #include "ptc_emulate.h"
 #include "device_functions.h"

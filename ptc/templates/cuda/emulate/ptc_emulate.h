@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cmath>
 #include <cstdarg>
@@ -90,10 +91,12 @@ struct Config {
   int break_layout = 0;     // 1: a deliberately wrong mma A-fragment layout (self-test)
   unsigned seed = 1;
   int fill = 0xFF;          // shared memory bytes at the start of a block
+  int eager_tma = 0;        // 1: TMA loads land when issued (with eager cp.async)
 };
 Config config;
 
-enum State { READY, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE };
+enum State { READY, AT_BLOCK_BARRIER, AT_WARP_BARRIER, AT_MBARRIER, AT_NAMED_BARRIER,
+             AT_GROUP_BARRIER, DONE, STATES };
 enum Kind { NONE = 0, LDM_X1, LDM_X2, LDM_X4, LDM_X1_T, LDM_X2_T, LDM_X4_T, MMA_F16, MMA_BF16,
             MMA_TF32, SHFL, VOTE, SYNCWARP };
 
@@ -115,6 +118,14 @@ struct Fiber {
   std::vector<Copy> pending;    // cp.async copies not yet done
   long long collectives = 0;    // warp-collective ops so far: picks the scratch buffer
   const char* waiting_at = "";  // the warp-collective instruction it waits at
+  // sm90 (ptc_emulate_sm90.h): the mbarrier and parity it waits for, its named barrier,
+  // its register count after setmaxnreg (0: the launch's), its wgmma groups
+  uint32_t wait_bar = 0;
+  unsigned wait_parity = 0;
+  int named = -1;
+  int maxnreg = 0;
+  long long wgmma_commits = 0;
+  long long group_collectives = 0;
 };
 
 struct WarpScratch {            // two alternating buffers, one slot per lane
@@ -678,6 +689,14 @@ inline void syncwarp(unsigned mask) {
   same_kind(rt.warps[f.tid / 32], buf, SYNCWARP, "__syncwarp");
 }
 
+}  // namespace emu
+}  // namespace ptc
+
+#include "ptc_emulate_sm90.h"
+
+namespace ptc {
+namespace emu {
+
 // ---- the launcher -------------------------------------------------------------------------
 extern "C" inline void ptc_emu_fiber_entry() {
   rt.body();
@@ -689,6 +708,9 @@ inline const char* state_name(State s) {
     case READY: return "ready";
     case AT_BLOCK_BARRIER: return "at __syncthreads";
     case AT_WARP_BARRIER: return "at a warp-collective instruction";
+    case AT_MBARRIER: return "waiting on an mbarrier";
+    case AT_NAMED_BARRIER: return "at a named barrier";
+    case AT_GROUP_BARRIER: return "at a warpgroup-collective instruction";
     default: return "finished";
   }
 }
@@ -741,6 +763,7 @@ int launch(long long blocks, int threads, int smem_bytes, Body&& body) {
     memset(ptc_smem + smem_bytes, 0xA5, PTC_EMU_CANARY_BYTES);
     rt.block_arrived = 0;
     std::fill(rt.warp_arrived.begin(), rt.warp_arrived.end(), 0);
+    sm90_block_start(threads);
     for (Fiber& f : rt.fibers) {
       getcontext(&f.ctx);
       f.ctx.uc_stack.ss_sp = f.stack + page;
@@ -751,6 +774,12 @@ int launch(long long blocks, int threads, int smem_bytes, Body&& body) {
       f.commits = 0;
       f.pending.clear();
       f.collectives = 0;
+      f.wait_bar = 0;
+      f.wait_parity = 0;
+      f.named = -1;
+      f.maxnreg = 0;
+      f.wgmma_commits = 0;
+      f.group_collectives = 0;
     }
     for (;;) {
       // A pass runs each warp in turn until none of its lanes can go on (all at
@@ -779,19 +808,28 @@ int launch(long long blocks, int threads, int smem_bytes, Body&& body) {
       bool done = true;
       for (const Fiber& f : rt.fibers) done = done && f.state == DONE;
       if (done) break;
+      if (!ran && sm90_progress()) continue;   // deferred copies landed: waiters woke
       if (!ran) {
-        int counts[4] = {0, 0, 0, 0};
+        int counts[STATES] = {};
         for (const Fiber& f : rt.fibers) ++counts[f.state];
         int first = 0;
         while (rt.fibers[first].state == DONE) ++first;
         for (int i = 0; i < threads; ++i)   // a warp collective that not every lane reaches
           if (rt.fibers[i].state == AT_WARP_BARRIER) { first = i; break; }
         const Fiber& g = rt.fibers[first];
+        char detail[160] = "";
+        if (g.state == AT_WARP_BARRIER || g.state == AT_GROUP_BARRIER)
+          snprintf(detail, sizeof detail, ": %s", g.waiting_at);
+        else if (g.state == AT_MBARRIER)
+          snprintf(detail, sizeof detail, " at shared offset %u for parity %u", g.wait_bar,
+                   g.wait_parity);
+        else if (g.state == AT_NAMED_BARRIER)
+          snprintf(detail, sizeof detail, " %d", g.named);
         fail("deadlock: %d thread(s) at __syncthreads, %d at a warp-collective instruction, "
-             "%d finished (thread %d is %s%s%s)", counts[AT_BLOCK_BARRIER],
-             counts[AT_WARP_BARRIER], counts[DONE], first, state_name(g.state),
-             g.state == AT_WARP_BARRIER ? ": " : "",
-             g.state == AT_WARP_BARRIER ? g.waiting_at : "");
+             "%d waiting on mbarriers, %d at named barriers, %d at warpgroup collectives, "
+             "%d finished (thread %d is %s%s)", counts[AT_BLOCK_BARRIER],
+             counts[AT_WARP_BARRIER], counts[AT_MBARRIER], counts[AT_NAMED_BARRIER],
+             counts[AT_GROUP_BARRIER], counts[DONE], first, state_name(g.state), detail);
         break;
       }
     }
@@ -818,6 +856,7 @@ int launch(long long blocks, int threads, int smem_bytes, Body&& body) {
 // ---- what Python calls besides ptc_launch (ptc/render/emulate.py) -----------------------
 extern "C" {
 void ptc_emulate_config(int order, int eager_cp_async, int break_layout, unsigned seed, int fill) {
+  ptc::emu::config.eager_tma = eager_cp_async;
   ptc::emu::config.order = order;
   ptc::emu::config.eager_cp_async = eager_cp_async;
   ptc::emu::config.break_layout = break_layout;

@@ -1,0 +1,84 @@
+// ptc: global -> shared tile loads by the Tensor Memory Accelerator (sm90). A tensor map
+// (CUtensorMap, 128 bytes) describes a tensor of rank 1..5 (dims and byte strides,
+// innermost first), the box one load moves and the swizzle it writes shared memory with;
+// the host encodes it (tensor_map, through the driver's cuTensorMapEncodeTiled, found at
+// run time with cudaGetDriverEntryPointByVersion: no -lcuda) and passes it to the kernel as
+// a `const __grid_constant__ CUtensorMap` parameter. A load is issued by one thread; the box's
+// elements outside the tensor read zero, and its bytes complete on an mbarrier
+// (mbarrier.cuh). PTX ISA: cp.async.bulk.tensor; docs/sm90.md.
+#pragma once
+#include "ptc_types.cuh"
+#ifdef PTC_EMULATE
+#include "cuda.h"
+#else
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#endif
+
+namespace ptc {
+
+// Host: encode `map`; dims[rank] and box[rank] in elements, strides[rank - 1] in bytes
+// (of dims 1..rank-1, multiples of 16). Returns 0, or the driver's CUresult.
+inline int tensor_map(CUtensorMap* map, CUtensorMapDataType dtype, int rank, const void* base,
+                      const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                      CUtensorMapSwizzle swizzle) {
+  const cuuint32_t unit[5] = {1, 1, 1, 1, 1};
+#ifdef PTC_EMULATE
+  return cuTensorMapEncodeTiled(map, dtype, rank, const_cast<void*>(base), dims, strides, box,
+                                unit, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+#else
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+  if (encode == nullptr) {
+    cudaDriverEntryPointQueryResult found;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled",
+                                         reinterpret_cast<void**>(&encode), 12000,
+                                         cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess || encode == nullptr)
+      return static_cast<int>(CUDA_ERROR_NOT_FOUND);
+  }
+  return static_cast<int>(encode(map, dtype, static_cast<cuuint32_t>(rank),
+                                 const_cast<void*>(base), dims, strides, box, unit,
+                                 CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                 CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+#endif
+}
+
+// Device: the box at coordinates c (innermost first) into shared memory at `dst`, its
+// bytes completing on `bar`. One thread issues it.
+template <int RANK>
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap* map, uint32_t bar,
+                                         const int (&c)[RANK]) {
+  static_assert(RANK >= 1 && RANK <= 5, "TMA moves boxes of rank 1 to 5");
+#ifdef PTC_EMULATE
+  ::ptc::emu::tma_load(dst, map, c, bar);
+#else
+  const uint64_t m = reinterpret_cast<uint64_t>(map);
+  if constexpr (RANK == 1)
+    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3}], [%2];\n"
+                 :: "r"(dst), "l"(m), "r"(bar), "r"(c[0]) : "memory");
+  else if constexpr (RANK == 2)
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4}], [%2];\n"
+                 :: "r"(dst), "l"(m), "r"(bar), "r"(c[0]), "r"(c[1]) : "memory");
+  else if constexpr (RANK == 3)
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4, %5}], [%2];\n"
+                 :: "r"(dst), "l"(m), "r"(bar), "r"(c[0]), "r"(c[1]), "r"(c[2]) : "memory");
+  else if constexpr (RANK == 4)
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4, %5, %6}], [%2];\n"
+                 :: "r"(dst), "l"(m), "r"(bar), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3])
+                 : "memory");
+  else
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n"
+                 :: "r"(dst), "l"(m), "r"(bar), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]),
+                    "r"(c[4]) : "memory");
+#endif
+}
+
+}  // namespace ptc

@@ -1,0 +1,46 @@
+// ptc: what warp-specialized roles need besides copies and mma (sm90a): register
+// reallocation between roles (setmaxnreg), named barriers among a role's threads, one
+// elected thread per warp, and the proxy fence between generic stores to shared memory and
+// the tensor cores' or TMA's reads of it. PTX ISA; docs/sm90.md.
+#pragma once
+#include "ptc_types.cuh"
+
+namespace ptc {
+
+// setmaxnreg.{inc,dec}.sync.aligned.u32 N: every warp of the warpgroup, N a multiple of 8
+// in 24..256; LAUNCH is the count every thread starts with (65536 / the block's threads)
+template <int N, int LAUNCH>
+__device__ __forceinline__ void setmaxnreg_inc() {
+#ifdef PTC_EMULATE
+  ::ptc::emu::setmaxnreg(N, true, LAUNCH);
+#else
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N));
+#endif
+}
+template <int N, int LAUNCH>
+__device__ __forceinline__ void setmaxnreg_dec() {
+#ifdef PTC_EMULATE
+  ::ptc::emu::setmaxnreg(N, false, LAUNCH);
+#else
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N));
+#endif
+}
+
+// bar.sync id, count: the `count` threads of a role meet (id 0 is __syncthreads')
+__device__ __forceinline__ void named_barrier(int id, int count) {
+#ifdef PTC_EMULATE
+  ::ptc::emu::named_barrier_sync(id, count);
+#else
+  asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(count) : "memory");
+#endif
+}
+
+// generic-proxy writes to shared memory (st.shared) made visible to the async proxy
+// (wgmma operands, TMA stores) that reads them next; each writing thread, before the barrier
+__device__ __forceinline__ void fence_proxy_async() {
+#ifndef PTC_EMULATE
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+}  // namespace ptc
