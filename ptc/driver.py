@@ -216,9 +216,12 @@ def finalized(plan, low, device):
     limit = min(device.resources.max_registers_per_thread,
                 device.resources.registers // max(low.launch.threads, 1))
     regs = min(limit, low.launch.registers + (-low.launch.registers) % 8)
+    from .lower import ir
     from .sched.plan import TaskIssue
 
-    roles = tuple(replace(r, registers=regs) for r in plan.roles)
+    budgets = {role.name: role.registers for op in low.body if isinstance(op, ir.Specialized)
+               for role in op.roles}   # warp-specialized: each role's setmaxnreg count
+    roles = tuple(replace(r, registers=budgets.get(r.name, regs)) for r in plan.roles)
     issue = tuple(TaskIssue(c.task, c.mma_instructions, c.fragment_loads, c.simt_instructions,
                             c.sfu_instructions, c.shuffles, c.shared_accesses)
                   for c in low.costs if c.task in {t for _, s in plan.steps() for t in [s.task]})

@@ -1,10 +1,13 @@
 """The rendered CUDA kernels, run on the CPU (ptc.render.emulate), against the reference
-interpreter: every sample, a few sm80 plans each, at small shapes with ragged edge tiles.
+interpreter: every sample, a few sm80 and sm90 plans each, at small shapes with ragged edge
+tiles.
 
 The emulation compiles the very kernel.cu that nvcc builds, with the host compiler and
 -DPTC_EMULATE: ldmatrix and mma.sync are emulated register by register after the PTX
 fragment layouts, so the checks below see a wrong layout, a missing barrier or cp.async
-wait, an out-of-bounds access or a deadlock -- each one is shown by a broken variant.
+wait, an out-of-bounds access or a deadlock -- each one is shown by a broken variant. The
+sm90 warp-specialized kernels run their mbarriers, TMA loads (swizzled, zero-filled past
+the edges) and wgmma on the same emulator (tests/test_sm90.py shows it seeing their slips).
 """
 from __future__ import annotations
 
@@ -36,14 +39,23 @@ pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is No
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 DEVICE = get_device("sm80")
-# best: the search's first renderable plan at the SMOKE shape; the others are built from
-# the SMOKE tile sizes at the EDGE shape (sizes that are not multiples of anything).
+SM90 = get_device("sm90")
+# (device, plan, shape): best is the search's first renderable plan at the SMOKE shape; the
+# others are built from the SMOKE tile sizes at the SMOKE shape (aligned: TMA and cp.async
+# run) or the EDGE shape (sizes that are not multiples of anything: the element-wise paths)
 VARIANTS = {
-    "best": None,
-    "sequential": Choice("sequential", 1, warps=4),
-    "multistage3": Choice("multistage", 3, warps=4),
-    "interleaved": Choice("interleaved", 1, warps=4),
+    "best": (DEVICE, None, "smoke"),
+    "sequential": (DEVICE, Choice("sequential", 1, warps=4), "edge"),
+    "multistage3": (DEVICE, Choice("multistage", 3, warps=4), "edge"),
+    "interleaved": (DEVICE, Choice("interleaved", 1, warps=4), "edge"),
+    "sm90-best": (SM90, None, "smoke"),
+    "sm90-ws": (SM90, Choice("warp_specialized", 2, 1), "edge"),
+    "sm90-ws-tma": (SM90, Choice("warp_specialized", 3, 1), "smoke"),
+    "sm90-ws-2consumers": (SM90, Choice("warp_specialized", 2, 2), "smoke"),
 }
+# two consumer warpgroups divide 128 rows
+ROWS_128 = {"gemm": "BM", "matmul_sum": "BM", "flash_attn": "BM", "flash_attn_causal": "BM",
+            "gemm_chain": "BM"}
 # how the emulator schedules threads and copies: in thread order with cp.async copies
 # deferred to their wait, in reverse with eager copies, and shuffled
 CONFIGS = [dict(), dict(order="reverse", eager_cp_async=True), dict(order="random", seed=7)]
@@ -53,36 +65,41 @@ TOLERANCE = {"f16": 1e-2, "bf16": 1e-2, "f32": 1e-4}
 class Case:
     def __init__(self, name: str, variant: str):
         self.name, self.variant = name, variant
-        choice = VARIANTS[variant]
-        tiles = SMOKE[name][1]
-        self.shapes = dict(SMOKE[name][0] if choice is None else EDGE[name])
+        device, choice, shape = VARIANTS[variant]
+        tiles = dict(SMOKE[name][1])
+        if choice is not None and choice.consumers > 1:
+            if name not in ROWS_128:
+                self.skip = f"{name} has no 128-row tile for two consumer warpgroups"
+                return
+            tiles[ROWS_128[name]] = 128
+        self.shapes = dict(SMOKE[name][0] if shape == "smoke" else EDGE[name])
         self.kernel = check_file(SAMPLES / f"{name}.pt", self.shapes).kernels[0]
         self.skip = None
         if choice is None:
-            self.plan, self.source = best_renderable(self.kernel, self.shapes)
+            self.plan, self.source = best_renderable(self.kernel, self.shapes, device)
         else:
             (g,) = build_graphs(self.kernel)
             g = propagate(g, tiles)
             try:
-                self.plan = construct(g, DEVICE, choice)
+                self.plan = construct(g, device, choice)
+                self.source = render_kernel(self.kernel, self.plan, g, device)
             except Unfit as exc:
                 self.skip = f"{choice.describe()} does not apply: {exc}"
                 return
-            self.source = render_kernel(self.kernel, self.plan, g, DEVICE)
         self.tiles = dict(self.plan.tiles)
         self.inputs = F.make_inputs(name, self.shapes, np.random.default_rng(1))
         self.dims = {d.name: self.shapes[d.name] for d in self.kernel.dims}
 
 
-def best_renderable(kernel, shapes):
-    result = schedule(kernel, "sm80", shapes=shapes)
+def best_renderable(kernel, shapes, device=DEVICE):
+    result = schedule(kernel, device.name, shapes=shapes)
     for cand in result.ranked:
-        if can_render(cand.plan, DEVICE) is None:
+        if can_render(cand.plan, device) is None:
             try:
-                return cand.plan, render_kernel(kernel, cand.plan, cand.graph, DEVICE)
+                return cand.plan, render_kernel(kernel, cand.plan, cand.graph, device)
             except RenderError:
                 continue
-    pytest.fail(f"no renderable sm80 plan for {kernel.name}")
+    pytest.fail(f"no renderable {device.name} plan for {kernel.name}")
 
 
 @lru_cache(maxsize=None)

@@ -53,6 +53,9 @@ def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.
         return 1
 
     for op in ir.walk(kernel.body):
+        if isinstance(op, ir.Wgmma):     # issued by the warpgroup, operands by descriptor
+            acc[op.task]["mma_instructions"] += op.mi * op.ks
+            continue
         if isinstance(op, ir.Mma):
             c = acc[op.task]
             c["mma_instructions"] += op.mi * op.ni * op.ks

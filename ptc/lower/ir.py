@@ -277,8 +277,147 @@ class PlanWait:
     buffers: tuple[str, ...]
 
 
+# ---- warp-specialized kernels (sm90a; docs/sm90.md, docs/lowering.md) -------------------
+@dataclass(frozen=True)
+class MbarrierSet:
+    """The mbarriers of one plan barrier: an 8-byte word per ring slot, from `offset`."""
+
+    name: str                    # the plan barrier (full:A_smem)
+    slots: int
+    arrivals: int                # arrivals a phase takes
+    offset: int
+
+
+@dataclass(frozen=True)
+class InitBarriers:
+    """One thread initializes every mbarrier, then the whole block meets (__syncthreads)."""
+
+    barriers: tuple[MbarrierSet, ...]
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """A TMA tensor map, encoded on the host before the launch and passed by value."""
+
+    name: str                    # its C name (a kernel parameter)
+    tensor: str
+    dtype: str
+    dims: tuple[T.TExpr, ...]    # elements, innermost first
+    strides: tuple[T.TExpr, ...]  # bytes, of dims 1..rank-1
+    box: tuple[int, ...]         # elements, innermost first
+    swizzle: int                 # the swizzle span in bytes, 0 for none
+
+
+@dataclass(frozen=True)
+class TmaLoad:
+    """One thread: arrive on `barrier` expecting the tile's bytes, then load the tile into
+    the slot, one box per column panel (the innermost coordinate moving a panel's columns)."""
+
+    task: str
+    buffer: str
+    map: str
+    coords: tuple[T.TExpr, ...]  # per tensor dim, innermost first: panel 0's box
+    panels: int
+    panel_cols: int
+    panel_bytes: int
+    bytes: int
+    barrier: str
+    loop: str = ""               # the loop whose iteration picks the slot
+    # where the launch's alignment checks fail (a stride that is not a 16-byte multiple:
+    # no tensor map), the producer warpgroup copies this tile element by element into the
+    # same layout, fences it for the tensor cores, and one thread arrives
+    tile: GlobalTile | None = None
+
+
+@dataclass(frozen=True)
+class MbarrierWait:
+    """Wait for the phase of a slot's barrier: a consumer for the data of this use of the
+    slot, a producer (`free`) for the slot's previous use to be released."""
+
+    barrier: str
+    loop: str
+    slots: int
+    free: bool = False
+
+
+@dataclass(frozen=True)
+class MbarrierArrive:
+    """One thread of the role instance arrives on the slot's barrier."""
+
+    barrier: str
+    loop: str
+    slots: int
+
+
+@dataclass(frozen=True)
+class WgmmaOperand:
+    """A wgmma operand: registers in the A-fragment layout, or a shared tile read by
+    descriptor (`mn_major`: contiguous along m or n, i.e. the tile holds the operand's
+    transpose for A and the operand itself for B; `split`: the instance's rows of it)."""
+
+    value: str
+    in_registers: bool
+    mn_major: bool = False
+    split: bool = False
+
+
+@dataclass(frozen=True)
+class Wgmma:
+    """out = addend + a @ b on the warpgroup: `mi` m64nNk16 atoms along m, `ks` k-steps,
+    fenced before and committed after (the wait is its own op)."""
+
+    task: str
+    out: str
+    addend: str | None
+    a: WgmmaOperand
+    b: WgmmaOperand
+    n: int
+    mi: int
+    ks: int
+    dtype: str
+
+
+@dataclass(frozen=True)
+class WgmmaWait:
+    """Wait until at most `pending` wgmma groups of this thread are in flight."""
+
+    pending: int
+
+
+@dataclass(frozen=True)
+class NamedBarrier:
+    """The threads of this role instance meet (bar.sync with the instance's id)."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class Role:
+    """One warp-specialized role: `instances` warpgroups from `first_warpgroup`, with
+    `registers` per thread after setmaxnreg (inc when more than the launch's)."""
+
+    name: str
+    first_warpgroup: int
+    instances: int
+    registers: int
+    body: tuple["Op", ...]
+    split: str = ""              # the grid index whose tile rows the instances divide
+    rows: int = 0                # rows per instance (0: not divided)
+    issuer: bool = False         # it issues the TMA loads (one thread of it does)
+
+
+@dataclass(frozen=True)
+class Specialized:
+    """The roles, each a branch on the thread's warpgroup; threads start with
+    `launch_registers` each."""
+
+    launch_registers: int
+    roles: tuple[Role, ...]
+
+
 Op = Union[CopyTile, CommitGroup, WaitGroups, Barrier, Compute, Reduce, WarpCombine, Mma,
-           SimtMatmul, LoadFragments, StoreTile, SpillTile, FillTile, Loop]
+           SimtMatmul, LoadFragments, StoreTile, SpillTile, FillTile, Loop, InitBarriers,
+           TmaLoad, MbarrierWait, MbarrierArrive, Wgmma, WgmmaWait, NamedBarrier, Specialized]
 
 
 # ---- the kernel ---------------------------------------------------------------------------
@@ -333,6 +472,7 @@ class LoweredKernel:
     # n-byte aligned
     alignment: tuple[tuple[str, str, int], ...] = ()
     notes: tuple[str, ...] = field(default=())
+    tensor_maps: tuple[TensorMap, ...] = ()
 
     def layout(self, name: str) -> Layout:
         for lay in self.layouts:
@@ -364,13 +504,17 @@ class LoweredKernel:
 
 
 def walk(ops) -> list:
-    """Every op, loops' fills and bodies included, in program order."""
+    """Every op, loops' fills and bodies and roles' bodies included, in program order."""
     out = []
     for op in ops:
         if isinstance(op, Loop):
             out.extend(walk(op.fill))
             out.append(op)
             out.extend(walk(op.body))
+        elif isinstance(op, Specialized):
+            out.append(op)
+            for role in op.roles:
+                out.extend(walk(role.body))
         else:
             out.append(op)
     return out

@@ -73,24 +73,7 @@ class Capabilities:
         return None
 
 
-# ---- the stage ----------------------------------------------------------------------------
-def lower(plan: Plan, graph: STaskGraph, device: Device,
-          caps: Capabilities | None = None) -> ir.LoweredKernel:
-    if len(graph.kernel.body) != 1:
-        # the plan and graph are those of one grid: the others would be dropped silently
-        raise LoweringError(f"kernel {graph.kernel.name} has {len(graph.kernel.body)} "
-                            "parallel grids; lower each grid's kernel (ptc.sema.grids)")
-    if len(plan.roles) != 1:
-        raise LoweringError(f"{plan.style} plans have {len(plan.roles)} roles; the lowering "
-                            "takes single-role plans (warp specialization comes with sm90)")
-    if caps is not None:
-        why = caps.refuses(plan, device)
-        if why:
-            raise LoweringError(why)
-    return _Lowering(plan, graph, device, caps).run()
-
-
-class _Lowering:
+class Lowering:
     def __init__(self, plan: Plan, graph: STaskGraph, device: Device, caps):
         self.plan, self.graph, self.device, self.caps = plan, graph, device, caps
         self.kernel = graph.kernel
@@ -159,7 +142,7 @@ class _Lowering:
             sol = assign_layouts(self.stmts, shared, {}, self.warps, self.warp_size, self.extent)
             best = ((), {}, {}, sol)
         _, self.tiling, self.mma_layouts, self.solution = best
-        return _Builder(self).build()
+        return Builder(self).build()
 
     def score(self, chosen: dict[str, Tiling], sol) -> tuple:
         cross = 0
@@ -184,10 +167,10 @@ def c_name(value: str) -> str:
     return ("t_" + value[1:] if value.startswith("%") else "v_" + value).replace("%", "")
 
 
-class _Builder:
+class Builder:
     """Turns the chosen layouts into the op list and the kernel."""
 
-    def __init__(self, low: _Lowering):
+    def __init__(self, low: Lowering):
         self.low = low
         self.plan, self.graph, self.device = low.plan, low.graph, low.device
         self.layouts: dict[str, Layout] = {}
@@ -219,7 +202,7 @@ class _Builder:
             rows, cols = (shape if len(shape) == 2 else (1, shape[0]) if shape else (1, 1))
             lay = smem_layout(rows, cols, b.dtype) if len(shape) == 2 else None
             slot = lay.bytes if lay else max(math.prod(shape), 1) * DTYPE_BYTES[b.dtype]
-            slot = _align(slot, ALIGN if lay is not None and lay.swizzle == "xor" else 16)
+            slot = align_up(slot, ALIGN if lay is not None and lay.swizzle == "xor" else 16)
             self.buffers[b.name] = ir.Buffer(b.name, b.dtype, shape, b.stages, lay, slot, 0,
                                              f"ring of {b.producer}" if b.stages > 1
                                              else f"tile of {b.producer}", b.name)
@@ -252,7 +235,7 @@ class _Builder:
         registers = estimate_registers(body, self)
         dev = self.device
         res = dev.resources
-        regs_alloc = _align(max(registers, 16), 8)
+        regs_alloc = align_up(max(registers, 16), 8)
         per_block_regs = regs_alloc * self.low.threads
         blocks = min(res.max_blocks, res.max_threads // self.low.threads,
                      res.registers // per_block_regs if per_block_regs else res.max_blocks,
@@ -417,7 +400,7 @@ class _Builder:
             _, mm = mma_parts(value)
             _, a_lay, b_lay = self.low.mma_layouts[s.task]
             for operand, lay in ((mm.lhs, a_lay), (mm.rhs, b_lay)):
-                name, transposed = _operand(operand)
+                name, transposed = mma_operand_var(operand)
                 home = self.values.get(name)
                 if isinstance(home, ir.RegTile) and (
                         transposed or not self.layouts[home.layout].same_map(lay)):
@@ -454,7 +437,7 @@ class _Builder:
             # pairs of consecutive values move as 8-byte words when both layouts hold
             # them in consecutive registers; rows then padded by 8 words, so that the 16
             # lanes of a phase (4 rows x 4 pairs in the mma layouts) hit 32 banks
-            vector = 2 if _contiguous_run(src) % 2 == 0 and _contiguous_run(want) % 2 == 0 \
+            vector = 2 if contiguous_run(src) % 2 == 0 and contiguous_run(want) % 2 == 0 \
                 and len(shape) == 2 and not transposed else 1
             if len(shape) == 2 and shape[1] % 32 == 0 and (vector == 2 or transposed):
                 shape = (shape[0], shape[1] + (8 if vector == 2 else 1))
@@ -512,7 +495,7 @@ class _Builder:
     def scratch_buffer(self, purpose: str, dtype: str, shape: tuple[int, ...]) -> str:
         self.scratch_count += 1
         name = f"scratch{self.scratch_count}"
-        nbytes = _align(math.prod(shape) * DTYPE_BYTES[dtype], 16)
+        nbytes = align_up(math.prod(shape) * DTYPE_BYTES[dtype], 16)
         self.buffers[name] = ir.Buffer(name, dtype, shape, 1, None, nbytes, 0, purpose)
         return name
 
@@ -526,7 +509,7 @@ class _Builder:
         c, a_lay, b_lay = self.low.mma_layouts[s.task]
         ops = []
         for operand, lay in ((mm.lhs, a_lay), (mm.rhs, b_lay)):
-            name, transposed = _operand(operand)
+            name, transposed = mma_operand_var(operand)
             name = self.renames.get(name, name)
             transposed = transposed and name not in self.pre_transposed
             home = self.values.get(name)
@@ -554,7 +537,7 @@ class _Builder:
         vector, fallback = 1, 0
         if not st.atomic and isinstance(home, ir.RegTile) and tile.rows * tile.cols > 1 \
                 and tile.dtype in ("f32", "f16", "bf16"):
-            run = _contiguous_run(self.layouts[home.layout])
+            run = contiguous_run(self.layouts[home.layout])
             esize = DTYPE_BYTES[tile.dtype]
             widest = max((v for v in (8, 4, 2) if run % v == 0 and v * esize <= 16), default=1)
             if widest > 1:
@@ -583,16 +566,16 @@ class _Builder:
         self.reserved_registers += words
 
 
-def _operand(e: T.TExpr) -> tuple[str, bool]:
+def mma_operand_var(e: T.TExpr) -> tuple[str, bool]:
     if isinstance(e, T.Transpose):
-        name, t = _operand(e.arg)
+        name, t = mma_operand_var(e.arg)
         return name, not t
     if isinstance(e, T.Var):
         return e.name, False
     raise LoweringError(f"an mma operand is an expression, not a value: {e}")
 
 
-def _contiguous_run(lay: Layout) -> int:
+def contiguous_run(lay: Layout) -> int:
     """Consecutive registers that hold consecutive elements along the last axis."""
     if not lay.regs or lay.rank == 0:
         return 1
@@ -601,5 +584,5 @@ def _contiguous_run(lay: Layout) -> int:
     return first.size if first.stride == unit else 1
 
 
-def _align(n: int, a: int) -> int:
+def align_up(n: int, a: int) -> int:
     return (n + a - 1) // a * a

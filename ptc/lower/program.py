@@ -33,8 +33,9 @@ def mma_parts(e: T.TExpr) -> tuple[T.TExpr | None, T.MatMul]:
     raise ValueError(f"not an mma statement: {e}")
 
 
-def plan_order(plan: Plan) -> list[Step]:
-    """The single role's steps in program order (loop blocks walked in place)."""
+def plan_order(plan: Plan, role: str | None = None) -> list[Step]:
+    """A role's steps (default: the first role's) in program order (loop blocks walked in
+    place)."""
     out: list[Step] = []
 
     def walk(items) -> None:
@@ -43,7 +44,8 @@ def plan_order(plan: Plan) -> list[Step]:
                 walk(it.body)
             else:
                 out.append(it)
-    walk(plan.roles[0].body)
+    chosen = plan.roles[0] if role is None else next(r for r in plan.roles if r.name == role)
+    walk(chosen.body)
     return out
 
 
@@ -63,7 +65,7 @@ def lift_reductions(let: T.Let, fresh) -> list[T.Let]:
     return pre + [replace(let, value=value)]
 
 
-def flatten(plan: Plan, graph: STaskGraph) -> list[Stmt]:
+def flatten(plan: Plan, graph: STaskGraph, role: str | None = None) -> list[Stmt]:
     tasks: dict[str, STask] = {t.name: t for t in graph.tasks}
     out: list[Stmt] = []
     counter = [0]
@@ -72,7 +74,7 @@ def flatten(plan: Plan, graph: STaskGraph) -> list[Stmt]:
         counter[0] += 1
         return f"%r{counter[0]}"
 
-    for step in plan_order(plan):
+    for step in plan_order(plan, role):
         if step.task == "sync":
             continue
         t = tasks[step.task]

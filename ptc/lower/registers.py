@@ -26,7 +26,7 @@ BASE_REGISTERS = 40   # addresses, loop counters, predicates and the compiler's 
 def defines(op) -> list[str]:
     if isinstance(op, (ir.Compute, ir.Reduce, ir.WarpCombine, ir.LoadFragments, ir.FillTile)):
         return [op.target]
-    if isinstance(op, (ir.Mma, ir.SimtMatmul)):
+    if isinstance(op, (ir.Mma, ir.SimtMatmul, ir.Wgmma)):
         return [op.out]
     return []
 

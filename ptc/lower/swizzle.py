@@ -32,7 +32,8 @@ class SmemLayout:
     rows: int
     cols: int
     dtype: str
-    swizzle: str          # "xor" | "none"
+    swizzle: str          # "xor" | "none" | "tma" (panels, as TMA writes them: tma_layout)
+    span: int = 0         # tma: bytes of a panel's row (the swizzle span; 16 unswizzled)
 
     @property
     def elem_bytes(self) -> int:
@@ -48,7 +49,26 @@ class SmemLayout:
 
     @property
     def name(self) -> str:
+        if self.swizzle == "tma":
+            return f"tma{self.span}" if self.swizzled else "tma"
         return "xor128" if self.swizzle == "xor" else "rows"
+
+    @property
+    def swizzled(self) -> bool:
+        return self.swizzle == "xor" or (self.swizzle == "tma" and self.span >= 32)
+
+    @property
+    def panels(self) -> int:
+        """tma: column panels of `span`-byte rows (a TMA box is one panel)."""
+        return self.row_bytes // self.span if self.swizzle == "tma" else 1
+
+    @property
+    def panel_cols(self) -> int:
+        return self.span // self.elem_bytes if self.swizzle == "tma" else self.cols
+
+    @property
+    def panel_bytes(self) -> int:
+        return self.rows * self.span if self.swizzle == "tma" else self.bytes
 
     @property
     def lines_per_row(self) -> int:
@@ -57,12 +77,36 @@ class SmemLayout:
 
     def offset(self, row: int, col: int) -> int:
         """Byte offset of element (row, col) in the tile."""
+        if self.swizzle == "tma":
+            b = col * self.elem_bytes
+            o = (b // self.span) * self.panel_bytes + row * self.span + b % self.span
+            return span_swizzle(o, self.span)
         o = row * self.row_bytes + col * self.elem_bytes
         return swizzle_offset(o, self.lines_per_row) if self.swizzle == "xor" else o
 
 
 def swizzle_offset(o: int, lines_per_row: int = 1) -> int:
     return o ^ ((((o >> 7) // lines_per_row) & 7) << 4)
+
+
+def span_swizzle(o: int, span: int) -> int:
+    """TMA's (and wgmma's) swizzle of a 1024-aligned tile's byte offset: the 16-byte chunk
+    bits XOR the 128-byte line bits, 3, 2 or 1 of them for 128-, 64- or 32-byte spans."""
+    bits = {128: 7, 64: 3, 32: 1}.get(span, 0)
+    return o ^ (((o >> 7) & bits) << 4)
+
+
+def tma_layout(rows: int, cols: int, dtype: str) -> SmemLayout | None:
+    """The layout TMA writes a rows x cols tile in (docs/sm90.md), or None when no TMA box
+    fits it: rows of 32 or 64 bytes are one panel swizzled over their span; longer rows are
+    128-byte panels side by side (one box each); 16-byte rows are not swizzled."""
+    row_bytes = cols * DTYPE_BYTES[dtype]
+    if rows > 256 or row_bytes % 16:
+        return None
+    span = row_bytes if row_bytes <= 64 else 128
+    if row_bytes % span or span // DTYPE_BYTES[dtype] > 256:
+        return None
+    return SmemLayout(rows, cols, dtype, "tma", span)
 
 
 def smem_layout(rows: int, cols: int, dtype: str) -> SmemLayout:

@@ -167,7 +167,7 @@ def op_reads(op) -> list[str]:
         return reads(op.expr)
     if isinstance(op, ir.Reduce):
         return reads(op.expr)
-    if isinstance(op, ir.Mma):
+    if isinstance(op, (ir.Mma, ir.Wgmma)):
         return [o.value for o in (op.a, op.b)] + ([op.addend] if op.addend else [])
     if isinstance(op, ir.SimtMatmul):
         return reads(op.a) + reads(op.b) + ([op.addend] if op.addend else [])

@@ -80,7 +80,10 @@ def dim_expr(kernel: T.TypedKernel, d: T.Extent) -> T.TExpr:
     return const(static) if static is not None else dim(d)
 
 
-def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items) -> GlobalTile:
+def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
+                split: tuple[str, T.TExpr, int] | None = None) -> GlobalTile:
+    """`split` = (grid index, first row, rows): a warpgroup's share of the tile rows that
+    index selects (the rows from `first row` on of each tile)."""
     p = kernel.tensor(tensor)
     dims = [dim_expr(kernel, d) for d in p.dims]
     strides: list[T.TExpr] = []
@@ -101,6 +104,8 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items) -> GlobalTile:
         elif isinstance(item, T.TileSlice):
             size = extent_value(kernel, tiles, item.size)
             start = mul(index(item.var), const(size))
+            if split is not None and item.var == split[0]:
+                start, size = add(start, split[1]), split[2]
             origin = add(origin, mul(start, stride))
             axes.append((size, start, d, stride))
         else:

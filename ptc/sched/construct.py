@@ -148,7 +148,8 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
         elif t.kind == "mma":
             b.Append(t.name, ("consumer", mma.name))
         elif t.op in ("store", "atomic_add"):
-            b.Append(t.name, ("consumer", tma.name))
+            # the consumers store their registers themselves (no TMA store epilogue yet)
+            b.Append(t.name, ("consumer", copy_unit(device, "multistage").name))
         else:
             b.Append(t.name, ("consumer", simt.name))
     _wait_on_edges(b, graph)

@@ -16,12 +16,13 @@ from ...sema import typed as T
 from ..cexpr import CTYPES, ExprRenderer
 from .body import BodyPrinter, RenderError, c_storage
 from .layouts import layout_struct
+from .specialized import tensor_map_setup
 
 CAPABILITIES = Capabilities(
     backend="cuda",
-    styles=frozenset({"multistage", "interleaved", "sequential"}),
+    styles=frozenset({"multistage", "interleaved", "sequential", "warp_specialized"}),
     atoms=frozenset({"mma.sync.m16n8k16", "mma.sync.m16n8k8"}),
-    copy_units=frozenset({"cp_async"}),
+    copy_units=frozenset({"cp_async", "tma"}),
     persistent=False,
 )
 
@@ -44,6 +45,8 @@ class GridSource:
     grid: tuple[tuple[str, str], ...]               # (grid index, count expression)
     aligned: tuple[str, ...]                        # launch-time conditions of ALIGNED
     body: tuple[str, ...]
+    maps: tuple[str, ...] = ()                      # TMA tensor map parameters
+    map_setup: tuple[str, ...] = ()                 # ptc_launch lines that encode them
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,11 @@ class KernelSource:
     scalar_args: tuple[tuple[str, str, int], ...]   # (C name, C type, index into scalars[])
     dim_args: tuple[tuple[str, int, int | None], ...]  # (C name, index into dims[], static)
     grids: tuple[GridSource, ...]
+    includes: tuple[str, ...] = ()                  # headers beyond the sm80 ones
+
+
+# what a warp-specialized grid's ops are spelled with (docs/sm90.md)
+SPECIALIZED_HEADERS = ("mbarrier.cuh", "global_to_shared_tma.cuh", "wgmma.cuh", "warpgroup.cuh")
 
 
 def scalar_ctype(dtype: str) -> str:
@@ -96,8 +104,10 @@ class CudaRenderer:
             grids.append(printer.source(f"grid{n}" if several else "", title, index))
             lines = printer.summary()
             summary += [title] + [f"  {x}" for x in lines] if several else list(lines)
+        specialized = any(isinstance(op, ir.Specialized) for low in self.lows for op in low.body)
         return KernelSource(k.name, tuple(summary), tuple(params), tuple(tensors),
-                            tuple(scalars), tuple(dims), tuple(grids))
+                            tuple(scalars), tuple(dims), tuple(grids),
+                            SPECIALIZED_HEADERS if specialized else ())
 
 
 def _axis_text(a: T.GridAxis) -> str:
@@ -124,6 +134,8 @@ class _GridPrinter:
                      ("MIN_BLOCKS", low.launch.min_blocks),
                      ("MIN_BLOCKS_ELEMENTWISE", low.launch.min_blocks_elementwise),
                      ("SMEM_BYTES", low.launch.dynamic_smem)]
+        if any(isinstance(op, ir.Specialized) for op in low.body):
+            constants.append(("LAUNCH_REGISTERS", low.launch.registers))
         grid = tuple((name, p.scalar_expr(count)) for name, count in low.launch.grid)
         layouts = []
         for lay in low.layouts:
@@ -134,8 +146,12 @@ class _GridPrinter:
                 aligned.append(f"d_{name} % {n} == 0")
             else:
                 aligned.append(f"(uintptr_t)tensors[{index['g_' + name]}] % {n} == 0")
+        setup: list[str] = []
+        for m in low.tensor_maps:
+            setup += tensor_map_setup(m, index["g_" + m.tensor], p.scalar_expr)
         return GridSource(f"ptc_{k.name}_kernel", namespace, title, tuple(constants),
-                          tuple(layouts), grid, tuple(aligned), tuple(p.lines))
+                          tuple(layouts), grid, tuple(aligned), tuple(p.lines),
+                          tuple(m.name for m in low.tensor_maps), tuple(setup))
 
     def grid_indices(self, p: BodyPrinter) -> None:
         p.emit("long long block = blockIdx.x;")

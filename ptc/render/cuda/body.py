@@ -15,6 +15,7 @@ from ...lower.layout import Layout
 from ...sema import typed as T
 from ...sema.dtypes import DTYPE_BYTES
 from ..cexpr import CTYPES, ExprRenderer, literal
+from .specialized import SpecializedOps
 from .layouts import struct_name
 
 SIXTEEN_BIT = ("f16", "bf16")
@@ -47,7 +48,7 @@ def c_storage(home: ir.RegTile, lay: Layout) -> tuple[str, int, bool]:
     return ctype, max(lay.size, 1), False
 
 
-class BodyPrinter:
+class BodyPrinter(SpecializedOps):
     def __init__(self, low: ir.LoweredKernel, kernel: T.TypedKernel, tiles: dict[str, int]):
         self.low = low
         self.kernel = kernel
@@ -58,6 +59,8 @@ class BodyPrinter:
         self.lines: list[str] = []
         self.depth = 1
         self.index_override: dict[str, str] = {}
+        # loops whose ring slots and mbarrier phases count uses across enclosing loops
+        self.use_counters: set[str] = set()
         self.copy_states: dict[str, str] = {}    # task -> its TileCopy, built before the loops
         self.loop_trips: dict[str, str] = {}
         # the value, layout and register variable that the element being computed belongs to
@@ -79,6 +82,10 @@ class BodyPrinter:
                 printer.depth -= 1
                 printer.emit("}")
         return _Block()
+
+    def iteration(self, loop: str) -> str:
+        """What picks a ring slot in `loop`: its index, or its count of uses so far."""
+        return f"u_{loop}" if loop in self.use_counters else f"i_{loop}"
 
     # ---- names ------------------------------------------------------------------------------
     def scalar(self, name: str) -> str:
@@ -157,8 +164,10 @@ class BodyPrinter:
     def slot_address(self, buffer: str, loop: str = "", ahead: int = 0) -> str:
         b = self.buffers[buffer]
         base = f"smem + {b.offset}u" if b.offset else "smem"
+        if b.slots > 1 and not b.plan_buffer:   # scratch: one copy per consumer warpgroup
+            return f"{base} + part * {b.slot_bytes}u"
         if b.slots > 1 and loop:
-            it = f"i_{loop}" if not ahead else f"(i_{loop} + {ahead})"
+            it = self.iteration(loop) if not ahead else f"(i_{loop} + {ahead})"
             return f"{base} + ({it} % {b.slots}) * {b.slot_bytes}u"
         return base
 
@@ -182,6 +191,11 @@ class BodyPrinter:
             row, col = "0", coords[0]
         else:
             row, col = "0", "0"
+        if b.layout is not None and b.layout.swizzle == "tma":
+            addr = (f"{self.slot_address(home.buffer, home.loop)} + "
+                    f"ptc::tma_offset<{b.layout.span}, {b.layout.panel_bytes}>({row}, "
+                    f"({col}) * {esize})")
+            return f"ptc::ld_shared<{CTYPES[b.dtype]}>({addr})"
         addr = (f"{self.slot_address(home.buffer, home.loop)} + "
                 f"ptc::tile_offset<{row_bytes}, {'true' if swz else 'false'}>({row}, "
                 f"({col}) * {esize})")
@@ -273,6 +287,8 @@ class BodyPrinter:
                     self.ops(op.fill)
             with self.block(f"for (int i_{op.var} = 0; i_{op.var} < {trips}; ++i_{op.var})"):
                 self.ops(op.body)
+                if op.var in self.use_counters:
+                    self.emit(f"++u_{op.var};")
 
     # ---- copies -----------------------------------------------------------------------------
     def tile_bounds(self, tile: ir.GlobalTile, ahead_var: str | None, ahead: int) -> tuple[str, str, str, str, str]:

@@ -46,6 +46,31 @@ inline int tensor_map(CUtensorMap* map, CUtensorMapDataType dtype, int rank, con
 #endif
 }
 
+// The byte offset of (row, byte) in a tile TMA wrote: column panels of PANEL_BYTES, each
+// rows of SPAN bytes, swizzled over SPAN (16: not swizzled); the tile 1024-aligned.
+template <int SPAN, int PANEL_BYTES>
+__device__ __forceinline__ uint32_t tma_offset(int row, int byte) {
+  const uint32_t o = static_cast<uint32_t>((byte / SPAN) * PANEL_BYTES + row * SPAN + byte % SPAN);
+  constexpr uint32_t BITS = SPAN == 128 ? 7u : SPAN == 64 ? 3u : SPAN == 32 ? 1u : 0u;
+  return o ^ (((o >> 7) & BITS) << 4);
+}
+
+// Without a tensor map (the launch found a stride that is not a 16-byte multiple): the
+// threads of a warpgroup copy the tile element by element into the layout TMA would have
+// written, zero past the tensor's edge.
+template <typename T, int ROWS, int COLS, int SPAN, int PANEL_BYTES>
+__device__ __forceinline__ void copy_tile_to_tma_layout(uint32_t smem, const T* g,
+                                                        int row_stride, int col_stride,
+                                                        int rows_left, int cols_left, int t) {
+#pragma unroll 1
+  for (int id = t; id < ROWS * COLS; id += 128) {
+    const int r = id / COLS, c = id % COLS;
+    const T v = (r < rows_left && c < cols_left) ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride))
+                                                 : from_f32<T>(0.0f);
+    st_shared(smem + tma_offset<SPAN, PANEL_BYTES>(r, c * (int)sizeof(T)), v);
+  }
+}
+
 // Device: the box at coordinates c (innermost first) into shared memory at `dst`, its
 // bytes completing on `bar`. One thread issues it.
 template <int RANK>

@@ -20,12 +20,40 @@
 
 namespace ptc {
 
-// layout type 1: the 128-byte swizzle
+// the descriptor of an operand that starts at `addr`, swizzled over SPAN bytes (128, 64, 32;
+// 16: none): layout types 1, 2, 3 and 0
+template <int SPAN = 128>
 __device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  constexpr uint64_t TYPE = SPAN == 128 ? 1 : SPAN == 64 ? 2 : SPAN == 32 ? 3 : 0;
   return static_cast<uint64_t>((addr & 0x3FFFFu) >> 4) |
          (static_cast<uint64_t>((lbo >> 4) & 0x3FFFu) << 16) |
-         (static_cast<uint64_t>((sbo >> 4) & 0x3FFFu) << 32) | (uint64_t{1} << 62);
+         (static_cast<uint64_t>((sbo >> 4) & 0x3FFFu) << 32) | (TYPE << 62);
 }
+
+// An operand tile in shared memory as TMA wrote it (docs/sm90.md): column panels of
+// PANEL_BYTES, each rows of SPAN bytes, swizzled. K-major: the tile's rows are the operand's
+// m (or n), its columns k; MN-major: rows are k, columns m (or n). desc(mn, k): the
+// descriptor of the m64 (or whole-n) block at mn for the k-step at k.
+template <bool MN_MAJOR, int SPAN, int PANEL_BYTES>
+struct SmemOperand {
+  uint32_t base;
+  int mn0;         // the first m (or n) of the operand in the tile (a consumer's rows)
+  __device__ __forceinline__ uint64_t desc(int mn, int k) const {
+    mn += mn0;
+    const int row = MN_MAJOR ? k : mn, col = (MN_MAJOR ? mn : k) * 2;   // 16-bit elements
+    const uint32_t addr = base + (col / SPAN) * PANEL_BYTES + row * SPAN + col % SPAN;
+    return wgmma_desc<SPAN>(addr, MN_MAJOR ? PANEL_BYTES : 16, 8 * SPAN);
+  }
+};
+
+// A from registers: the fragments of (m64 block mi, k-step ks), four registers each
+template <int KS>
+struct RegOperand {
+  const uint32_t* r;
+  __device__ __forceinline__ const uint32_t* regs(int mi, int ks) const {
+    return r + (mi * KS + ks) * 4;
+  }
+};
 
 __device__ __forceinline__ void wgmma_fence() {
 #ifndef PTC_EMULATE
@@ -86,6 +114,33 @@ __device__ __forceinline__ void wgmma_rs(float* d, const uint32_t* a, uint64_t d
   else if constexpr (N == 256) ptx::wgmma_rs_n256<BF16, TRANS_B>(d, a, desc_b, scale_d);
   else static_assert(N == 0, "wgmma_instructions.cuh has no wrapper for this N");
 #endif
+}
+
+// acc (MI m64 blocks of N / 2 floats) = (ACCUMULATE ? acc : 0) + A B over KS k-steps, one
+// wgmma per block and k-step, fenced before and committed after (wait with wgmma_wait)
+template <int N, int MI, int KS, bool BF16, int TRANS_B, class B>
+__device__ __forceinline__ void wgmma_tile_rs(float* acc, const RegOperand<KS>& a, const B& b,
+                                              bool accumulate) {
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+      wgmma_rs<N, BF16, TRANS_B>(acc + mi * (N / 2), a.regs(mi, ks), b.desc(0, ks * 16),
+                                 (accumulate || ks > 0) ? 1 : 0);
+  wgmma_commit();
+}
+
+template <int N, int MI, int KS, bool BF16, int TRANS_A, int TRANS_B, class A, class B>
+__device__ __forceinline__ void wgmma_tile_ss(float* acc, const A& a, const B& b, bool accumulate) {
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+      wgmma_ss<N, BF16, TRANS_A, TRANS_B>(acc + mi * (N / 2), a.desc(mi * 64, ks * 16),
+                                          b.desc(0, ks * 16), (accumulate || ks > 0) ? 1 : 0);
+  wgmma_commit();
 }
 
 }  // namespace ptc

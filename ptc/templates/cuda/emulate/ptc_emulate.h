@@ -125,6 +125,7 @@ struct Fiber {
   int named = -1;
   int maxnreg = 0;
   long long wgmma_commits = 0;
+  long long wgmma_issued = 0;
   long long group_collectives = 0;
 };
 
@@ -779,6 +780,7 @@ int launch(long long blocks, int threads, int smem_bytes, Body&& body) {
       f.named = -1;
       f.maxnreg = 0;
       f.wgmma_commits = 0;
+      f.wgmma_issued = 0;
       f.group_collectives = 0;
     }
     for (;;) {

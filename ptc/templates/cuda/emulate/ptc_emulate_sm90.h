@@ -56,6 +56,7 @@ struct TmaLoad {
 
 struct WgmmaOp {
   long long group;        // the wgmma group it belongs to (commits at issue)
+  long long seq;          // its place among the thread's wgmmas: the warpgroup's k-th one
   float* d;
   int n;
   bool bf16;
@@ -398,36 +399,51 @@ inline void wgmma_issue(float* d, const unsigned* a, uint64_t desc_a, uint64_t d
     fail("wgmma issued by thread %d, outside a whole warpgroup", f.tid);
     return;
   }
+  // every copy of the op is recorded before the warpgroup goes on: the first thread to
+  // wait retires the copies of all 128
   if (a) for (int j = 0; j < 4; ++j) sm90.group_a[f.tid][j] = a[j];
-  group_barrier("wgmma.mma_async");
-  WgmmaOp op{f.wgmma_commits, d, N, BF16, scale_d, a != nullptr, desc_a, desc_b, trans_a,
-             trans_b, {}};
-  if (a) {      // rows g and g + 8 of this warp: A registers of lanes 4g .. 4g + 3
-    const int w = t / 32, g = (t % 32) / 4;
-    for (int half = 0; half < 2; ++half)
-      for (int k = 0; k < 16; ++k) {
-        const int lane = 4 * g + (k % 8) / 2;
-        const int reg = half + 2 * (k / 8);      // a0a1 (g), a2a3 (g+8), a4a5, a6a7 (k+8)
-        op.a_rows[half][k] = half_of(sm90.group_a[(f.tid / 128) * 128 + w * 32 + lane][reg],
-                                     k % 2, BF16);
-      }
-    group_barrier("wgmma.mma_async (registers read)");
+  WgmmaOp op{f.wgmma_commits, f.wgmma_issued++, d, N, BF16, scale_d, a != nullptr, desc_a,
+             desc_b, trans_a, trans_b, {}};
+  if (!a) {
+    sm90.wgmma[f.tid].push_back(op);
+    group_barrier("wgmma.mma_async");
+    return;
   }
+  group_barrier("wgmma.mma_async");    // the A registers of the warpgroup are deposited
+  const int w = t / 32, g = (t % 32) / 4;   // rows g and g + 8 of this warp: lanes 4g .. 4g + 3
+  for (int half = 0; half < 2; ++half)
+    for (int k = 0; k < 16; ++k) {
+      const int lane = 4 * g + (k % 8) / 2;
+      const int reg = half + 2 * (k / 8);        // a0a1 (g), a2a3 (g+8), a4a5, a6a7 (k+8)
+      op.a_rows[half][k] = half_of(sm90.group_a[(f.tid / 128) * 128 + w * 32 + lane][reg],
+                                   k % 2, BF16);
+    }
   sm90.wgmma[f.tid].push_back(op);
+  group_barrier("wgmma.mma_async (registers read)");
 }
 
 inline void wgmma_commit() { ++cur().wgmma_commits; }
 
-// wgmma.wait_group N: every group but the N most recent is complete (its results written)
+// wgmma.wait_group N: every group but the N most recent is complete. A wgmma is one
+// operation of the whole warpgroup: once one thread sees it complete, it has read its
+// operands and written every thread's accumulators (reading them before one's own wait is
+// undefined), so the warpgroup's copies of it retire together.
 inline void wgmma_wait(int n) {
   Fiber& f = cur();
-  std::vector<WgmmaOp>& ops = sm90.wgmma[f.tid];
-  std::vector<WgmmaOp> keep;
-  for (const WgmmaOp& op : ops) {
-    if (op.group < f.wgmma_commits - n) wgmma_compute(op, f.tid % 128);
-    else keep.push_back(op);
+  long long last = -1;
+  for (const WgmmaOp& op : sm90.wgmma[f.tid])
+    if (op.group < f.wgmma_commits - n) last = std::max(last, op.seq);
+  if (last < 0) return;
+  const int first = (f.tid / 128) * 128;
+  for (int t = first; t < first + 128 && t < rt.threads; ++t) {
+    std::vector<WgmmaOp>& ops = sm90.wgmma[t];
+    std::vector<WgmmaOp> keep;
+    for (const WgmmaOp& op : ops) {
+      if (op.seq <= last) wgmma_compute(op, t % 128);
+      else keep.push_back(op);
+    }
+    ops.swap(keep);
   }
-  ops.swap(keep);
 }
 
 }  // namespace emu

@@ -1,0 +1,511 @@
+"""Warp-specialized plans (sm90a): a producer warpgroup issuing TMA loads into the plan's
+rings and consumer warpgroups multiplying with wgmma (docs/lowering.md, docs/sm90.md).
+
+    lowered = lower_specialized(plan, graph, device, capabilities)
+
+Decided here, once:
+- the plan's barriers become mbarriers, one per ring slot: a `full` barrier takes the
+  producer's one arrive.expect_tx plus the TMA transaction bytes, an `empty` barrier one
+  arrival per consumer warpgroup (the plan's arrival counts);
+- shared memory: every loaded tile in the layout TMA writes (`tma_layout`: 128-byte
+  column panels, swizzled), 1024-aligned, rings first, then the consumers' scratch (one
+  copy per consumer warpgroup), then the mbarriers;
+- a tensor map per load (its tensor, one panel's box), encoded before the launch;
+- the consumers' values in registers, in the wgmma accumulator and A-fragment layouts
+  and what follows from them (ptc.lower.assign). With several consumer warpgroups each
+  computes its own rows of every tile of the split grid index (the mma outputs' rows):
+  rows [part * R, (part + 1) * R); a plan whose consumer work is not row by row is refused;
+- every wgmma with its descriptors, fenced, committed and waited for before the slots it
+  reads are released (one group in flight; the pipelining is the ring's);
+- named barriers among a consumer warpgroup's threads where they exchange values through
+  scratch (ptc.lower.sync, as for a single role).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..devices import Device
+from ..sched.plan import LoopBlock, Plan, Step
+from ..sema import typed as T
+from ..sema.dtypes import DTYPE_BYTES
+from ..stask.graph import STaskGraph
+from . import ir
+from .assign import assign_layouts
+from .layout import Layout, digits
+from .lowering import Builder, Capabilities, LoweringError, align_up, c_name, mma_operand_var
+from .program import Stmt, flatten, mma_parts
+from .swizzle import ALIGN, tma_layout
+from .tiles import (TileError, add, const, dim_expr, divisible, extent_value, global_tile,
+                    index, mul)
+
+WARPGROUP = 4          # warps
+PART = "%part"         # the consumer warpgroup's index among the role's instances
+ROW0 = "%row0"         # its first row in the split tile: PART * rows
+
+
+def lower_specialized(plan: Plan, graph: STaskGraph, device: Device,
+                      caps: Capabilities | None) -> ir.LoweredKernel:
+    return _Specialized(plan, graph, device, caps).run()
+
+
+def wgmma_layouts(name: str, m: int, n: int, k: int) -> tuple[Layout, Layout, Layout]:
+    """(accumulator [m, n], A fragments [m, k], B [k, n]) of m64nNk16 atoms over one
+    warpgroup, m / 64 of them along m (docs/sm90.md: warp w holds rows 16w.., as
+    mma.sync's m16n8 per warp). B is read from shared memory; its layout only names it."""
+    mi, ks = m // 64, k // 16
+    lanes = digits((4, (0, 2)), (8, (1, 0)))
+    warps = digits((4, (16, 0)))
+    c = Layout(f"{name}_c", (m, n), digits((2, (0, 1)), (2, (8, 0)), (n // 8, (0, 8)),
+                                           (mi, (64, 0))), lanes, warps,
+               note=f"wgmma m64n{n}k16 accumulator: {mi} atom(s) along m")
+    a = Layout(f"{name}_a", (m, k), digits((2, (0, 1)), (2, (8, 0)), (2, (0, 8)),
+                                           (ks, (0, 16)), (mi, (64, 0))), lanes, warps,
+               note="wgmma A from registers")
+    b = Layout(f"{name}_b", (k, n), digits((k, (1, 0)), (n // 32 or 1, (0, 32))),
+               digits((32, (0, 1))) if n >= 32 else digits((n, (0, 1))), (),
+               note="wgmma B (shared)")
+    return c, a, b
+
+
+class _RoleView:
+    """What the single-role Builder reads of a lowering, for one role of the plan: its
+    statements, one warpgroup, and tile extents with the split tile's rows divided."""
+
+    def __init__(self, spec: "_Specialized", role: str, rows: dict[str, int]):
+        self.plan, self.graph, self.device = spec.plan, spec.graph, spec.device
+        self.kernel = spec.graph.kernel
+        self.tiles = dict(spec.graph.tiles or {})
+        self.local = {**self.tiles, **rows}
+        self.warps = WARPGROUP
+        self.warp_size = spec.device.resources.warp_size
+        self.threads = self.warps * self.warp_size
+        self.tasks = {t.name: t for t in spec.graph.tasks}
+        self.steps = {s.task: s for r, s in spec.plan.steps() if r.name == role}
+        self.stmts = flatten(spec.plan, spec.graph, role)
+        self.buffer_of = {b.value: b for b in spec.plan.buffers}
+        self.notes: list[str] = []
+        self.tiling: dict = {}
+        self.mma_layouts: dict = {}
+        self.solution = None
+
+    def extent(self, e) -> int:
+        try:
+            return extent_value(self.kernel, self.local, e)
+        except TileError as exc:
+            raise LoweringError(str(exc)) from None
+
+    def shape(self, e: T.TExpr) -> tuple[int, ...]:
+        return tuple(self.extent(x) for x in e.type.shape)
+
+
+class _Specialized:
+    def __init__(self, plan: Plan, graph: STaskGraph, device: Device, caps):
+        self.plan, self.graph, self.device, self.caps = plan, graph, device, caps
+        self.kernel = graph.kernel
+        self.tiles = dict(graph.tiles or {})
+        roles = {r.name: r for r in plan.roles}
+        if set(roles) != {"producer", "consumer"}:
+            raise LoweringError(f"a warp-specialized plan has a producer and a consumer role, "
+                                f"not {', '.join(roles)}")
+        self.producer, self.consumer = roles["producer"], roles["consumer"]
+        for r in plan.roles:
+            if r.warps != WARPGROUP:
+                raise LoweringError(f"role {r.name} has {r.warps} warps; roles are warpgroups "
+                                    f"of {WARPGROUP}")
+        if self.producer.instances != 1:
+            raise LoweringError("one producer warpgroup issues the loads")
+        self.parts = self.consumer.instances
+        self.split, self.rows = self.split_rows()
+
+    # ---- which rows each consumer warpgroup computes ------------------------------------
+    def split_rows(self) -> tuple[str, int]:
+        """(grid index, rows per consumer warpgroup) when the consumers divide the rows of
+        the mma outputs' tiles; ("", 0) with one consumer."""
+        if self.parts == 1:
+            return "", 0
+        mmas = [t for t in self.graph.tasks if t.kind == "mma"]
+        if not mmas:
+            raise LoweringError("several consumer warpgroups divide an mma's rows; this plan "
+                                "has no mma")
+        first = mmas[0].mma.type.shape[0]
+        axis = next((a for a in self.graph.grid.axes if a.size == first), None)
+        if axis is None or not isinstance(first, str):
+            raise LoweringError(f"the mma rows ({first}) are not a tile of the grid: the "
+                                "consumer warpgroups cannot divide them")
+        total = self.tiles[first]
+        if total % self.parts or (total // self.parts) % 64:
+            raise LoweringError(f"{total} rows do not divide into {self.parts} consumer "
+                                "warpgroups of whole 64-row wgmma atoms")
+        return axis.var, total // self.parts
+
+    # ---- the whole lowering ------------------------------------------------------------
+    def run(self) -> ir.LoweredKernel:
+        rows = {}
+        if self.split:
+            tile = next(a.size for a in self.graph.grid.axes if a.var == self.split)
+            rows = {tile: self.rows}
+        consumer = _RoleView(self, "consumer", rows)
+        self.check_rows(consumer)
+        layouts = self.tilings(consumer)
+        shared = {b.value for b in self.plan.buffers}
+        consumer.mma_layouts = layouts
+        consumer.tiling = {t: True for t in layouts}
+        consumer.solution = assign_layouts(consumer.stmts, shared, layouts, WARPGROUP,
+                                           consumer.warp_size, consumer.extent)
+        return _Build(self, consumer).build()
+
+    def tilings(self, view: _RoleView) -> dict[str, tuple[Layout, Layout, Layout]]:
+        out = {}
+        for s in view.stmts:
+            if s.kind != "mma":
+                continue
+            unit = self.device.unit(view.steps[s.task].unit)
+            if unit.kind != "mma":
+                continue
+            _, mm = mma_parts(s.stmt.value)
+            m, k = view.shape(mm.lhs)
+            n = view.shape(mm.rhs)[1]
+            dtype = mm.lhs.type.dtype
+            if dtype not in ("f16", "bf16") or m % 64 or k % 16 or n % 8 or n > 256:
+                raise LoweringError(f"{s.task}: wgmma takes f16/bf16 m64nNk16 atoms (m a "
+                                    "multiple of 64, n of 8 up to 256, k of 16), not "
+                                    f"{dtype} {m}x{n}x{k}")
+            out[s.task] = wgmma_layouts(s.task.removeprefix("mma_"), m, n, k)
+        return out
+
+    def check_rows(self, view: _RoleView) -> None:
+        """With divided rows, every consumer value must be computed row by row: an operand
+        that holds the split rows makes a result that does too, along its first axis."""
+        if not self.split:
+            return
+        tile = next(a.size for a in self.graph.grid.axes if a.var == self.split)
+        for s in view.stmts:
+            if not isinstance(s.stmt, T.Let):
+                continue
+            v = s.stmt.value
+            if isinstance(v, T.Reduce) and v.axis == 0 and v.arg.type.shape[:1] == (tile,):
+                raise LoweringError(f"{s.stmt.name} sums over the rows the consumer "
+                                    "warpgroups divide")
+            if isinstance(v, T.MmaAccumulate) and v.b.type.shape[:1] == (tile,):
+                raise LoweringError(f"{s.task} multiplies by the rows the consumer "
+                                    "warpgroups divide")
+            if isinstance(v, T.Transpose) and v.arg.type.shape[:1] == (tile,):
+                raise LoweringError(f"{s.stmt.name} transposes the divided rows")
+
+
+class _Build(Builder):
+    """The consumer role through the single-role Builder (its computes, reductions,
+    conversions and stores), the producer's loads, and the kernel around them."""
+
+    def __init__(self, spec: _Specialized, consumer: _RoleView):
+        super().__init__(consumer)
+        self.spec = spec
+        self.maps: dict[str, ir.TensorMap] = {}
+        self.slot_of: dict[str, ir.Buffer] = {}
+        self.barrier_sets: dict[str, ir.MbarrierSet] = {}
+
+    # ---- homes ---------------------------------------------------------------------------
+    def homes(self) -> None:
+        for b in self.plan.buffers:
+            task = self.low.tasks[b.producer]
+            shape = tuple(b.shape)
+            rows, cols = shape if len(shape) == 2 else ((1, shape[0]) if shape else (1, 1))
+            lay = tma_layout(rows, cols, b.dtype)
+            if lay is None:
+                raise LoweringError(f"{b.producer}: no TMA box takes a {b.dtype}{list(shape)} "
+                                    "tile (rows of whole 16-byte chunks, at most 256 rows)")
+            slot = align_up(lay.bytes, ALIGN)
+            self.buffers[b.name] = ir.Buffer(b.name, b.dtype, shape, b.stages, lay, slot, 0,
+                                             f"ring of {b.producer}" if b.stages > 1
+                                             else f"tile of {b.producer}", b.name)
+            self.values[b.value] = ir.InShared(b.name, task.region)
+        sol = self.low.solution
+        for s in self.low.stmts:
+            if not isinstance(s.stmt, T.Let) or s.stmt.name in self.values:
+                continue
+            name = s.stmt.name
+            lay = sol.layouts.get(name)
+            if lay is None:
+                raise LoweringError(f"no layout for {name}")
+            self.values[name] = ir.RegTile(c_name(name), s.stmt.value.type.dtype,
+                                           self.low.shape(s.stmt.value), self.layout_name(lay))
+
+    # ---- the kernel --------------------------------------------------------------------
+    def build(self) -> ir.LoweredKernel:
+        from .costs import task_costs
+        from .registers import estimate_registers
+        from .sync import place_sync
+
+        self.homes()
+        consumer = tuple(self.items(self.spec.consumer.body, ()))
+        producer_items = _Producer(self)
+        producer = tuple(producer_items.items(self.spec.producer.body, ()))
+        offset = 0
+        placed = []
+        rings = [b for b in self.buffers.values() if b.plan_buffer]
+        scratch = [b for b in self.buffers.values() if not b.plan_buffer]
+        for b in rings + scratch:
+            if not b.plan_buffer:        # one copy per consumer warpgroup
+                b = replace(b, slots=self.spec.parts, slot_bytes=align_up(b.slot_bytes, 16))
+            offset = align_up(offset, ALIGN if b.layout is not None else 16)
+            placed.append(replace(b, offset=offset))
+            offset += b.bytes
+        offset = align_up(offset, 8)
+        sets = []
+        stages = {b.name: b.stages for b in self.plan.buffers}
+        for bar in self.plan.barriers:
+            slots = stages.get(bar.buffer, 1)
+            sets.append(ir.MbarrierSet(bar.name, slots, bar.arrivals, offset))
+            offset += 8 * slots
+        total = align_up(offset, 16)
+        buffers = {b.name: b for b in placed}
+        consumer = _named_barriers(place_sync(consumer, buffers, self.values))
+        registers = estimate_registers(consumer, self)
+        budget = self.spec.consumer.registers
+        if registers > budget:
+            raise LoweringError(f"the consumers need ~{registers} registers per thread, over "
+                                f"the plan's {budget}")
+        res = self.device.resources
+        threads = sum(r.warps * r.instances for r in self.plan.roles) * res.warp_size
+        launch_regs = min(res.max_registers_per_thread,
+                          res.registers // threads // 8 * 8)
+        roles = (ir.Role("producer", 0, 1, self.spec.producer.registers, producer,
+                         issuer=True),
+                 ir.Role("consumer", 1, self.spec.parts, budget, consumer, self.spec.split,
+                         self.spec.rows))
+        body = (ir.InitBarriers(tuple(sets)), ir.Specialized(launch_regs, roles))
+        alignment = tuple(dict.fromkeys(self.alignment))
+        blocks = min(res.max_blocks, res.max_threads // threads,
+                     res.shared_memory_per_eu_bytes // max(total, 1))
+        launch = ir.Launch(self.grid(), threads, threads // res.warp_size, total, launch_regs,
+                           blocks, self.plan.launch.persistent, min_blocks_elementwise=1,
+                           min_blocks=1)
+        dev = self.device
+        kernel = ir.LoweredKernel(
+            self.low.kernel.name, dev.name, dev.backend, self.plan.style, launch,
+            tuple(self.layouts.values()), tuple(buffers.values()), tuple(self.values.items()),
+            body, tuple(self.units.items()), (), alignment, tuple(self.low.notes),
+            tuple(self.maps.values()))
+        return replace(kernel, costs=task_costs(kernel, self.graph, dev))
+
+    def grid(self) -> tuple:
+        out = []
+        for a in self.graph.grid.axes:
+            d = dim_expr(self.low.kernel, a.dim)
+            if a.size is None:
+                count = d
+            else:
+                size = self.spec.tiles[a.size] if isinstance(a.size, str) else a.size
+                count = T.Elementwise("floordiv", (add(d, const(size - 1)), const(size)),
+                                      T.TileType("i32"))
+            out.append((a.var, count))
+        return tuple(out)
+
+    # ---- the consumer's steps ---------------------------------------------------------------
+    def loop(self, block: LoopBlock, loops) -> ir.Loop:
+        region = next(r for r in self.graph.loop_regions() if r.name == block.var)
+        loop = region.loop
+        body = self.items(block.body, loops + (block.var,))
+        return ir.Loop(block.var, self.spec.tiles.get(loop.axis.size, loop.axis.size)
+                       if isinstance(loop.axis.size, str) else loop.axis.size,
+                       loop.axis.dim, loop.until, tuple(body))
+
+    def barrier_loop(self, name: str, loops: tuple[str, ...]) -> tuple[str, int]:
+        """(the loop whose iteration picks the slot, slots) of a plan barrier."""
+        bar = self.plan.barrier(name)
+        buf = next(b for b in self.plan.buffers if b.name == bar.buffer)
+        home = self.values.get(buf.value)
+        loop = home.loop if isinstance(home, ir.InShared) and buf.stages > 1 else ""
+        if not loop and isinstance(home, ir.InShared) and home.loop in loops:
+            loop = home.loop
+        return loop, buf.stages
+
+    def step(self, step: Step, loops) -> list:
+        out: list = []
+        for w in step.waits:
+            loop, slots = self.barrier_loop(w, loops)
+            out.append(ir.MbarrierWait(w, loop, slots))
+        if step.task != "sync":
+            t = self.low.tasks[step.task]
+            self.units[t.name] = step.unit
+            for s in (x for x in self.low.stmts if x.task == t.name):
+                s = self.localized(s)
+                out.extend(self.conversions(s))
+                if s.kind in ("store", "atomic_add"):
+                    out.append(self.store(s))
+                elif s.kind == "mma":
+                    out.extend(self.wgmma(s, step))
+                elif isinstance(s.stmt.value, T.Reduce):
+                    op = self.reduce(s)
+                    out.append(op)
+                    if op.scratch:
+                        out.append(ir.WarpCombine(s.task, op.target, op.op, op.scratch,
+                                                  op.cross_warps))
+                else:
+                    out.append(self.compute(s))
+        for a in step.arrives:
+            loop, slots = self.barrier_loop(a, loops)
+            out.append(ir.MbarrierArrive(a, loop, slots))
+        return out
+
+    def localized(self, s: Stmt) -> Stmt:
+        """The statement as one consumer warpgroup computes it: positions along the split
+        rows (index(m)) start at the warpgroup's first row."""
+        if not self.spec.split:
+            return s
+
+        def fix(e: T.TExpr) -> T.TExpr:
+            e = T.map_children(e, fix)
+            if isinstance(e, T.IndexVec) and e.var == self.spec.split:
+                return T.Elementwise("add", (e, index(ROW0)), e.type)
+            return e
+        if isinstance(s.stmt, T.Let):
+            return replace(s, stmt=replace(s.stmt, value=fix(s.stmt.value)))
+        return replace(s, stmt=replace(s.stmt, value=fix(s.stmt.value)))
+
+    def wgmma(self, s: Stmt, step: Step) -> list:
+        addend, mm = mma_parts(s.stmt.value)
+        unit = self.device.unit(step.unit)
+        if unit.kind != "mma":
+            return [self.mma(s, step)]          # CUDA cores: the single role's SIMT matmul
+        add_name = addend.name if isinstance(addend, T.Var) else None
+        c, a_lay, _ = self.low.mma_layouts[s.task]
+        m, n = c.shape
+        k = a_lay.shape[1]
+        operands = []
+        for which, operand in (("a", mm.lhs), ("b", mm.rhs)):
+            name, transposed = mma_operand_var(operand)
+            name = self.renames.get(name, name)
+            transposed = transposed and name not in self.pre_transposed
+            home = self.values.get(name)
+            if isinstance(home, ir.InShared):
+                # a tile [rows][cols] in shared memory: A's rows are m (K-major) unless it is
+                # read transposed; B's rows are k (MN-major) unless read transposed
+                mn_major = transposed if which == "a" else not transposed
+                split = which == "a" and bool(self.spec.split)
+                operands.append(ir.WgmmaOperand(name, False, mn_major, split))
+            elif isinstance(home, ir.RegTile) and which == "a" and not transposed and \
+                    self.layouts[home.layout].same_map(a_lay):
+                operands.append(ir.WgmmaOperand(name, True))
+            else:
+                raise LoweringError(f"{s.task}: wgmma reads B from shared memory and A from "
+                                    f"shared memory or its fragment registers; {name} is "
+                                    "neither")
+        return [ir.Wgmma(s.task, s.stmt.name, add_name, operands[0], operands[1], n, m // 64,
+                         k // 16, mm.lhs.type.dtype), ir.WgmmaWait(0)]
+
+    def store(self, s: Stmt) -> ir.StoreTile:
+        op = super().store(s)
+        if not self.spec.split:
+            return op
+        st: T.Store = s.stmt
+        tile = global_tile(self.low.kernel, self.spec.tiles, st.tensor, st.index,
+                           (self.spec.split, index(ROW0), self.spec.rows))
+        return replace(op, tile=tile)
+
+
+class _Producer:
+    """The producer role: one thread waits for each slot to be free, then loads it."""
+
+    def __init__(self, build: _Build):
+        self.b = build
+
+    def items(self, items, loops: tuple[str, ...]) -> list:
+        out: list = []
+        for it in items:
+            if isinstance(it, LoopBlock):
+                region = next(r for r in self.b.graph.loop_regions() if r.name == it.var)
+                loop = region.loop
+                size = self.b.spec.tiles[loop.axis.size] if isinstance(loop.axis.size, str) \
+                    else loop.axis.size
+                out.append(ir.Loop(it.var, size, loop.axis.dim, loop.until,
+                                   tuple(self.items(it.body, loops + (it.var,)))))
+            else:
+                out.extend(self.step(it, loops))
+        return out
+
+    def step(self, step: Step, loops) -> list:
+        out: list = []
+        for w in step.waits:
+            loop, slots = self.b.barrier_loop(w, loops)
+            out.append(ir.MbarrierWait(w, loop, slots, free=True))
+        if step.task == "sync":
+            return out
+        t = self.b.low.tasks[step.task]
+        if t.op != "load":
+            raise LoweringError(f"the producer runs loads only, not {t.name}")
+        self.b.units[t.name] = step.unit
+        (full,) = [a for a in step.arrives if a.startswith("full:")] or [None]
+        if full is None:
+            raise LoweringError(f"{t.name}: nothing waits for the load (no full barrier)")
+        out.append(self.load(t, full, loops))
+        return out
+
+    def load(self, t, full: str, loops) -> ir.TmaLoad:
+        (s,) = t.stmts
+        kernel = self.b.low.kernel
+        buf = self.b.buffers[self.b.low.buffer_of[s.name].name]
+        lay = buf.layout
+        tensor = kernel.tensor(s.value.tensor)
+        if s.value.pad != 0.0:
+            raise LoweringError(f"{t.name}: TMA fills out-of-bounds elements with zero, not "
+                                f"{s.value.pad}")
+        rank = len(tensor.dims)
+        if rank > 5:
+            raise LoweringError(f"{t.name}: TMA takes tensors of rank 1 to 5, not {rank}")
+        dims = [dim_expr(kernel, d) for d in tensor.dims]
+        esize = DTYPE_BYTES[tensor.dtype]
+        box, coords = [], []
+        for item, d in zip(s.value.index, tensor.dims):
+            if isinstance(item, T.TileSlice):
+                size = extent_value(kernel, self.b.spec.tiles, item.size)
+                box.append(size)
+                coords.append(mul(index(item.var), const(size)))
+            elif isinstance(item, T.Point):
+                box.append(1)
+                coords.append(item.index)
+            else:
+                box.append(extent_value(kernel, self.b.spec.tiles, item.extent))
+                coords.append(const(0))
+        if len([x for x in box if x > 1]) > 2 or box[-1] * esize % 16 and box[-1] > 1:
+            raise LoweringError(f"{t.name}: not a tile TMA moves (its innermost extent must "
+                                "be whole 16-byte chunks)")
+        box[-1] = min(box[-1], lay.panel_cols)
+        strides, acc = [], const(esize)
+        for d in reversed(dims[1:]):
+            acc = mul(acc, d)
+            strides.append(acc)
+        name = f"map_{t.name}"
+        self.b.maps[name] = ir.TensorMap(name, tensor.name, tensor.dtype,
+                                         tuple(reversed(dims)), tuple(strides),
+                                         tuple(reversed(box)), lay.span if lay.swizzled else 0)
+        # a tensor map needs 16-byte multiples of strides and a 16-byte aligned tensor;
+        # where the launch finds otherwise, the element-wise variant copies the tile itself
+        for st in strides:
+            known, conds = divisible(st, 16)
+            if not known:
+                raise LoweringError(f"{t.name}: a row of {tensor.name} is never a whole "
+                                    "number of 16-byte chunks, which TMA needs")
+            self.b.alignment.extend(("dim", c.name, 16 // esize) for c in conds
+                                    if isinstance(c, T.Scalar))
+        self.b.alignment.append(("tensor", tensor.name, 16))
+        home = self.b.values[s.name]
+        loop = home.loop if buf.slots > 1 else ""
+        tile = global_tile(kernel, self.b.spec.tiles, s.value.tensor, s.value.index)
+        return ir.TmaLoad(t.name, buf.name, name, tuple(reversed(coords)), lay.panels,
+                          lay.panel_cols, lay.panel_bytes, lay.bytes, full, loop, tile)
+
+
+def _named_barriers(ops) -> tuple:
+    """A consumer warpgroup's barriers are among its own threads."""
+    out = []
+    for op in ops:
+        if isinstance(op, ir.Barrier):
+            op = ir.NamedBarrier(op.why)
+        elif isinstance(op, ir.Loop):
+            op = replace(op, body=_named_barriers(op.body), fill=_named_barriers(op.fill))
+        out.append(op)
+    return tuple(out)
+
+
+__all__ = ["lower_specialized", "wgmma_layouts"]

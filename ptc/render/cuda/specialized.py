@@ -1,0 +1,166 @@
+"""Printing the ops of warp-specialized kernels (sm90a; ptc.lower.specialized,
+docs/sm90.md): mbarrier setup, the role branches with setmaxnreg, TMA loads, mbarrier
+waits and arrivals, wgmma tiles and waits, named barriers. A mixin of BodyPrinter."""
+from __future__ import annotations
+
+from ...lower import ir
+from ..cexpr import CTYPES
+from .layouts import struct_name
+
+
+class SpecializedOps:
+    """The ops of warp-specialized kernels (sm90a; ptc.lower.specialized, docs/sm90.md)."""
+
+    barrier_sets: dict = {}
+    split_rows: int = 0
+
+    def barrier_address(self, name: str, loop: str, slots: int) -> str:
+        b = self.barrier_sets[name]
+        slot = f" + 8u * ({self.iteration(loop)} % {slots})" if loop and slots > 1 else ""
+        return f"smem + {b.offset}u{slot}"
+
+    def parity(self, loop: str, slots: int, free: bool) -> str:
+        """The phase a slot's use waits for: the k-th use of a slot of an S-slot ring waits
+        parity (k / S) & 1 for its data, and the producer the other parity for the slot to
+        be free (the phase before the first counts as complete)."""
+        p = f"(uint32_t)(({self.iteration(loop)} / {slots}) & 1)" if loop else "0u"
+        return f"({p} ^ 1u)" if free else p
+
+    def InitBarriers(self, op: ir.InitBarriers) -> None:
+        self.barrier_sets = {b.name: b for b in op.barriers}
+        with self.block("if (tid == 0)"):
+            for b in op.barriers:
+                self.emit(f"for (int s = 0; s < {b.slots}; ++s) ptc::mbarrier_init(smem + "
+                          f"{b.offset}u + 8u * s, {b.arrivals});  // {b.name}")
+            self.emit("ptc::mbarrier_init_fence();")
+        self.emit("__syncthreads();  // the mbarriers are set up")
+
+    def Specialized(self, op: ir.Specialized) -> None:
+        self.emit("const int warpgroup = tid / 128;")
+        for n, role in enumerate(op.roles):
+            last = n == len(op.roles) - 1
+            cond = f"warpgroup < {role.first_warpgroup + role.instances}"
+            head = "else" if last else ("if" if n == 0 else "else if") + f" ({cond})"
+            with self.block(head):
+                what = (f"warpgroup{'s' if role.instances > 1 else ''} "
+                        f"{role.first_warpgroup}" + (f"-{role.first_warpgroup + role.instances - 1}"
+                                                     if role.instances > 1 else ""))
+                self.emit(f"// {role.name}: {what}, {role.registers} registers per thread"
+                          + (f", rows {role.rows} each" if role.rows else ""))
+                if role.registers < op.launch_registers:
+                    self.emit(f"ptc::setmaxnreg_dec<{role.registers}, LAUNCH_REGISTERS>();")
+                elif role.registers > op.launch_registers:
+                    self.emit(f"ptc::setmaxnreg_inc<{role.registers}, LAUNCH_REGISTERS>();")
+                self.emit(f"const int part = warpgroup - {role.first_warpgroup};")
+                self.emit("const int warp = (tid >> 5) & 3;  // within the warpgroup")
+                self.emit("(void)part; (void)warp;")
+                self.index_override["%part"] = "part"
+                self.index_override["%row0"] = f"(part * {role.rows})"
+                self.split_rows = role.rows
+                # ring uses are counted across enclosing loops (a loop inside a loop starts
+                # again at 0, its ring and barrier phases do not)
+                loops = [op.var for op in ir.walk(role.body) if isinstance(op, ir.Loop)]
+                self.use_counters = set(loops)
+                if loops:
+                    self.emit("int " + ", ".join(f"u_{v} = 0" for v in loops) +
+                              ";  // uses of each loop's ring slots so far")
+                self.ops(role.body)
+
+    def TmaLoad(self, op: ir.TmaLoad) -> None:
+        b = self.buffers[op.buffer]
+        bar = self.barrier_address(op.barrier, op.loop, b.slots)
+        slot = self.slot_address(op.buffer, op.loop)
+        self.emit(f"// {op.task}: {op.panels} box(es) of {op.map}, {op.bytes} bytes")
+        with self.block("if (ALIGNED)"):
+            with self.block("if (tid % 128 == 0)"):   # one thread issues
+                self.emit(f"ptc::mbarrier_arrive_expect_tx({bar}, {op.bytes}u);")
+                for p in range(op.panels):
+                    coords = [f"(int)({self.scalar_expr(c)})" for c in op.coords]
+                    if p:
+                        coords[0] = f"{coords[0]} + {p * op.panel_cols}"
+                    dst = f"{slot} + {p * op.panel_bytes}u" if p else slot
+                    self.emit(f"ptc::tma_load<{len(coords)}>({dst}, &{op.map}, {bar}, "
+                              f"{{{', '.join(coords)}}});")
+        with self.block("else"):   # no tensor map: the warpgroup copies, fences, arrives
+            tile = op.tile
+            lay = b.layout
+            ctype = CTYPES[tile.dtype]
+            origin, rs, cs, rows_left, cols_left = self.tile_bounds(tile, None, 0)
+            self.emit(f"const {ctype}* g = g_{tile.tensor} + ({origin});")
+            self.emit(f"ptc::copy_tile_to_tma_layout<{ctype}, {lay.rows}, {lay.cols}, "
+                      f"{lay.span}, {lay.panel_bytes}>({slot}, g, (int)({rs}), (int)({cs}), "
+                      f"{rows_left}, {cols_left}, tid % 128);")
+            self.emit("ptc::fence_proxy_async();  // generic stores, read by the tensor cores")
+            self.emit("ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in")
+            self.emit(f"if (tid % 128 == 0) ptc::mbarrier_arrive({bar});")
+
+    def MbarrierWait(self, op: ir.MbarrierWait) -> None:
+        self.emit(f"ptc::mbarrier_wait_parity({self.barrier_address(op.barrier, op.loop, op.slots)}, "
+                  f"{self.parity(op.loop, op.slots, op.free)});  // {op.barrier}"
+                  + (" is free" if op.free else ""))
+
+    def MbarrierArrive(self, op: ir.MbarrierArrive) -> None:
+        self.emit(f"if (tid % 128 == 0) ptc::mbarrier_arrive("
+                  f"{self.barrier_address(op.barrier, op.loop, op.slots)});  // {op.barrier}")
+
+    def smem_operand(self, o: ir.WgmmaOperand, rows: int) -> str:
+        home = self.values[o.value]
+        b = self.buffers[home.buffer]
+        lay = b.layout
+        mn0 = f", part * {rows}" if o.split else ", 0"
+        return (f"ptc::SmemOperand<{'true' if o.mn_major else 'false'}, {lay.span}, "
+                f"{lay.panel_bytes}>{{{self.slot_address(home.buffer, home.loop)}{mn0}}}")
+
+    def Wgmma(self, op: ir.Wgmma) -> None:
+        out, _ = self.register_tile(op.out)
+        self.emit(f"// {op.task}: {op.out} {'= ' + op.addend + ' +' if op.addend else '='} "
+                  f"{op.a.value} @ {op.b.value} on wgmma m64n{op.n}k16, {op.mi} atom(s) along "
+                  f"m, {op.ks} k-steps")
+        if op.addend is not None and op.addend != op.out:
+            add, _ = self.register_tile(op.addend)
+            with self.unrolled(struct_name(out.layout)):
+                self.emit(f"{out.name}[r] = {add.name}[r];")
+        bf16 = "true" if op.dtype == "bf16" else "false"
+        accumulate = "true" if op.addend is not None else "false"
+        rows = self.split_rows
+        b = self.smem_operand(op.b, rows)
+        if op.a.in_registers:
+            a, _ = self.register_tile(op.a.value)
+            self.emit(f"ptc::wgmma_tile_rs<{op.n}, {op.mi}, {op.ks}, {bf16}, "
+                      f"{int(op.b.mn_major)}>({out.name}, ptc::RegOperand<{op.ks}>{{{a.name}}}, "
+                      f"{b}, {accumulate});")
+        else:
+            a = self.smem_operand(op.a, rows)
+            self.emit(f"ptc::wgmma_tile_ss<{op.n}, {op.mi}, {op.ks}, {bf16}, "
+                      f"{int(op.a.mn_major)}, {int(op.b.mn_major)}>({out.name}, {a}, {b}, "
+                      f"{accumulate});")
+
+    def WgmmaWait(self, op: ir.WgmmaWait) -> None:
+        self.emit(f"ptc::wgmma_wait<{op.pending}>();")
+
+    def NamedBarrier(self, op: ir.NamedBarrier) -> None:
+        self.emit(f"ptc::named_barrier(1 + part, 128);  // {op.why}")
+
+
+TMA_DTYPES = {"f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+              "f32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32", "i32": "CU_TENSOR_MAP_DATA_TYPE_INT32"}
+TMA_SWIZZLES = {0: "CU_TENSOR_MAP_SWIZZLE_NONE", 32: "CU_TENSOR_MAP_SWIZZLE_32B",
+                64: "CU_TENSOR_MAP_SWIZZLE_64B", 128: "CU_TENSOR_MAP_SWIZZLE_128B"}
+
+
+def tensor_map_setup(m: ir.TensorMap, tensor_index: int, scalar_expr) -> list[str]:
+    """The host lines of ptc_launch that encode tensor map `m` (ptc::tensor_map)."""
+    rank = len(m.dims)
+    dims = ", ".join(f"(cuuint64_t)({scalar_expr(d)})" for d in m.dims)
+    strides = ", ".join(f"(cuuint64_t)({scalar_expr(s)})" for s in m.strides) or "0"
+    box = ", ".join(str(b) for b in m.box)
+    return [f"CUtensorMap {m.name}{{}};  // {m.tensor}, boxes of "
+            f"{' x '.join(map(str, reversed(m.box)))}",
+            "if (aligned) {",
+            f"  const cuuint64_t dims[{rank}] = {{{dims}}};",
+            f"  const cuuint64_t strides[{max(rank - 1, 1)}] = {{{strides}}};",
+            f"  const cuuint32_t box[{rank}] = {{{box}}};",
+            f"  if (ptc::tensor_map(&{m.name}, {TMA_DTYPES[m.dtype]}, {rank}, "
+            f"tensors[{tensor_index}], dims, strides, box, {TMA_SWIZZLES[m.swizzle]}) != 0)",
+            "    return (int)cudaErrorInvalidValue;  // strides or base not 16-byte multiples",
+            "}"]
