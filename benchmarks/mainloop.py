@@ -71,7 +71,9 @@ def main() -> None:
                 print(f"{'ptc ' + sample:<34}error: {exc}")
                 continue
             tiles = dict(plan["tiles"])
-            warps = sum(r["warps"] * r["instances"] for r in plan["roles"])
+            # Triton's kernels have no producer warps: its warps are those that multiply
+            warps = sum(r["warps"] * r["instances"] for r in plan["roles"]
+                        if r["name"] != "producer")
             stages = plan["stages"]
             label = " ".join(f"{k}={v}" for k, v in tiles.items())
             print(f"{'ptc ' + sample:<34}" + _cells(row(ours)))

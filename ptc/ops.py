@@ -109,8 +109,9 @@ OPS: tuple[Op, ...] = (
     _e("neg", "-", 1, "same", np.negative, "-", "prefix"),
     _e("not", "!", 1, "logic", np.logical_not, "!", "prefix"),
     # functions
-    _e("exp", "exp", 1, "math", np.exp, "expf", "call", sfu=True),
-    _e("exp2", "exp2", 1, "math", np.exp2, "exp2f", "call", sfu=True),
+    # exp and exp2 are the SFU's approximation (docs/language.md, "Numerics")
+    _e("exp", "exp", 1, "math", np.exp, "ptc::exp_sfu", "call", sfu=True),
+    _e("exp2", "exp2", 1, "math", np.exp2, "ptc::exp2_sfu", "call", sfu=True),
     _e("log", "log", 1, "math", np.log, "logf", "call", sfu=True),
     _e("sqrt", "sqrt", 1, "math", np.sqrt, "sqrtf", "call", sfu=True),
     _e("rsqrt", "rsqrt", 1, "math", _rsqrt, "ptc::rsqrt_", "call", sfu=True),

@@ -79,6 +79,29 @@ def test_a_recorded_loop_is_parsed_and_padding_is_not_counted():
     assert flops("HMMA.1688.F32.TF32 R0, R4, R8, R0") == 2 * 16 * 8 * 8
 
 
+# a warp-specialized consumer loop (0x10..0x50) and its remainder iteration (0x60), whose
+# mbarrier try_wait retry the compiler moved past the kernel's end (0x80..0x90): that
+# block's branch back spans the EXIT and is no loop, though it jumps over more HGMMAs
+RETRY_BLOCK = """
+        Function : ws_loop
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [UR4], R2 ;
+        /*0020*/              @!P1 BRA 0x80 ;
+        /*0030*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24 ;
+        /*0040*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24, gsb0 ;
+        /*0050*/               @P0 BRA 0x10 ;
+        /*0060*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24, gsb0 ;
+        /*0070*/                   EXIT ;
+        /*0080*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [UR4], R2 ;
+        /*0090*/                   BRA 0x20 ;
+"""
+
+
+def test_a_jump_back_from_past_the_exit_is_not_the_main_loop():
+    (r,) = mainloop_reports(RETRY_BLOCK)
+    assert (r.tensor_core, r.waits, r.instructions) == (2, 1, 5)
+
+
 def test_no_loop_is_a_clear_error():
     with pytest.raises(MainLoopError, match="no kernel with a loop"):
         mainloop_reports("Function : straight\n /*0000*/ EXIT ;\n")

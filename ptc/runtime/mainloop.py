@@ -5,7 +5,9 @@
 
 The main loop is the smallest loop (a backward branch and the instructions it jumps
 over) that holds the most tensor-core instructions, or the largest innermost loop where
-there are none. Its body is counted once, statically: one iteration per warp.
+there are none. A backward branch whose span holds an EXIT is not a loop but a jump back
+from an out-of-line block (the retry of an mbarrier try_wait that the compiler moves past
+the end of the kernel). Its body is counted once, statically: one iteration per warp.
 Instructions predicated on `!PT` (never executed: the compiler's padding) do not count.
 
 Classes (by opcode):
@@ -74,12 +76,15 @@ def opcode(text: str) -> str:
 
 def loops(instructions: list[tuple[int, str]]) -> list[tuple[int, int]]:
     """(first, last address) of every backward branch's loop."""
+    exits = [a for a, t in instructions if opcode(t) == "EXIT"]
     out = []
     for addr, text in instructions:
         if opcode(text) == "BRA":
             m = _TARGET.search(text)
             if m and int(m.group(1), 16) <= addr:
-                out.append((int(m.group(1), 16), addr))
+                first = int(m.group(1), 16)
+                if not any(first <= e <= addr for e in exits):
+                    out.append((first, addr))
     return out
 
 

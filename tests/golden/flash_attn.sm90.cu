@@ -224,12 +224,12 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // p = ...  (simt_s)
         #pragma unroll
         for (int r = 0; r < L_o_c::SIZE; ++r) {
-          v_p[r] = expf((ptc::f32(v_s[r]) - ptc::f32(v_mn[L_s_c_s1::reg(L_o_c::slot0(r))])));
+          v_p[r] = ptc::exp_sfu((ptc::f32(v_s[r]) - ptc::f32(v_mn[L_s_c_s1::reg(L_o_c::slot0(r))])));
         }
         // a = ...  (simt_s)
         #pragma unroll
         for (int r = 0; r < L_s_c_s1::SIZE; ++r) {
-          v_a[r] = expf((ptc::f32(v_mx[r]) - ptc::f32(v_mn[r])));
+          v_a[r] = ptc::exp_sfu((ptc::f32(v_mx[r]) - ptc::f32(v_mn[r])));
         }
         // %r2 = sum over axis 1  (simt_s)
         #pragma unroll

@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   #pragma unroll
   for (int r = 0; r < L_carried_c::SIZE; ++r) {
     const int c0 = L_carried_c::base0(lane, warp) + L_carried_c::off0(L_carried_c::slot0(r));
-    v_acc[r] = (ptc::f32(v_carried[r]) * expf(ptc::f32(ptc::ld_shared<float>(smem + 58880u + ptc::tile_offset<256, false>(0, (c0) * 4)))));
+    v_acc[r] = (ptc::f32(v_carried[r]) * ptc::exp_sfu(ptc::f32(ptc::ld_shared<float>(smem + 58880u + ptc::tile_offset<256, false>(0, (c0) * 4)))));
   }
   // for s: 64 of L, 3 stages
   {
@@ -251,7 +251,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       for (int r = 0; r < L_acc_a::SIZE; ++r) {
         const int c0 = L_acc_a::base0(lane, warp) + L_acc_a::off0(L_acc_a::slot0(r));
         const int c1 = L_acc_a::base1(lane, warp) + L_acc_a::off1(L_acc_a::slot1(r));
-        v_decay[r] = expf(fminf((ptc::f32(ptc::ld_shared<float>(smem + 58880u + ptc::tile_offset<256, false>(0, (c0) * 4))) - ptc::f32(ptc::ld_shared<float>(smem + 57344u + (i_s % 3) * 256u + ptc::tile_offset<256, false>(0, (c1) * 4)))), 0.0f));
+        v_decay[r] = ptc::exp_sfu(fminf((ptc::f32(ptc::ld_shared<float>(smem + 58880u + ptc::tile_offset<256, false>(0, (c0) * 4))) - ptc::f32(ptc::ld_shared<float>(smem + 57344u + (i_s % 3) * 256u + ptc::tile_offset<256, false>(0, (c1) * 4)))), 0.0f));
       }
       ptc::cp_async_wait<9>();  // cb_smem, dt_smem
       __syncthreads();  // Compute of simt_w reads what other threads wrote

@@ -94,14 +94,20 @@ __host__ __device__ __forceinline__ long long floormod(long long a, long long b)
 }
 __device__ __forceinline__ float rsqrt_(float x) { return 1.0f / sqrtf(x); }
 
-// exp on the SFU: ex2.approx of x * log2(e) (what __expf is on the GPU)
-__device__ __forceinline__ float fast_exp(float x) {
+// exp2 and exp on the SFU (docs/language.md, "Numerics"): one ex2.approx.ftz.f32 (MUFU.EX2),
+// and for exp a multiply by log2(e) before it -- what the cost model counts, and what
+// CUDA's __expf is. Results below 2^-126 flush to zero; exp2(-inf) is 0.
+__device__ __forceinline__ float exp2_sfu(float x) {
 #ifdef PTC_EMULATE
-  return exp2f(x * 1.4426950408889634f);
+  const float y = exp2f(x);
+  return y < 1.17549435e-38f ? 0.0f : y;
 #else
-  return __expf(x);
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 #endif
 }
+__device__ __forceinline__ float exp_sfu(float x) { return exp2_sfu(x * 1.4426950408889634f); }
 
 // 16-bit register tiles hold two values per 32-bit register, the lower index in the low half.
 template <typename T> struct Half16;
