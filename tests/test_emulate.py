@@ -55,7 +55,11 @@ VARIANTS = {
 }
 # two consumer warpgroups divide 128 rows
 ROWS_128 = {"gemm": "BM", "matmul_sum": "BM", "flash_attn": "BM", "flash_attn_causal": "BM",
-            "gemm_chain": "BM"}
+            "gemm_chain": "BM", "mamba2_chunk_state": "BP", "mamba2_chunk_scan": "BM"}
+# ... at shapes where both have rows to compute
+SHAPES_128 = {"mamba2_chunk_state": dict(P=160), "mamba2_chunk_scan": dict(L=160)}
+# a consumer warpgroup multiplies 64 rows (the SMOKE tiles of the mamba2 kernels have 32)
+WS_TILES = {"mamba2_chunk_state": dict(BP=64), "mamba2_chunk_scan": dict(BM=64)}
 # how the emulator schedules threads and copies: in thread order with cp.async copies
 # deferred to their wait, in reverse with eager copies, and shuffled
 CONFIGS = [dict(), dict(order="reverse", eager_cp_async=True), dict(order="random", seed=7)]
@@ -67,12 +71,16 @@ class Case:
         self.name, self.variant = name, variant
         device, choice, shape = VARIANTS[variant]
         tiles = dict(SMOKE[name][1])
+        if choice is not None and choice.style == "warp_specialized":
+            tiles.update(WS_TILES.get(name, {}))
         if choice is not None and choice.consumers > 1:
             if name not in ROWS_128:
                 self.skip = f"{name} has no 128-row tile for two consumer warpgroups"
                 return
             tiles[ROWS_128[name]] = 128
         self.shapes = dict(SMOKE[name][0] if shape == "smoke" else EDGE[name])
+        if choice is not None and choice.consumers > 1:
+            self.shapes.update(SHAPES_128.get(name, {}))
         self.kernel = check_file(SAMPLES / f"{name}.pt", self.shapes).kernels[0]
         self.skip = None
         if choice is None:

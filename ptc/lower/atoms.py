@@ -160,6 +160,17 @@ def mma_atom(device, dtype: str, m: int, n: int, k: int, warps: int,
     return None
 
 
+def why_no_wgmma(dtype: str, m: int, n: int, k: int) -> str | None:
+    """None when wgmma m64nNk16 atoms tile an m x n x k mma of one warpgroup (A from shared
+    memory or registers, B from shared memory), else why not."""
+    if dtype not in ("f16", "bf16"):
+        return f"wgmma multiplies f16 or bf16 here, not {dtype}"
+    if m % 64 or k % 16 or n % 8 or n > 256:
+        return (f"wgmma m64nNk16 needs m a multiple of 64, n of 8 up to 256 and k of 16, "
+                f"not {m}x{n}x{k}")
+    return None
+
+
 def why_no_atom(device, dtype: str, m: int, n: int, k: int, warps: int,
                 supported: frozenset[str] | None = None) -> str:
     """Why mma_atom finds none: the words `explain` gives for an mma on CUDA cores."""

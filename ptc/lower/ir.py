@@ -65,6 +65,9 @@ class InShared:
 
     buffer: str
     loop: str                    # "" or the loop whose iteration picks the slot
+    # its first axis holds the rows the consumer warpgroups divide: an instance's element
+    # (r, ...) is the tile's (%row0 + r, ...)
+    split: bool = False
 
 
 Home = Union[RegTile, InShared]
@@ -327,6 +330,36 @@ class TmaLoad:
     # no tensor map), the producer warpgroup copies this tile element by element into the
     # same layout, fences it for the tensor cores, and one thread arrives
     tile: GlobalTile | None = None
+    # the waits for the slot to be free: only the thread that issues the load waits (a
+    # thread that waits on a barrier without using it can fall two phases behind, where
+    # the parity it waits for means the other phase); all of them where they copy
+    waits: tuple["MbarrierWait", ...] = ()
+
+
+@dataclass(frozen=True)
+class ProducerCopy:
+    """A tile no TMA box takes (a scalar, rows not whole 16-byte chunks): the producer
+    warpgroup's threads copy it by cp.async, one element each (ptc.lower.tma,
+    per_thread_copy), wait for their copies, meet at a named barrier, and one arrives on
+    `barrier` (the plan puts it on the per-thread copy unit)."""
+
+    task: str
+    buffer: str
+    tile: GlobalTile
+    barrier: str
+    loop: str = ""
+
+
+@dataclass(frozen=True)
+class StageOperand:
+    """A wgmma operand computed in registers that wgmma reads from shared memory (B): every
+    thread writes its values of `value` into `buffer` (its consumer warpgroup's copy) in
+    the layout TMA would have written, then fences them for the tensor cores; a named
+    barrier follows."""
+
+    task: str
+    value: str
+    buffer: str
 
 
 @dataclass(frozen=True)
@@ -342,11 +375,14 @@ class MbarrierWait:
 
 @dataclass(frozen=True)
 class MbarrierArrive:
-    """One thread of the role instance arrives on the slot's barrier."""
+    """One thread of the role instance arrives on the slot's barrier; `per_warp`: lane 0
+    of each warp, once its lanes have met (__syncwarp) -- where CUDA cores read the slot,
+    a warp's reads are done when its lanes meet, and no warp waits for the others."""
 
     barrier: str
     loop: str
     slots: int
+    per_warp: bool = False
 
 
 @dataclass(frozen=True)
@@ -417,7 +453,8 @@ class Specialized:
 
 Op = Union[CopyTile, CommitGroup, WaitGroups, Barrier, Compute, Reduce, WarpCombine, Mma,
            SimtMatmul, LoadFragments, StoreTile, SpillTile, FillTile, Loop, InitBarriers,
-           TmaLoad, MbarrierWait, MbarrierArrive, Wgmma, WgmmaWait, NamedBarrier, Specialized]
+           TmaLoad, ProducerCopy, StageOperand, MbarrierWait, MbarrierArrive, Wgmma, WgmmaWait,
+           NamedBarrier, Specialized]
 
 
 # ---- the kernel ---------------------------------------------------------------------------

@@ -28,6 +28,12 @@ def print_lowered(k: ir.LoweredKernel) -> str:
         layout = f" {b.layout.name}" if b.layout is not None else ""
         lines.append(f"    {b.name}: {shape}{layout} at {b.offset}..{b.end} "
                      f"live {b.live[0]}..{b.live[1]}  # {b.purpose}")
+    if k.tensor_maps:
+        lines.append("  tensor maps (encoded at launch)")
+        for m in k.tensor_maps:
+            box = " x ".join(str(b) for b in reversed(m.box))
+            lines.append(f"    {m.name}: {m.tensor} {m.dtype}, boxes of {box}, "
+                         + (f"{m.swizzle}-byte swizzle" if m.swizzle else "no swizzle"))
     lines.append("  values")
     for name, home in k.values:
         if isinstance(home, ir.RegTile):
@@ -55,6 +61,23 @@ def _ops(ops, depth: int) -> list[str]:
                 out += _ops(op.fill, depth + 1)
             out.append(f"{pad}for {op.var}: {op.size} of {op.dim}{until}{stages}")
             out += _ops(op.body, depth + 1)
+        elif isinstance(op, ir.InitBarriers):
+            out.append(f"{pad}init mbarriers (one thread), then __syncthreads")
+            out += [f"{pad}  {b.name}: {b.slots} x {b.arrivals} arrival(s) at {b.offset}"
+                    for b in op.barriers]
+        elif isinstance(op, ir.Specialized):
+            out.append(f"{pad}warp-specialized, {op.launch_registers} registers per thread at "
+                       "launch")
+            for r in op.roles:
+                last = r.first_warpgroup + r.instances - 1
+                groups = f"{r.first_warpgroup}" + (f"-{last}" if last > r.first_warpgroup else "")
+                rows = f", {r.rows} rows of {r.split} each" if r.rows else ""
+                out.append(f"{pad}  role {r.name}: warpgroup(s) {groups}, {r.registers} "
+                           f"registers{rows}")
+                out += _ops(r.body, depth + 2)
+        elif isinstance(op, ir.TmaLoad):
+            out += [pad + print_op(w) + "  (the issuing thread)" for w in op.waits]
+            out.append(pad + print_op(op))
         else:
             out.append(pad + print_op(op))
     return out
@@ -107,6 +130,39 @@ def print_op(op) -> str:
         t = op.tile
         return (f"{'atomic add' if op.atomic else 'store'} {t.tensor}[{t.rows}x{t.cols}] "
                 f"<- {op.value}  # {op.task}")
+    return _specialized_op(op)
+
+
+def _specialized_op(op) -> str:
+    if isinstance(op, ir.TmaLoad):
+        slot = f"[{op.loop}]" if op.loop else ""
+        return (f"tma {op.buffer}{slot} <- {op.map}, {op.panels} box(es), {op.bytes} bytes, "
+                f"completing {op.barrier} (else element-wise copy)  # {op.task}")
+    if isinstance(op, ir.ProducerCopy):
+        t = op.tile
+        slot = f"[{op.loop}]" if op.loop else ""
+        return (f"copy {op.buffer}{slot} <- {t.tensor}[{t.rows}x{t.cols}] by the warpgroup's "
+                f"threads, then arrive {op.barrier}  # {op.task}")
+    if isinstance(op, ir.StageOperand):
+        return f"stage {op.value} to {op.buffer} for wgmma, fence.proxy.async  # {op.task}"
+    if isinstance(op, ir.MbarrierWait):
+        slot = f"[{op.loop}]" if op.loop else ""
+        return f"wait {op.barrier}{slot}" + (" is free" if op.free else "")
+    if isinstance(op, ir.MbarrierArrive):
+        slot = f"[{op.loop}]" if op.loop else ""
+        return f"arrive {op.barrier}{slot}" + (" (each warp)" if op.per_warp else "")
+    if isinstance(op, ir.Wgmma):
+        def operand(o):
+            if o.in_registers:
+                return f"{o.value} (registers)"
+            return f"{o.value} (shared{', mn-major' if o.mn_major else ''})"
+        add = f"{op.addend} + " if op.addend else ""
+        return (f"{op.out} = {add}{operand(op.a)} @ {operand(op.b)} on wgmma m64n{op.n}k16, "
+                f"{op.mi} atom(s) along m, {op.ks} k-steps  # {op.task}")
+    if isinstance(op, ir.WgmmaWait):
+        return f"wgmma wait <= {op.pending} groups pending"
+    if isinstance(op, ir.NamedBarrier):
+        return f"named barrier (the warpgroup)  # {op.why}"
     return repr(op)
 
 

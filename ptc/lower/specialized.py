@@ -7,10 +7,12 @@ Decided here, once:
 - the plan's barriers become mbarriers, one per ring slot: a `full` barrier takes the
   producer's one arrive.expect_tx plus the TMA transaction bytes, an `empty` barrier one
   arrival per consumer warpgroup (the plan's arrival counts);
-- shared memory: every loaded tile in the layout TMA writes (`tma_layout`: 128-byte
-  column panels, swizzled), 1024-aligned, rings first, then the consumers' scratch (one
-  copy per consumer warpgroup), then the mbarriers;
-- a tensor map per load (its tensor, one panel's box), encoded before the launch;
+- shared memory: every tile the plan loads by TMA in the layout TMA writes (`tma_layout`:
+  128-byte column panels, swizzled), the others (scalars, odd rows: ptc.lower.tma says
+  which) in ptc's own layout, copied by the producer warpgroup's threads; 1024-aligned,
+  rings first, then the consumers' scratch (one copy per consumer warpgroup), then the
+  mbarriers;
+- a tensor map per TMA load (its tensor, one panel's box), encoded before the launch;
 - the consumers' values in registers, in the wgmma accumulator and A-fragment layouts
   and what follows from them (ptc.lower.assign). With several consumer warpgroups each
   computes its own rows of every tile of the split grid index (the mma outputs' rows):
@@ -31,12 +33,14 @@ from ..sema.dtypes import DTYPE_BYTES
 from ..stask.graph import STaskGraph
 from . import ir
 from .assign import assign_layouts
+from .atoms import why_no_wgmma
 from .layout import Layout, digits
 from .lowering import Builder, Capabilities, LoweringError, align_up, c_name, mma_operand_var
-from .program import Stmt, flatten, mma_parts
-from .swizzle import ALIGN, tma_layout
+from .program import Stmt, flatten, mma_parts, reads
+from .swizzle import ALIGN, smem_layout, tma_layout
 from .tiles import (TileError, add, const, dim_expr, divisible, extent_value, global_tile,
                     index, mul)
+from .tma import TmaBox, tma_box
 
 WARPGROUP = 4          # warps
 PART = "%part"         # the consumer warpgroup's index among the role's instances
@@ -51,7 +55,7 @@ def lower_specialized(plan: Plan, graph: STaskGraph, device: Device,
 def wgmma_layouts(name: str, m: int, n: int, k: int) -> tuple[Layout, Layout, Layout]:
     """(accumulator [m, n], A fragments [m, k], B [k, n]) of m64nNk16 atoms over one
     warpgroup, m / 64 of them along m (docs/sm90.md: warp w holds rows 16w.., as
-    mma.sync's m16n8 per warp). B is read from shared memory; its layout only names it."""
+    mma.sync's m16n8 per warp)."""
     mi, ks = m // 64, k // 16
     lanes = digits((4, (0, 2)), (8, (1, 0)))
     warps = digits((4, (16, 0)))
@@ -61,9 +65,11 @@ def wgmma_layouts(name: str, m: int, n: int, k: int) -> tuple[Layout, Layout, La
     a = Layout(f"{name}_a", (m, k), digits((2, (0, 1)), (2, (8, 0)), (2, (0, 8)),
                                            (ks, (0, 16)), (mi, (64, 0))), lanes, warps,
                note="wgmma A from registers")
-    b = Layout(f"{name}_b", (k, n), digits((k, (1, 0)), (n // 32 or 1, (0, 32))),
-               digits((32, (0, 1))) if n >= 32 else digits((n, (0, 1))), (),
-               note="wgmma B (shared)")
+    # B is read from shared memory; computed in registers, a warp holds k / 4 of its rows
+    # and a lane its columns (j, j + 32, ...) before they are staged there
+    b = Layout(f"{name}_b", (k, n), digits((k // 4, (1, 0)), (n // 32 or 1, (0, 32))),
+               digits((32, (0, 1))) if n >= 32 else digits((n, (0, 1))),
+               digits((4, (k // 4, 0))), note="wgmma B (staged to shared memory)")
     return c, a, b
 
 
@@ -165,11 +171,9 @@ class _Specialized:
             _, mm = mma_parts(s.stmt.value)
             m, k = view.shape(mm.lhs)
             n = view.shape(mm.rhs)[1]
-            dtype = mm.lhs.type.dtype
-            if dtype not in ("f16", "bf16") or m % 64 or k % 16 or n % 8 or n > 256:
-                raise LoweringError(f"{s.task}: wgmma takes f16/bf16 m64nNk16 atoms (m a "
-                                    "multiple of 64, n of 8 up to 256, k of 16), not "
-                                    f"{dtype} {m}x{n}x{k}")
+            why = why_no_wgmma(mm.lhs.type.dtype, m, n, k)
+            if why:
+                raise LoweringError(f"{s.task}: the plan puts it on the tensor cores, but {why}")
             out[s.task] = wgmma_layouts(s.task.removeprefix("mma_"), m, n, k)
         return out
 
@@ -205,20 +209,38 @@ class _Build(Builder):
         self.barrier_sets: dict[str, ir.MbarrierSet] = {}
 
     # ---- homes ---------------------------------------------------------------------------
+    def split_rows(self, value: T.TExpr) -> bool:
+        """Whether a tile's first axis holds the rows the consumers divide."""
+        if not self.spec.split:
+            return False
+        tile = next(a.size for a in self.graph.grid.axes if a.var == self.spec.split)
+        return bool(value.type.shape) and value.type.shape[0] == tile
+
+    def load_unit(self, task: str) -> str:
+        return next(s.unit for r, s in self.plan.steps() if s.task == task)
+
+    def box(self, task: str) -> TmaBox:
+        (s,) = self.low.tasks[task].stmts
+        box = tma_box(self.low.kernel, self.spec.tiles, s.value)
+        if isinstance(box, str):
+            raise LoweringError(f"{task}: the plan loads it by TMA, but {box}")
+        return box
+
     def homes(self) -> None:
         for b in self.plan.buffers:
             task = self.low.tasks[b.producer]
             shape = tuple(b.shape)
             rows, cols = shape if len(shape) == 2 else ((1, shape[0]) if shape else (1, 1))
-            lay = tma_layout(rows, cols, b.dtype)
-            if lay is None:
-                raise LoweringError(f"{b.producer}: no TMA box takes a {b.dtype}{list(shape)} "
-                                    "tile (rows of whole 16-byte chunks, at most 256 rows)")
+            if self.device.unit(self.load_unit(b.producer)).name == "tma":
+                lay = self.box(b.producer).layout
+            else:
+                lay = smem_layout(rows, cols, b.dtype)
             slot = align_up(lay.bytes, ALIGN)
             self.buffers[b.name] = ir.Buffer(b.name, b.dtype, shape, b.stages, lay, slot, 0,
                                              f"ring of {b.producer}" if b.stages > 1
                                              else f"tile of {b.producer}", b.name)
-            self.values[b.value] = ir.InShared(b.name, task.region)
+            self.values[b.value] = ir.InShared(b.name, task.region,
+                                               self.split_rows(task.stmts[0].value))
         sol = self.low.solution
         for s in self.low.stmts:
             if not isinstance(s.stmt, T.Let) or s.stmt.name in self.values:
@@ -237,6 +259,7 @@ class _Build(Builder):
         from .sync import place_sync
 
         self.homes()
+        self.per_warp = self.cuda_core_readers()
         consumer = tuple(self.items(self.spec.consumer.body, ()))
         producer_items = _Producer(self)
         producer = tuple(producer_items.items(self.spec.producer.body, ()))
@@ -255,7 +278,8 @@ class _Build(Builder):
         stages = {b.name: b.stages for b in self.plan.buffers}
         for bar in self.plan.barriers:
             slots = stages.get(bar.buffer, 1)
-            sets.append(ir.MbarrierSet(bar.name, slots, bar.arrivals, offset))
+            arrivals = bar.arrivals * (WARPGROUP if bar.name in self.per_warp else 1)
+            sets.append(ir.MbarrierSet(bar.name, slots, arrivals, offset))
             offset += 8 * slots
         total = align_up(offset, 16)
         buffers = {b.name: b for b in placed}
@@ -345,7 +369,25 @@ class _Build(Builder):
                     out.append(self.compute(s))
         for a in step.arrives:
             loop, slots = self.barrier_loop(a, loops)
-            out.append(ir.MbarrierArrive(a, loop, slots))
+            out.append(ir.MbarrierArrive(a, loop, slots, a in self.per_warp))
+        return out
+
+    def cuda_core_readers(self) -> set[str]:
+        """The plan barriers released after CUDA cores read their slots: every warp then
+        arrives (a wgmma's reads are over for the whole warpgroup once one thread's wait
+        returns; a warp's loads only once its lanes meet)."""
+        read = set()
+        for s in self.low.stmts:
+            step = self.low.steps.get(s.task)
+            on_wgmma = s.kind == "mma" and step is not None and \
+                self.device.unit(step.unit).kind == "mma"
+            if not on_wgmma and isinstance(s.stmt, (T.Let, T.Store)):
+                read.update(reads(s.stmt.value))
+        out = set()
+        for bar in self.plan.barriers:
+            buf = next((b for b in self.plan.buffers if b.name == bar.buffer), None)
+            if bar.name.startswith("empty:") and buf is not None and buf.value in read:
+                out.add(bar.name)
         return out
 
     def localized(self, s: Stmt) -> Stmt:
@@ -372,27 +414,52 @@ class _Build(Builder):
         c, a_lay, _ = self.low.mma_layouts[s.task]
         m, n = c.shape
         k = a_lay.shape[1]
-        operands = []
+        operands, staged = [], []
         for which, operand in (("a", mm.lhs), ("b", mm.rhs)):
             name, transposed = mma_operand_var(operand)
             name = self.renames.get(name, name)
             transposed = transposed and name not in self.pre_transposed
             home = self.values.get(name)
+            if isinstance(home, ir.InShared) and \
+                    self.buffers[home.buffer].layout.swizzle != "tma":
+                raise LoweringError(f"{s.task}: wgmma reads {name} from shared memory in a "
+                                    "layout TMA writes; it is stored densely")
             if isinstance(home, ir.InShared):
                 # a tile [rows][cols] in shared memory: A's rows are m (K-major) unless it is
                 # read transposed; B's rows are k (MN-major) unless read transposed
                 mn_major = transposed if which == "a" else not transposed
-                split = which == "a" and bool(self.spec.split)
+                split = which == "a" and self.split_rows(mm.lhs)
                 operands.append(ir.WgmmaOperand(name, False, mn_major, split))
             elif isinstance(home, ir.RegTile) and which == "a" and not transposed and \
                     self.layouts[home.layout].same_map(a_lay):
                 operands.append(ir.WgmmaOperand(name, True))
+            elif isinstance(home, ir.RegTile) and which == "b" and not transposed and \
+                    home.dtype in ("f16", "bf16"):
+                staged.extend(self.stage(s.task, name, home))
+                operands.append(ir.WgmmaOperand(f"{name}@shared", False, True, False))
             else:
                 raise LoweringError(f"{s.task}: wgmma reads B from shared memory and A from "
                                     f"shared memory or its fragment registers; {name} is "
                                     "neither")
-        return [ir.Wgmma(s.task, s.stmt.name, add_name, operands[0], operands[1], n, m // 64,
-                         k // 16, mm.lhs.type.dtype), ir.WgmmaWait(0)]
+        return staged + [ir.Wgmma(s.task, s.stmt.name, add_name, operands[0], operands[1], n,
+                                  m // 64, k // 16, mm.lhs.type.dtype), ir.WgmmaWait(0)]
+
+    def stage(self, task: str, name: str, home: ir.RegTile) -> list:
+        """B computed in registers: written to shared memory where wgmma reads it (each
+        consumer warpgroup its own copy), fenced, and the warpgroup meets."""
+        k, n = home.shape
+        lay = tma_layout(k, n, home.dtype)
+        if lay is None or lay.swizzle != "tma":
+            raise LoweringError(f"{task}: wgmma reads {name} from shared memory, and no layout "
+                                f"it reads holds a {home.dtype}[{k}, {n}] tile")
+        self.scratch_count += 1
+        buffer = f"scratch{self.scratch_count}"
+        self.buffers[buffer] = ir.Buffer(buffer, home.dtype, (k, n), 1, lay,
+                                         align_up(lay.bytes, ALIGN), 0,
+                                         f"{name} staged for wgmma")
+        self.values[f"{name}@shared"] = ir.InShared(buffer, "")
+        return [ir.StageOperand(task, name, buffer),
+                ir.NamedBarrier(f"{name} is in shared memory for wgmma")]
 
     def store(self, s: Stmt) -> ir.StoreTile:
         op = super().store(s)
@@ -438,8 +505,18 @@ class _Producer:
         (full,) = [a for a in step.arrives if a.startswith("full:")] or [None]
         if full is None:
             raise LoweringError(f"{t.name}: nothing waits for the load (no full barrier)")
-        out.append(self.load(t, full, loops))
+        if self.b.device.unit(step.unit).name == "tma":
+            return [replace(self.load(t, full, loops), waits=tuple(out))]
+        out.append(self.copy(t, full))
         return out
+
+    def copy(self, t, full: str) -> ir.ProducerCopy:
+        (s,) = t.stmts
+        kernel = self.b.low.kernel
+        buf = self.b.buffers[self.b.low.buffer_of[s.name].name]
+        home = self.b.values[s.name]
+        tile = global_tile(kernel, self.b.spec.tiles, s.value.tensor, s.value.index)
+        return ir.ProducerCopy(t.name, buf.name, tile, full, home.loop if buf.slots > 1 else "")
 
     def load(self, t, full: str, loops) -> ir.TmaLoad:
         (s,) = t.stmts
@@ -447,47 +524,26 @@ class _Producer:
         buf = self.b.buffers[self.b.low.buffer_of[s.name].name]
         lay = buf.layout
         tensor = kernel.tensor(s.value.tensor)
-        if s.value.pad != 0.0:
-            raise LoweringError(f"{t.name}: TMA fills out-of-bounds elements with zero, not "
-                                f"{s.value.pad}")
-        rank = len(tensor.dims)
-        if rank > 5:
-            raise LoweringError(f"{t.name}: TMA takes tensors of rank 1 to 5, not {rank}")
+        tma = self.b.box(t.name)
         dims = [dim_expr(kernel, d) for d in tensor.dims]
-        esize = DTYPE_BYTES[tensor.dtype]
-        box, coords = [], []
-        for item, d in zip(s.value.index, tensor.dims):
+        coords = []
+        for item in s.value.index:
             if isinstance(item, T.TileSlice):
                 size = extent_value(kernel, self.b.spec.tiles, item.size)
-                box.append(size)
                 coords.append(mul(index(item.var), const(size)))
             elif isinstance(item, T.Point):
-                box.append(1)
                 coords.append(item.index)
             else:
-                box.append(extent_value(kernel, self.b.spec.tiles, item.extent))
                 coords.append(const(0))
-        if len([x for x in box if x > 1]) > 2 or box[-1] * esize % 16 and box[-1] > 1:
-            raise LoweringError(f"{t.name}: not a tile TMA moves (its innermost extent must "
-                                "be whole 16-byte chunks)")
-        box[-1] = min(box[-1], lay.panel_cols)
-        strides, acc = [], const(esize)
-        for d in reversed(dims[1:]):
-            acc = mul(acc, d)
-            strides.append(acc)
         name = f"map_{t.name}"
         self.b.maps[name] = ir.TensorMap(name, tensor.name, tensor.dtype,
-                                         tuple(reversed(dims)), tuple(strides),
-                                         tuple(reversed(box)), lay.span if lay.swizzled else 0)
+                                         tuple(reversed(dims)), tma.strides,
+                                         tuple(reversed(tma.box)),
+                                         lay.span if lay.swizzled else 0)
         # a tensor map needs 16-byte multiples of strides and a 16-byte aligned tensor;
         # where the launch finds otherwise, the element-wise variant copies the tile itself
-        for st in strides:
-            known, conds = divisible(st, 16)
-            if not known:
-                raise LoweringError(f"{t.name}: a row of {tensor.name} is never a whole "
-                                    "number of 16-byte chunks, which TMA needs")
-            self.b.alignment.extend(("dim", c.name, 16 // esize) for c in conds
-                                    if isinstance(c, T.Scalar))
+        esize = DTYPE_BYTES[tensor.dtype]
+        self.b.alignment.extend(("dim", c.name, 16 // esize) for c in tma.conditions)
         self.b.alignment.append(("tensor", tensor.name, 16))
         home = self.b.values[s.name]
         loop = home.loop if buf.slots > 1 else ""

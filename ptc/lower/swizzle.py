@@ -98,15 +98,21 @@ def span_swizzle(o: int, span: int) -> int:
 
 def tma_layout(rows: int, cols: int, dtype: str) -> SmemLayout | None:
     """The layout TMA writes a rows x cols tile in (docs/sm90.md), or None when no TMA box
-    fits it: rows of 32 or 64 bytes are one panel swizzled over their span; longer rows are
-    128-byte panels side by side (one box each); 16-byte rows are not swizzled."""
+    fits it: rows of 32 or 64 bytes are one panel swizzled over their span; rows of whole
+    128-byte lines are 128-byte panels side by side (one box each); 16-byte rows are not
+    swizzled. These are the layouts wgmma reads. Other rows of whole 16-byte chunks, and a
+    single row (a 1-D tile), are one unswizzled box of up to 256 elements, stored densely
+    (layout "none": for CUDA-core reads only)."""
     row_bytes = cols * DTYPE_BYTES[dtype]
     if rows > 256 or row_bytes % 16:
         return None
-    span = row_bytes if row_bytes <= 64 else 128
-    if row_bytes % span or span // DTYPE_BYTES[dtype] > 256:
-        return None
-    return SmemLayout(rows, cols, dtype, "tma", span)
+    if rows > 1 and (row_bytes in (16, 32, 64) or row_bytes % 128 == 0):
+        span = row_bytes if row_bytes <= 64 else 128
+        if span // DTYPE_BYTES[dtype] <= 256:
+            return SmemLayout(rows, cols, dtype, "tma", span)
+    if cols <= 256:
+        return SmemLayout(rows, cols, dtype, "none")
+    return None
 
 
 def smem_layout(rows: int, cols: int, dtype: str) -> SmemLayout:

@@ -1,9 +1,11 @@
 """Intra-EU plan construction: one plan per (graph, device, Choice), using the primitives.
 
 Styles:
-- warp_specialized: a producer warpgroup issues every load on the TMA unit; consumer
-  warpgroups (1 or 2, splitting the tile's rows) run mma and simt tasks and the epilogue.
-  Needs an async bulk-copy unit (`tma`) and warpgroups with register reallocation.
+- warp_specialized: a producer warpgroup issues every load, on the TMA unit where a box
+  takes the tile (ptc.lower.tma; else its threads copy it, on the per-thread copy unit);
+  consumer warpgroups (1 or 2, splitting the tile's rows) run mma and simt tasks and the
+  epilogue. Needs an async bulk-copy unit (`tma`) and warpgroups with register
+  reallocation.
 - multistage: one role does everything; loads of the pipelined loop are issued
   `stages - 1` iterations ahead into a ring of `stages` slots (cp.async / global->LDS).
 - interleaved: one role and one buffer per loaded tile, each load issued just before the
@@ -19,7 +21,9 @@ import math
 from dataclasses import dataclass
 
 from ..devices import Device, Unit
-from ..lower.atoms import mma_atom, why_no_atom
+from ..lower.atoms import mma_atom, why_no_atom, why_no_wgmma
+from ..lower.tma import per_thread_copy, tma_box
+from ..sema import typed as T
 from ..stask.graph import STaskGraph
 from ..sema.dtypes import DTYPE_BYTES
 from ..stask.propagate import extent_of
@@ -142,11 +146,31 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
     b.role("producer", warps=wg, registers=PRODUCER_REGISTERS)
     b.role("consumer", warps=wg, registers=budget, instances=choice.consumers)
     mma, simt = unit_for(device, "mma"), unit_for(device, "simt")
+    per_thread = copy_unit(device, "multistage")
+    on_wgmma = set()
+    for t in graph.tasks:
+        if t.kind == "mma":
+            m, n, k = mma_extents(graph, t)
+            if m == rows:
+                m //= choice.consumers       # the consumers divide the rows
+            if why_no_wgmma(t.mma_dtype, m, n, k) is None:
+                on_wgmma.add(t.name)
+    operands = _mma_operand_loads(graph, on_wgmma)
     for t in graph.tasks:
         if t.op == "load":
-            b.Append(t.name, ("producer", tma.name))
+            box = tma_box(graph.kernel, graph.tiles, t.stmts[0].value)
+            if t.name in operands and (isinstance(box, str) or box.layout.swizzle != "tma"):
+                why = box if isinstance(box, str) else "TMA would store it densely"
+                raise Unfit(f"{t.name} feeds wgmma from shared memory in a layout TMA "
+                            f"writes, but {why}")
+            if isinstance(box, str):
+                why = per_thread_copy(graph.kernel, t.stmts[0].value)
+                if why:
+                    raise Unfit(f"the producer cannot load {t.name}: no TMA box takes it "
+                                f"({box}), and {why}")
+            b.Append(t.name, ("producer", (per_thread if isinstance(box, str) else tma).name))
         elif t.kind == "mma":
-            b.Append(t.name, ("consumer", mma.name))
+            b.Append(t.name, ("consumer", (mma if t.name in on_wgmma else simt).name))
         elif t.op in ("store", "atomic_add"):
             # the consumers store their registers themselves (no TMA store epilogue yet)
             b.Append(t.name, ("consumer", copy_unit(device, "multistage").name))
@@ -155,6 +179,24 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
     _wait_on_edges(b, graph)
     return _fits(b.build(stages=choice.stages, pipelined=loop, style=choice.style,
                          notes=(choice.describe(),)), device)
+
+
+def _mma_operand_loads(graph: STaskGraph, mmas: set[str]) -> set[str]:
+    """The loads whose tiles these mmas read (wgmma reads them from shared memory in the
+    layout TMA writes)."""
+    loaded = {t.stmts[0].name: t.name for t in graph.tasks if t.op == "load"}
+    out = set()
+    for t in graph.tasks:
+        if t.name in mmas:
+            for operand in (t.mma.a, t.mma.b):
+                out.update(loaded[n] for n in _vars(operand) if n in loaded)
+    return out
+
+
+def _vars(e: T.TExpr) -> set[str]:
+    if isinstance(e, T.Var):
+        return {e.name}
+    return set().union(*(_vars(c) for c in T.children(e)))
 
 
 def _single_role(graph, device, choice, loop) -> Plan:

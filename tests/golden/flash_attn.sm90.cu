@@ -125,32 +125,34 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     {
       const int trips_n = (int)ptc::tiles(d_T, 128);
       for (int i_n = 0; i_n < trips_n; ++i_n) {
-        ptc::mbarrier_wait_parity(smem + 147472u + 8u * (u_n % 2), ((uint32_t)((u_n / 2) & 1) ^ 1u));  // empty:k_smem is free
         // load_K: 2 box(es) of map_load_K, 32768 bytes
         if (ALIGNED) {
           if (tid % 128 == 0) {
+            ptc::mbarrier_wait_parity(smem + 147472u + 8u * (u_n % 2), ((uint32_t)((u_n / 2) & 1) ^ 1u));  // empty:k_smem is free
             ptc::mbarrier_arrive_expect_tx(smem + 147456u + 8u * (u_n % 2), 32768u);
             ptc::tma_load<4>(smem + (u_n % 2) * 32768u, &map_load_K, smem + 147456u + 8u * (u_n % 2), {(int)(0), (int)((i_n * 128)), (int)(i_h), (int)(i_b)});
             ptc::tma_load<4>(smem + (u_n % 2) * 32768u + 16384u, &map_load_K, smem + 147456u + 8u * (u_n % 2), {(int)(0) + 64, (int)((i_n * 128)), (int)(i_h), (int)(i_b)});
           }
         }
         else {
+          ptc::mbarrier_wait_parity(smem + 147472u + 8u * (u_n % 2), ((uint32_t)((u_n / 2) & 1) ^ 1u));  // empty:k_smem is free
           const __nv_bfloat16* g = g_K + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + ((i_n * 128) * 128)));
           ptc::copy_tile_to_tma_layout<__nv_bfloat16, 128, 128, 128, 16384>(smem + (u_n % 2) * 32768u, g, (int)(128), (int)(1), ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_T) - (long long)((i_n * 128)), 128LL) : 0), 128, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
           ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
           if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 147456u + 8u * (u_n % 2));
         }
-        ptc::mbarrier_wait_parity(smem + 147512u + 8u * (u_n % 2), ((uint32_t)((u_n / 2) & 1) ^ 1u));  // empty:v_smem is free
         // load_V: 2 box(es) of map_load_V, 32768 bytes
         if (ALIGNED) {
           if (tid % 128 == 0) {
+            ptc::mbarrier_wait_parity(smem + 147512u + 8u * (u_n % 2), ((uint32_t)((u_n / 2) & 1) ^ 1u));  // empty:v_smem is free
             ptc::mbarrier_arrive_expect_tx(smem + 147496u + 8u * (u_n % 2), 32768u);
             ptc::tma_load<4>(smem + 81920u + (u_n % 2) * 32768u, &map_load_V, smem + 147496u + 8u * (u_n % 2), {(int)(0), (int)((i_n * 128)), (int)(i_h), (int)(i_b)});
             ptc::tma_load<4>(smem + 81920u + (u_n % 2) * 32768u + 16384u, &map_load_V, smem + 147496u + 8u * (u_n % 2), {(int)(0) + 64, (int)((i_n * 128)), (int)(i_h), (int)(i_b)});
           }
         }
         else {
+          ptc::mbarrier_wait_parity(smem + 147512u + 8u * (u_n % 2), ((uint32_t)((u_n / 2) & 1) ^ 1u));  // empty:v_smem is free
           const __nv_bfloat16* g = g_V + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + ((i_n * 128) * 128)));
           ptc::copy_tile_to_tma_layout<__nv_bfloat16, 128, 128, 128, 16384>(smem + 81920u + (u_n % 2) * 32768u, g, (int)(128), (int)(1), ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_T) - (long long)((i_n * 128)), 128LL) : 0), 128, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores

@@ -81,31 +81,33 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     {
       const int trips_k = (int)ptc::tiles(d_K, 64);
       for (int i_k = 0; i_k < trips_k; ++i_k) {
-        ptc::mbarrier_wait_parity(smem + 98328u + 8u * (u_k % 3), ((uint32_t)((u_k / 3) & 1) ^ 1u));  // empty:A_smem is free
         // load_A: 1 box(es) of map_load_A, 16384 bytes
         if (ALIGNED) {
           if (tid % 128 == 0) {
+            ptc::mbarrier_wait_parity(smem + 98328u + 8u * (u_k % 3), ((uint32_t)((u_k / 3) & 1) ^ 1u));  // empty:A_smem is free
             ptc::mbarrier_arrive_expect_tx(smem + 98304u + 8u * (u_k % 3), 16384u);
             ptc::tma_load<2>(smem + (u_k % 3) * 16384u, &map_load_A, smem + 98304u + 8u * (u_k % 3), {(int)((i_k * 64)), (int)((i_i * 128))});
           }
         }
         else {
+          ptc::mbarrier_wait_parity(smem + 98328u + 8u * (u_k % 3), ((uint32_t)((u_k / 3) & 1) ^ 1u));  // empty:A_smem is free
           const __half* g = g_A + ((((i_i * 128) * d_K) + (i_k * 64)));
           ptc::copy_tile_to_tma_layout<__half, 128, 64, 128, 16384>(smem + (u_k % 3) * 16384u, g, (int)(d_K), (int)(1), (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL), (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
           ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
           if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 98304u + 8u * (u_k % 3));
         }
-        ptc::mbarrier_wait_parity(smem + 98376u + 8u * (u_k % 3), ((uint32_t)((u_k / 3) & 1) ^ 1u));  // empty:B_smem is free
         // load_B: 2 box(es) of map_load_B, 16384 bytes
         if (ALIGNED) {
           if (tid % 128 == 0) {
+            ptc::mbarrier_wait_parity(smem + 98376u + 8u * (u_k % 3), ((uint32_t)((u_k / 3) & 1) ^ 1u));  // empty:B_smem is free
             ptc::mbarrier_arrive_expect_tx(smem + 98352u + 8u * (u_k % 3), 16384u);
             ptc::tma_load<2>(smem + 49152u + (u_k % 3) * 16384u, &map_load_B, smem + 98352u + 8u * (u_k % 3), {(int)((i_j * 128)), (int)((i_k * 64))});
             ptc::tma_load<2>(smem + 49152u + (u_k % 3) * 16384u + 8192u, &map_load_B, smem + 98352u + 8u * (u_k % 3), {(int)((i_j * 128)) + 64, (int)((i_k * 64))});
           }
         }
         else {
+          ptc::mbarrier_wait_parity(smem + 98376u + 8u * (u_k % 3), ((uint32_t)((u_k / 3) & 1) ^ 1u));  // empty:B_smem is free
           const __half* g = g_B + ((((i_k * 64) * d_N) + (i_j * 128)));
           ptc::copy_tile_to_tma_layout<__half, 64, 128, 128, 8192>(smem + 49152u + (u_k % 3) * 16384u, g, (int)(d_N), (int)(1), (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL), (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores

@@ -185,6 +185,9 @@ class BodyPrinter(SpecializedOps):
         b = self.buffers[home.buffer]
         rows, cols, row_bytes, swz = self.tile_shape(b)
         esize = DTYPE_BYTES[b.dtype]
+        coords = list(coords)
+        if home.split and coords:   # the consumer warpgroup's rows of the tile
+            coords[0] = f"({coords[0]}) + {self.index_override['%row0']}"
         if len(b.shape) == 2:
             row, col = coords
         elif len(b.shape) == 1:

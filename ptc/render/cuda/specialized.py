@@ -4,6 +4,7 @@ waits and arrivals, wgmma tiles and waits, named barriers. A mixin of BodyPrinte
 from __future__ import annotations
 
 from ...lower import ir
+from ...sema import typed as T
 from ..cexpr import CTYPES
 from .layouts import struct_name
 
@@ -72,7 +73,9 @@ class SpecializedOps:
         slot = self.slot_address(op.buffer, op.loop)
         self.emit(f"// {op.task}: {op.panels} box(es) of {op.map}, {op.bytes} bytes")
         with self.block("if (ALIGNED)"):
-            with self.block("if (tid % 128 == 0)"):   # one thread issues
+            with self.block("if (tid % 128 == 0)"):   # one thread waits and issues
+                for w in op.waits:
+                    self.MbarrierWait(w)
                 self.emit(f"ptc::mbarrier_arrive_expect_tx({bar}, {op.bytes}u);")
                 for p in range(op.panels):
                     coords = [f"(int)({self.scalar_expr(c)})" for c in op.coords]
@@ -82,17 +85,59 @@ class SpecializedOps:
                     self.emit(f"ptc::tma_load<{len(coords)}>({dst}, &{op.map}, {bar}, "
                               f"{{{', '.join(coords)}}});")
         with self.block("else"):   # no tensor map: the warpgroup copies, fences, arrives
+            for w in op.waits:
+                self.MbarrierWait(w)
             tile = op.tile
             lay = b.layout
             ctype = CTYPES[tile.dtype]
             origin, rs, cs, rows_left, cols_left = self.tile_bounds(tile, None, 0)
             self.emit(f"const {ctype}* g = g_{tile.tensor} + ({origin});")
-            self.emit(f"ptc::copy_tile_to_tma_layout<{ctype}, {lay.rows}, {lay.cols}, "
-                      f"{lay.span}, {lay.panel_bytes}>({slot}, g, (int)({rs}), (int)({cs}), "
-                      f"{rows_left}, {cols_left}, tid % 128);")
+            if lay.swizzle == "tma":
+                self.emit(f"ptc::copy_tile_to_tma_layout<{ctype}, {lay.rows}, {lay.cols}, "
+                          f"{lay.span}, {lay.panel_bytes}>({slot}, g, (int)({rs}), "
+                          f"(int)({cs}), {rows_left}, {cols_left}, tid % 128);")
+            else:       # stored densely, as TMA without a swizzle does
+                self.emit(f"ptc::copy_tile_sync<{ctype}, {lay.rows}, {lay.cols}, 128, "
+                          f"{lay.row_bytes}, false>({slot}, g, (int)({rs}), (int)({cs}), "
+                          f"{rows_left}, {cols_left}, 0.0f, tid % 128);")
             self.emit("ptc::fence_proxy_async();  // generic stores, read by the tensor cores")
             self.emit("ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in")
             self.emit(f"if (tid % 128 == 0) ptc::mbarrier_arrive({bar});")
+
+    def ProducerCopy(self, op: ir.ProducerCopy) -> None:
+        b = self.buffers[op.buffer]
+        tile = op.tile
+        rows, cols, row_bytes, swz = self.tile_shape(b)
+        ctype = CTYPES[tile.dtype]
+        bar = self.barrier_address(op.barrier, op.loop, b.slots)
+        slot = self.slot_address(op.buffer, op.loop)
+        origin, rs, cs, rows_left, cols_left = self.tile_bounds(tile, None, 0)
+        self.emit(f"// {op.task}: {tile.tensor}[{tile.rows}x{tile.cols}] -> {op.buffer}, "
+                  "by the producer warpgroup's cp.async (no TMA box takes it)")
+        with self.block(""):
+            self.emit(f"const {ctype}* g = g_{tile.tensor} + ({origin});")
+            self.emit(f"ptc::copy_tile_async<{ctype}, {rows}, {cols}, 1, 128, {row_bytes}, "
+                      f"{'true' if swz else 'false'}>({slot}, g, (int)({rs}), {rows_left}, "
+                      f"{cols_left}, tid % 128);")
+            self.emit("ptc::cp_async_commit();")
+            self.emit("ptc::cp_async_wait<0>();")
+            self.emit("ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in")
+            self.emit(f"if (tid % 128 == 0) ptc::mbarrier_arrive({bar});")
+
+    def StageOperand(self, op: ir.StageOperand) -> None:
+        home, lay = self.register_tile(op.value)
+        b = self.buffers[op.buffer]
+        sl = b.layout
+        ctype = CTYPES[b.dtype]
+        rd = self.renderer(home.layout)
+        value = rd.render(T.Var(op.value, T.TileType(home.dtype)), ["c0", "c1"])
+        self.emit(f"// {op.task}: {op.value} to {op.buffer}, where wgmma reads it")
+        with self.unrolled(struct_name(home.layout)):
+            self.coords(home.layout)
+            self.emit(f"ptc::st_shared<{ctype}>({self.slot_address(op.buffer)} + "
+                      f"ptc::tma_offset<{sl.span}, {sl.panel_bytes}>(c0, c1 * {sl.elem_bytes}), "
+                      f"ptc::from_f32<{ctype}>({value}));")
+        self.emit("ptc::fence_proxy_async();  // generic stores, read by the tensor cores")
 
     def MbarrierWait(self, op: ir.MbarrierWait) -> None:
         self.emit(f"ptc::mbarrier_wait_parity({self.barrier_address(op.barrier, op.loop, op.slots)}, "
@@ -100,8 +145,12 @@ class SpecializedOps:
                   + (" is free" if op.free else ""))
 
     def MbarrierArrive(self, op: ir.MbarrierArrive) -> None:
-        self.emit(f"if (tid % 128 == 0) ptc::mbarrier_arrive("
-                  f"{self.barrier_address(op.barrier, op.loop, op.slots)});  // {op.barrier}")
+        bar = self.barrier_address(op.barrier, op.loop, op.slots)
+        if op.per_warp:
+            self.emit("__syncwarp();  // this warp's reads of the slot are done")
+            self.emit(f"if (lane == 0) ptc::mbarrier_arrive({bar});  // {op.barrier}, per warp")
+        else:
+            self.emit(f"if (tid % 128 == 0) ptc::mbarrier_arrive({bar});  // {op.barrier}")
 
     def smem_operand(self, o: ir.WgmmaOperand, rows: int) -> str:
         home = self.values[o.value]

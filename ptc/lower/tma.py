@@ -1,0 +1,99 @@
+"""Which loads one TMA box (per 128-byte panel) moves, and how (docs/sm90.md).
+
+    box = tma_box(kernel, tiles, load)    # TmaBox, or a string saying why TMA cannot
+
+Read by the plan construction (a warp-specialized producer loads a tile by TMA where a box
+takes it, else with per-thread copies) and by the lowering (the box, the tensor map, the
+layout TMA writes). cuTensorMapEncodeTiled takes boxes of rank 1 to 5 whose innermost
+extent is whole 16-byte chunks, and fills out-of-bounds elements with zero only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..sema import typed as T
+from ..sema.dtypes import DTYPE_BYTES
+from .swizzle import SmemLayout, tma_layout
+from .tiles import TileError, const, dim_expr, divisible, extent_value, mul
+
+MAX_RANK = 5
+
+
+@dataclass(frozen=True)
+class TmaBox:
+    box: tuple[int, ...]      # elements per tensor dim, outermost first (one panel's box:
+                              # the innermost extent is at most a panel's columns)
+    layout: SmemLayout        # how the tile lands in shared memory
+    strides: tuple[T.TExpr, ...]   # bytes between indices of each dim but the innermost,
+                                   # innermost first (the tensor map's globalStrides)
+    conditions: tuple[T.TExpr, ...]   # runtime dims that must make them 16-byte multiples
+
+
+def tensor_strides(kernel: T.TypedKernel, tensor: str) -> tuple[T.TExpr, ...]:
+    """The byte strides of a row-major tensor's dims but the innermost, innermost first."""
+    t = kernel.tensor(tensor)
+    out, acc = [], const(DTYPE_BYTES[t.dtype])
+    for d in reversed(t.dims[1:]):
+        acc = mul(acc, dim_expr(kernel, d))
+        out.append(acc)
+    return tuple(out)
+
+
+def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
+    if load.pad != 0.0:
+        return f"TMA fills out-of-bounds elements with zero, not {load.pad}"
+    tensor = kernel.tensor(load.tensor)
+    if not 1 <= len(tensor.dims) <= MAX_RANK:
+        return f"TMA takes tensors of rank 1 to {MAX_RANK}, not {len(tensor.dims)}"
+    try:
+        box = []
+        for item in load.index:
+            if isinstance(item, T.TileSlice):
+                box.append(extent_value(kernel, tiles, item.size))
+            elif isinstance(item, T.Point):
+                box.append(1)
+            else:
+                box.append(extent_value(kernel, tiles, item.extent))
+        shape = [extent_value(kernel, tiles, e) for e in load.type.shape]
+    except TileError as exc:
+        return str(exc)
+    esize = DTYPE_BYTES[tensor.dtype]
+    if box[-1] * esize % 16:
+        return (f"its innermost extent ({box[-1]} x {esize} bytes) is not whole 16-byte "
+                "chunks")
+    if len([x for x in box if x > 1]) > 2 or len(shape) > 2:
+        return "it spans more than two dims of the tensor"
+    rows, cols = shape if len(shape) == 2 else (1, shape[0])
+    if cols != box[-1]:
+        return "its columns are not the tensor's innermost dim"
+    layout = tma_layout(rows, cols, tensor.dtype)
+    if layout is None:
+        return (f"no box takes a {rows} x {cols} {tensor.dtype} tile (rows of whole 16-byte "
+                "chunks, at most 256 rows)")
+    strides = tensor_strides(kernel, load.tensor)
+    conditions: list[T.TExpr] = []
+    for st in strides:
+        known, conds = divisible(st, 16)
+        if not known:
+            return f"a row of {tensor.name} is never a whole number of 16-byte chunks"
+        conditions += [c for c in conds if isinstance(c, T.Scalar)]
+    box[-1] = min(box[-1], layout.panel_cols)
+    return TmaBox(tuple(box), layout, strides, tuple(conditions))
+
+
+def per_thread_copy(kernel: T.TypedKernel, load: T.Load) -> str | None:
+    """None when a load the producer's threads copy can go by cp.async (4-byte elements
+    or wider, one per copy, zero past the edges: a tile whose columns are the tensor's
+    innermost dim, or a scalar), else why not."""
+    esize = DTYPE_BYTES[kernel.tensor(load.tensor).dtype]
+    if esize < 4:
+        return f"cp.async moves at least 4 bytes, and its elements are {esize}"
+    if load.pad != 0.0:
+        return f"cp.async fills past the edges with zero, not {load.pad}"
+    sliced = [i for i in load.index if not isinstance(i, T.Point)]
+    if sliced and isinstance(load.index[-1], T.Point):
+        return "its columns are not the tensor's innermost dim"
+    return None
+
+
+__all__ = ["TmaBox", "tma_box", "tensor_strides", "per_thread_copy"]
