@@ -261,7 +261,8 @@ class StoreTile:
 @dataclass(frozen=True)
 class Loop:
     """for var in [0, trips): trips = ceil(min(dim, until) / size). A pipelined loop has
-    its first `stages - 1` iterations' copies issued before it (`fill`)."""
+    its first `stages - 1` iterations' copies issued before it (`fill`); a loop that keeps
+    a wgmma group in flight waits for the last one after it (`drain`)."""
 
     var: str
     size: int
@@ -270,6 +271,7 @@ class Loop:
     body: tuple["Op", ...]
     stages: int = 1
     fill: tuple["Op", ...] = ()
+    drain: tuple["Op", ...] = ()     # after the last iteration, where trips_<var> is known
 
 
 @dataclass(frozen=True)
@@ -383,6 +385,11 @@ class MbarrierArrive:
     loop: str
     slots: int
     per_warp: bool = False
+    # releases the slot of the use `lag` before this one (the wgmma that read it is done
+    # only now): in the loop, from iteration `lag` on; after it (`after_loop`), when the
+    # loop ran at least `lag` times
+    lag: int = 0
+    after_loop: bool = False
 
 
 @dataclass(frozen=True)
@@ -415,9 +422,21 @@ class Wgmma:
 
 @dataclass(frozen=True)
 class WgmmaWait:
-    """Wait until at most `pending` wgmma groups of this thread are in flight."""
+    """Wait until at most `pending` wgmma groups of this thread are in flight; `values`,
+    the accumulators of the groups it waits for, are pinned after it (PinAccumulators)."""
 
     pending: int
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PinAccumulators:
+    """No instruction that reads or writes these wgmma accumulators moves across this
+    point: the compiler sees no dependence between a wgmma's registers and its fence or
+    wait, and would otherwise read them before the wait, or define them inside a wgmma's
+    span from fence to wait (where ptxas serializes the wgmmas, C7515)."""
+
+    values: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -454,7 +473,7 @@ class Specialized:
 Op = Union[CopyTile, CommitGroup, WaitGroups, Barrier, Compute, Reduce, WarpCombine, Mma,
            SimtMatmul, LoadFragments, StoreTile, SpillTile, FillTile, Loop, InitBarriers,
            TmaLoad, ProducerCopy, StageOperand, MbarrierWait, MbarrierArrive, Wgmma, WgmmaWait,
-           NamedBarrier, Specialized]
+           PinAccumulators, NamedBarrier, Specialized]
 
 
 # ---- the kernel ---------------------------------------------------------------------------
@@ -548,6 +567,7 @@ def walk(ops) -> list:
             out.extend(walk(op.fill))
             out.append(op)
             out.extend(walk(op.body))
+            out.extend(walk(op.drain))
         elif isinstance(op, Specialized):
             out.append(op)
             for role in op.roles:

@@ -61,6 +61,9 @@ def _ops(ops, depth: int) -> list[str]:
                 out += _ops(op.fill, depth + 1)
             out.append(f"{pad}for {op.var}: {op.size} of {op.dim}{until}{stages}")
             out += _ops(op.body, depth + 1)
+            if op.drain:
+                out.append(f"{pad}after {op.var}:")
+                out += _ops(op.drain, depth + 1)
         elif isinstance(op, ir.InitBarriers):
             out.append(f"{pad}init mbarriers (one thread), then __syncthreads")
             out += [f"{pad}  {b.name}: {b.slots} x {b.arrivals} arrival(s) at {b.offset}"
@@ -149,7 +152,7 @@ def _specialized_op(op) -> str:
         slot = f"[{op.loop}]" if op.loop else ""
         return f"wait {op.barrier}{slot}" + (" is free" if op.free else "")
     if isinstance(op, ir.MbarrierArrive):
-        slot = f"[{op.loop}]" if op.loop else ""
+        slot = f"[{op.loop} - {op.lag}]" if op.lag else (f"[{op.loop}]" if op.loop else "")
         return f"arrive {op.barrier}{slot}" + (" (each warp)" if op.per_warp else "")
     if isinstance(op, ir.Wgmma):
         def operand(o):
@@ -160,7 +163,10 @@ def _specialized_op(op) -> str:
         return (f"{op.out} = {add}{operand(op.a)} @ {operand(op.b)} on wgmma m64n{op.n}k16, "
                 f"{op.mi} atom(s) along m, {op.ks} k-steps  # {op.task}")
     if isinstance(op, ir.WgmmaWait):
-        return f"wgmma wait <= {op.pending} groups pending"
+        pinned = f", then pin {', '.join(op.values)}" if op.values else ""
+        return f"wgmma wait <= {op.pending} groups pending{pinned}"
+    if isinstance(op, ir.PinAccumulators):
+        return f"pin {', '.join(op.values)} in registers"
     if isinstance(op, ir.NamedBarrier):
         return f"named barrier (the warpgroup)  # {op.why}"
     return repr(op)

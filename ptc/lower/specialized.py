@@ -284,6 +284,9 @@ class _Build(Builder):
         total = align_up(offset, 16)
         buffers = {b.name: b for b in placed}
         consumer = _named_barriers(place_sync(consumer, buffers, self.values))
+        consumer = _one_group_in_flight(consumer)
+        consumer = _pinned(consumer, {op.out for op in ir.walk(consumer)
+                                      if isinstance(op, ir.Wgmma)})
         registers = estimate_registers(consumer, self)
         budget = self.spec.consumer.registers
         if registers > budget:
@@ -442,7 +445,9 @@ class _Build(Builder):
                                     f"shared memory or its fragment registers; {name} is "
                                     "neither")
         return staged + [ir.Wgmma(s.task, s.stmt.name, add_name, operands[0], operands[1], n,
-                                  m // 64, k // 16, mm.lhs.type.dtype), ir.WgmmaWait(0)]
+                                  m // 64, k // 16, mm.lhs.type.dtype),
+                         ir.WgmmaWait(0, (s.stmt.name,) + tuple(
+                             o.value for o in operands if o.in_registers))]
 
     def stage(self, task: str, name: str, home: ir.RegTile) -> list:
         """B computed in registers: written to shared memory where wgmma reads it (each
@@ -550,6 +555,61 @@ class _Producer:
         tile = global_tile(kernel, self.b.spec.tiles, s.value.tensor, s.value.index)
         return ir.TmaLoad(t.name, buf.name, name, tuple(reversed(coords)), lay.panels,
                           lay.panel_cols, lay.panel_bytes, lay.bytes, full, loop, tile)
+
+
+def _one_group_in_flight(ops) -> tuple:
+    """A loop that only feeds one wgmma (waits for its slots, multiplies into an
+    accumulator, releases the slots) keeps that wgmma in flight while the next is issued:
+    it waits for all but the newest group and releases the slots of the use before; after
+    the loop it waits for the last and releases its slots (FlashAttention-3 and CUTLASS's
+    mainloops). The tensor cores then never wait for the issue of the next wgmma."""
+    out = []
+    for op in ops:
+        if isinstance(op, ir.Loop):
+            op = replace(op, body=_one_group_in_flight(op.body))
+            op = _deferred_release(op) or op
+        out.append(op)
+    return tuple(out)
+
+
+def _deferred_release(loop: ir.Loop) -> ir.Loop | None:
+    body = loop.body
+    kinds = (ir.MbarrierWait, ir.Wgmma, ir.WgmmaWait, ir.MbarrierArrive)
+    if not all(isinstance(op, kinds) for op in body):
+        return None
+    mmas = [i for i, op in enumerate(body) if isinstance(op, ir.Wgmma)]
+    if len(mmas) != 1:
+        return None
+    i = mmas[0]
+    mma = body[i]
+    rest = body[i + 1:]
+    if mma.addend != mma.out or mma.a.in_registers or not rest or \
+            not isinstance(rest[0], ir.WgmmaWait) or rest[0].pending != 0 or \
+            any(isinstance(op, ir.MbarrierWait) for op in rest):
+        return None
+    arrives = [op for op in rest[1:] if isinstance(op, ir.MbarrierArrive)]
+    if any(a.per_warp or a.lag or a.loop != loop.var for a in arrives) or \
+            len(arrives) != len(rest) - 1:
+        return None
+    return replace(loop, body=body[:i + 1] + (ir.WgmmaWait(1, (mma.out,)),) +
+                   tuple(replace(a, lag=1) for a in arrives),
+                   drain=loop.drain + (ir.WgmmaWait(0, (mma.out,)),) +
+                   tuple(replace(a, lag=1, after_loop=True) for a in arrives))
+
+
+def _pinned(ops, accumulators: set[str]) -> tuple:
+    """Pin a wgmma accumulator after each CUDA-core definition of it (its zero fill, a
+    rescale): ir.PinAccumulators."""
+    out = []
+    for op in ops:
+        if isinstance(op, ir.Loop):
+            op = replace(op, body=_pinned(op.body, accumulators),
+                         fill=_pinned(op.fill, accumulators),
+                         drain=_pinned(op.drain, accumulators))
+        out.append(op)
+        if isinstance(op, ir.Compute) and op.target in accumulators:
+            out.append(ir.PinAccumulators((op.target,)))
+    return tuple(out)
 
 
 def _named_barriers(ops) -> tuple:

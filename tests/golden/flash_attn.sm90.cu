@@ -174,6 +174,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     for (int r = 0; r < L_o_c::SIZE; ++r) {
       v_o[r] = 0.0f;
     }
+    ptc::wgmma_fence_operands<64>(v_o);  // o stays in its registers here
     // mx = ...  (simt_o)
     #pragma unroll
     for (int r = 0; r < L_s_c_s1::SIZE; ++r) {
@@ -193,6 +194,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // mma_s: %s_mma = q @ k on wgmma m64n128k16, 1 atom(s) along m, 8 k-steps
         ptc::wgmma_tile_ss<128, 1, 8, true, 0, 0>(t_s_mma, ptc::SmemOperand<false, 128, 8192>{smem + 65536u, 0}, ptc::SmemOperand<false, 128, 16384>{smem + (u_n % 2) * 32768u, 0}, false);
         ptc::wgmma_wait<0>();
+        ptc::wgmma_fence_operands<64>(t_s_mma);  // %s_mma stays in its registers here
         if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 147472u + 8u * (u_n % 2));  // empty:k_smem
         // s = ...  (simt_s)
         #pragma unroll
@@ -280,6 +282,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         }
         ptc::wgmma_tile_rs<128, 1, 8, true, 1>(v_o, ptc::RegOperand<8>{t_o2}, ptc::SmemOperand<true, 128, 16384>{smem + 81920u + (u_n % 2) * 32768u, 0}, true);
         ptc::wgmma_wait<0>();
+        ptc::wgmma_fence_operands<64>(v_o);  // o stays in its registers here
+        ptc::wgmma_fence_operands<32>(t_o2);  // %o2 stays in its registers here
         if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 147512u + 8u * (u_n % 2));  // empty:v_smem
         ++u_n;
       }

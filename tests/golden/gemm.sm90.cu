@@ -130,6 +130,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     for (int r = 0; r < L_acc_c::SIZE; ++r) {
       v_acc[r] = 0.0f;
     }
+    ptc::wgmma_fence_operands<64>(v_acc);  // acc stays in its registers here
     // for k: 64 of K
     {
       const int trips_k = (int)ptc::tiles(d_K, 64);
@@ -138,10 +139,23 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::mbarrier_wait_parity(smem + 98352u + 8u * (u_k % 3), (uint32_t)((u_k / 3) & 1));  // full:B_smem
         // mma_acc: acc = acc + %A @ %B on wgmma m64n128k16, 1 atom(s) along m, 4 k-steps
         ptc::wgmma_tile_ss<128, 1, 4, false, 0, 1>(v_acc, ptc::SmemOperand<false, 128, 16384>{smem + (u_k % 3) * 16384u, part * 64}, ptc::SmemOperand<true, 128, 8192>{smem + 49152u + (u_k % 3) * 16384u, 0}, true);
-        ptc::wgmma_wait<0>();
-        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 98328u + 8u * (u_k % 3));  // empty:A_smem
-        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 98376u + 8u * (u_k % 3));  // empty:B_smem
+        ptc::wgmma_wait<1>();
+        ptc::wgmma_fence_operands<64>(v_acc);  // acc stays in its registers here
+        if (i_k >= 1) {
+          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 98328u + 8u * ((u_k - 1) % 3));  // empty:A_smem: the use 1 before
+        }
+        if (i_k >= 1) {
+          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 98376u + 8u * ((u_k - 1) % 3));  // empty:B_smem: the use 1 before
+        }
         ++u_k;
+      }
+      ptc::wgmma_wait<0>();
+      ptc::wgmma_fence_operands<64>(v_acc);  // acc stays in its registers here
+      if (trips_k >= 1) {
+        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 98328u + 8u * ((u_k - 1) % 3));  // empty:A_smem: the use 1 before, the loop's last
+      }
+      if (trips_k >= 1) {
+        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 98376u + 8u * ((u_k - 1) % 3));  // empty:B_smem: the use 1 before, the loop's last
       }
     }
     // %C = ...  (simt_C)

@@ -176,6 +176,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     for (int r = 0; r < L_acc_c::SIZE; ++r) {
       v_acc[r] = 0.0f;
     }
+    ptc::wgmma_fence_operands<32>(v_acc);  // acc stays in its registers here
     // for n: 128 of N
     {
       const int trips_n = (int)ptc::tiles(d_N, 128);
@@ -185,6 +186,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         for (int r = 0; r < L_t_c::SIZE; ++r) {
           v_t[r] = 0.0f;
         }
+        ptc::wgmma_fence_operands<64>(v_t);  // t stays in its registers here
         // for k: 64 of K
         {
           const int trips_k = (int)ptc::tiles(d_K, 64);
@@ -193,10 +195,23 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             ptc::mbarrier_wait_parity(smem + 81952u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:B_smem
             // mma_t: t = t + %A @ %B on wgmma m64n128k16, 1 atom(s) along m, 4 k-steps
             ptc::wgmma_tile_ss<128, 1, 4, false, 0, 1>(v_t, ptc::SmemOperand<false, 128, 8192>{smem + (u_k % 2) * 8192u, 0}, ptc::SmemOperand<true, 128, 8192>{smem + 16384u + (u_k % 2) * 16384u, 0}, true);
-            ptc::wgmma_wait<0>();
-            if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 81936u + 8u * (u_k % 2));  // empty:A_smem
-            if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 81968u + 8u * (u_k % 2));  // empty:B_smem
+            ptc::wgmma_wait<1>();
+            ptc::wgmma_fence_operands<64>(v_t);  // t stays in its registers here
+            if (i_k >= 1) {
+              if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 81936u + 8u * ((u_k - 1) % 2));  // empty:A_smem: the use 1 before
+            }
+            if (i_k >= 1) {
+              if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 81968u + 8u * ((u_k - 1) % 2));  // empty:B_smem: the use 1 before
+            }
             ++u_k;
+          }
+          ptc::wgmma_wait<0>();
+          ptc::wgmma_fence_operands<64>(v_t);  // t stays in its registers here
+          if (trips_k >= 1) {
+            if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 81936u + 8u * ((u_k - 1) % 2));  // empty:A_smem: the use 1 before, the loop's last
+          }
+          if (trips_k >= 1) {
+            if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 81968u + 8u * ((u_k - 1) % 2));  // empty:B_smem: the use 1 before, the loop's last
           }
         }
         // %acc = ...  (simt_acc2)
@@ -214,6 +229,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // mma_acc: acc = acc + %acc @ %D on wgmma m64n64k16, 1 atom(s) along m, 8 k-steps
         ptc::wgmma_tile_rs<64, 1, 8, false, 1>(v_acc, ptc::RegOperand<8>{t_acc}, ptc::SmemOperand<true, 128, 16384>{smem + 49152u + (u_n % 2) * 16384u, 0}, true);
         ptc::wgmma_wait<0>();
+        ptc::wgmma_fence_operands<32>(v_acc);  // acc stays in its registers here
+        ptc::wgmma_fence_operands<32>(t_acc);  // %acc stays in its registers here
         if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 82000u + 8u * (u_n % 2));  // empty:D_smem
         ++u_n;
       }

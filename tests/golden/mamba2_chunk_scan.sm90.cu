@@ -266,6 +266,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     // mma_carried: carried = %C @ %prev_states on wgmma m64n64k16, 1 atom(s) along m, 8 k-steps
     ptc::wgmma_tile_ss<64, 1, 8, false, 0, 0>(v_carried, ptc::SmemOperand<false, 128, 16384>{smem, part * 64}, ptc::SmemOperand<false, 128, 8192>{smem + 32768u, 0}, false);
     ptc::wgmma_wait<0>();
+    ptc::wgmma_fence_operands<32>(v_carried);  // carried stays in its registers here
     ptc::mbarrier_wait_parity(smem + 120848u, 0u);  // full:cs_m_smem
     // acc = ...  (simt_acc)
     #pragma unroll
@@ -273,6 +274,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       const int c0 = L_carried_c::base0(lane, warp) + L_carried_c::off0(L_carried_c::slot0(r));
       v_acc[r] = (ptc::f32(v_carried[r]) * ptc::exp_sfu(ptc::f32(ptc::ld_shared<float>(smem + 49152u + ptc::tile_offset<512, false>(0, ((c0) + (part * 64)) * 4)))));
     }
+    ptc::wgmma_fence_operands<32>(v_acc);  // acc stays in its registers here
     // for s: 64 of L
     {
       const int trips_s = (int)ptc::tiles(min((long long)(d_L), (long long)(((i_m + 1) * 128))), 64);
@@ -322,6 +324,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // mma_acc: acc = acc + %acc @ %x on wgmma m64n64k16, 1 atom(s) along m, 4 k-steps
         ptc::wgmma_tile_rs<64, 1, 4, false, 1>(v_acc, ptc::RegOperand<4>{t_acc}, ptc::SmemOperand<true, 128, 8192>{smem + 87040u + (u_s % 2) * 8192u, 0}, true);
         ptc::wgmma_wait<0>();
+        ptc::wgmma_fence_operands<32>(v_acc);  // acc stays in its registers here
+        ptc::wgmma_fence_operands<16>(t_acc);  // %acc stays in its registers here
         if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 120968u + 8u * (u_s % 2));  // empty:x_smem
         ++u_s;
       }
@@ -335,6 +339,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       const int c1 = L_carried_c::base1(lane, warp) + L_carried_c::off1(L_carried_c::slot1(r));
       v_acc[r] = (ptc::f32(v_acc[r]) + (((float)(ptc::f32(ptc::ld_shared<__half>(smem + 104448u + ptc::tma_offset<128, 16384>((c0) + (part * 64), (c1) * 2))))) * ptc::f32(ptc::ld_shared<float>(smem + 103424u + ptc::tile_offset<4, false>(0, (0) * 4)))));
     }
+    ptc::wgmma_fence_operands<32>(v_acc);  // acc stays in its registers here
     // %out = ...  (simt_acc2)
     #pragma unroll
     for (int j = 0; j < L_carried_c::SIZE / 2; ++j) {

@@ -14,8 +14,8 @@ from ...lower import Capabilities, LoweredKernel, ir
 from ...sched.plan import Plan
 from ...sema import typed as T
 from ..cexpr import CTYPES, ExprRenderer
-from .body import BodyPrinter, RenderError, c_storage
-from .layouts import layout_struct
+from .body import BodyPrinter, RenderError
+from .layouts import c_storage, layout_struct
 from .specialized import tensor_map_setup
 
 CAPABILITIES = Capabilities(

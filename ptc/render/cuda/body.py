@@ -16,9 +16,8 @@ from ...sema import typed as T
 from ...sema.dtypes import DTYPE_BYTES
 from ..cexpr import CTYPES, ExprRenderer, literal
 from .specialized import SpecializedOps
-from .layouts import struct_name
+from .layouts import SIXTEEN_BIT, c_storage, struct_name
 
-SIXTEEN_BIT = ("f16", "bf16")
 # the instruction mma_sync.cuh issues for an atom and its input dtype
 MMA_INSTRUCTIONS = {("mma.sync.m16n8k16", "f16"): "ptc::Mma16816<false>",
                     ("mma.sync.m16n8k16", "bf16"): "ptc::Mma16816<true>",
@@ -37,15 +36,6 @@ def combine(op: str, a: str, b: str, dtype: str) -> str:
     if dtype in ("f32", "f16", "bf16"):
         return f"{'fmaxf' if op == 'max' else 'fminf'}({a}, {b})"
     return f"max({a}, {b})" if op == "max" else f"min({a}, {b})"
-
-
-def c_storage(home: ir.RegTile, lay: Layout) -> tuple[str, int, bool]:
-    """(C element type, array length, packed 16-bit pairs?) of a register tile."""
-    if home.dtype in SIXTEEN_BIT:
-        packed = lay.size % 2 == 0
-        return "uint32_t", (lay.size // 2 if packed else lay.size), packed
-    ctype = {"f32": "float", "tf32": "float", "i32": "int", "bool": "bool"}[home.dtype]
-    return ctype, max(lay.size, 1), False
 
 
 class BodyPrinter(SpecializedOps):
@@ -292,6 +282,7 @@ class BodyPrinter(SpecializedOps):
                 self.ops(op.body)
                 if op.var in self.use_counters:
                     self.emit(f"++u_{op.var};")
+            self.ops(op.drain)
 
     # ---- copies -----------------------------------------------------------------------------
     def tile_bounds(self, tile: ir.GlobalTile, ahead_var: str | None, ahead: int) -> tuple[str, str, str, str, str]:

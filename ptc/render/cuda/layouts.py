@@ -11,8 +11,20 @@ kernel indexes its register arrays with compile-time constants inside unrolled l
 """
 from __future__ import annotations
 
+from ...lower import ir
 from ...lower.layout import (Layout, register_index_expr, slot_offset_expr,
                              thread_offset_expr)
+
+SIXTEEN_BIT = ("f16", "bf16")
+
+
+def c_storage(home: ir.RegTile, lay: Layout) -> tuple[str, int, bool]:
+    """(C element type, array length, packed 16-bit pairs?) of a register tile."""
+    if home.dtype in SIXTEEN_BIT:
+        packed = lay.size % 2 == 0
+        return "uint32_t", (lay.size // 2 if packed else lay.size), packed
+    ctype = {"f32": "float", "tf32": "float", "i32": "int", "bool": "bool"}[home.dtype]
+    return ctype, max(lay.size, 1), False
 
 
 def struct_name(layout: str) -> str:

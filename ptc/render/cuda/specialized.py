@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...lower import ir
 from ...sema import typed as T
 from ..cexpr import CTYPES
-from .layouts import struct_name
+from .layouts import c_storage, struct_name
 
 
 class SpecializedOps:
@@ -15,9 +15,10 @@ class SpecializedOps:
     barrier_sets: dict = {}
     split_rows: int = 0
 
-    def barrier_address(self, name: str, loop: str, slots: int) -> str:
+    def barrier_address(self, name: str, loop: str, slots: int, lag: int = 0) -> str:
         b = self.barrier_sets[name]
-        slot = f" + 8u * ({self.iteration(loop)} % {slots})" if loop and slots > 1 else ""
+        it = f"({self.iteration(loop)} - {lag})" if lag else self.iteration(loop)
+        slot = f" + 8u * ({it} % {slots})" if loop and slots > 1 else ""
         return f"smem + {b.offset}u{slot}"
 
     def parity(self, loop: str, slots: int, free: bool) -> str:
@@ -145,7 +146,14 @@ class SpecializedOps:
                   + (" is free" if op.free else ""))
 
     def MbarrierArrive(self, op: ir.MbarrierArrive) -> None:
-        bar = self.barrier_address(op.barrier, op.loop, op.slots)
+        bar = self.barrier_address(op.barrier, op.loop, op.slots, op.lag)
+        if op.lag:
+            first = f"trips_{op.loop}" if op.after_loop else f"i_{op.loop}"
+            with self.block(f"if ({first} >= {op.lag})"):
+                self.emit(f"if (tid % 128 == 0) ptc::mbarrier_arrive({bar});  // {op.barrier}: "
+                          f"the use {op.lag} before" + (", the loop's last" if op.after_loop
+                                                        else ""))
+            return
         if op.per_warp:
             self.emit("__syncwarp();  // this warp's reads of the slot are done")
             self.emit(f"if (lane == 0) ptc::mbarrier_arrive({bar});  // {op.barrier}, per warp")
@@ -186,6 +194,15 @@ class SpecializedOps:
 
     def WgmmaWait(self, op: ir.WgmmaWait) -> None:
         self.emit(f"ptc::wgmma_wait<{op.pending}>();")
+        if op.values:
+            self.PinAccumulators(ir.PinAccumulators(op.values))
+
+    def PinAccumulators(self, op: ir.PinAccumulators) -> None:
+        for v in op.values:
+            home, lay = self.register_tile(v)
+            _, length, _ = c_storage(home, lay)
+            self.emit(f"ptc::wgmma_fence_operands<{length}>({home.name});  // {v} stays in "
+                      "its registers here")
 
     def NamedBarrier(self, op: ir.NamedBarrier) -> None:
         self.emit(f"ptc::named_barrier(1 + part, 128);  // {op.why}")

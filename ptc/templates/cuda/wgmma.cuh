@@ -61,6 +61,30 @@ __device__ __forceinline__ void wgmma_fence() {
 #endif
 }
 
+// Pins the accumulators in their registers around a wgmma batch (an empty asm that reads
+// and writes each): the compiler may not move their definitions or uses into the span
+// from the fence to the wait, where ptxas would serialize the wgmmas (C7515).
+// The same for the A fragments of a register-sourced wgmma (RS): they must not be redefined
+// before its wait.
+template <int SIZE>
+__device__ __forceinline__ void wgmma_fence_operands(float* acc) {
+#ifndef PTC_EMULATE
+#pragma unroll
+  for (int i = 0; i < SIZE; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+#else
+  (void)acc;
+#endif
+}
+template <int SIZE>
+__device__ __forceinline__ void wgmma_fence_operands(uint32_t* regs) {
+#ifndef PTC_EMULATE
+#pragma unroll
+  for (int i = 0; i < SIZE; ++i) asm volatile("" : "+r"(regs[i])::"memory");
+#else
+  (void)regs;
+#endif
+}
+
 __device__ __forceinline__ void wgmma_commit() {
 #ifdef PTC_EMULATE
   ::ptc::emu::wgmma_commit();
@@ -121,6 +145,7 @@ __device__ __forceinline__ void wgmma_rs(float* d, const uint32_t* a, uint64_t d
 template <int N, int MI, int KS, bool BF16, int TRANS_B, class B>
 __device__ __forceinline__ void wgmma_tile_rs(float* acc, const RegOperand<KS>& a, const B& b,
                                               bool accumulate) {
+  wgmma_fence_operands<MI * N / 2>(acc);
   wgmma_fence();
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks)
@@ -129,10 +154,12 @@ __device__ __forceinline__ void wgmma_tile_rs(float* acc, const RegOperand<KS>& 
       wgmma_rs<N, BF16, TRANS_B>(acc + mi * (N / 2), a.regs(mi, ks), b.desc(0, ks * 16),
                                  (accumulate || ks > 0) ? 1 : 0);
   wgmma_commit();
+  wgmma_fence_operands<MI * N / 2>(acc);
 }
 
 template <int N, int MI, int KS, bool BF16, int TRANS_A, int TRANS_B, class A, class B>
 __device__ __forceinline__ void wgmma_tile_ss(float* acc, const A& a, const B& b, bool accumulate) {
+  wgmma_fence_operands<MI * N / 2>(acc);
   wgmma_fence();
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks)
@@ -141,6 +168,7 @@ __device__ __forceinline__ void wgmma_tile_ss(float* acc, const A& a, const B& b
       wgmma_ss<N, BF16, TRANS_A, TRANS_B>(acc + mi * (N / 2), a.desc(mi * 64, ks * 16),
                                           b.desc(0, ks * 16), (accumulate || ks > 0) ? 1 : 0);
   wgmma_commit();
+  wgmma_fence_operands<MI * N / 2>(acc);
 }
 
 }  // namespace ptc
