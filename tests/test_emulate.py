@@ -52,6 +52,10 @@ VARIANTS = {
     "sm90-ws": (SM90, Choice("warp_specialized", 2, 1), "edge"),
     "sm90-ws-tma": (SM90, Choice("warp_specialized", 3, 1), "smoke"),
     "sm90-ws-2consumers": (SM90, Choice("warp_specialized", 2, 2), "smoke"),
+    # the plan the search builds at the benchmark shape (its tiles and style), at small
+    # shapes: what `ptc compile --target sm90` emits, on the emulator
+    "sm90-bench-plan": (SM90, "bench", "smoke"),
+    "sm90-bench-plan-edge": (SM90, "bench", "edge"),
 }
 # two consumer warpgroups divide 128 rows
 ROWS_128 = {"gemm": "BM", "matmul_sum": "BM", "flash_attn": "BM", "flash_attn_causal": "BM",
@@ -71,9 +75,12 @@ class Case:
         self.name, self.variant = name, variant
         device, choice, shape = VARIANTS[variant]
         tiles = dict(SMOKE[name][1])
-        if choice is not None and choice.style == "warp_specialized":
+        bench = choice == "bench"
+        if bench:
+            tiles, choice = bench_plan(name, device)
+        if not bench and choice is not None and choice.style == "warp_specialized":
             tiles.update(WS_TILES.get(name, {}))
-        if choice is not None and choice.consumers > 1:
+        if not bench and choice is not None and choice.consumers > 1:
             if name not in ROWS_128:
                 self.skip = f"{name} has no 128-row tile for two consumer warpgroups"
                 return
@@ -97,6 +104,17 @@ class Case:
         self.tiles = dict(self.plan.tiles)
         self.inputs = F.make_inputs(name, self.shapes, np.random.default_rng(1))
         self.dims = {d.name: self.shapes[d.name] for d in self.kernel.dims}
+
+
+@lru_cache(maxsize=None)
+def bench_plan(name: str, device) -> tuple[dict, Choice]:
+    """(tiles, choice) of the plan built for `name` at its benchmark shape."""
+    kernel = check_file(SAMPLES / f"{name}.pt").kernels[0]
+    result = schedule(kernel, device.name)
+    for cand in result.ranked:
+        if can_render(cand.plan, device) is None:
+            return dict(cand.tiles), cand.choice
+    pytest.fail(f"no renderable {device.name} plan for {name}")
 
 
 def best_renderable(kernel, shapes, device=DEVICE):
