@@ -1,7 +1,7 @@
 # Two entry points, both self-contained on a fresh machine:
 #   make samples  -- set up; check every sample, run it on the reference interpreter,
 #                    schedule it for every target (plans in out/plans/) and build its
-#                    CUDA for sm80 with nvcc (out/cuda/)
+#                    CUDA for sm80 and sm90a with nvcc (out/cuda/, out/cuda-sm90/)
 #   make test     -- set up and run the whole test suite
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -42,6 +42,10 @@ samples: setup
 	  $(PTC) build $$f --target sm80 -o out/cuda/$$name > out/cuda.$$name.log 2>&1 \
 	    || { cat out/cuda.$$name.log; exit 1; }; \
 	  tail -n 1 out/cuda.$$name.log; \
+	  echo "$(PTC) build $$f --target sm90 -o out/cuda-sm90/$$name"; \
+	  $(PTC) build $$f --target sm90 -o out/cuda-sm90/$$name > out/cuda-sm90.$$name.log 2>&1 \
+	    || { cat out/cuda-sm90.$$name.log; exit 1; }; \
+	  tail -n 1 out/cuda-sm90.$$name.log; \
 	done
 
 test: setup

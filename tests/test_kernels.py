@@ -7,6 +7,9 @@ formula (tests/kernels/formulas.py) at an odd, ragged shape. For every kernel:
   nvcc      its sm80 CUDA builds with nvcc, without spills
   emulate   its sm80 CUDA, run on the CPU (ptc.render.emulate), matches the formula, with
             threads in order and shuffled
+  emulate90 the same for the sm90 CUDA `ptc compile` emits, and for the best
+            warp-specialized sm90 plan where the search ranks another first (TMA,
+            mbarriers and wgmma on the emulator; eager copies in reverse order too)
 
 A step that fails today because of ptc is listed in XFAIL with the error ptc gives. The
 marks are strict: when ptc is fixed the test turns red and the entry must go.
@@ -162,21 +165,48 @@ def _emulator_build(name: str):
     return build_emulated(_unwrap(prepared_of(name)).source)   # cached by the source's hash
 
 
+def _emulator_build_sm90(name: str):
+    from ptc.render.emulate import build_emulated
+    return build_emulated(prepare(path_of(name), "sm90", shapes=shapes_of(name)).source)
+
+
+def _emulator_build_ws(name: str):
+    """The best warp-specialized sm90 plan's kernel, where the search ranks another plan
+    first (None: there is none, or it is the one `ptc compile` emits)."""
+    from ptc.devices import get_device
+    from ptc.render import can_render, render_kernel
+    from ptc.render.emulate import build_emulated
+    kernel = kernel_of(name)
+    if len(kernel.body) != 1:
+        return None
+    device = get_device("sm90")
+    ranked = [c for c in schedule(kernel, "sm90", shapes=shapes_of(name)).ranked
+              if can_render(c.plan, device) is None]
+    ws = next((c for c in ranked if c.plan.style == "warp_specialized"), None)
+    if ws is None or ws is ranked[0]:
+        return None
+    return build_emulated(render_kernel(kernel, ws.plan, ws.graph, device))
+
+
+BUILDS = {"emulate": _emulator_build, "emulate90": _emulator_build_sm90,
+          "emulate_ws": _emulator_build_ws}
+
+
 @lru_cache(maxsize=None)
 def nvcc_build(name: str):
     return _outcome(_nvcc_build, name)
 
 
 @lru_cache(maxsize=None)
-def emulator_build(name: str):
-    return _outcome(_emulator_build, name)
+def emulator_build(name: str, step: str = "emulate"):
+    return _outcome(BUILDS[step], name)
 
 
 @pytest.fixture(scope="module")
 def builds(request):
     """The nvcc and emulator builds of the kernels this session runs, started together in a
     thread pool (nvcc and g++ run as subprocesses); each test waits for its own."""
-    wanted = {"nvcc": set(), "emulate": set()}
+    wanted = {"nvcc": set(), **{step: set() for step in BUILDS}}
     for item in request.session.items:
         spec = getattr(item, "callspec", None)
         if item.module is sys.modules[__name__] and spec and "name" in spec.params:
@@ -186,14 +216,16 @@ def builds(request):
     if not HAVE_NVCC:
         wanted["nvcc"].clear()
     if not HAVE_CXX:
-        wanted["emulate"].clear()
+        for step in BUILDS:
+            wanted[step].clear()
     # schedule + render first, in order, so the pool's threads do not all hold the GIL
     for name in sorted(wanted["nvcc"] | wanted["emulate"]):
         prepared_of(name)
     pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
     futures: dict[tuple[str, str], Future] = {}
-    for name in sorted(wanted["emulate"]):
-        futures[("emulate", name)] = pool.submit(emulator_build, name)
+    for step in BUILDS:
+        for name in sorted(wanted[step]):
+            futures[(step, name)] = pool.submit(emulator_build, name, step)
     for name in sorted(wanted["nvcc"]):
         futures[("nvcc", name)] = pool.submit(nvcc_build, name)
     yield futures
@@ -202,8 +234,10 @@ def builds(request):
 
 def built(builds, step: str, name: str):
     future = builds.get((step, name))
-    value = future.result() if future is not None else \
-        (nvcc_build if step == "nvcc" else emulator_build)(name)
+    if future is not None:
+        value = future.result()
+    else:
+        value = nvcc_build(name) if step == "nvcc" else emulator_build(name, step)
     return _unwrap(value)
 
 
@@ -297,3 +331,38 @@ def test_emulated_sm80_kernel_matches_the_formula(builds, name):
 
 
 test_emulated_sm80_kernel_matches_the_formula.build_step = "emulate"
+
+# sm90: threads in order, reversed with copies landing at once, shuffled
+CONFIGS_90 = (dict(), dict(order="reverse", eager_cp_async=True), dict(order="random", seed=7))
+
+
+@pytest.mark.skipif(not HAVE_CXX, reason="no host C++ compiler for the emulated kernels")
+@pytest.mark.parametrize("name", steps("emulate90"))
+def test_emulated_sm90_kernel_matches_the_formula(builds, name):
+    kernel = kernel_of(name)
+    with known_errors(name, "emulate90"):
+        emulated = built(builds, "emulate90", name)
+    dims = {d.name: shapes_of(name)[d.name] for d in kernel.dims}
+    for config in CONFIGS_90:
+        got = emulated(kernel, inputs_of(name), dims, **config)
+        assert_within_tolerance(name, errors_against_formula(name, got), f"sm90 {config}")
+
+
+test_emulated_sm90_kernel_matches_the_formula.build_step = "emulate90"
+
+
+@pytest.mark.skipif(not HAVE_CXX, reason="no host C++ compiler for the emulated kernels")
+@pytest.mark.parametrize("name", steps("emulate_ws"))
+def test_emulated_warp_specialized_kernel_matches_the_formula(builds, name):
+    kernel = kernel_of(name)
+    with known_errors(name, "emulate_ws"):
+        emulated = built(builds, "emulate_ws", name)
+    if emulated is None:
+        pytest.skip("no warp-specialized plan other than the one `ptc compile` emits")
+    dims = {d.name: shapes_of(name)[d.name] for d in kernel.dims}
+    for config in CONFIGS_90:
+        got = emulated(kernel, inputs_of(name), dims, **config)
+        assert_within_tolerance(name, errors_against_formula(name, got), f"WS {config}")
+
+
+test_emulated_warp_specialized_kernel_matches_the_formula.build_step = "emulate_ws"

@@ -17,6 +17,9 @@ from .swizzle import SmemLayout, tma_layout
 from .tiles import TileError, const, dim_expr, divisible, extent_value, mul
 
 MAX_RANK = 5
+# the element types a tensor map names (cuTensorMapEncodeTiled's CUtensorMapDataType;
+# ptc's bool is one byte, moved as UINT8)
+TMA_DTYPES = frozenset({"f16", "bf16", "f32", "i32", "bool"})
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,8 @@ def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
     if load.pad != 0.0:
         return f"TMA fills out-of-bounds elements with zero, not {load.pad}"
     tensor = kernel.tensor(load.tensor)
+    if tensor.dtype not in TMA_DTYPES:
+        return f"no tensor map takes {tensor.dtype} elements"
     if not 1 <= len(tensor.dims) <= MAX_RANK:
         return f"TMA takes tensors of rank 1 to {MAX_RANK}, not {len(tensor.dims)}"
     try:

@@ -97,13 +97,17 @@ def construct(graph: STaskGraph, device: Device, choice: Choice) -> Plan:
 
 
 def _mma_dtype_ok(graph: STaskGraph, device: Device) -> None:
-    """Warp specialization runs every mma on the tensor cores: they must take its dtype
-    (f32 is never multiplied as TF32 unless the program says `as tf32`)."""
+    """Warp specialization runs every mma on wgmma (or, where its shape does not tile, on
+    CUDA cores): wgmma must take its dtype (f32 is never multiplied as TF32 unless the
+    program says `as tf32`, and TF32 wgmma is not issued here)."""
     for t in graph.tasks:
         if t.kind == "mma":
             dtype = t.mma_dtype
             if all(dtype not in u.throughput for u in device.units_of("mma")):
                 raise Unfit(f"{device.name}'s mma units do not multiply {dtype}")
+            why = why_no_wgmma(dtype, 64, 8, 16)
+            if why:
+                raise Unfit(why)
 
 
 def mma_unit(graph: STaskGraph, device: Device, task, warps: int) -> Unit:
