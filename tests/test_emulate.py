@@ -254,6 +254,24 @@ def test_reading_past_a_tensor_is_reported():
         build_emulated(bad)(c.kernel, c.inputs, c.dims)
 
 
+def test_a_tma_store_epilogue_that_does_not_wait_is_caught():
+    c = case("gemm", "sm90-bench-plan")     # a TMA-store epilogue, aligned shapes
+    assert "ptc::tma_store<" in c.source
+    ref = reference(c.name, c.variant)
+    # no wait for the bulk store to read shared memory: reported at the block's end
+    bad = mutate(c.source, r"ptc::bulk_wait_group_read<0>\(\);", "")
+    with pytest.raises(EmulationError, match="not waited for"):
+        build_emulated(bad)(c.kernel, c.inputs, c.dims)
+    # the staging tile rewritten (zeroed) after the store is issued, before its wait: the
+    # store reads the new bytes
+    src = re.search(r"ptc::tma_store<\d>\(&\w+, ([^,]+),", c.source).group(1)
+    bad = mutate(c.source, r"(ptc::bulk_commit_group\(\);)",
+                 r"\1 for (int z = 0; z < 1024; z += 4) ptc::st_shared<float>(" + src +
+                 " + z, 0.0f);")
+    got = build_emulated(bad)(c.kernel, c.inputs, c.dims)
+    assert not within_tolerance(c, compare(c, got, ref))
+
+
 def test_a_barrier_that_only_some_threads_reach_is_reported():
     c = gemm_case()
     bad = mutate(c.source, r"(long long block = blockIdx.x;\n)",

@@ -50,6 +50,9 @@ def test_sample_builds_without_spills_and_with_the_promised_instructions(name, t
     if specialized:      # docs/sm90.md: what the warp-specialized plan promises
         for opcode in ("HGMMA", "UTMALDG", "SYNCS.PHASECHK", "SYNCS.ARRIVE", "USETMAXREG"):
             assert opcode in sass, f"a warp-specialized plan, but SASS has no {opcode}"
+        stores = {step.unit for plan, step in steps if step.task.startswith("store")}
+        if "tma" in stores:
+            assert "UTMASTG" in sass, "the plan stores by TMA, but SASS has no UTMASTG"
     elif on_tensor_cores:
         assert "HMMA" in sass, "the plan runs mma steps on tensor cores but SASS has no HMMA"
         assert "LDSM" in sass, "tensor-core operands are read with ldmatrix"

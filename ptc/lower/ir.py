@@ -365,6 +365,25 @@ class StageOperand:
 
 
 @dataclass(frozen=True)
+class TmaStore:
+    """The epilogue by TMA: the warpgroup writes `value` (its rows of the tile) into its
+    copy of `buffer` in the layout TMA reads, fences it for the async proxy and meets; one
+    thread stores it, one box per column panel, and waits until the boxes have been read
+    out of shared memory; the warpgroup meets again. Where the launch's alignment checks
+    fail (no tensor map), `fallback` stores from the registers instead."""
+
+    task: str
+    value: str
+    buffer: str
+    map: str
+    coords: tuple[T.TExpr, ...]  # per tensor dim, innermost first: panel 0's box
+    panels: int
+    panel_cols: int
+    panel_bytes: int
+    fallback: StoreTile
+
+
+@dataclass(frozen=True)
 class MbarrierWait:
     """Wait for the phase of a slot's barrier: a consumer for the data of this use of the
     slot, a producer (`free`) for the slot's previous use to be released."""
@@ -472,7 +491,7 @@ class Specialized:
 
 Op = Union[CopyTile, CommitGroup, WaitGroups, Barrier, Compute, Reduce, WarpCombine, Mma,
            SimtMatmul, LoadFragments, StoreTile, SpillTile, FillTile, Loop, InitBarriers,
-           TmaLoad, ProducerCopy, StageOperand, MbarrierWait, MbarrierArrive, Wgmma, WgmmaWait,
+           TmaLoad, ProducerCopy, StageOperand, TmaStore, MbarrierWait, MbarrierArrive, Wgmma, WgmmaWait,
            PinAccumulators, NamedBarrier, Specialized]
 
 

@@ -146,6 +146,9 @@ def _specialized_op(op) -> str:
         slot = f"[{op.loop}]" if op.loop else ""
         return (f"copy {op.buffer}{slot} <- {t.tensor}[{t.rows}x{t.cols}] by the warpgroup's "
                 f"threads, then arrive {op.barrier}  # {op.task}")
+    if isinstance(op, ir.TmaStore):
+        return (f"tma store {op.value} via {op.buffer} -> {op.map}, {op.panels} box(es), "
+                f"wait until read (else {print_op(op.fallback)})")
     if isinstance(op, ir.StageOperand):
         return f"stage {op.value} to {op.buffer} for wgmma, fence.proxy.async  # {op.task}"
     if isinstance(op, ir.MbarrierWait):

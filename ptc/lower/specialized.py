@@ -40,7 +40,7 @@ from .program import Stmt, flatten, mma_parts, reads
 from .swizzle import ALIGN, smem_layout, tma_layout
 from .tiles import (TileError, add, const, dim_expr, divisible, extent_value, global_tile,
                     index, mul)
-from .tma import TmaBox, tma_box
+from .tma import TmaBox, tma_box, tma_store_box
 
 WARPGROUP = 4          # warps
 PART = "%part"         # the consumer warpgroup's index among the role's instances
@@ -359,7 +359,7 @@ class _Build(Builder):
                 s = self.localized(s)
                 out.extend(self.conversions(s))
                 if s.kind in ("store", "atomic_add"):
-                    out.append(self.store(s))
+                    out.append(self.epilogue(s, step))
                 elif s.kind == "mma":
                     out.extend(self.wgmma(s, step))
                 elif isinstance(s.stmt.value, T.Reduce):
@@ -474,6 +474,45 @@ class _Build(Builder):
         tile = global_tile(self.low.kernel, self.spec.tiles, st.tensor, st.index,
                            (self.spec.split, index(ROW0), self.spec.rows))
         return replace(op, tile=tile)
+
+    def epilogue(self, s: Stmt, step: Step) -> ir.StoreTile | ir.TmaStore:
+        """The store as the plan says: from the registers, or through shared memory by TMA
+        (with the register store for launches whose alignment checks fail)."""
+        op = self.store(s)
+        if self.device.unit(step.unit).name != "tma":
+            return op
+        st: T.Store = s.stmt
+        kernel = self.low.kernel
+        box = tma_store_box(kernel, self.spec.tiles, st, self.spec.parts)
+        if isinstance(box, str):
+            raise LoweringError(f"{s.task}: the plan stores it by TMA, but {box}")
+        lay = box.layout
+        tensor = kernel.tensor(st.tensor)
+        self.scratch_count += 1
+        buffer = f"scratch{self.scratch_count}"
+        self.buffers[buffer] = ir.Buffer(buffer, tensor.dtype, (lay.rows, lay.cols), 1, lay,
+                                         align_up(lay.bytes, ALIGN), 0,
+                                         f"{st.tensor}'s tile, stored by TMA")
+        coords = []
+        for item in st.index:
+            if isinstance(item, T.TileSlice):
+                size = extent_value(kernel, self.spec.tiles, item.size)
+                c = mul(index(item.var), const(size))
+                coords.append(add(c, index(ROW0)) if item.var == self.spec.split else c)
+            elif isinstance(item, T.Point):
+                coords.append(item.index)
+            else:
+                coords.append(const(0))
+        name = f"map_{s.task}"
+        dims = tuple(reversed([dim_expr(kernel, d) for d in tensor.dims]))
+        self.maps[name] = ir.TensorMap(name, tensor.name, tensor.dtype, dims, box.strides,
+                                       tuple(reversed(box.box)),
+                                       lay.span if lay.swizzled else 0)
+        esize = DTYPE_BYTES[tensor.dtype]
+        self.alignment.extend(("dim", c.name, 16 // esize) for c in box.conditions)
+        self.alignment.append(("tensor", tensor.name, 16))
+        return ir.TmaStore(s.task, st.value.name, buffer, name, tuple(reversed(coords)),
+                           lay.panels, lay.panel_cols, lay.panel_bytes, op)
 
 
 class _Producer:

@@ -43,25 +43,48 @@ def tensor_strides(kernel: T.TypedKernel, tensor: str) -> tuple[T.TExpr, ...]:
 
 
 def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
+    """The box that loads `load`'s tile, or why TMA cannot."""
     if load.pad != 0.0:
         return f"TMA fills out-of-bounds elements with zero, not {load.pad}"
-    tensor = kernel.tensor(load.tensor)
+    return _box(kernel, tiles, load.tensor, load.index, load.type.shape, 1)
+
+
+def tma_store_box(kernel: T.TypedKernel, tiles, store: T.Store, parts: int = 1) -> TmaBox | str:
+    """The box that stores `store`'s tile (each of `parts` consumer warpgroups its share
+    of the rows), or why TMA cannot. TMA stores clip at the tensor's edges."""
+    if store.atomic:
+        return "it adds atomically (no TMA reduction is issued)"
+    if len(store.value.type.shape) != 2:
+        return "the epilogue stores 2-D tiles by TMA; others from the registers"
+    return _box(kernel, tiles, store.tensor, store.index, store.value.type.shape, parts)
+
+
+def _box(kernel, tiles, name: str, index, shape_exprs, parts: int) -> TmaBox | str:
+    tensor = kernel.tensor(name)
     if tensor.dtype not in TMA_DTYPES:
         return f"no tensor map takes {tensor.dtype} elements"
     if not 1 <= len(tensor.dims) <= MAX_RANK:
         return f"TMA takes tensors of rank 1 to {MAX_RANK}, not {len(tensor.dims)}"
     try:
         box = []
-        for item in load.index:
+        for item in index:
             if isinstance(item, T.TileSlice):
                 box.append(extent_value(kernel, tiles, item.size))
             elif isinstance(item, T.Point):
                 box.append(1)
             else:
                 box.append(extent_value(kernel, tiles, item.extent))
-        shape = [extent_value(kernel, tiles, e) for e in load.type.shape]
+        shape = [extent_value(kernel, tiles, e) for e in shape_exprs]
     except TileError as exc:
         return str(exc)
+    if parts > 1:
+        if len(shape) != 2 or shape[0] % parts:
+            return f"its rows do not divide over {parts} consumer warpgroups"
+        row = next((i for i, b in enumerate(box[:-1]) if b == shape[0]), None)
+        if row is None:
+            return "its rows are not one dim of the tensor"
+        box[row] //= parts
+        shape[0] //= parts
     esize = DTYPE_BYTES[tensor.dtype]
     if box[-1] * esize % 16:
         return (f"its innermost extent ({box[-1]} x {esize} bytes) is not whole 16-byte "
@@ -75,7 +98,7 @@ def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
     if layout is None:
         return (f"no box takes a {rows} x {cols} {tensor.dtype} tile (rows of whole 16-byte "
                 "chunks, at most 256 rows)")
-    strides = tensor_strides(kernel, load.tensor)
+    strides = tensor_strides(kernel, name)
     conditions: list[T.TExpr] = []
     for st in strides:
         known, conds = divisible(st, 16)
@@ -101,4 +124,4 @@ def per_thread_copy(kernel: T.TypedKernel, load: T.Load) -> str | None:
     return None
 
 
-__all__ = ["TmaBox", "tma_box", "tensor_strides", "per_thread_copy"]
+__all__ = ["TmaBox", "tma_box", "tma_store_box", "tensor_strides", "per_thread_copy"]

@@ -4,7 +4,7 @@ Styles:
 - warp_specialized: a producer warpgroup issues every load, on the TMA unit where a box
   takes the tile (ptc.lower.tma; else its threads copy it, on the per-thread copy unit);
   consumer warpgroups (1 or 2, splitting the tile's rows) run mma and simt tasks and the
-  epilogue. Needs an async bulk-copy unit (`tma`) and warpgroups with register
+  epilogue, storing by TMA where a box takes their rows of the tile. Needs an async bulk-copy unit (`tma`) and warpgroups with register
   reallocation.
 - multistage: one role does everything; loads of the pipelined loop are issued
   `stages - 1` iterations ahead into a ring of `stages` slots (cp.async / global->LDS).
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..devices import Device, Unit
 from ..lower.atoms import mma_atom, why_no_atom, why_no_wgmma
-from ..lower.tma import per_thread_copy, tma_box
+from ..lower.tma import per_thread_copy, tma_box, tma_store_box
 from ..sema import typed as T
 from ..stask.graph import STaskGraph
 from ..sema.dtypes import DTYPE_BYTES
@@ -176,8 +176,11 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
         elif t.kind == "mma":
             b.Append(t.name, ("consumer", (mma if t.name in on_wgmma else simt).name))
         elif t.op in ("store", "atomic_add"):
-            # the consumers store their registers themselves (no TMA store epilogue yet)
-            b.Append(t.name, ("consumer", copy_unit(device, "multistage").name))
+            # a tile TMA stores goes through shared memory and one thread's bulk copy;
+            # others (atomic adds, odd rows) the consumers store from their registers
+            (store,) = [s for s in t.stmts if isinstance(s, T.Store)]
+            box = tma_store_box(graph.kernel, graph.tiles, store, choice.consumers)
+            b.Append(t.name, ("consumer", (per_thread if isinstance(box, str) else tma).name))
         else:
             b.Append(t.name, ("consumer", simt.name))
     _wait_on_edges(b, graph)

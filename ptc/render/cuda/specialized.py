@@ -133,12 +133,40 @@ class SpecializedOps:
         rd = self.renderer(home.layout)
         value = rd.render(T.Var(op.value, T.TileType(home.dtype)), ["c0", "c1"])
         self.emit(f"// {op.task}: {op.value} to {op.buffer}, where wgmma reads it")
+        offset = (f"ptc::tma_offset<{sl.span}, {sl.panel_bytes}>(c0, c1 * {sl.elem_bytes})"
+                  if sl.swizzle == "tma" else f"(c0 * {sl.row_bytes} + c1 * {sl.elem_bytes})")
         with self.unrolled(struct_name(home.layout)):
             self.coords(home.layout)
-            self.emit(f"ptc::st_shared<{ctype}>({self.slot_address(op.buffer)} + "
-                      f"ptc::tma_offset<{sl.span}, {sl.panel_bytes}>(c0, c1 * {sl.elem_bytes}), "
+            extra = [f"c{a} < {home.shape[a]}" for a, m in enumerate(lay.exceeds(home.shape))
+                     if m]
+            if extra:      # registers past the tile's edge
+                self.emit(f"if (!({' && '.join(extra)})) continue;")
+            self.emit(f"ptc::st_shared<{ctype}>({self.slot_address(op.buffer)} + {offset}, "
                       f"ptc::from_f32<{ctype}>({value}));")
         self.emit("ptc::fence_proxy_async();  // generic stores, read by the tensor cores")
+
+    def TmaStore(self, op: ir.TmaStore) -> None:
+        slot = self.slot_address(op.buffer)
+        self.emit(f"// {op.task}: {op.value} -> {op.buffer} -> {op.panels} box(es) of "
+                  f"{op.map}")
+        with self.block("if (ALIGNED)"):
+            self.StageOperand(ir.StageOperand(op.task, op.value, op.buffer))
+            self.emit("ptc::named_barrier(1 + part, 128);  // the tile is in shared memory")
+            with self.block("if (tid % 128 == 0)"):   # one thread stores
+                for p in range(op.panels):
+                    coords = [f"(int)({self.scalar_expr(c)})" for c in op.coords]
+                    if p:
+                        coords[0] = f"{coords[0]} + {p * op.panel_cols}"
+                    src = f"{slot} + {p * op.panel_bytes}u" if p else slot
+                    self.emit(f"ptc::tma_store<{len(coords)}>(&{op.map}, {src}, "
+                              f"{{{', '.join(coords)}}});")
+                self.emit("ptc::bulk_commit_group();")
+                self.emit("ptc::bulk_wait_group_read<0>();  // the boxes are out of shared "
+                          "memory")
+            self.emit(f"ptc::named_barrier(1 + part, 128);  // {op.buffer} may be written "
+                      "again")
+        with self.block("else"):   # no tensor map: from the registers
+            self.StoreTile(op.fallback)
 
     def MbarrierWait(self, op: ir.MbarrierWait) -> None:
         self.emit(f"ptc::mbarrier_wait_parity({self.barrier_address(op.barrier, op.loop, op.slots)}, "

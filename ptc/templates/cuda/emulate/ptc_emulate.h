@@ -836,6 +836,7 @@ int launch(long long blocks, int threads, int smem_bytes, Body&& body) {
       }
     }
     for (int w = 0; w < threads / 32; ++w) converge(w);  // what the block's end left pending
+    if (rt.error.empty()) sm90_block_end();
     for (int i = 0; i < PTC_EMU_CANARY_BYTES; ++i) {
       if (ptc_smem[smem_bytes + i] != 0xA5) {
         fail("shared memory written past its %d bytes (at byte %d)", smem_bytes, smem_bytes + i);

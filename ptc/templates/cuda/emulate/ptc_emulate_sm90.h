@@ -54,6 +54,13 @@ struct TmaLoad {
   int swizzle;
 };
 
+struct TmaStore {
+  long long group;        // the bulk-async group it belongs to
+  const TensorMapData* map;
+  uint32_t src;
+  int coords[5];
+};
+
 struct WgmmaOp {
   long long group;        // the wgmma group it belongs to (commits at issue)
   long long seq;          // its place among the thread's wgmmas: the warpgroup's k-th one
@@ -75,6 +82,8 @@ struct Sm90State {
   std::vector<int> group_arrived;             // per warpgroup
   std::vector<std::vector<WgmmaOp>> wgmma;    // per thread: issued, not retired
   std::vector<std::array<unsigned, 4>> group_a;   // RS deposits, per thread
+  std::vector<std::vector<TmaStore>> stores;      // per thread: issued, not yet read
+  std::vector<long long> bulk_commits;            // per thread
   int threads = 0;
 };
 Sm90State sm90;
@@ -87,6 +96,8 @@ inline void sm90_block_start(int threads) {
   sm90.group_arrived.assign((threads + 127) / 128, 0);
   sm90.wgmma.assign(threads, {});
   sm90.group_a.assign(threads, {});
+  sm90.stores.assign(threads, {});
+  sm90.bulk_commits.assign(threads, 0);
   sm90.threads = threads;
 }
 
@@ -241,6 +252,77 @@ inline void tma_load(uint32_t dst, const void* map, const int* coords, uint32_t 
   }
   if (config.eager_tma) tma_land(l);
   else sm90.loads.push_back(std::move(l));
+}
+
+// cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group [map, {c0, ..}], [src]: the box
+// is read out of shared memory (unswizzled) when a wait_group.read retires its group --
+// as late as allowed, so a thread that rewrites the tile before waiting stores the new
+// bytes -- or at once in eager mode; elements outside the tensor are not written
+inline void tma_store_now(const TmaStore& st) {
+  const TensorMapData& m = *st.map;
+  long long elems = 1;
+  for (int i = 0; i < m.rank; ++i) elems *= m.box[i];
+  long long idx[5] = {0, 0, 0, 0, 0};
+  for (long long e = 0; e < elems; ++e) {
+    bool inside = true;
+    long long off = 0;
+    for (int i = 0; i < m.rank; ++i) {
+      const long long c = st.coords[i] + idx[i];
+      inside = inside && c >= 0 && c < m.dims[i];
+      off += c * m.strides[i];
+    }
+    if (inside) {
+      const uint32_t o = static_cast<uint32_t>(e * m.elem_bytes);
+      const uint32_t at = swizzle_address(st.src + (o & ~15u), m.swizzle) + (o & 15u);
+      unsigned char* dst = const_cast<unsigned char*>(m.base) + off;
+      if (!in_tensor(dst, m.elem_bytes)) {
+        fail("TMA store writes %d bytes at %p outside every tensor", m.elem_bytes, (void*)dst);
+        return;
+      }
+      memcpy(dst, ptc_smem + at, m.elem_bytes);
+    }
+    for (int i = 0; i < m.rank && ++idx[i] == m.box[i]; ++i) idx[i] = 0;
+  }
+}
+
+inline void tma_store(const void* map, uint32_t src, const int* coords) {
+  const TensorMapData& m = *static_cast<const TensorMapData*>(map);
+  const uint32_t align = m.swizzle == 128 ? 1024 : m.swizzle == 64 ? 512 : m.swizzle == 32 ? 256 : 128;
+  long long elems = 1;
+  for (int i = 0; i < m.rank; ++i) elems *= m.box[i];
+  const long long bytes = elems * m.elem_bytes;
+  if (src % align != 0 || !in_smem(ptc_smem + src, static_cast<size_t>(bytes))) {
+    fail("TMA store from shared offset %u of %lld bytes: not %u-byte aligned inside shared "
+         "memory of %d bytes", src, bytes, align, rt.smem_bytes);
+    return;
+  }
+  Fiber& f = cur();
+  TmaStore st{sm90.bulk_commits[f.tid], &m, src, {0, 0, 0, 0, 0}};
+  for (int i = 0; i < m.rank; ++i) st.coords[i] = coords[i];
+  if (config.eager_tma) tma_store_now(st);
+  else sm90.stores[f.tid].push_back(st);
+}
+
+inline void bulk_commit_group() { ++sm90.bulk_commits[cur().tid]; }
+
+inline void bulk_wait_group_read(int n) {
+  Fiber& f = cur();
+  std::vector<TmaStore> keep;
+  for (const TmaStore& st : sm90.stores[f.tid]) {
+    if (st.group < sm90.bulk_commits[f.tid] - n) tma_store_now(st);
+    else keep.push_back(st);
+  }
+  sm90.stores[f.tid].swap(keep);
+}
+
+// the block's end: a TMA store still reading shared memory is a kernel that did not wait
+inline void sm90_block_end() {
+  for (int t = 0; t < sm90.threads; ++t)
+    if (!sm90.stores[t].empty()) {
+      fail("thread %d ended with %zu TMA store(s) not waited for (cp.async.bulk.wait_group"
+           ".read): shared memory may be gone before they read it", t, sm90.stores[t].size());
+      return;
+    }
 }
 
 // ---- named barriers -----------------------------------------------------------------------
