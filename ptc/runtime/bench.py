@@ -130,9 +130,9 @@ def compare(name: str, dtype: str, got: np.ndarray, want: np.ndarray) -> OutputC
 
 def work_of(prepared, dims: Mapping[str, int]) -> Work:
     """The whole kernel's work and modelled time: its grids run one after the other."""
-    from ..sched.cost import estimate
+    from ..sched.cost import plan_estimate
 
-    ests = [estimate(plan, graph, prepared.device, dict(dims))[0]
+    ests = [plan_estimate(plan, graph, prepared.device, dict(dims))
             for plan, graph in zip(prepared.plans, prepared.graphs)]
     return Work(float(sum(e.flops for e in ests)), float(sum(e.bytes for e in ests)),
                 mma_dtype(prepared.graphs), float(sum(e.seconds for e in ests)))

@@ -297,6 +297,26 @@ def estimate(plan: Plan, graph: STaskGraph, device: Device, dims: Mapping[str, i
                     bound), timeline
 
 
+def persistent_estimate(est: Estimate, device: Device) -> Estimate:
+    """`est` for a persistent launch: the grid's tiles spread over exactly the resident
+    CTAs, so a partial last wave costs its share instead of a whole wave (never less than
+    the unique DRAM traffic takes)."""
+    from dataclasses import replace
+
+    if not (est.waves > 1 and math.isfinite(est.seconds)):
+        return est
+    seconds = est.seconds * est.waves / math.ceil(est.waves)
+    return replace(est, seconds=max(seconds, est.bytes / device.peak_dram_bytes_per_s()))
+
+
+def plan_estimate(plan: Plan, graph: STaskGraph, device: Device,
+                  dims: Mapping[str, int]) -> Estimate:
+    """The model's estimate of `plan` as it launches: `estimate`, and for a persistent
+    launch `persistent_estimate` (what the search ranked it by)."""
+    est, _ = estimate(plan, graph, device, dims)
+    return persistent_estimate(est, device) if plan.launch.persistent else est
+
+
 def _busiest(t: Timeline) -> str:
     return max(t.busy, key=t.busy.get) if t.busy else ""
 

@@ -23,7 +23,7 @@ from ..sema import typed as T
 from ..stask import build_graph, propagate
 from ..stask.graph import STaskGraph
 from .construct import Choice, Unfit, construct
-from .cost import estimate
+from .cost import estimate, persistent_estimate
 from .plan import Estimate, Plan
 
 MAX_TILE_COMBINATIONS = 48
@@ -199,13 +199,10 @@ def _choice_key(c: Choice) -> tuple:
 def _launch(plan: Plan, device: Device) -> Plan:
     """Persistent CTAs when the last wave would be mostly idle: the grid's tiles are spread
     over exactly the resident CTAs instead of launching one CTA per tile."""
-    est = plan.estimate
-    waves = est.waves
+    waves = plan.estimate.waves
     if waves > 1 and (math.ceil(waves) - waves) / math.ceil(waves) > 0.1:
-        seconds = est.seconds * waves / math.ceil(waves)
-        dram = est.bytes / device.peak_dram_bytes_per_s()
-        est = replace(est, seconds=max(seconds, dram))
-        return replace(plan, estimate=est, launch=replace(plan.launch, persistent=True))
+        return replace(plan, estimate=persistent_estimate(plan.estimate, device),
+                       launch=replace(plan.launch, persistent=True))
     return plan
 
 
