@@ -12,6 +12,7 @@ module and its IR.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -267,10 +268,10 @@ def estimated(plan, graph, device, kernel: TypedKernel, shapes: Mapping[str, int
     estimate is not trusted: it is recomputed)."""
     from dataclasses import replace
 
-    from .sched.cost import estimate
+    from .sched.cost import plan_estimate
 
-    est, _ = estimate(plan, graph, device, problem_dims(kernel, shapes))
-    return replace(plan, estimate=est)
+    return replace(plan, estimate=plan_estimate(plan, graph, device,
+                                                problem_dims(kernel, shapes)))
 
 
 def pinned_as_built(kernel: TypedKernel, target: str, schedule_file: str | Path,
@@ -288,16 +289,26 @@ def pinned_as_built(kernel: TypedKernel, target: str, schedule_file: str | Path,
                  in zip(pinned_plans(kernel, target, schedule_file), grids(kernel)))
 
 
-def pinned_plans(kernel: TypedKernel, target: str, plan_path: str | Path) -> tuple:
-    """The plans of a JSON file (`--schedule`), one per grid, each checked against its
-    grid and the device and verified: ((plan, graph), ...)."""
+@dataclass(frozen=True)
+class PlanText:
+    """Plan JSON that is not a file of its own (a tuning database's entry): it is pinned
+    wherever a `--schedule` file is, and `name` stands for the file in messages."""
+
+    name: str
+    text: str
+
+
+def pinned_plans(kernel: TypedKernel, target: str, plan_path: str | Path | PlanText) -> tuple:
+    """The plans of a JSON file (`--schedule`), or a PlanText, one per grid, each checked
+    against its grid and the device and verified: ((plan, graph), ...)."""
     from .devices import get_device
     from .sched.plan import plans_from_json
     from .sched.verify import verify
 
     device = get_device(target)
     try:
-        filename, text = read_source(plan_path)
+        filename, text = ((plan_path.name, plan_path.text) if isinstance(plan_path, PlanText)
+                          else read_source(plan_path))
     except CompileError as exc:
         # located in the plan file, not in the .pt the CLI shows: name the file in the text
         d = exc.diagnostics[0]

@@ -33,6 +33,7 @@ from .signature import Signature
 class Timing:
     ms: tuple[float, ...]        # each timed run, in milliseconds
     warmup: int
+    flushed: bool = False        # the L2 cache was flushed before every timed run
 
     @property
     def median_ms(self) -> float:
@@ -74,17 +75,32 @@ class CompiledKernel:
         call = self.bind(*args, out=out, **named)
         return self.run(call)
 
-    def time(self, *args, warmup: int = 10, iters: int = 100, out=None, **named) -> Timing:
+    def time(self, *args, warmup: int = 10, iters: int = 100, out=None,
+             flush_bytes: int = 0, **named) -> Timing:
         """Time `iters` launches (after `warmup`) with CUDA events, one by one; the outputs
-        are zeroed between launches, outside the timed region."""
+        are zeroed between launches, outside the timed region. `flush_bytes` > 0: before
+        every timed launch, outside the timed region, write a scratch buffer of that many
+        bytes (a few times the L2) so that no launch finds its inputs in the L2 cache."""
         if warmup < 0 or iters < 1:
             raise ArgumentError(f"time() needs warmup >= 0 and iters >= 1, not {warmup}, {iters}")
+        if flush_bytes < 0:
+            raise ArgumentError(f"time() needs flush_bytes >= 0, not {flush_bytes}")
         call = self.bind(*args, out=out, **named)
         lib = self.library()
         with _Buffers(lib) as buffers:
             pointers = self._prepare(lib, call, buffers, poison=())
-            ms = lib.time(pointers, call.scalars, self._dims(call), warmup, iters)
-        return Timing(tuple(ms), warmup)
+            dims = self._dims(call)
+            if not flush_bytes:
+                ms = lib.time(pointers, call.scalars, dims, warmup, iters)
+            else:
+                scratch = buffers.alloc(flush_bytes)
+                if warmup:
+                    lib.time(pointers, call.scalars, dims, warmup - 1, 1)
+                ms = []
+                for n in range(iters):
+                    lib.memset(scratch, n & 0xFF, flush_bytes)
+                    ms += lib.time(pointers, call.scalars, dims, 0, 1)
+        return Timing(tuple(ms), warmup, flushed=bool(flush_bytes))
 
     def run(self, call: BoundCall, *, poison: tuple[str, ...] = ()) -> dict[str, Any]:
         """Launch a bound call once. Outputs named in `poison` are filled with 0xFF bytes
