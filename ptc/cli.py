@@ -1,8 +1,9 @@
 """The `ptc` command line: check, run and compile .pt kernels.
 
 This module holds `check` and `run` and gathers the other commands: compile, devices and
-explain (ptc.cli_schedule), build and bench (ptc.cli_build), all on the one command group
-of ptc.cli_common, which also documents the exit statuses.
+explain (ptc.cli_schedule), build and bench (ptc.cli_build), tune and calibrate
+(ptc.cli_tune), all on the one command group of ptc.cli_common, which also documents the
+exit statuses.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Mapping
 
 import click
 
-from . import cli_build, cli_schedule  # noqa: F401  (they register their commands)
+from . import cli_build, cli_schedule, cli_tune  # noqa: F401  (they register their commands)
 from . import driver
 from .cli_common import Assignments, check_source  # noqa: F401  (re-exported)
 from .cli_common import (Reported, checked, cli, fail, report, reported, save_atomic,

@@ -19,6 +19,9 @@ KERNEL_SOURCE_HELP = ("Use this kernel.cu instead of rendering one (hand-written
 
 
 def _options(f):
+    from .cli_tune import tuning_options
+
+    f = tuning_options(f)
     f = click.option("--kernel-source", "kernel_source", metavar="FILE.cu",
                      help=KERNEL_SOURCE_HELP)(f)
     f = click.option("--schedule", "schedule_file", metavar="PLAN.json",
@@ -42,16 +45,18 @@ def _read_kernel_source(path: str | None) -> str | None:
 
 
 def _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
-             kernel_source):
+             kernel_source, tuning=None):
     from . import runtime
+    from .cli_tune import pin_or_search, tuning_choice
 
     no_tiles_with_schedule(tiles, schedule_file)
     chosen = chosen_target(target, device_file)
     kernel, text = checked_kernel(file, kernel_name, shapes)   # located errors, with the source
     source = _read_kernel_source(kernel_source)
-    prepared = user_errors(lambda: runtime.prepare(
-        file, chosen, shapes=shapes, tiles=tiles, kernel=kernel.name, schedule=schedule_file,
-        kernel_source=source, progress=sys.stderr.isatty()), file, text)
+    choice = tuning_choice(file, kernel, chosen, shapes, tiles, schedule_file, tuning)
+    prepared = user_errors(lambda: pin_or_search(choice, schedule_file, lambda s: runtime.prepare(
+        file, chosen, shapes=shapes, tiles=tiles, kernel=kernel.name, schedule=s,
+        kernel_source=source, progress=sys.stderr.isatty())), file, text)
     for note in prepared.notes:
         click.echo(f"note: {note}", err=True)
     return prepared
@@ -62,12 +67,12 @@ def default_output(prepared) -> Path:
 
 
 def write_output(file, target, device_file, kernel_name, shapes, tiles, schedule_file, output,
-                 kernel_source=None):
+                 kernel_source=None, tuning=None):
     """`ptc compile FILE -o DIR`: write the build directory (no nvcc); returns its path."""
     from . import runtime
 
     prepared = _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
-                        kernel_source)
+                        kernel_source, tuning)
     folder = user_errors(lambda: runtime.write_build_dir(
         output, kernel_source=prepared.source, signature=prepared.signature,
         arch=prepared.device.arch, target=prepared.target, plan_json=prepared.plan_json))
@@ -89,22 +94,23 @@ Examples:
                    "replaced only by a complete new one.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def build_(file, target, device_file, kernel_name, shapes, tiles, schedule_file, kernel_source,
-           output, as_json):
+           output, as_json, tuning):
     """Compile FILE for a CUDA target and build it with nvcc: libptc_kernel.so (for
     Python) and ptc_run (runs it on .npy files), with ptxas's register, shared-memory and
-    spill report. Needs nvcc, not a GPU."""
+    spill report. Needs nvcc, not a GPU. A matching entry of the tuning database
+    (ptc-tuning.json beside FILE, written by `ptc tune`) pins its measured plan."""
     build_and_report(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
-                     kernel_source, output, as_json)
+                     kernel_source, output, as_json, tuning)
 
 
 def build_and_report(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
-                     kernel_source, output, as_json=False) -> None:
+                     kernel_source, output, as_json=False, tuning=None) -> None:
     """`ptc build` (and `ptc compile --build -o DIR`): write the directory, run nvcc,
     print the resources and the main-loop report."""
     from . import runtime
 
     prepared = _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
-                        kernel_source)
+                        kernel_source, tuning)
     folder = Path(output) if output else default_output(prepared)
     echo = None if as_json else (lambda line: click.echo(f"  {line}", err=True))
     compiled = user_errors(lambda: runtime.build_prepared(prepared, folder, shapes=shapes,
@@ -193,7 +199,7 @@ Examples:
                    "shapes).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def bench(file, target, device_file, kernel_name, shapes, tiles, schedule_file, kernel_source,
-          output, baseline, warmup, iters, seed, check, as_json):
+          output, baseline, warmup, iters, seed, check, as_json, tuning):
     """Build FILE, run it on the GPU on random inputs, check the outputs against the
     reference interpreter and time it: median time, TFLOP/s or GB/s, % of the target's
     peak (from its YAML) and the speed-up over a torch baseline. Exit 1 if a check fails."""
@@ -215,7 +221,7 @@ def bench(file, target, device_file, kernel_name, shapes, tiles, schedule_file, 
                    f"for {device.arch} ({device.name})",
                    hint="choose the target of this GPU (sm90 for an H100, sm80 for an A100)")
     prepared = _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
-                        kernel_source)
+                        kernel_source, tuning)
     say = (lambda message: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     say(f"building for {prepared.device.arch}")
     compiled = user_errors(lambda: runtime.build_prepared(

@@ -1,6 +1,7 @@
 """The commands that look past the type checker: compile (every stage), devices, explain."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from . import driver
 from .cli_common import (checked, checked_kernel, chosen_target, cli, kernel_option,
                          no_tiles_with_schedule, read, save_text_atomic, shape_option,
                          target_options, terminal_width, tile_option, user_errors)
+from .cli_tune import pin_or_search, promote, tuning_choice, tuning_options
 from .grammar import parse
 
 
@@ -41,10 +43,14 @@ Examples:
                    "harness.cu, headers, plan.json, build.sh); needs --target.")
 @click.option("--build", "run_build", is_flag=True,
               help="With -o DIR: also build it with nvcc, as `ptc build` does.")
+@tuning_options
 def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, schedule_file,
-             output, run_build):
+             output, run_build, tuning):
     """Print a stage of the compilation of FILE in its canonical text form, or (-o DIR)
-    write the build directory that `ptc build` compiles with nvcc (--build: and build it)."""
+    write the build directory that `ptc build` compiles with nvcc (--build: and build it).
+
+    From --emit plan on, a matching entry of the tuning database (ptc-tuning.json beside
+    FILE, written by `ptc tune`) pins its measured plan instead of the model's best."""
     no_tiles_with_schedule(tiles, schedule_file)
     if run_build and output is None:
         raise click.UsageError("--build needs -o DIR (or use `ptc build`, which picks one)")
@@ -56,10 +62,10 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
 
         if run_build:
             build_and_report(file, target, device_file, kernel_name, shapes, tiles,
-                             schedule_file, None, output)
+                             schedule_file, None, output, tuning=tuning)
         else:
             write_output(file, target, device_file, kernel_name, shapes, tiles,
-                         schedule_file, output)
+                         schedule_file, output, tuning=tuning)
         return
     if stage is None:
         raise click.UsageError("give --emit STAGE to print a stage, or -o DIR to write the "
@@ -91,27 +97,30 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
     from .sched.plan import plans_to_json
 
     chosen = chosen_target(target, device_file)
+    choice = tuning_choice(file, kernel, chosen, shapes, tiles, schedule_file, tuning)
     if stage in ("lowered", "source"):
         from .lower import print_lowered
 
         if stage == "lowered":
-            lows = user_errors(lambda: driver.lowered(
-                kernel, chosen, shapes=shapes, tiles=tiles, schedule_file=schedule_file,
-                progress=sys.stderr.isatty()))[0]
+            lows = user_errors(lambda: pin_or_search(choice, schedule_file, lambda s: driver.lowered(
+                kernel, chosen, shapes=shapes, tiles=tiles, schedule_file=s,
+                progress=sys.stderr.isatty())))[0]
             click.echo(per_grid([print_lowered(low) for low in lows], kernel, "#"), nl=False)
         else:
-            source = user_errors(lambda: driver.render(
-                kernel, chosen, shapes=shapes, tiles=tiles, schedule_file=schedule_file,
-                progress=sys.stderr.isatty()))[0]
+            source = user_errors(lambda: pin_or_search(choice, schedule_file, lambda s: driver.render(
+                kernel, chosen, shapes=shapes, tiles=tiles, schedule_file=s,
+                progress=sys.stderr.isatty())))[0]
             click.echo(source, nl=False)
         return
-    if schedule_file:
-        plans = user_errors(lambda: driver.pinned_as_built(kernel, chosen, schedule_file,
-                                                            shapes))
-    else:
-        results = user_errors(lambda: driver.schedule_grids(
-            kernel, chosen, shapes=shapes, tiles=tiles, progress=sys.stderr.isatty()))
-        plans = [r.best.plan for r in results]
+
+    def plans_for(schedule):
+        if schedule:
+            return driver.pinned_as_built(kernel, chosen, schedule, shapes)
+        results = driver.schedule_grids(kernel, chosen, shapes=shapes, tiles=tiles,
+                                        progress=sys.stderr.isatty())
+        return [r.best.plan for r in results]
+
+    plans = user_errors(lambda: pin_or_search(choice, schedule_file, plans_for))
     click.echo(plans_to_json(plans), nl=False)
 
 
@@ -168,27 +177,45 @@ Examples:
 @tile_option
 @click.option("--svg", "svg_path", metavar="FILE.svg", help="Also draw the timeline as SVG.")
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
-def explain(file, target, device_file, kernel_name, shapes, tiles, svg_path, as_json):
+@tuning_options
+def explain(file, target, device_file, kernel_name, shapes, tiles, svg_path, as_json, tuning):
     """Explain the schedule ptc picks for FILE: the sTask-graph, the chosen tiles, a
-    per-unit timeline, the estimate, the runner-ups and why the winner won."""
+    per-unit timeline, the estimate, the runner-ups and why the winner won.
+
+    Where the tuning database (ptc-tuning.json beside FILE) has a matching entry, its
+    measured plan is the one explained, and the explanation says so; stale entries are
+    named with the reason they do not apply."""
     from rich.console import Console
 
     from . import explain as ex
 
     chosen = chosen_target(target, device_file)
     kernel, text = checked_kernel(file, kernel_name, shapes)
+    notes: list[str] = []
+    choice = tuning_choice(file, kernel, chosen, shapes, tiles, None, tuning,
+                           say=notes.append)
     results = user_errors(lambda: driver.schedule_grids(
         kernel, chosen, shapes=shapes, tiles=tiles, progress=sys.stderr.isatty()))
+    results, missing = promote(results, choice)
+    if missing:
+        notes = [n for n in notes if not n.startswith("plan from")] + [missing]
     expls = [ex.explain(r) for r in results]
     if svg_path:     # several grids: FILE.svg for the first, FILE.grid2.svg, ... after it
         for n, expl in enumerate(expls):
             path = svg_path if n == 0 else str(Path(svg_path).with_suffix(f".grid{n + 1}.svg"))
             save_text_atomic(path, ex.to_svg(expl))
     if as_json:
-        click.echo(ex.to_json(expls[0]) if len(expls) == 1 else ex.grids_to_json(expls),
-                   nl=False)
+        text_json = ex.to_json(expls[0]) if len(expls) == 1 else ex.grids_to_json(expls)
+        if choice is not None:
+            data = json.loads(text_json)
+            data["tuning"] = {**choice.to_json(), "notes": notes,
+                              "used": choice.entry is not None and not missing}
+            text_json = json.dumps(data, indent=2) + "\n"
+        click.echo(text_json, nl=False)
         return
     console = Console(file=sys.stdout, highlight=False, width=max(100, terminal_width()))
+    for note in notes:
+        console.print(f"note: {note}", markup=False)
     for n, expl in enumerate(expls):
         if len(expls) > 1:
             console.rule(f"grid {n + 1} of {len(expls)}: parallel "

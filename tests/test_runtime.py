@@ -521,6 +521,22 @@ def test_timing(fake):
     assert t.min_ms <= t.median_ms
 
 
+def test_timing_with_the_l2_flushed(fake, monkeypatch):
+    """flush_bytes: one timed launch per call, each after a scratch buffer is written."""
+    from ptc.runtime.cuda import HarnessLibrary
+
+    writes = []
+    memset = HarnessLibrary.memset
+    monkeypatch.setattr(HarnessLibrary, "memset", lambda self, ptr, value, n: (
+        writes.append(n), memset(self, ptr, value, n))[1])
+    a, b = inputs()
+    t = fake.time(a, b, 1.0, warmup=2, iters=5, flush_bytes=1 << 20)
+    assert len(t.ms) == 5 and t.flushed and not fake.time(a, b, 1.0, iters=1).flushed
+    assert writes.count(1 << 20) == 5
+    with pytest.raises(R.ArgumentError, match="flush_bytes"):
+        fake.time(a, b, 1.0, flush_bytes=-1)
+
+
 def test_no_device_from_the_runtime(fake_build, sig, monkeypatch):
     monkeypatch.setenv("PTC_FAKE_CUDA_DEVICES", "0")
     kernel = R.CompiledKernel(fake_build, sig, arch="sm_80")
