@@ -388,3 +388,19 @@ def test_compile_without_a_database_is_unchanged(gemm):
     assert code == 0 and err == ""
     code, _, err = ptc("compile", gemm, "-t", "sm90", "--emit", "plan", "--verbose")
     assert "not consulted: there is no" in err
+
+
+@pytest.mark.parametrize("target", ["sm80", "sm90"])
+@pytest.mark.parametrize("sample", sorted(p.stem for p in SAMPLES.glob("*.pt")))
+def test_the_plan_compile_emits_pins_back_unchanged(sample, target):
+    """What the tuning database stores is `--emit plan`: pinned again (as --schedule or an
+    entry), every sample's plan is accepted and built as it was, estimate included (a plan
+    as built carries the lowered kernel's shared memory, which may be less than its
+    buffers' sum: that is no reason to refuse it)."""
+    from ptc.sched.plan import plans_to_json
+
+    kernel = driver.check_file(SAMPLES / f"{sample}.pt").kernels[0]
+    plans = [r.best.plan for r in driver.schedule_grids(kernel, target)]
+    text = plans_to_json(plans)
+    pinned = driver.pinned_as_built(kernel, target, driver.PlanText("plan.json", text))
+    assert plans_to_json(pinned) == text
