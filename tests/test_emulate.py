@@ -52,6 +52,7 @@ VARIANTS = {
     "sm90-ws": (SM90, Choice("warp_specialized", 2, 1), "edge"),
     "sm90-ws-tma": (SM90, Choice("warp_specialized", 3, 1), "smoke"),
     "sm90-ws-2consumers": (SM90, Choice("warp_specialized", 2, 2), "smoke"),
+    "sm90-pingpong": (SM90, Choice("warp_specialized", 2, 2, pingpong=True), "edge"),
     # the plan the search builds at the benchmark shape (its tiles and style), at small
     # shapes: what `ptc compile --target sm90` emits, on the emulator
     "sm90-bench-plan": (SM90, "bench", "smoke"),
@@ -270,6 +271,37 @@ def test_a_tma_store_epilogue_that_does_not_wait_is_caught():
                  " + z, 0.0f);")
     got = build_emulated(bad)(c.kernel, c.inputs, c.dims)
     assert not within_tolerance(c, compare(c, got, ref))
+
+
+def test_stmatrix_staging_with_a_wrong_row_or_register_gives_wrong_numbers():
+    c = case("gemm", "sm90-bench-plan")
+    assert "ptc::stmatrix_x4(" in c.source
+    ref = reference(c.name, c.variant)
+    assert within_tolerance(c, compare(c, build_emulated(c.source)(c.kernel, c.inputs, c.dims),
+                                       ref))
+    # rows 8-15 of each block given the addresses of rows 0-7: half the rows overwritten
+    bad = mutate(c.source, r"ptc::stmatrix_row\(lane\)", "(lane & 7)")
+    got = build_emulated(bad)(c.kernel, c.inputs, c.dims)
+    assert not within_tolerance(c, compare(c, got, ref))
+    # each block stored from the next block's registers
+    bad = mutate(c.source, r"&t_C\[4 \* b\]", "&t_C[(4 * b + 4) % 32]")
+    got = build_emulated(bad)(c.kernel, c.inputs, c.dims)
+    assert not within_tolerance(c, compare(c, got, ref))
+
+
+def test_ping_pong_turns_that_do_not_balance_are_caught():
+    c = case("flash_attn", "sm90-pingpong")
+    assert c.skip is None, c.skip
+    assert "ptc::named_barrier_arrive(3 + (part + 1) % 2, 256)" in c.source
+    # warpgroup 0 never gets the first turn: both wait for each other
+    bad = mutate(c.source, r"if \(part == 1\) ptc::named_barrier_arrive\(3 \+ \(part \+ 1\) % 2, "
+                           r"256\);", "")
+    with pytest.raises(EmulationError, match="deadlock"):
+        build_emulated(bad)(c.kernel, c.inputs, c.dims)
+    # the last hand-over is never taken: the barrier is left half counted
+    bad = mutate(c.source, r"if \(part == 0\) ptc::named_barrier\(3 \+ part, 256\);", "")
+    with pytest.raises(EmulationError, match="named barrier 3: the block ended"):
+        build_emulated(bad)(c.kernel, c.inputs, c.dims)
 
 
 def test_a_barrier_that_only_some_threads_reach_is_reported():

@@ -297,6 +297,24 @@ def test_why_ties_and_impossible_counts():
         assert text == f"2 consumer warpgroups: 1 is not possible: {one[0].reason}"
 
 
+def test_why_ping_pong():
+    """flash attention on sm90: two consumers in turns, against the same plan free-running."""
+    r = result("flash_attn", "sm90")
+    assert r.best.choice.pingpong and r.best.choice.consumers == 2
+    free = next(c for c in r.ranked if c.tiles == r.best.tiles and not c.choice.pingpong
+                and c.choice.consumers == 2 and c.choice.stages == r.best.choice.stages)
+    text = next(x.text for x in why(r) if x.aspect == "pingpong")
+    ratio = free.estimate.seconds / r.best.estimate.seconds
+    assert text.startswith(f"ping-pong: free-running consumers take {slower(ratio)}; one "
+                           "warpgroup's CUDA-core work runs under the other's tensor-core "
+                           "steps"), text
+    gemm = result("gemm", "sm90")
+    if gemm.best.choice.consumers == 2:
+        text = next(x.text for x in why(gemm) if x.aspect == "pingpong")
+        assert text.startswith("free-running consumers: ping-pong is not possible: no "
+                               "CUDA-core work follows"), text
+
+
 def test_slower_wording():
     assert slower(1.7) == "1.7x as long"
     assert slower(1.026) == "2.6% longer"

@@ -53,6 +53,10 @@ def test_sample_builds_without_spills_and_with_the_promised_instructions(name, t
         stores = {step.unit for plan, step in steps if step.task.startswith("store")}
         if "tma" in stores:
             assert "UTMASTG" in sass, "the plan stores by TMA, but SASS has no UTMASTG"
+        if "ptc::stmatrix_x4(" in prepared.source:
+            assert "STSM" in sass, "the epilogue is staged by stmatrix, but SASS has no STSM"
+        if any(r.pingpong for plan in prepared.plans for r in plan.roles):
+            assert "BAR.ARV" in sass, "the consumers take turns, but SASS has no BAR.ARV"
     elif on_tensor_cores:
         assert "HMMA" in sass, "the plan runs mma steps on tensor cores but SASS has no HMMA"
         assert "LDSM" in sass, "tensor-core operands are read with ldmatrix"

@@ -8,7 +8,7 @@ import pytest
 from ptc.devices import get_device
 from ptc.driver import check_file
 from ptc.interp import bind_dims
-from ptc.sched.construct import Choice, construct
+from ptc.sched.construct import Choice, Unfit, construct
 from ptc.sched.cost import estimate
 from ptc.sched.plan import LoopBlock, from_json, to_json, walk_steps
 from ptc.sched.search import search
@@ -146,3 +146,66 @@ def test_amd_targets_use_lds_and_matrix_cores():
     plan = run_search(kernel("gemm"), "gfx942").best.plan
     assert {b.space for b in plan.buffers} == {"lds"}
     assert role_of(plan, "mma_acc")[1] == "matrix_core"
+
+
+def flash_attention_plans(**tiles):
+    """The 2-consumer sm90 plans of flash attention, free-running and in ping-pong, as
+    built (with what the lowered kernel issues), with their estimates and timelines."""
+    from ptc.driver import built_plan
+    k = kernel("flash_attn")
+    (g,) = build_graphs(k)
+    g = propagate(g, {"BM": 128, "BN": 128, **tiles})
+    device = get_device("sm90")
+    dims = bind_dims(k, {}, {})
+    out = {}
+    for pingpong in (False, True):
+        plan = built_plan(construct(g, device, Choice("warp_specialized", 2, 2,
+                                                      pingpong=pingpong)), g, device)
+        out[pingpong] = (plan, *estimate(plan, g, device, dims, record=True))
+    return out
+
+
+def test_flash_attention_consumers_in_ping_pong_hide_their_softmax_under_gemms():
+    plans = flash_attention_plans()
+    free, turns = plans[False][1], plans[True][1]
+    # free-running consumers reach the softmax together (timed in lockstep): the tensor
+    # cores idle through it; in turns, one's softmax runs under the other's GEMMs
+    assert turns.seconds < 0.8 * free.seconds
+    busy = dict(turns.unit_busy)
+    assert busy["tensor_core"] > dict(free.unit_busy)["tensor_core"] + 0.1
+    # both do the same tensor-core work: each instance multiplies its half of the rows
+    assert plans[True][2].busy["tensor_core"] == pytest.approx(
+        plans[False][2].busy["tensor_core"], rel=0.05)
+
+
+def test_ping_pong_consumers_issue_their_gemms_in_turn():
+    plan, _, timeline = flash_attention_plans()[True]
+    assert [r.pingpong for r in plan.roles] == [False, True]
+    starts = sorted((start, proc) for proc, unit, task, start, _ in timeline.spans
+                    if task == "mma_s")
+    procs = [p for _, p in starts]
+    assert set(procs) == {"consumer0", "consumer1"}
+    assert all(a != b for a, b in zip(procs, procs[1:])), procs   # strictly alternating
+    assert procs[0] == "consumer0"                                 # 0 holds the first turn
+    # consumer1's QK^T runs while consumer0 computes its softmax
+    s0 = next(s for s in timeline.spans if s[0] == "consumer0" and s[2] == "simt_s")
+    m1 = next(s for s in timeline.spans if s[0] == "consumer1" and s[2] == "mma_s")
+    assert m1[3] < s0[4] and s0[3] < m1[4]
+
+
+def test_ping_pong_needs_cuda_core_work_between_gemms():
+    k = kernel("gemm")
+    (g,) = build_graphs(k)
+    g = propagate(g, {"BM": 128, "BN": 128, "BK": 64})
+    with pytest.raises(Unfit, match="nothing for the other warpgroup's GEMMs to hide"):
+        construct(g, get_device("sm90"), Choice("warp_specialized", 2, 2, pingpong=True))
+    (g,) = build_graphs(kernel("flash_attn"))
+    g = propagate(g, {"BM": 64, "BN": 128})
+    with pytest.raises(Unfit, match="cannot feed 2 consumer warpgroups"):
+        construct(g, get_device("sm90"), Choice("warp_specialized", 2, 2, pingpong=True))
+
+
+def test_ping_pong_round_trips_through_plan_json():
+    plan = flash_attention_plans()[True][0]
+    assert from_json(to_json(plan)) == plan
+    assert '"pingpong": true' in to_json(plan)

@@ -79,11 +79,14 @@ def _stages_reasons(ctx: Context) -> list[Reason]:
     return out
 
 
-def _count_reason(ctx: Context, aspect: str, noun: str) -> list[Reason]:
-    """Consumer warpgroups (warp-specialized) or warps (one role): the nearest other count."""
+def _count_reason(ctx: Context, aspect: str, noun: str, vary: frozenset = frozenset()
+                  ) -> list[Reason]:
+    """Consumer warpgroups (warp-specialized) or warps (one role): the nearest other count
+    (`vary`: aspects that may differ along with it, as ping-pong does with the count)."""
     w = ctx.best
     mine = getattr(w.choice, aspect)
-    ranked = peers(ctx.result, {aspect})
+    vary = {aspect} | vary
+    ranked = [c for c in peers(ctx.result, vary) if getattr(c.choice, aspect) != mine]
     if ranked:
         o = min(ranked, key=lambda c: (abs(getattr(c.choice, aspect) - mine), c.estimate.seconds))
         n, r = getattr(o.choice, aspect), ctx.ratio(o)
@@ -95,7 +98,7 @@ def _count_reason(ctx: Context, aspect: str, noun: str) -> list[Reason]:
             text = (f"{plural(mine, noun)}: {plural(n, noun)} take {slower(r)}; "
                     f"ties go to the smaller configuration")
         return [Reason(aspect, text, ctx.tiles(o) + "; " + short_plan(o), r)]
-    unfit = rejected_peers(ctx.result, {aspect})
+    unfit = [x for x in rejected_peers(ctx.result, vary) if getattr(x.choice, aspect) != mine]
     if unfit:
         x = unfit[0]
         return [Reason(aspect, f"{plural(mine, noun)}: {getattr(x.choice, aspect)} is not "
@@ -106,7 +109,32 @@ def _count_reason(ctx: Context, aspect: str, noun: str) -> list[Reason]:
 def _consumers_reasons(ctx: Context) -> list[Reason]:
     if ctx.best.choice.style != "warp_specialized":
         return []
-    return _count_reason(ctx, "consumers", "consumer warpgroup")
+    return _count_reason(ctx, "consumers", "consumer warpgroup", frozenset({"pingpong"}))
+
+
+def _pingpong_reasons(ctx: Context) -> list[Reason]:
+    """Two consumers free-running (timed in lockstep) or taking turns (ptc.sched.turns)."""
+    w = ctx.best
+    if w.choice.style != "warp_specialized" or w.choice.consumers < 2:
+        return []
+    mine = "ping-pong" if w.choice.pingpong else "free-running consumers"
+    other = "free-running consumers" if w.choice.pingpong else "ping-pong"
+    ranked = peers(ctx.result, {"pingpong"})
+    if ranked:
+        o, r = ranked[0], ctx.ratio(ranked[0])
+        text = f"{mine}: {other} take {slower(r)}"
+        if w.choice.pingpong:
+            text += ("; one warpgroup's CUDA-core work runs under the other's tensor-core "
+                     "steps")
+        clause = busy_clause(o, w, ctx.unit)
+        return [Reason("pingpong", text + (f", {clause}" if clause else ""),
+                       ctx.tiles(o) + "; " + short_plan(o), r)]
+    unfit = rejected_peers(ctx.result, {"pingpong"})
+    if unfit:
+        x = unfit[0]
+        return [Reason("pingpong", f"{mine}: {other} is not possible: {x.reason}",
+                       x.choice.describe())]
+    return []
 
 
 def _warps_reasons(ctx: Context) -> list[Reason]:
@@ -224,5 +252,6 @@ def _matmul_unit_reasons(ctx: Context) -> list[Reason]:
 
 
 RULES: tuple[Callable[[Context], list[Reason]], ...] = (
-    _matmul_unit_reasons, _stages_reasons, _consumers_reasons, _warps_reasons, _style_reasons,
+    _matmul_unit_reasons, _stages_reasons, _consumers_reasons, _pingpong_reasons,
+    _warps_reasons, _style_reasons,
     _pipelining_reasons, tiles_reasons, _launch_reasons)

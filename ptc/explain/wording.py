@@ -34,7 +34,8 @@ def short_plan(c: Candidate) -> str:
     ch = c.choice
     if ch.style == "warp_specialized":
         text = (f"warp-specialized, {plural(ch.stages, 'stage')}, "
-                f"{plural(ch.consumers, 'consumer warpgroup')}")
+                f"{plural(ch.consumers, 'consumer warpgroup')}"
+                + (" in ping-pong" if ch.pingpong else ""))
     elif ch.style == "multistage":
         text = f"multistage, {plural(ch.stages, 'stage')}, {ch.warps} warps"
     elif ch.style == "interleaved":

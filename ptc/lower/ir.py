@@ -357,11 +357,13 @@ class StageOperand:
     """A wgmma operand computed in registers that wgmma reads from shared memory (B): every
     thread writes its values of `value` into `buffer` (its consumer warpgroup's copy) in
     the layout TMA would have written, then fences them for the tensor cores; a named
-    barrier follows."""
+    barrier follows. `stmatrix`: (64-row atoms, 16-column blocks) when each warp stores
+    its 16 x 16 blocks with stmatrix.x4 (ptc.lower.stmatrix), else () for st.shared."""
 
     task: str
     value: str
     buffer: str
+    stmatrix: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -380,6 +382,7 @@ class TmaStore:
     panels: int
     panel_cols: int
     panel_bytes: int
+    stage: StageOperand          # how the warpgroup writes the tile to `buffer`
     fallback: StoreTile
 
 
@@ -460,9 +463,17 @@ class PinAccumulators:
 
 @dataclass(frozen=True)
 class NamedBarrier:
-    """The threads of this role instance meet (bar.sync with the instance's id)."""
+    """A named barrier of `threads` threads: bar.sync (meet) or, with `arrive`, bar.arrive
+    (count in without waiting). Its id is `base` + the instance's index, or with
+    `next_instance` the next instance's (ping-pong hands its turn on); `only` >= 0: just
+    that instance executes it. The default: the threads of this instance meet."""
 
     why: str
+    base: int = 1
+    threads: int = 128
+    arrive: bool = False
+    next_instance: bool = False
+    only: int = -1
 
 
 @dataclass(frozen=True)

@@ -147,10 +147,14 @@ def _specialized_op(op) -> str:
         return (f"copy {op.buffer}{slot} <- {t.tensor}[{t.rows}x{t.cols}] by the warpgroup's "
                 f"threads, then arrive {op.barrier}  # {op.task}")
     if isinstance(op, ir.TmaStore):
-        return (f"tma store {op.value} via {op.buffer} -> {op.map}, {op.panels} box(es), "
-                f"wait until read (else {print_op(op.fallback)})")
+        by = (f"stmatrix.x4, {op.stage.stmatrix[0] * op.stage.stmatrix[1]} per warp"
+              if op.stage.stmatrix else "st.shared")
+        return (f"tma store {op.value} via {op.buffer} (by {by}) -> {op.map}, {op.panels} "
+                f"box(es), wait until read (else {print_op(op.fallback)})")
     if isinstance(op, ir.StageOperand):
-        return f"stage {op.value} to {op.buffer} for wgmma, fence.proxy.async  # {op.task}"
+        by = (f"stmatrix.x4, {op.stmatrix[0] * op.stmatrix[1]} per warp" if op.stmatrix
+              else "st.shared")
+        return f"stage {op.value} to {op.buffer} by {by}, fence.proxy.async  # {op.task}"
     if isinstance(op, ir.MbarrierWait):
         slot = f"[{op.loop}]" if op.loop else ""
         return f"wait {op.barrier}{slot}" + (" is free" if op.free else "")
@@ -171,7 +175,12 @@ def _specialized_op(op) -> str:
     if isinstance(op, ir.PinAccumulators):
         return f"pin {', '.join(op.values)} in registers"
     if isinstance(op, ir.NamedBarrier):
-        return f"named barrier (the warpgroup)  # {op.why}"
+        if op.threads == 128 and not op.arrive:
+            return f"named barrier (the warpgroup)  # {op.why}"
+        which = "the next part" if op.next_instance else "part"
+        who = f"warpgroup {op.only}: " if op.only >= 0 else ""
+        verb = "bar.arrive" if op.arrive else "bar.sync"
+        return f"{who}{verb} {op.base} + {which}, {op.threads} threads  # {op.why}"
     return repr(op)
 
 

@@ -28,6 +28,7 @@ from dataclasses import replace
 
 from ..devices import Device
 from ..sched.plan import LoopBlock, Plan, Step
+from ..sched.turns import Turns, turns
 from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
 from ..stask.graph import STaskGraph
@@ -37,6 +38,7 @@ from .atoms import why_no_wgmma
 from .layout import Layout, digits
 from .lowering import Builder, Capabilities, LoweringError, align_up, c_name, mma_operand_var
 from .program import Stmt, flatten, mma_parts, reads
+from .stmatrix import stmatrix_blocks
 from .swizzle import ALIGN, smem_layout, tma_layout
 from .tiles import (TileError, add, const, dim_expr, divisible, extent_value, global_tile,
                     index, mul)
@@ -287,6 +289,12 @@ class _Build(Builder):
         consumer = _one_group_in_flight(consumer)
         consumer = _pinned(consumer, {op.out for op in ir.walk(consumer)
                                       if isinstance(op, ir.Wgmma)})
+        if self.spec.consumer.pingpong:
+            where = turns(self.spec.consumer, self.plan.pipelined,
+                          lambda unit: self.device.unit(unit).kind)
+            if isinstance(where, str):
+                raise LoweringError(f"ping-pong: {where}")
+            consumer = _taking_turns(consumer, where, self.spec.parts)
         registers = estimate_registers(consumer, self)
         budget = self.spec.consumer.registers
         if registers > budget:
@@ -463,8 +471,15 @@ class _Build(Builder):
                                          align_up(lay.bytes, ALIGN), 0,
                                          f"{name} staged for wgmma")
         self.values[f"{name}@shared"] = ir.InShared(buffer, "")
-        return [ir.StageOperand(task, name, buffer),
+        return [self.stage_operand(task, name, buffer),
                 ir.NamedBarrier(f"{name} is in shared memory for wgmma")]
+
+    def stage_operand(self, task: str, name: str, buffer: str) -> ir.StageOperand:
+        """Registers to a shared tile in the TMA layout: by stmatrix where it fits."""
+        home = self.values[name]
+        blocks = stmatrix_blocks(self.layouts[home.layout], home.shape, home.dtype,
+                                 self.buffers[buffer].layout)
+        return ir.StageOperand(task, name, buffer, blocks or ())
 
     def store(self, s: Stmt) -> ir.StoreTile:
         op = super().store(s)
@@ -512,7 +527,8 @@ class _Build(Builder):
         self.alignment.extend(("dim", c.name, 16 // esize) for c in box.conditions)
         self.alignment.append(("tensor", tensor.name, 16))
         return ir.TmaStore(s.task, st.value.name, buffer, name, tuple(reversed(coords)),
-                           lay.panels, lay.panel_cols, lay.panel_bytes, op)
+                           lay.panels, lay.panel_cols, lay.panel_bytes,
+                           self.stage_operand(s.task, st.value.name, buffer), op)
 
 
 class _Producer:
@@ -648,6 +664,48 @@ def _pinned(ops, accumulators: set[str]) -> tuple:
         out.append(op)
         if isinstance(op, ir.Compute) and op.target in accumulators:
             out.append(ir.PinAccumulators((op.target,)))
+    return tuple(out)
+
+
+TURN_BARRIER = 3       # instance p's turn barrier is 3 + p (1 + p: its own; 15: producer)
+
+
+def _taking_turns(ops, where: Turns, parts: int) -> tuple:
+    """Ping-pong (ptc.sched.turns) with named barriers, FlashAttention-3's way: in each
+    iteration an instance waits at its own barrier before its first wgmma and arrives at
+    the next instance's after issuing the wgmma that hands over, 128 threads each. The last
+    instance arrives once before the loop (instance 0 holds the first turn), and instance 0
+    waits once after it for that last hand-over, so every barrier completes as often as it
+    is used, whatever the trip count."""
+    threads = 2 * WARPGROUP * 32
+    out = []
+    for op in ops:
+        if isinstance(op, ir.Loop) and op.var == where.loop:
+            body = []
+            first = next(i for i, o in enumerate(op.body)
+                         if isinstance(o, ir.Wgmma) and o.task == where.take)
+            last = max(i for i, o in enumerate(op.body)
+                       if isinstance(o, ir.Wgmma) and o.task == where.handover)
+            for i, o in enumerate(op.body):
+                if i == first:
+                    body.append(ir.NamedBarrier("this warpgroup's turn at the tensor cores",
+                                                TURN_BARRIER, threads))
+                body.append(o)
+                if i == last:
+                    body.append(ir.NamedBarrier("the other warpgroup's turn: its wgmmas run "
+                                                "under this one's CUDA-core work",
+                                                TURN_BARRIER, threads, arrive=True,
+                                                next_instance=True))
+            out.append(ir.NamedBarrier("warpgroup 0 takes the first turn", TURN_BARRIER,
+                                       threads, arrive=True, next_instance=True,
+                                       only=parts - 1))
+            out.append(replace(op, body=tuple(body)))
+            out.append(ir.NamedBarrier(f"the turn warpgroup {parts - 1} handed over last",
+                                       TURN_BARRIER, threads, only=0))
+            continue
+        if isinstance(op, ir.Loop):
+            op = replace(op, body=_taking_turns(op.body, where, parts))
+        out.append(op)
     return tuple(out)
 
 

@@ -4,8 +4,10 @@ Styles:
 - warp_specialized: a producer warpgroup issues every load, on the TMA unit where a box
   takes the tile (ptc.lower.tma; else its threads copy it, on the per-thread copy unit);
   consumer warpgroups (1 or 2, splitting the tile's rows) run mma and simt tasks and the
-  epilogue, storing by TMA where a box takes their rows of the tile. Needs an async bulk-copy unit (`tma`) and warpgroups with register
-  reallocation.
+  epilogue, storing by TMA where a box takes their rows of the tile; two consumers either
+  run free (the cost model times them in lockstep) or take turns at the tensor cores
+  (ping-pong, ptc.sched.turns). Needs an async bulk-copy unit (`tma`) and warpgroups with
+  register reallocation.
 - multistage: one role does everything; loads of the pipelined loop are issued
   `stages - 1` iterations ahead into a ring of `stages` slots (cp.async / global->LDS).
 - interleaved: one role and one buffer per loaded tile, each load issued just before the
@@ -29,6 +31,7 @@ from ..sema.dtypes import DTYPE_BYTES
 from ..stask.propagate import extent_of
 from .plan import Plan
 from .primitives import PlanBuilder
+from .turns import turns
 
 # wgmma multiplies 64 rows per warpgroup; a consumer warpgroup needs at least that many.
 MIN_ROWS_PER_CONSUMER = 64
@@ -42,10 +45,12 @@ class Choice:
     stages: int
     consumers: int = 1   # consumer warpgroups (warp_specialized)
     warps: int = 4       # warps of the single role (multistage / sequential)
+    pingpong: bool = False   # the consumers take turns at the tensor cores (ptc.sched.turns)
 
     def describe(self) -> str:
         if self.style == "warp_specialized":
-            return f"warp-specialized, {self.stages} stages, {self.consumers} consumer warpgroup(s)"
+            return (f"warp-specialized, {self.stages} stages, {self.consumers} consumer "
+                    f"warpgroup(s){' in ping-pong' if self.pingpong else ''}")
         if self.style == "multistage":
             return f"multistage, {self.stages} stages, {self.warps} warps"
         if self.style == "interleaved":
@@ -148,7 +153,8 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
         raise Unfit(f"consumers need ~{need} registers per thread, over the budget of {budget}")
     b = PlanBuilder(graph, device)
     b.role("producer", warps=wg, registers=PRODUCER_REGISTERS)
-    b.role("consumer", warps=wg, registers=budget, instances=choice.consumers)
+    b.role("consumer", warps=wg, registers=budget, instances=choice.consumers,
+           pingpong=choice.pingpong)
     mma, simt = unit_for(device, "mma"), unit_for(device, "simt")
     per_thread = copy_unit(device, "multistage")
     on_wgmma = set()
@@ -184,8 +190,14 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
         else:
             b.Append(t.name, ("consumer", simt.name))
     _wait_on_edges(b, graph)
-    return _fits(b.build(stages=choice.stages, pipelined=loop, style=choice.style,
-                         notes=(choice.describe(),)), device)
+    plan = b.build(stages=choice.stages, pipelined=loop, style=choice.style,
+                   notes=(choice.describe(),))
+    if choice.pingpong:
+        (consumer,) = [r for r in plan.roles if r.name == "consumer"]
+        where = turns(consumer, loop, lambda unit: device.unit(unit).kind)
+        if isinstance(where, str):
+            raise Unfit(where)
+    return _fits(plan, device)
 
 
 def _mma_operand_loads(graph: STaskGraph, mmas: set[str]) -> set[str]:

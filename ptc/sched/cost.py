@@ -24,6 +24,7 @@ from ..devices import Device
 from ..stask.graph import STask, STaskGraph
 from ..sema.dtypes import DTYPE_BYTES
 from .plan import Estimate, Plan
+from .turns import timed
 from .unroll import Exec, unroll
 
 SIM_ITERATIONS = 16   # iterations of the longest loop simulated before extrapolating
@@ -51,7 +52,7 @@ def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
     `issue`: what the built kernel issues per warp for it (Plan.issue), over `warps`
     warps -- then the count is timed, not guessed from the task's work."""
     if issue is not None and warps and task.kind != "copy":
-        return _issued_cycles(task, unit, device, issue, warps)
+        return _issued_cycles(task, unit, device, issue, warps, instances)
     w = task.work
     if task.kind == "copy":
         rate = unit.throughput.get("bytes", 0) or 1.0
@@ -73,13 +74,14 @@ def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
     return unit.issue_latency_cycles + cycles / instances
 
 
-def _issued_cycles(task: STask, unit, device: Device, issue, warps: int) -> float:
+def _issued_cycles(task: STask, unit, device: Device, issue, warps: int,
+                   instances: int) -> float:
     lanes = device.resources.warp_size
     shared = (issue.shuffles / SHUFFLES_PER_CYCLE + issue.shared / SHARED_PER_CYCLE
               + issue.fragment_loads * LDMATRIX_X4_CYCLES) * warps
     if task.kind == "mma" and unit.kind == "mma":
         rate = unit.throughput.get(task.mma_dtype)
-        return unit.issue_latency_cycles + max(task.work.mma_flops / rate, shared)
+        return unit.issue_latency_cycles + max(task.work.mma_flops / rate / instances, shared)
     simt_unit = unit if unit.kind == "simt" else (device.units_of("simt") or [unit])[0]
     rate = simt_unit.throughput.get("f32") or max(simt_unit.throughput.values())
     cycles = issue.simt * warps * lanes / rate
@@ -94,10 +96,12 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
                       trips: Mapping[str, int], ctas: int = 1, record: bool = False) -> Timeline:
     tasks = {t.name: t for t in graph.tasks}
     roles = {r.name: r for r in plan.roles}
-    barriers = {b.name: b for b in plan.barriers}
+    run = timed(plan, unroll(plan, lambda v, outer: trips[v]),
+                lambda unit: device.unit(unit).kind)
+    barriers = run.barriers
     procs: dict[tuple, list[Exec]] = {}
     for cta in range(ctas):
-        for (role, inst), execs in unroll(plan, lambda v, outer: trips[v]).items():
+        for (role, inst), execs in run.procs.items():
             procs[(cta, role, inst)] = execs
     pos = {p: 0 for p in procs}
     ready = {p: 0.0 for p in procs}
@@ -154,9 +158,10 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
             unit = device.unit(e.step.unit)
             key = (e.step.task, e.step.unit, p[1])
             if key not in cost_cache:
-                cost_cache[key] = step_cycles(tasks[e.step.task], unit, device,
-                                              roles[p[1]].instances,
-                                              plan.issue_of(e.step.task), roles[p[1]].warps)
+                share = run.share[p[1]]     # lockstep instances: one process, all warps
+                cost_cache[key] = step_cycles(tasks[e.step.task], unit, device, share,
+                                              plan.issue_of(e.step.task),
+                                              roles[p[1]].warps * roles[p[1]].instances // share)
             dur = cost_cache[key]
             end = start + dur
             done = end + unit.latency_cycles
@@ -164,7 +169,7 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
             busy[e.step.unit] = busy.get(e.step.unit, 0.0) + dur
             ready[p] = start + unit.issue_latency_cycles if unit.is_async else done
             if record:
-                spans.append((f"{p[1]}{p[2]}" if roles[p[1]].instances > 1 else p[1],
+                spans.append((f"{p[1]}{p[2]}" if run.share[p[1]] > 1 else p[1],
                               e.step.unit, e.step.task, start, end))
         if e.step.task == "sync":
             ready[p] = start
@@ -172,8 +177,10 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
             k = arrive_count.get((cta, a, p), 0)
             arrive_count[(cta, a, p)] = k + 1
             b = barriers[a]
-            phase = k + (b.initial if b.kind == "empty" else 0)
-            phase_arrivals.setdefault((cta, a, phase), []).append(done)
+            phase = k + (b.initial if b.kind in ("empty", "turn") else 0)
+            at = start + device.unit(e.step.unit).issue_latency_cycles \
+                if b.kind == "turn" else done
+            phase_arrivals.setdefault((cta, a, phase), []).extend([at] * run.weight[p[1]])
         pos[p] += 1
         if pos[p] >= len(procs[p]):
             live.discard(p)

@@ -48,6 +48,7 @@ class Role:
     registers: int          # per-thread register budget (setmaxnreg on sm90)
     body: tuple[Item, ...]
     instances: int = 1      # warpgroups running this same program on parts of the tile
+    pingpong: bool = False  # the instances take turns at the tensor cores (ptc.sched.turns)
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,9 @@ def _encode(obj):
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(obj).items()}
     if isinstance(obj, Role):
         return {"name": obj.name, "warps": obj.warps, "registers": obj.registers,
-                "instances": obj.instances, "body": [_encode(i) for i in obj.body]}
+                "instances": obj.instances,
+                **({"pingpong": True} if obj.pingpong else {}),
+                "body": [_encode(i) for i in obj.body]}
     if isinstance(obj, Plan):
         return {
             "kernel": obj.kernel, "device": obj.device, "tiles": dict(obj.tiles),
@@ -256,7 +259,8 @@ class _Reader:
             roles.append(Role(self.get(r, "name", str, rw), self.get(r, "warps", int, rw),
                               self.get(r, "registers", int, rw),
                               tuple(self.item(b, f"{rw}.body[{j}]") for j, b in enumerate(body)),
-                              self.get(r, "instances", int, rw)))
+                              self.get(r, "instances", int, rw),
+                              self.get(r, "pingpong", bool, rw) if "pingpong" in r else False))
         buffers = []
         for i, b in enumerate(self.get(data, "buffers", list, w)):
             bw = f"buffers[{i}]"

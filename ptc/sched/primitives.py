@@ -39,6 +39,7 @@ class _RoleSpec:
     warps: int
     registers: int
     instances: int
+    pingpong: bool = False
     steps: list[tuple[str, str, int]] = field(default_factory=list)  # (task, unit, offset)
 
 
@@ -61,8 +62,9 @@ class PlanBuilder:
         self.stage_override: dict[str, int] = {}
 
     # ---- the primitives ----------------------------------------------------------------
-    def role(self, name: str, warps: int, registers: int, instances: int = 1) -> None:
-        self.roles[name] = _RoleSpec(name, warps, registers, instances)
+    def role(self, name: str, warps: int, registers: int, instances: int = 1,
+             pingpong: bool = False) -> None:
+        self.roles[name] = _RoleSpec(name, warps, registers, instances, pingpong)
 
     def Append(self, stask: str, where: tuple[str, str], offset: int = 0) -> None:
         role, unit = where
@@ -201,7 +203,8 @@ class PlanBuilder:
                 steps.append((Step(t, u, off, tuple(step_waits.get(t, ())),
                                    tuple(step_arrives.get(t, ()))), t))
             body = _nest(g, spec.name, steps, sync_before, sync_after)
-            roles.append(Role(spec.name, spec.warps, spec.registers, tuple(body), spec.instances))
+            roles.append(Role(spec.name, spec.warps, spec.registers, tuple(body), spec.instances,
+                              spec.pingpong))
         threads = sum(r.warps * r.instances for r in self.roles.values()) * self.device.resources.warp_size
         smem = sum(b.stages * b.slot_bytes for b in buffers.values())
         launch = launch or Launch(grid_extents(g), threads, smem)

@@ -74,9 +74,9 @@ class SearchResult:
 def choices_for(device: Device, has_loop: bool) -> list[Choice]:
     out: list[Choice] = []
     if has_loop:
-        for consumers in (1, 2):
+        for consumers, pingpong in ((1, False), (2, False), (2, True)):
             for stages in (2, 3, 4):
-                out.append(Choice("warp_specialized", stages, consumers))
+                out.append(Choice("warp_specialized", stages, consumers, pingpong=pingpong))
         for warps in (4, 8):
             for stages in (2, 3, 4):
                 out.append(Choice("multistage", stages, warps=warps))
@@ -193,7 +193,7 @@ def why_none(rejected) -> str:
 def _choice_key(c: Choice) -> tuple:
     return ({"warp_specialized": 0, "multistage": 1, "interleaved": 2, "sequential": 3}[c.style],
             c.stages,
-            c.consumers, c.warps)
+            c.consumers, c.pingpong, c.warps)
 
 
 def _launch(plan: Plan, device: Device) -> Plan:

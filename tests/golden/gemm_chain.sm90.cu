@@ -16,6 +16,7 @@
 #include "mbarrier.cuh"
 #include "global_to_shared_tma.cuh"
 #include "shared_to_global_tma.cuh"
+#include "register_to_shared_stmatrix.cuh"
 #include "wgmma.cuh"
 #include "warpgroup.cuh"
 
@@ -251,14 +252,14 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     }
     // store_E: %E -> scratch1 -> 1 box(es) of map_store_E
     if (ALIGNED) {
-      // store_E: %E to scratch1, where wgmma reads it
+      // store_E: %E to scratch1 by stmatrix, 16 x 16 per warp and instruction
       #pragma unroll
-      for (int r = 0; r < L_acc_c::SIZE; ++r) {
-        const int c0 = L_acc_c::base0(lane, warp) + L_acc_c::off0(L_acc_c::slot0(r));
-        const int c1 = L_acc_c::base1(lane, warp) + L_acc_c::off1(L_acc_c::slot1(r));
-        ptc::st_shared<__half>(smem + 81920u + ptc::tma_offset<128, 8192>(c0, c1 * 2), ptc::from_f32<__half>(ptc::f32(ptc::unpack<__half>(t_E, r))));
+      for (int b = 0; b < 4; ++b) {
+        const int row = (b / 4) * 64 + warp * 16 + ptc::stmatrix_row(lane);
+        const int col = (b % 4) * 16 + ptc::stmatrix_col(lane);
+        ptc::stmatrix_x4(smem + 81920u + ptc::tma_offset<128, 8192>(row, col * 2), &t_E[4 * b]);
       }
-      ptc::fence_proxy_async();  // generic stores, read by the tensor cores
+      ptc::fence_proxy_async();  // generic stores, read by the async proxy
       ptc::named_barrier(1 + part, 128);  // the tile is in shared memory
       if (tid % 128 == 0) {
         ptc::tma_store<2>(&map_store_E, smem + 81920u, {(int)((i_j * 64)), (int)((i_i * 64))});

@@ -12,7 +12,7 @@
 // shared D_smem: f32[] at 103424..104448 (tile of load_D)
 // shared x2_smem: f16[128, 64] at 104448..120832 (tile of load_x2)
 // shared scratch1: f16[64, 64] x 2 at 120832..137216 (out's tile, stored by TMA)
-// estimate: 592.9 us at the benchmark shape, bound by tma
+// estimate: 612.6 us at the benchmark shape, bound by tma
 #include <climits>
 #include <cstdint>
 #include <cuda_runtime.h>
@@ -22,6 +22,7 @@
 #include "mbarrier.cuh"
 #include "global_to_shared_tma.cuh"
 #include "shared_to_global_tma.cuh"
+#include "register_to_shared_stmatrix.cuh"
 #include "wgmma.cuh"
 #include "warpgroup.cuh"
 
@@ -356,14 +357,14 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     }
     // store_out: %out -> scratch1 -> 1 box(es) of map_store_out
     if (ALIGNED) {
-      // store_out: %out to scratch1, where wgmma reads it
+      // store_out: %out to scratch1 by stmatrix, 16 x 16 per warp and instruction
       #pragma unroll
-      for (int r = 0; r < L_carried_c::SIZE; ++r) {
-        const int c0 = L_carried_c::base0(lane, warp) + L_carried_c::off0(L_carried_c::slot0(r));
-        const int c1 = L_carried_c::base1(lane, warp) + L_carried_c::off1(L_carried_c::slot1(r));
-        ptc::st_shared<__half>(smem + 120832u + part * 8192u + ptc::tma_offset<128, 8192>(c0, c1 * 2), ptc::from_f32<__half>(ptc::f32(ptc::unpack<__half>(t_out, r))));
+      for (int b = 0; b < 4; ++b) {
+        const int row = (b / 4) * 64 + warp * 16 + ptc::stmatrix_row(lane);
+        const int col = (b % 4) * 16 + ptc::stmatrix_col(lane);
+        ptc::stmatrix_x4(smem + 120832u + part * 8192u + ptc::tma_offset<128, 8192>(row, col * 2), &t_out[4 * b]);
       }
-      ptc::fence_proxy_async();  // generic stores, read by the tensor cores
+      ptc::fence_proxy_async();  // generic stores, read by the async proxy
       ptc::named_barrier(1 + part, 128);  // the tile is in shared memory
       if (tid % 128 == 0) {
         ptc::tma_store<5>(&map_store_out, smem + 120832u + part * 8192u, {(int)((i_p * 64)), (int)(i_h), (int)(((i_m * 128) + (part * 64))), (int)(i_c), (int)(i_b)});

@@ -65,7 +65,7 @@ class KernelSource:
 
 # what a warp-specialized grid's ops are spelled with (docs/sm90.md)
 SPECIALIZED_HEADERS = ("mbarrier.cuh", "global_to_shared_tma.cuh", "shared_to_global_tma.cuh",
-                       "wgmma.cuh", "warpgroup.cuh")
+                       "register_to_shared_stmatrix.cuh", "wgmma.cuh", "warpgroup.cuh")
 
 
 def scalar_ctype(dtype: str) -> str:

@@ -59,6 +59,7 @@ class SpecializedOps:
                 self.index_override["%part"] = "part"
                 self.index_override["%row0"] = f"(part * {role.rows})"
                 self.split_rows = role.rows
+                self.parts = role.instances
                 # ring uses are counted across enclosing loops (a loop inside a loop starts
                 # again at 0, its ring and barrier phases do not)
                 loops = [op.var for op in ir.walk(role.body) if isinstance(op, ir.Loop)]
@@ -130,6 +131,20 @@ class SpecializedOps:
         b = self.buffers[op.buffer]
         sl = b.layout
         ctype = CTYPES[b.dtype]
+        if op.stmatrix:
+            atoms, blocks = op.stmatrix
+            self.emit(f"// {op.task}: {op.value} to {op.buffer} by stmatrix, 16 x 16 per warp "
+                      "and instruction")
+            self.emit("#pragma unroll")
+            with self.block(f"for (int b = 0; b < {atoms * blocks}; ++b)"):
+                self.emit(f"const int row = (b / {blocks}) * 64 + warp * 16 + "
+                          "ptc::stmatrix_row(lane);")
+                self.emit(f"const int col = (b % {blocks}) * 16 + ptc::stmatrix_col(lane);")
+                self.emit(f"ptc::stmatrix_x4({self.slot_address(op.buffer)} + "
+                          f"ptc::tma_offset<{sl.span}, {sl.panel_bytes}>(row, col * "
+                          f"{sl.elem_bytes}), &{home.name}[4 * b]);")
+            self.emit("ptc::fence_proxy_async();  // generic stores, read by the async proxy")
+            return
         rd = self.renderer(home.layout)
         value = rd.render(T.Var(op.value, T.TileType(home.dtype)), ["c0", "c1"])
         self.emit(f"// {op.task}: {op.value} to {op.buffer}, where wgmma reads it")
@@ -150,7 +165,7 @@ class SpecializedOps:
         self.emit(f"// {op.task}: {op.value} -> {op.buffer} -> {op.panels} box(es) of "
                   f"{op.map}")
         with self.block("if (ALIGNED)"):
-            self.StageOperand(ir.StageOperand(op.task, op.value, op.buffer))
+            self.StageOperand(op.stage)
             self.emit("ptc::named_barrier(1 + part, 128);  // the tile is in shared memory")
             with self.block("if (tid % 128 == 0)"):   # one thread stores
                 for p in range(op.panels):
@@ -233,7 +248,10 @@ class SpecializedOps:
                       "its registers here")
 
     def NamedBarrier(self, op: ir.NamedBarrier) -> None:
-        self.emit(f"ptc::named_barrier(1 + part, 128);  // {op.why}")
+        part = f"(part + 1) % {self.parts}" if op.next_instance else "part"
+        call = "named_barrier_arrive" if op.arrive else "named_barrier"
+        line = f"ptc::{call}({op.base} + {part}, {op.threads});  // {op.why}"
+        self.emit(f"if (part == {op.only}) {line}" if op.only >= 0 else line)
 
 
 TMA_DTYPES = {"f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",

@@ -35,6 +35,16 @@ __device__ __forceinline__ void named_barrier(int id, int count) {
 #endif
 }
 
+// bar.arrive id, count: count this thread in without waiting (ping-pong hands the tensor
+// cores to the other warpgroup, which waits at bar.sync id, count)
+__device__ __forceinline__ void named_barrier_arrive(int id, int count) {
+#ifdef PTC_EMULATE
+  ::ptc::emu::named_barrier_arrive(id, count);
+#else
+  asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(count) : "memory");
+#endif
+}
+
 // generic-proxy writes to shared memory (st.shared) made visible to the async proxy
 // (wgmma operands, TMA stores) that reads them next; each writing thread, before the barrier
 __device__ __forceinline__ void fence_proxy_async() {

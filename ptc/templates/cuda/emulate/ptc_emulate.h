@@ -98,7 +98,7 @@ Config config;
 enum State { READY, AT_BLOCK_BARRIER, AT_WARP_BARRIER, AT_MBARRIER, AT_NAMED_BARRIER,
              AT_GROUP_BARRIER, DONE, STATES };
 enum Kind { NONE = 0, LDM_X1, LDM_X2, LDM_X4, LDM_X1_T, LDM_X2_T, LDM_X4_T, MMA_F16, MMA_BF16,
-            MMA_TF32, SHFL, VOTE, SYNCWARP };
+            MMA_TF32, SHFL, VOTE, SYNCWARP, STM_X1, STM_X2, STM_X4 };
 
 struct Copy {
   unsigned char* dst;
@@ -534,6 +534,50 @@ inline void ldmatrix(unsigned* r, const void* p,
       hi = q1[g];
     }
     r[i] = lo | (hi << 16);
+  }
+}
+
+// stmatrix.sync.aligned.m8n8.x{NUM}.shared.b16 [p], r: lane 8*i + r gives the address of
+// row r of matrix i, lane L's register i holds elements (L/4, 2*(L%4)) and (L/4, 2*(L%4)+1)
+// of matrix i (low half first). Each lane writes the row it gave the address of.
+template <int NUM>
+inline void stmatrix(const void* p, const unsigned* r,
+                     std::source_location where = std::source_location::current()) {
+  static_assert(NUM == 1 || NUM == 2 || NUM == 4, "stmatrix takes 1, 2 or 4 matrices");
+  const Kind kind = static_cast<Kind>(NUM == 1 ? STM_X1 : NUM == 2 ? STM_X2 : STM_X4);
+  const int lane = cur().tid % 32;
+  WarpScratch& s = rt.warps[cur().tid / 32];
+  const int buf = deposit(kind);
+  s.addr[buf][lane] = p;
+  for (int i = 0; i < NUM; ++i) s.a[buf][lane][i] = r[i];
+  warp_barrier("stmatrix");
+  if (!same_kind(s, buf, kind, "stmatrix")) return;
+  if (lane >= 8 * NUM) return;
+  const void* a = s.addr[buf][lane];
+  if (!in_smem(a, 16) || reinterpret_cast<uintptr_t>(a) % 16 != 0) {
+    fail("stmatrix row address %p of lane %d is not a 16-byte aligned row inside shared "
+         "memory of %d bytes", a, lane, rt.smem_bytes);
+    return;
+  }
+  if (lane == 0) {  // once per warp instruction: its bank conflicts, 8 rows per phase
+    uint32_t offset[32];
+    bool inside = true;
+    for (int l = 0; l < 8 * NUM; ++l) {
+      inside = inside && in_smem(s.addr[buf][l], 16);
+      offset[l] = static_cast<uint32_t>(static_cast<const unsigned char*>(s.addr[buf][l]) -
+                                        ptc_smem);
+    }
+    if (inside)
+      account(site_stats(SiteKey{where.file_name(), static_cast<unsigned>(where.line()),
+                                 static_cast<unsigned>(where.column()), ACC_STS, 16}),
+              ACC_STS, offset, NUM == 4 ? 0xffffffffu : (1u << (8 * NUM)) - 1, 16);
+  }
+  const int matrix = lane / 8, row = lane % 8;
+  uint16_t* q = static_cast<uint16_t*>(const_cast<void*>(a));
+  for (int t = 0; t < 4; ++t) {       // the row's elements come from lanes 4 row + t
+    const unsigned v = s.a[buf][4 * row + t][matrix];
+    q[2 * t] = static_cast<uint16_t>(v & 0xffffu);
+    q[2 * t + 1] = static_cast<uint16_t>(v >> 16);
   }
 }
 

@@ -323,29 +323,49 @@ inline void sm90_block_end() {
            ".read): shared memory may be gone before they read it", t, sm90.stores[t].size());
       return;
     }
+  for (int id = 0; id < 16; ++id)
+    if (sm90.named_arrived[id] > 0) {
+      fail("named barrier %d: the block ended with %d of its %d threads counted in (an "
+           "arrive without its sync, or the other way round)", id, sm90.named_arrived[id],
+           sm90.named_count[id]);
+      return;
+    }
 }
 
 // ---- named barriers -----------------------------------------------------------------------
-// bar.sync id, count: the first `count` threads to arrive at barrier `id` go on together
-inline void named_barrier_sync(int id, int count) {
+// bar.sync id, count: the thread counts in and waits until `count` threads have (those
+// waiting and those that arrived with bar.arrive); bar.arrive id, count counts in and goes
+// on. The barrier then starts again from zero.
+inline bool named_barrier_count_in(const char* what, int id, int count) {
   if (id < 0 || id > 15 || count <= 0 || count % 32 != 0 || count > rt.threads) {
-    fail("bar.sync %d, %d: the id is 0 to 15 and the count a multiple of 32 up to the block's "
-         "%d threads", id, count, rt.threads);
-    return;
+    fail("%s %d, %d: the id is 0 to 15 and the count a multiple of 32 up to the block's "
+         "%d threads", what, id, count, rt.threads);
+    return false;
   }
   if (sm90.named_arrived[id] > 0 && sm90.named_count[id] != count) {
-    fail("bar.sync %d: threads arrive with counts %d and %d", id, sm90.named_count[id], count);
-    return;
+    fail("%s %d: threads arrive with counts %d and %d", what, id, sm90.named_count[id], count);
+    return false;
   }
   sm90.named_count[id] = count;
-  Fiber& f = cur();
-  f.state = AT_NAMED_BARRIER;
-  f.named = id;
   if (++sm90.named_arrived[id] == count) {
     sm90.named_arrived[id] = 0;
     for (Fiber& g : rt.fibers)
       if (g.state == AT_NAMED_BARRIER && g.named == id) { g.state = READY; g.named = -1; }
+    return true;
   }
+  return false;
+}
+
+inline void named_barrier_sync(int id, int count) {
+  Fiber& f = cur();
+  f.state = AT_NAMED_BARRIER;
+  f.named = id;
+  if (named_barrier_count_in("bar.sync", id, count)) { f.state = READY; f.named = -1; }
+  yield();
+}
+
+inline void named_barrier_arrive(int id, int count) {
+  named_barrier_count_in("bar.arrive", id, count);
   yield();
 }
 
