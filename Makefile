@@ -3,6 +3,9 @@
 #                    schedule it for every target (plans in out/plans/) and build its
 #                    CUDA for sm80 and sm90a with nvcc (out/cuda/, out/cuda-sm90/)
 #   make test     -- set up and run the whole test suite
+# and two for a GPU machine without network (docs/gpu.md):
+#   make gpu-wheels -- here, with network: the wheels ptc needs that the GPU image lacks
+#   make gpu        -- there: every GPU check in one run (QUICK=1: the 3-minute one)
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PTC    := $(VENV)/bin/ptc
@@ -51,4 +54,23 @@ samples: setup
 test: setup
 	$(PY) -m pytest -q
 
-.PHONY: setup samples test
+# ---- on a GPU machine (docs/gpu.md) ---------------------------------------------------------
+# The GPU image has Python 3.12 with torch, numpy, click, jinja2, rich, PyYAML, ml-dtypes and
+# pytest but no lark and no network: download ptc's requirements (numpy aside: the image's
+# torch brings its own) as CPython 3.12 x86-64 wheels into an ignored folder to carry there.
+# benchmarks/gpu_env.py installs only those the machine lacks or has too old.
+GPU_WHEELS ?= .gpu-wheels
+GPU_WHEEL_PACKAGES := lark click jinja2 markupsafe rich markdown-it-py mdurl pygments pyyaml \
+                      ml-dtypes
+gpu-wheels:
+	python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
+	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+	  --platform manylinux2014_x86_64 -d $(GPU_WHEELS) $(GPU_WHEEL_PACKAGES)
+	@ls $(GPU_WHEELS)
+
+# bash benchmarks/gpu.sh: pytest -m gpu, compute-sanitizer, benchmarks, tune, calibration and
+# the results table in benchmarks/results/DATE-GPU/ (OUT=DIR elsewhere; GPU_FLAGS=... more)
+gpu:
+	bash benchmarks/gpu.sh $(if $(QUICK),--quick) $(if $(OUT),--out $(OUT)) $(GPU_FLAGS)
+
+.PHONY: setup samples test gpu gpu-wheels

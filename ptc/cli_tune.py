@@ -139,11 +139,12 @@ def find_gpu(arch: str):
 
 
 def peaks_device(gpu, fallback):
-    """The builtin device whose peaks describe `gpu` (sm90 for compute capability 9.x,
-    sm80 for 8.x), else `fallback`."""
+    """The builtin device whose peaks describe `gpu` (ptc.runtime.measured.peaks_target),
+    else `fallback`."""
     from .devices import get_device
+    from .runtime.measured import peaks_target
 
-    name = {9: "sm90", 8: "sm80"}.get(gpu.major)
+    name = peaks_target(gpu.major)
     return get_device(name) if name else fallback
 
 
@@ -243,7 +244,7 @@ def _record(path, result, gpu) -> None:
     from .runtime import measured as M
 
     doc = M.Document(gpu.name, gpu.arch, datetime.date.today().isoformat(), result.rows,
-                     source="ptc tune", peaks_from={9: "sm90", 8: "sm80"}.get(gpu.major, ""))
+                     source="ptc tune", peaks_from=M.peaks_target(gpu.major))
     save_text_atomic(path, M.dumps(doc))
 
 

@@ -199,6 +199,12 @@ def _row(item: Mapping) -> Row:
         str(item.get("check", "skipped")), str(item.get("error", "")))
 
 
+def peaks_target(major: int) -> str:
+    """The builtin target whose YAML describes a GPU of compute capability `major`.x (its
+    peaks are what % of peak is of): sm90 for Hopper, sm80 for Ampere; "" otherwise."""
+    return {9: "sm90", 8: "sm80"}.get(major, "")
+
+
 def merged(docs) -> Document:
     """One document of the rows of several (the first one's GPU and date)."""
     docs = list(docs)
