@@ -166,7 +166,7 @@ XDIST=""
 if [ "$DRY" = 0 ] && "$PY" -c "import xdist" >/dev/null 2>&1; then XDIST="-n 8"; fi
 PYTEST="$(q "$PY") -m pytest -m gpu -q -p no:cacheprovider -o addopts= --junitxml=$(q "$OUT/pytest.xml") $XDIST tests/"
 [ "$QUICK" = 1 ] && PYTEST="$PYTEST -k 'not sm80'"
-SANITIZE="$(q "$PY") benchmarks/sanitize.py --out $(q "$OUT") --timeout 60 --budget $(budget_of sanitize)"
+SANITIZE="$(q "$PY") benchmarks/sanitize.py --out $(q "$OUT") --work $(q "$CACHE/sanitize") --timeout 60 --budget $(budget_of sanitize)"
 [ "$QUICK" = 1 ] && SANITIZE="$SANITIZE --targets sm90 --variants bench-plan"
 if [ "$DRY" = 1 ]; then
   run_step pytest 0 "$PYTEST"

@@ -11,7 +11,8 @@ target and two plans:
 
 Each run's outputs are also compared with the reference interpreter. Writes
 DIR/sanitizer.json (one record per harness and tool) and, for every run that was not
-clean, its log under DIR/sanitize/logs/. Builds run in parallel first.
+clean, its log under DIR/sanitize/logs/. Builds run in parallel first, in --work (default
+DIR/sanitize; gpu.sh keeps them out of the results folder).
 """
 from __future__ import annotations
 
@@ -251,6 +252,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=False, default=str(ROOT / "build" / "sanitize"),
                     help="results folder (sanitizer.json, sanitize/)")
+    ap.add_argument("--work", help="where the harnesses are built and run (default: "
+                                   "OUT/sanitize; logs always go to OUT/sanitize/logs)")
     ap.add_argument("--targets", default="sm90,sm80")
     ap.add_argument("--tools", default=",".join(TOOLS))
     ap.add_argument("--variants", default=",".join(VARIANTS))
@@ -273,7 +276,8 @@ def main(argv=None) -> int:
     todo = sorted((h for h in harnesses(tuple(args.targets.split(",")), variants)
                    if args.only in h.sample), key=priority)
     out = Path(args.out)
-    work = out / "sanitize"
+    work = Path(args.work) if args.work else out / "sanitize"
+    logs = out / "sanitize" / "logs"
     sanitizer = find_sanitizer() or "compute-sanitizer"
     if args.dry_run:
         print(f"benchmarks/sanitize.py --dry-run: {len(todo)} harness(es) x {len(tools)} "
@@ -314,7 +318,7 @@ def main(argv=None) -> int:
                 r = Result(h.name, h.sample, h.target, h.variant, tool, "skipped", 0, 0.0,
                            "out of time (--budget)")
             else:
-                r = run_tool(sanitizer, tool, h, work / h.name, work / "logs",
+                r = run_tool(sanitizer, tool, h, work / h.name, logs,
                              min(args.timeout, max(1.0, deadline - time.perf_counter())))
                 if n == 0 and r.status in ("ok", "errors"):
                     r = Result(**{**asdict(r), "reference": check_outputs(work / h.name)})

@@ -261,8 +261,9 @@ def _tune_json(result, path) -> dict:
 def _print_tune(result, path, kernel, gpu) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=f"ptc tune: {kernel} at {result.key.dims_text()} on {gpu}",
+    table = Table(title=Text(f"ptc tune: {kernel} at {result.key.dims_text()} on {gpu}"),
                   title_justify="left")
     for col in ("", "model rank", "plan", "why", "model", "measured", "model/measured",
                 "check"):
@@ -271,14 +272,13 @@ def _print_tune(result, path, kernel, gpu) -> None:
     for o in result.outcomes:
         m = o.measured
         model_ms = o.trial.model_seconds * 1e3
-        table.add_row("*" if o is result.winner else "", str(o.trial.rank), o.trial.label,
-                      o.trial.why, f"{model_ms:.4g} ms",
-                      f"{m.median_ms:.4g} ms" if m.median_ms else "-",
-                      f"{model_ms / m.median_ms:.2f}" if m.median_ms else "-",
-                      m.check)
+        table.add_row(*(Text(c) for c in (
+            "*" if o is result.winner else "", str(o.trial.rank), o.trial.label, o.trial.why,
+            f"{model_ms:.4g} ms", f"{m.median_ms:.4g} ms" if m.median_ms else "-",
+            f"{model_ms / m.median_ms:.2f}" if m.median_ms else "-", m.check)))
     console = Console(file=sys.stdout, highlight=False, soft_wrap=False,
                       width=max(120, terminal_width()))
-    console.print(table, markup=False)
+    console.print(table)
     if result.entry is not None:
         console.print(f"stored the fastest (* above) in {path} as entry {result.entry.key.id}",
                       markup=False)
@@ -330,8 +330,9 @@ def _print_calibration(cal, output) -> None:
 
     console = Console(file=sys.stdout, highlight=False, soft_wrap=False,
                       width=max(100, terminal_width()))
-    table = Table(title=f"ptc calibrate: {cal.device.name} from {len(cal.observations)} "
-                        f"timed plan(s) on {cal.gpu}", title_justify="left")
+    table = Table(title=Text(f"ptc calibrate: {cal.device.name} from "
+                             f"{len(cal.observations)} timed plan(s) on {cal.gpu}"),
+                  title_justify="left")
     for col in ("figure", "estimate", "fitted", "change"):
         table.add_column(col, justify="left" if col == "figure" else "right")
     for f, v in zip(cal.fit.figures, cal.fit.values):

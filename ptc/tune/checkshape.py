@@ -14,7 +14,7 @@ from typing import Mapping
 def check_dims(graphs, dims: Mapping[str, int]) -> dict[str, int]:
     """The check problem for a kernel whose grids' (propagated) sTask-graphs are `graphs`,
     from its problem dims `dims`."""
-    from ..sched.cost import _extent
+    from ..stask.propagate import extent_of
 
     tiled: dict[str, int] = {}
     indexed: set[str] = set()
@@ -27,11 +27,11 @@ def check_dims(graphs, dims: Mapping[str, int]) -> dict[str, int]:
             if axis.size is None:
                 indexed.add(axis.dim)
             else:
-                cover(axis.dim, _extent(graph, axis.size))
+                cover(axis.dim, extent_of(graph.kernel, graph.tiles, axis.size))
         for region in graph.loop_regions():
             axis = region.loop.axis
             if axis.size is not None:
-                cover(axis.dim, _extent(graph, axis.size))
+                cover(axis.dim, extent_of(graph.kernel, graph.tiles, axis.size))
     out = {}
     for name, size in dims.items():
         if name in tiled:
