@@ -126,7 +126,8 @@ def run_baseline(name: str, kernel: str, t, s, *, warmup: int, iters: int, flush
                 ms = statistics.median(time_fn(lambda: fn(t, s), warmup=warmup, iters=iters,
                                                flush=flush))
         except Exception as exc:      # a backend or configuration that does not apply
-            why = f"{name}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            text = str(exc).strip().splitlines()
+            why = f"{name}: {type(exc).__name__}: {text[0] if text else ''}"
             torch.cuda.synchronize()
             continue
         if best is None or ms < best:

@@ -139,7 +139,7 @@ def run_workload(w, targets, builds, args, gpu, peaks, flush, say):
     from ptc.runtime.bench import work_of
     from ptc.runtime.measured import Row
     from ptc.sema import typed as T
-    from ptc.tune.measure import measured_row
+    from ptc.tune.measure import first_line, measured_row
 
     import contenders
 
@@ -157,7 +157,7 @@ def run_workload(w, targets, builds, args, gpu, peaks, flush, say):
     scalars = {p.name: float(inputs[p.name]) for p in kernel.inputs
                if isinstance(p, T.ScalarParam)}
     baselines, reference, notes = [], None, []
-    for name in args.baselines:
+    for name in (b for b in args.baselines if b in w.baselines):
         ms, outputs, why = contenders.run_baseline(name, kernel.name, tensors, scalars,
                                                    warmup=args.warmup, iters=args.iters,
                                                    flush=flush)
@@ -182,7 +182,7 @@ def run_workload(w, targets, builds, args, gpu, peaks, flush, say):
             torch.cuda.synchronize()
             rows.append(Row(w.label, f"samples/{w.sample}.pt", kernel.name, target, w.shapes,
                             tuple(sorted(dims.items())), prepared.plan_json, label, None,
-                            error=f"{type(exc).__name__}: {str(exc).splitlines()[0]}"))
+                            error=f"{type(exc).__name__}: {first_line(exc)}"))
             say(f"{w.label:28s} {target}: {rows[-1].error}")
             continue
         row = measured_row(w.label, f"samples/{w.sample}.pt", prepared, dict(w.shapes), dims,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import click
 
-from .cli_common import (Reported, checked_kernel, chosen_target, cli, fail, kernel_option,
+from .cli_common import (checked_kernel, chosen_target, cli, fail, kernel_option,
                          shape_option, target_options, terminal_width, user_errors)
 from .diagnostics import CompileError
 

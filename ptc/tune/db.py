@@ -26,7 +26,6 @@ import os
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping
 
 from ..diagnostics import CompileError, Diagnostic
 from .key import TuningKey
