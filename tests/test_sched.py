@@ -11,6 +11,7 @@ from ptc.interp import bind_dims
 from ptc.sched.construct import Choice, Unfit, construct
 from ptc.sched.cost import estimate
 from ptc.sched.plan import LoopBlock, from_json, to_json, walk_steps
+from ptc.sched.results import Results
 from ptc.sched.search import search
 from ptc.stask import build_graphs, propagate
 
@@ -209,3 +210,27 @@ def test_ping_pong_round_trips_through_plan_json():
     plan = flash_attention_plans()[True][0]
     assert from_json(to_json(plan)) == plan
     assert '"pingpong": true' in to_json(plan)
+
+
+def test_a_role_waits_for_what_its_own_wgmma_computes():
+    """wgmma is asynchronous: the softmax reads S once the QK^T that computes it has
+    completed, while wgmmas chained into one accumulator queue on the tensor cores."""
+    _, _, timeline = flash_attention_plans()[True]
+    device = get_device("sm90")
+    latency = device.unit("tensor_core").latency_cycles
+    for proc in ("consumer0", "consumer1"):
+        mmas = [s for s in timeline.spans if s[0] == proc and s[2] == "mma_s"]
+        softmax = [s for s in timeline.spans if s[0] == proc and s[2] == "simt_s"]
+        assert len(mmas) == len(softmax) > 2
+        for m, f in zip(mmas, softmax):
+            assert f[3] >= m[4] + latency
+    # what it waits for: S from this iteration's QK^T, o from the last iteration's PV
+    (g,) = build_graphs(kernel("flash_attn"))
+    g = propagate(g, {"BM": 128, "BN": 128})
+    units = {"mma_s": "tensor_core", "mma_o": "tensor_core", "simt_s": "cuda_core",
+             "simt_o": "cuda_core", "simt_O": "cuda_core"}
+    deps = Results(g, device, units).producers
+    assert {(p.task, p.distance, p.loop) for p in deps["simt_s"]} == {("mma_s", 0, "n"),
+                                                                      ("mma_o", 1, "n")}
+    assert {p.task for p in deps["simt_O"]} == {"mma_o"}
+    assert "mma_o" not in deps      # it reads what CUDA cores computed: program order

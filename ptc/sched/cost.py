@@ -23,7 +23,8 @@ from typing import Mapping
 from ..devices import Device
 from ..stask.graph import STask, STaskGraph
 from ..sema.dtypes import DTYPE_BYTES
-from .plan import Estimate, Plan
+from .plan import Estimate, Plan, walk_steps
+from .results import Results
 from .turns import timed
 from .unroll import Exec, unroll
 
@@ -112,6 +113,9 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
     wait_count: dict[tuple, int] = {}        # (cta, barrier, process) -> waits so far
     spans = []
     cost_cache: dict[tuple, float] = {}
+    placed = {r.name: {s.task: s.unit for s in walk_steps(r.body) if s.task != "sync"}
+              for r in plan.roles}
+    results = {p: Results(graph, device, placed[p[1]]) for p in procs}
 
     def phase_time(cta, bname, phase) -> float | None:
         b = barriers[bname]
@@ -131,7 +135,7 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
                 return None
             t = max(t, pt)
         if e.step.task != "sync":
-            t = max(t, unit_free.get(e.step.unit, 0.0))
+            t = max(t, unit_free.get(e.step.unit, 0.0), results[p].ready(e))
         return t
 
     live = set(p for p in procs if procs[p])
@@ -168,6 +172,8 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
             unit_free[e.step.unit] = end
             busy[e.step.unit] = busy.get(e.step.unit, 0.0) + dur
             ready[p] = start + unit.issue_latency_cycles if unit.is_async else done
+            if unit.is_async:
+                results[p].record(e, done)
             if record:
                 spans.append((f"{p[1]}{p[2]}" if run.share[p[1]] > 1 else p[1],
                               e.step.unit, e.step.task, start, end))

@@ -6,7 +6,7 @@
 // shared q_smem: bf16[128, 128] at 65536..98304 (tile of load_Q)
 // shared v_smem: bf16[128, 128] x 2 at 98304..163840 (ring of load_V)
 // shared scratch1: bf16[64, 128] x 2 at 163840..196608 (O's tile, stored by TMA)
-// estimate: 326.3 us at the benchmark shape, bound by cuda_core
+// estimate: 334.6 us at the benchmark shape, bound by cuda_core
 #include <climits>
 #include <cstdint>
 #include <cuda_runtime.h>
