@@ -182,7 +182,7 @@ fi
 run_step bench 1 "$(q "$PY") benchmarks/run.py $QFLAG --out $(q "$OUT") --budget $(budget_of bench)"
 
 TUNE="$(q "$PY") -m ptc.cli tune samples/gemm.pt -t sm90 --shape M=8192,N=8192,K=8192 --top 2 --iters 30 --tuning $(q "$OUT/ptc-tuning.json") --record $(q "$OUT/tune-gemm.json")"
-TUNE="$TUNE; a=\$?; $(q "$PY") -m ptc.cli tune samples/flash_attn.pt -t sm90 --shape B=2,H=16,S=8192,T=8192,D=128 --top 2 --iters 30 --tuning $(q "$OUT/ptc-tuning.json") --record $(q "$OUT/tune-flash_attn.json"); [ \$a = 0 ] && [ \$? = 0 ]"
+TUNE="$TUNE; a=\$?; $(q "$PY") -m ptc.cli tune samples/flash_attn.pt -t sm90 --shape B=2,H=16,S=8192,T=8192,D=128 --top 2 --no-neighbours --iters 30 --tuning $(q "$OUT/ptc-tuning.json") --record $(q "$OUT/tune-flash_attn.json"); [ \$a = 0 ] && [ \$? = 0 ]"
 run_step tune 0 "$TUNE"
 
 run_step calibrate 0 "$(q "$PY") -m ptc.cli calibrate $(q "$OUT/bench.json") \$(ls $(q "$OUT")/tune-*.json 2>/dev/null) -t sm90 -o $(q "$OUT/sm90.calibrated.yaml") --json > $(q "$OUT/calibration.json")"

@@ -215,7 +215,7 @@ def explain(file, target, device_file, kernel_name, shapes, tiles, svg_path, as_
         return
     console = Console(file=sys.stdout, highlight=False, width=max(100, terminal_width()))
     for note in notes:
-        console.print(f"note: {note}", markup=False)
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
     for n, expl in enumerate(expls):
         if len(expls) > 1:
             console.rule(f"grid {n + 1} of {len(expls)}: parallel "
