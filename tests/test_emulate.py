@@ -53,6 +53,9 @@ VARIANTS = {
     "sm90-ws-tma": (SM90, Choice("warp_specialized", 3, 1), "smoke"),
     "sm90-ws-2consumers": (SM90, Choice("warp_specialized", 2, 2), "smoke"),
     "sm90-pingpong": (SM90, Choice("warp_specialized", 2, 2, pingpong=True), "edge"),
+    "sm90-overlap": (SM90, Choice("warp_specialized", 2, 1, overlap=True), "edge"),
+    "sm90-pingpong-overlap": (SM90, Choice("warp_specialized", 2, 2, pingpong=True,
+                                           overlap=True), "smoke"),
     # the plan the search builds at the benchmark shape (its tiles and style), at small
     # shapes: what `ptc compile --target sm90` emits, on the emulator
     "sm90-bench-plan": (SM90, "bench", "smoke"),
@@ -286,6 +289,28 @@ def test_stmatrix_staging_with_a_wrong_row_or_register_gives_wrong_numbers():
     # each block stored from the next block's registers
     bad = mutate(c.source, r"&t_C\[4 \* b\]", "&t_C[(4 * b + 4) % 32]")
     got = build_emulated(bad)(c.kernel, c.inputs, c.dims)
+    assert not within_tolerance(c, compare(c, got, ref))
+
+
+def test_a_rotated_loop_that_reads_a_wgmma_in_flight_is_caught():
+    """Intra-warpgroup overlap: QK^T(n + 1) and PV(n) are in flight together; the softmax
+    of n + 1 waits for the first (wait_group 1), its rescale of O for the second."""
+    c = case("flash_attn", "sm90-overlap")
+    assert c.skip is None, c.skip
+    assert c.source.count("ptc::wgmma_wait<1>();") == 1
+    ref = reference(c.name, c.variant)
+    # S read before QK^T(n + 1) completes
+    bad = mutate(c.source, r"ptc::wgmma_wait<1>\(\);", "")
+    got = build_emulated(bad)(c.kernel, c.inputs, c.dims)
+    assert not within_tolerance(c, compare(c, got, ref))
+    # O rescaled and P overwritten before PV(n) completes: the loop's wait 0 dropped
+    head, tail = c.source.split("ptc::wgmma_wait<1>();", 1)
+    assert "ptc::wgmma_wait<0>();" in tail
+    bad = head + "ptc::wgmma_wait<1>();" + tail.replace("ptc::wgmma_wait<0>();", "", 1)
+    try:
+        got = build_emulated(bad)(c.kernel, c.inputs, c.dims)
+    except EmulationError:
+        return          # reported (a wgmma never waited for): caught as well
     assert not within_tolerance(c, compare(c, got, ref))
 
 

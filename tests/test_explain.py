@@ -302,7 +302,8 @@ def test_why_ping_pong():
     r = result("flash_attn", "sm90")
     assert r.best.choice.pingpong and r.best.choice.consumers == 2
     free = next(c for c in r.ranked if c.tiles == r.best.tiles and not c.choice.pingpong
-                and c.choice.consumers == 2 and c.choice.stages == r.best.choice.stages)
+                and c.choice.consumers == 2 and c.choice.stages == r.best.choice.stages
+                and c.choice.overlap == r.best.choice.overlap)
     text = next(x.text for x in why(r) if x.aspect == "pingpong")
     ratio = free.estimate.seconds / r.best.estimate.seconds
     assert text.startswith(f"ping-pong: free-running consumers take {slower(ratio)}; one "
@@ -313,6 +314,16 @@ def test_why_ping_pong():
         text = next(x.text for x in why(gemm) if x.aspect == "pingpong")
         assert text.startswith("free-running consumers: ping-pong is not possible: no "
                                "CUDA-core work follows"), text
+
+
+def test_why_intra_warpgroup_overlap():
+    """The search as `ptc explain` runs it (plans as built): flash attention on sm90
+    rotates its loop."""
+    r = schedule(check_file(str(ROOT / "samples" / "flash_attn.pt")).kernels[0], "sm90")
+    assert r.best.choice.overlap
+    text = next(x.text for x in why(r) if x.aspect == "overlap")
+    assert text.startswith("intra-warpgroup overlap: the loop in order takes "), text
+    assert "the CUDA-core work of iteration n + 1 runs under the last tensor-core step" in text
 
 
 def test_slower_wording():

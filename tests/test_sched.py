@@ -234,3 +234,35 @@ def test_a_role_waits_for_what_its_own_wgmma_computes():
                                                                       ("mma_o", 1, "n")}
     assert {p.task for p in deps["simt_O"]} == {"mma_o"}
     assert "mma_o" not in deps      # it reads what CUDA cores computed: program order
+
+
+def test_the_rotated_loop_issues_the_next_qk_with_this_pv():
+    from ptc.sched.rotate import rotated
+    (g,) = build_graphs(kernel("flash_attn"))
+    g = propagate(g, {"BM": 128, "BN": 64})
+    device = get_device("sm90")
+    plan = construct(g, device, Choice("warp_specialized", 3, 2, pingpong=True, overlap=True))
+    (consumer,) = [r for r in plan.roles if r.name == "consumer"]
+    (loop,) = [i for i in consumer.body if isinstance(i, LoopBlock)]
+    assert [(s.task, s.offset) for s in loop.body] == [("mma_s", 1), ("mma_o", 0),
+                                                       ("simt_s", 1)]
+    assert from_json(to_json(plan)) == plan
+    # the model: the softmax of n + 1 runs (mostly) under PV(n), so the loop in order is
+    # slower (with 3 stages: the rotated loop wants K(n + 1) an iteration earlier)
+    from ptc.driver import built_plan
+    dims = bind_dims(kernel("flash_attn"), {}, {})
+    in_order = built_plan(construct(g, device, Choice("warp_specialized", 3, 2,
+                                                      pingpong=True)), g, device)
+    e_in, _ = estimate(in_order, g, device, dims)
+    e_ov, t_ov = estimate(built_plan(plan, g, device), g, device, dims, record=True)
+    assert e_ov.seconds < e_in.seconds
+    under = [(s, x) for s in t_ov.spans if s[2] == "simt_s"
+             for x in t_ov.spans if x[0] == s[0] and x[2] == "mma_o" and x[3] < s[3] < x[4]]
+    assert under, "no softmax starts while its own PV of the iteration before runs"
+    # gemm has nothing to rotate
+    (gg,) = build_graphs(kernel("gemm"))
+    gg = propagate(gg, {"BM": 128, "BN": 128, "BK": 64})
+    with pytest.raises(Unfit, match="needs tensor-core steps, CUDA-core work"):
+        construct(gg, device, Choice("warp_specialized", 3, 2, overlap=True))
+    assert rotated(plan, "consumer", lambda u: device.unit(u).kind) == \
+        "loop n is pipelined already"

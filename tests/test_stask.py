@@ -106,7 +106,9 @@ def test_every_mma_task_holds_one_mma_accumulate():
             assert (t.kind == "mma") == any(isinstance(v, T.MmaAccumulate) for v in values)
             assert not any(isinstance(e, T.MatMul) for v in values for e in _walk(v))
     g = graph("flash_attn")
-    assert g.task("mma_o").mma.acc == T.Var("%o", T.TileType("f32", ("BM", "D")))
+    # operands are lifted before the accumulator: %o = p as bf16, %o2 = o * a[:, None]
+    assert g.task("mma_o").mma.acc == T.Var("%o2", T.TileType("f32", ("BM", "D")))
+    assert g.task("mma_o").mma.a == T.Var("%o", T.TileType("bf16", ("BM", "BN")))
     assert g.task("mma_s").mma.acc is None                    # s = q @ k.T: no accumulator
     assert g.task("mma_s").mma_dtype == "bf16"
 

@@ -5,19 +5,21 @@ from __future__ import annotations
 from ..sched.search import Candidate, Rejected, SearchResult
 from .wording import percent, tiles_text
 
-ASPECTS = ("tiles", "style", "stages", "consumers", "pingpong", "warps")
+ASPECTS = ("tiles", "style", "stages", "consumers", "pingpong", "overlap", "warps")
 
 
 def _aspects(c: Candidate) -> dict:
     ch = c.choice
     return {"tiles": c.tiles, "style": ch.style, "stages": ch.stages,
-            "consumers": ch.consumers, "pingpong": ch.pingpong, "warps": ch.warps}
+            "consumers": ch.consumers, "pingpong": ch.pingpong, "overlap": ch.overlap,
+            "warps": ch.warps}
 
 
 def _rejected_aspects(r: Rejected) -> dict:
     ch = r.choice
     return {"tiles": r.tiles, "style": ch.style, "stages": ch.stages,
-            "consumers": ch.consumers, "pingpong": ch.pingpong, "warps": ch.warps}
+            "consumers": ch.consumers, "pingpong": ch.pingpong, "overlap": ch.overlap,
+            "warps": ch.warps}
 
 
 def _differs_only(a: dict, b: dict, vary: set[str]) -> bool:

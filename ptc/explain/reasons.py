@@ -112,29 +112,49 @@ def _consumers_reasons(ctx: Context) -> list[Reason]:
     return _count_reason(ctx, "consumers", "consumer warpgroup", frozenset({"pingpong"}))
 
 
+def _switch_reason(ctx: Context, aspect: str, on: tuple[str, str], off: tuple[str, str],
+                   how: str) -> list[Reason]:
+    """A yes/no choice of warp-specialized plans: the same plan the other way, or why that
+    could not be built. `on`, `off`: (what it is called, its verb "take(s)"); `how`: what
+    the winner gains when the switch is on."""
+    w = ctx.best
+    (mine, _), (other, verb) = (on, off) if getattr(w.choice, aspect) else (off, on)
+    ranked = peers(ctx.result, {aspect})
+    if ranked:
+        o, r = ranked[0], ctx.ratio(ranked[0])
+        text = f"{mine}: {other} {verb} {slower(r)}"
+        if getattr(w.choice, aspect):
+            text += f"; {how}"
+        clause = busy_clause(o, w, ctx.unit)
+        return [Reason(aspect, text + (f", {clause}" if clause else ""),
+                       ctx.tiles(o) + "; " + short_plan(o), r)]
+    unfit = rejected_peers(ctx.result, {aspect})
+    if unfit:
+        x = unfit[0]
+        return [Reason(aspect, f"{mine}: {other} is not possible: {x.reason}",
+                       x.choice.describe())]
+    return []
+
+
 def _pingpong_reasons(ctx: Context) -> list[Reason]:
     """Two consumers free-running (timed in lockstep) or taking turns (ptc.sched.turns)."""
     w = ctx.best
     if w.choice.style != "warp_specialized" or w.choice.consumers < 2:
         return []
-    mine = "ping-pong" if w.choice.pingpong else "free-running consumers"
-    other = "free-running consumers" if w.choice.pingpong else "ping-pong"
-    ranked = peers(ctx.result, {"pingpong"})
-    if ranked:
-        o, r = ranked[0], ctx.ratio(ranked[0])
-        text = f"{mine}: {other} take {slower(r)}"
-        if w.choice.pingpong:
-            text += ("; one warpgroup's CUDA-core work runs under the other's tensor-core "
-                     "steps")
-        clause = busy_clause(o, w, ctx.unit)
-        return [Reason("pingpong", text + (f", {clause}" if clause else ""),
-                       ctx.tiles(o) + "; " + short_plan(o), r)]
-    unfit = rejected_peers(ctx.result, {"pingpong"})
-    if unfit:
-        x = unfit[0]
-        return [Reason("pingpong", f"{mine}: {other} is not possible: {x.reason}",
-                       x.choice.describe())]
-    return []
+    return _switch_reason(ctx, "pingpong", ("ping-pong", "takes"),
+                          ("free-running consumers", "take"),
+                          "one warpgroup's CUDA-core work runs under the other's "
+                          "tensor-core steps")
+
+
+def _overlap_reasons(ctx: Context) -> list[Reason]:
+    """The pipelined loop rotated or not (ptc.sched.rotate)."""
+    if ctx.best.choice.style != "warp_specialized":
+        return []
+    return _switch_reason(ctx, "overlap", ("intra-warpgroup overlap", "takes"),
+                          ("the loop in order", "takes"),
+                          "the CUDA-core work of iteration n + 1 runs under the last "
+                          "tensor-core step of iteration n")
 
 
 def _warps_reasons(ctx: Context) -> list[Reason]:
@@ -253,5 +273,5 @@ def _matmul_unit_reasons(ctx: Context) -> list[Reason]:
 
 RULES: tuple[Callable[[Context], list[Reason]], ...] = (
     _matmul_unit_reasons, _stages_reasons, _consumers_reasons, _pingpong_reasons,
-    _warps_reasons, _style_reasons,
+    _overlap_reasons, _warps_reasons, _style_reasons,
     _pipelining_reasons, tiles_reasons, _launch_reasons)

@@ -35,7 +35,8 @@ def short_plan(c: Candidate) -> str:
     if ch.style == "warp_specialized":
         text = (f"warp-specialized, {plural(ch.stages, 'stage')}, "
                 f"{plural(ch.consumers, 'consumer warpgroup')}"
-                + (" in ping-pong" if ch.pingpong else ""))
+                + (" in ping-pong" if ch.pingpong else "")
+                + (", intra-warpgroup overlap" if ch.overlap else ""))
     elif ch.style == "multistage":
         text = f"multistage, {plural(ch.stages, 'stage')}, {ch.warps} warps"
     elif ch.style == "interleaved":

@@ -52,7 +52,7 @@ def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.
             return kernel.layout(home.layout).size
         return 1
 
-    for op in ir.walk(kernel.body):
+    for op in ir.walk(kernel.body, fills=False):     # one iteration's work, not the prologue
         if isinstance(op, ir.Wgmma):     # issued by the warpgroup, operands by descriptor
             acc[op.task]["mma_instructions"] += op.mi * op.ks
             continue

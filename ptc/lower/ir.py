@@ -272,6 +272,20 @@ class Loop:
     stages: int = 1
     fill: tuple["Op", ...] = ()
     drain: tuple["Op", ...] = ()     # after the last iteration, where trips_<var> is known
+    peel: int = 0                    # the body runs trips - peel times (a rotated loop)
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """Ops of another iteration of a rotated loop (the plan's step offsets,
+    ptc.sched.rotate): `first` in the loop's fill (iteration 0, if the loop runs), `next`
+    in its body (iteration var + 1: the loop stops one iteration early, `peel`, so there
+    always is one), `last` in its drain (the last iteration, if the loop runs). Inside,
+    the loop's index and its ring uses are that iteration's."""
+
+    var: str
+    which: str               # first | next | last
+    body: tuple["Op", ...]
 
 
 @dataclass(frozen=True)
@@ -503,7 +517,7 @@ class Specialized:
 Op = Union[CopyTile, CommitGroup, WaitGroups, Barrier, Compute, Reduce, WarpCombine, Mma,
            SimtMatmul, LoadFragments, StoreTile, SpillTile, FillTile, Loop, InitBarriers,
            TmaLoad, ProducerCopy, StageOperand, TmaStore, MbarrierWait, MbarrierArrive, Wgmma, WgmmaWait,
-           PinAccumulators, NamedBarrier, Specialized]
+           PinAccumulators, NamedBarrier, Specialized, Iteration]
 
 
 # ---- the kernel ---------------------------------------------------------------------------
@@ -589,19 +603,24 @@ class LoweredKernel:
         return None
 
 
-def walk(ops) -> list:
-    """Every op, loops' fills and bodies and roles' bodies included, in program order."""
+def walk(ops, fills: bool = True) -> list:
+    """Every op, loops' fills and bodies and roles' bodies included, in program order
+    (`fills`: with the ops loops run before their first iteration)."""
     out = []
     for op in ops:
         if isinstance(op, Loop):
-            out.extend(walk(op.fill))
+            if fills:
+                out.extend(walk(op.fill, fills))
             out.append(op)
-            out.extend(walk(op.body))
-            out.extend(walk(op.drain))
+            out.extend(walk(op.body, fills))
+            out.extend(walk(op.drain, fills))
+        elif isinstance(op, Iteration):
+            out.append(op)
+            out.extend(walk(op.body, fills))
         elif isinstance(op, Specialized):
             out.append(op)
             for role in op.roles:
-                out.extend(walk(role.body))
+                out.extend(walk(role.body, fills))
         else:
             out.append(op)
     return out

@@ -49,6 +49,10 @@ def print_lowered(k: ir.LoweredKernel) -> str:
     return "\n".join(lines) + "\n"
 
 
+ITERATION = {"first": "iteration 0 of {0}, if the loop runs",
+             "next": "iteration {0} + 1", "last": "the last iteration of {0}, if the loop runs"}
+
+
 def _ops(ops, depth: int) -> list[str]:
     pad = "  " * depth
     out = []
@@ -59,11 +63,15 @@ def _ops(ops, depth: int) -> list[str]:
             if op.fill:
                 out.append(f"{pad}fill {op.var}:")
                 out += _ops(op.fill, depth + 1)
-            out.append(f"{pad}for {op.var}: {op.size} of {op.dim}{until}{stages}")
+            peel = f", the last {op.peel} iteration(s) after it" if op.peel else ""
+            out.append(f"{pad}for {op.var}: {op.size} of {op.dim}{until}{stages}{peel}")
             out += _ops(op.body, depth + 1)
             if op.drain:
                 out.append(f"{pad}after {op.var}:")
                 out += _ops(op.drain, depth + 1)
+        elif isinstance(op, ir.Iteration):
+            out.append(f"{pad}{ITERATION[op.which].format(op.var)}:")
+            out += _ops(op.body, depth + 1)
         elif isinstance(op, ir.InitBarriers):
             out.append(f"{pad}init mbarriers (one thread), then __syncthreads")
             out += [f"{pad}  {b.name}: {b.slots} x {b.arrivals} arrival(s) at {b.offset}"

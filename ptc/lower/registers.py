@@ -49,6 +49,11 @@ def _linearize(body) -> tuple[list, list[list[int]]]:
     def emit(seq, ends: list[int]) -> list[int]:
         """Append seq after the ops in `ends`; return the ops that fall through past it."""
         for op in seq:
+            if isinstance(op, ir.Iteration):
+                # skipped only when its iteration does not exist, i.e. the loop ends (or
+                # never starts) there: nothing it defines is read on that path
+                ends = emit(op.body, ends)
+                continue
             if isinstance(op, ir.Loop):
                 ends = emit(op.fill, ends)
                 start = len(ops)
@@ -56,6 +61,7 @@ def _linearize(body) -> tuple[list, list[list[int]]]:
                 if len(ops) > start:
                     link(body_ends, start)            # the back edge
                     ends = ends + body_ends           # zero trips, or the last one
+                ends = emit(op.drain, ends)
                 continue
             ops.append(op)
             succ.append([])

@@ -38,6 +38,8 @@ from .atoms import why_no_wgmma
 from .layout import Layout, digits
 from .lowering import Builder, Capabilities, LoweringError, align_up, c_name, mma_operand_var
 from .program import Stmt, flatten, mma_parts, reads
+from .registers import defines
+from .sync import op_reads
 from .stmatrix import stmatrix_blocks
 from .swizzle import ALIGN, smem_layout, tma_layout
 from .tiles import (TileError, add, const, dim_expr, divisible, extent_value, global_tile,
@@ -340,10 +342,51 @@ class _Build(Builder):
     def loop(self, block: LoopBlock, loops) -> ir.Loop:
         region = next(r for r in self.graph.loop_regions() if r.name == block.var)
         loop = region.loop
+        size = self.spec.tiles.get(loop.axis.size, loop.axis.size) \
+            if isinstance(loop.axis.size, str) else loop.axis.size
+        if any(isinstance(s, Step) and s.offset for s in block.body):
+            fill, body, drain = self.rotated(block, loops + (block.var,))
+            return ir.Loop(block.var, size, loop.axis.dim, loop.until, body, fill=fill,
+                           drain=drain, peel=1)
         body = self.items(block.body, loops + (block.var,))
-        return ir.Loop(block.var, self.spec.tiles.get(loop.axis.size, loop.axis.size)
-                       if isinstance(loop.axis.size, str) else loop.axis.size,
-                       loop.axis.dim, loop.until, tuple(body))
+        return ir.Loop(block.var, size, loop.axis.dim, loop.until, tuple(body))
+
+    def rotated(self, block: LoopBlock, inner) -> tuple[tuple, tuple, tuple]:
+        """(fill, body, drain) of a loop the plan rotates (ptc.sched.rotate: `M1@+1 M2
+        C@+1`): iteration 0's M1 and C before the loop; then in iteration n, M1 of n + 1
+        and M2 of n issued back to back, M1 waited for (`wait_group 1`: M2 stays in
+        flight), C of n + 1 up to its first touch of M2's registers under M2, M2 waited
+        for, and the rest of C; the loop stops one iteration early and the last M2 runs
+        after it (no guards inside the loop). FlashAttention-3's intra-warpgroup overlap."""
+        steps = list(block.body)
+        if any(not isinstance(s, Step) or s.offset not in (0, 1) for s in steps) or \
+                sum(1 for s in steps if s.offset == 0) != 1:
+            raise LoweringError(f"loop {block.var}: a rotated loop has one step at offset 0 "
+                                "and the others at offset 1")
+        at = next(i for i, s in enumerate(steps) if s.offset == 0)
+        head, last, tail = steps[:at], steps[at], steps[at + 1:]
+        plain = [replace(s, offset=0) for s in head + tail]
+        fill = (ir.Iteration(block.var, "first", tuple(self.items(plain, inner))),)
+        issued, settled, pinned = [], [], ()
+        for s in head:
+            issue, pins, rest, _ = _issue_and_rest(self.step(s, inner), s.task)
+            issued += issue
+            settled += rest
+            pinned += pins
+        issue_last, pins_last, rest_last, in_flight = _issue_and_rest(
+            self.step(last, inner), last.task)
+        tail_ops = [op for s in tail for op in self.step(s, inner)]
+        cut = next((i for i, op in enumerate(tail_ops)
+                    if in_flight & (set(op_reads(op)) | set(defines(op)))), len(tail_ops))
+        body = (ir.Iteration(block.var, "next", tuple(issued)), *issue_last,
+                ir.Iteration(block.var, "next", (ir.WgmmaWait(1, pinned), *settled,
+                                                 *tail_ops[:cut])),
+                ir.WgmmaWait(0, pins_last), *rest_last,
+                ir.Iteration(block.var, "next", tuple(tail_ops[cut:])))
+        drain = (ir.Iteration(block.var, "last", (*issue_last, ir.WgmmaWait(0, pins_last),
+                                                  *rest_last)),)
+        return fill, tuple(op for op in body if not (isinstance(op, ir.Iteration) and
+                                                     not op.body)), drain
 
     def barrier_loop(self, name: str, loops: tuple[str, ...]) -> tuple[str, int]:
         """(the loop whose iteration picks the slot, slots) of a plan barrier."""
@@ -612,6 +655,20 @@ class _Producer:
                           lay.panel_cols, lay.panel_bytes, lay.bytes, full, loop, tile)
 
 
+def _issue_and_rest(ops, task: str) -> tuple[list, tuple, list, set[str]]:
+    """A tensor-core step's ops split at its wgmma: (up to the issue, the values its wait
+    pins, what follows the wait, the registers the wgmma writes or reads)."""
+    mmas = [i for i, op in enumerate(ops) if isinstance(op, ir.Wgmma)]
+    if len(mmas) != 1 or not (mmas[0] + 1 < len(ops) and
+                              isinstance(ops[mmas[0] + 1], ir.WgmmaWait)):
+        raise LoweringError(f"{task}: a rotated loop's tensor-core step issues one wgmma")
+    i = mmas[0]
+    mma = ops[i]
+    values = {mma.out} | ({mma.addend} if mma.addend else set()) | \
+        {o.value for o in (mma.a, mma.b) if o.in_registers}
+    return ops[:i + 1], ops[i + 1].values, ops[i + 2:], values
+
+
 def _one_group_in_flight(ops) -> tuple:
     """A loop that only feeds one wgmma (waits for its slots, multiplies into an
     accumulator, releases the slots) keeps that wgmma in flight while the next is issued:
@@ -661,6 +718,8 @@ def _pinned(ops, accumulators: set[str]) -> tuple:
             op = replace(op, body=_pinned(op.body, accumulators),
                          fill=_pinned(op.fill, accumulators),
                          drain=_pinned(op.drain, accumulators))
+        elif isinstance(op, ir.Iteration):
+            op = replace(op, body=_pinned(op.body, accumulators))
         out.append(op)
         if isinstance(op, ir.Compute) and op.target in accumulators:
             out.append(ir.PinAccumulators((op.target,)))
@@ -682,10 +741,10 @@ def _taking_turns(ops, where: Turns, parts: int) -> tuple:
     for op in ops:
         if isinstance(op, ir.Loop) and op.var == where.loop:
             body = []
-            first = next(i for i, o in enumerate(op.body)
-                         if isinstance(o, ir.Wgmma) and o.task == where.take)
-            last = max(i for i, o in enumerate(op.body)
-                       if isinstance(o, ir.Wgmma) and o.task == where.handover)
+            # in a rotated loop the first wgmma is issued for the next iteration, inside an
+            # Iteration: the turn is taken before it all the same, in every iteration
+            first = next(i for i, o in enumerate(op.body) if _issues(o, where.take))
+            last = max(i for i, o in enumerate(op.body) if _issues(o, where.handover))
             for i, o in enumerate(op.body):
                 if i == first:
                     body.append(ir.NamedBarrier("this warpgroup's turn at the tensor cores",
@@ -709,6 +768,11 @@ def _taking_turns(ops, where: Turns, parts: int) -> tuple:
     return tuple(out)
 
 
+def _issues(op, task: str) -> bool:
+    """Whether `op` is (or holds, for an Iteration) the wgmma of `task`."""
+    return any(isinstance(o, ir.Wgmma) and o.task == task for o in ir.walk([op]))
+
+
 def _named_barriers(ops) -> tuple:
     """A consumer warpgroup's barriers are among its own threads."""
     out = []
@@ -717,6 +781,8 @@ def _named_barriers(ops) -> tuple:
             op = ir.NamedBarrier(op.why)
         elif isinstance(op, ir.Loop):
             op = replace(op, body=_named_barriers(op.body), fill=_named_barriers(op.fill))
+        elif isinstance(op, ir.Iteration):
+            op = replace(op, body=_named_barriers(op.body))
         out.append(op)
     return tuple(out)
 

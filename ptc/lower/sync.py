@@ -106,6 +106,8 @@ class _Run:
     def one(self, op) -> None:
         if isinstance(op, ir.Barrier):
             self.barrier()
+        elif isinstance(op, ir.Iteration):
+            self.run(op.body)
         elif isinstance(op, ir.Loop):
             self.loop_stack.append(op.var)
             self.iters[op.var] = 0
@@ -228,6 +230,8 @@ def _without(ops, gone) -> tuple:
             continue
         if isinstance(op, ir.Loop):
             op = replace(op, fill=_without(op.fill, gone), body=_without(op.body, gone))
+        elif isinstance(op, ir.Iteration):
+            op = replace(op, body=_without(op.body, gone))
         out.append(op)
     return tuple(out)
 
@@ -240,6 +244,8 @@ def _insert_barriers(ops, marks: set[int]) -> tuple:
         if isinstance(op, ir.Loop):
             out.append(replace(op, fill=_insert_barriers(op.fill, marks),
                                body=_insert_barriers(op.body, marks)))
+        elif isinstance(op, ir.Iteration):
+            out.append(replace(op, body=_insert_barriers(op.body, marks)))
         else:
             out.append(op)
     return tuple(out)
@@ -266,5 +272,7 @@ def _finish(ops, waits: dict[int, int]) -> tuple:
             continue
         if isinstance(op, ir.Loop):
             op = replace(op, fill=_finish(op.fill, waits), body=_finish(op.body, waits))
+        elif isinstance(op, ir.Iteration):
+            op = replace(op, body=_finish(op.body, waits))
         out.append(op)
     return tuple(out)

@@ -31,6 +31,7 @@ from ..sema.dtypes import DTYPE_BYTES
 from ..stask.propagate import extent_of
 from .plan import Plan
 from .primitives import PlanBuilder
+from .rotate import rotated
 from .turns import turns
 
 # wgmma multiplies 64 rows per warpgroup; a consumer warpgroup needs at least that many.
@@ -46,11 +47,13 @@ class Choice:
     consumers: int = 1   # consumer warpgroups (warp_specialized)
     warps: int = 4       # warps of the single role (multistage / sequential)
     pingpong: bool = False   # the consumers take turns at the tensor cores (ptc.sched.turns)
+    overlap: bool = False    # the loop rotated: softmax(n + 1) under PV(n) (ptc.sched.rotate)
 
     def describe(self) -> str:
         if self.style == "warp_specialized":
             return (f"warp-specialized, {self.stages} stages, {self.consumers} consumer "
-                    f"warpgroup(s){' in ping-pong' if self.pingpong else ''}")
+                    f"warpgroup(s){' in ping-pong' if self.pingpong else ''}"
+                    f"{', intra-warpgroup overlap' if self.overlap else ''}")
         if self.style == "multistage":
             return f"multistage, {self.stages} stages, {self.warps} warps"
         if self.style == "interleaved":
@@ -192,9 +195,14 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
     _wait_on_edges(b, graph)
     plan = b.build(stages=choice.stages, pipelined=loop, style=choice.style,
                    notes=(choice.describe(),))
+    kind = lambda unit: device.unit(unit).kind       # noqa: E731
+    if choice.overlap:
+        plan = rotated(plan, "consumer", kind)
+        if isinstance(plan, str):
+            raise Unfit(plan)
     if choice.pingpong:
         (consumer,) = [r for r in plan.roles if r.name == "consumer"]
-        where = turns(consumer, loop, lambda unit: device.unit(unit).kind)
+        where = turns(consumer, loop, kind)
         if isinstance(where, str):
             raise Unfit(where)
     return _fits(plan, device)

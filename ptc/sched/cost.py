@@ -124,6 +124,15 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
         times = phase_arrivals.get((cta, bname, phase), [])
         return max(times) if len(times) >= b.arrivals else None
 
+    def cycles(p, e) -> float:
+        key = (e.step.task, e.step.unit, p[1])
+        if key not in cost_cache:
+            share = run.share[p[1]]     # lockstep instances: one process, all warps
+            cost_cache[key] = step_cycles(tasks[e.step.task], device.unit(e.step.unit),
+                                          device, share, plan.issue_of(e.step.task),
+                                          roles[p[1]].warps * roles[p[1]].instances // share)
+        return cost_cache[key]
+
     def start_time(p) -> float | None:
         e = procs[p][pos[p]]
         t = ready[p]
@@ -135,7 +144,7 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
                 return None
             t = max(t, pt)
         if e.step.task != "sync":
-            t = max(t, unit_free.get(e.step.unit, 0.0), results[p].ready(e))
+            t = max(t, unit_free.get(e.step.unit, 0.0), results[p].ready(e, cycles(p, e)))
         return t
 
     live = set(p for p in procs if procs[p])
@@ -160,13 +169,7 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
             end = done = start
         else:
             unit = device.unit(e.step.unit)
-            key = (e.step.task, e.step.unit, p[1])
-            if key not in cost_cache:
-                share = run.share[p[1]]     # lockstep instances: one process, all warps
-                cost_cache[key] = step_cycles(tasks[e.step.task], unit, device, share,
-                                              plan.issue_of(e.step.task),
-                                              roles[p[1]].warps * roles[p[1]].instances // share)
-            dur = cost_cache[key]
+            dur = cycles(p, e)
             end = start + dur
             done = end + unit.latency_cycles
             unit_free[e.step.unit] = end

@@ -6,6 +6,12 @@ that reads a value an earlier async step of the same process computes starts onc
 step has completed -- unless both run on the same in-order unit (chained wgmmas into one
 accumulator queue on the tensor cores and need no wait). Values that cross roles or come
 from copies travel through buffers and their barriers instead.
+
+The wait sits before the first statement that touches the registers in flight, so a
+CUDA-core step may run its statements before that one under the async step (`lead`, the
+share of its work they are): a rotated loop's softmax runs under PV until it rescales O.
+Touching includes overwriting registers the async step still reads (its register
+operands, P): a later iteration of the step that wrote them must wait too.
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from dataclasses import dataclass
 
 from ..devices import Device
 from ..stask.graph import STaskGraph
+from ..stask.propagate import statement_works
 from .unroll import Exec
 
 
@@ -21,6 +28,7 @@ class Producer:
     task: str
     distance: int          # 0: the same iteration; 1: the previous one of `loop`
     loop: str              # the innermost loop around both ("" at the grid level)
+    lead: float = 0.0      # share of the waiting step's work it may run before the wait
 
 
 class Results:
@@ -34,18 +42,33 @@ class Results:
         for e in graph.edges:
             if e.src not in placed or e.dst not in placed or e.src == e.dst:
                 continue
+            if graph.task(e.src).op == "load" or graph.task(e.dst).op == "load":
+                continue    # loaded tiles: the buffers' barriers say when
             src, dst = device.unit(placed[e.src]), device.unit(placed[e.dst])
-            if not src.is_async or (src.name == dst.name and src.in_order):
-                continue
-            if graph.task(e.src).op == "load":
-                continue    # loaded tiles: the buffer's full barrier says when
             common = [v for v in self.loops[e.src] if v in self.loops[e.dst]]
-            self.producers.setdefault(e.dst, []).append(
-                Producer(e.src, e.distance, common[-1] if common else ""))
+            loop = common[-1] if common else ""
+            if src.is_async and not (src.name == dst.name and src.in_order):
+                lead = _lead(graph, e.dst, lambda s: e.value in _reads(s)) \
+                    if not dst.is_async else 0.0
+                self.add(e.dst, Producer(e.src, e.distance, loop, lead))
+            if dst.is_async and not src.is_async and e.distance == 0 and loop:
+                # the next iteration of src overwrites what the async dst may still read
+                lead = _lead(graph, e.src, lambda s: e.value in _writes(s))
+                self.add(e.src, Producer(e.dst, 1, loop, lead))
         self.done: dict[tuple, float] = {}
+        self.duration: dict[str, float] = {}
 
-    def ready(self, e: Exec) -> float:
-        """The earliest time `e` may start: its async producers' results are in."""
+    def add(self, task: str, p: Producer) -> None:
+        mine = self.producers.setdefault(task, [])
+        same = [q for q in mine if (q.task, q.distance, q.loop) == (p.task, p.distance, p.loop)]
+        if same:
+            mine.remove(same[0])
+            p = Producer(p.task, p.distance, p.loop, min(p.lead, same[0].lead))
+        mine.append(p)
+
+    def ready(self, e: Exec, duration: float) -> float:
+        """The earliest time `e` (taking `duration`) may start: its async producers'
+        results are in by the time it reaches the first statement that touches them."""
         t = 0.0
         iters = dict(e.iters)
         for p in self.producers.get(e.step.task, ()):
@@ -56,9 +79,28 @@ class Results:
                 at[p.loop] -= p.distance
             done = self.done.get((p.task, tuple(sorted(at.items()))))
             if done is not None:
-                t = max(t, done)
+                t = max(t, done - p.lead * duration)
         return t
 
     def record(self, e: Exec, done: float) -> None:
         iters = tuple(sorted(dict(e.iters).items()))
         self.done[(e.step.task, iters)] = done
+
+
+def _reads(s) -> set[str]:
+    from ..stask.build import reads
+    return reads(s)
+
+
+def _writes(s) -> set[str]:
+    from ..stask.build import writes
+    return writes(s)
+
+
+def _lead(graph: STaskGraph, task: str, touches) -> float:
+    """The share of `task`'s work done before its first statement that `touches`."""
+    t = graph.task(task)
+    works = [w.simt_ops + w.sfu_ops for w in statement_works(graph, t)]
+    total = sum(works)
+    first = next((i for i, s in enumerate(t.stmts) if touches(s)), len(t.stmts))
+    return sum(works[:first]) / total if total else 0.0

@@ -74,9 +74,12 @@ class SearchResult:
 def choices_for(device: Device, has_loop: bool) -> list[Choice]:
     out: list[Choice] = []
     if has_loop:
-        for consumers, pingpong in ((1, False), (2, False), (2, True)):
+        for consumers, pingpong, overlap in ((1, False, False), (2, False, False),
+                                             (2, True, False), (1, False, True),
+                                             (2, True, True)):
             for stages in (2, 3, 4):
-                out.append(Choice("warp_specialized", stages, consumers, pingpong=pingpong))
+                out.append(Choice("warp_specialized", stages, consumers, pingpong=pingpong,
+                                  overlap=overlap))
         for warps in (4, 8):
             for stages in (2, 3, 4):
                 out.append(Choice("multistage", stages, warps=warps))
@@ -193,7 +196,7 @@ def why_none(rejected) -> str:
 def _choice_key(c: Choice) -> tuple:
     return ({"warp_specialized": 0, "multistage": 1, "interleaved": 2, "sequential": 3}[c.style],
             c.stages,
-            c.consumers, c.pingpong, c.warps)
+            c.consumers, c.pingpong, c.overlap, c.warps)
 
 
 def _launch(plan: Plan, device: Device) -> Plan:

@@ -93,6 +93,8 @@ def _with_turns(e: Exec, t: Turns, mine: str, nxt: str) -> Exec:
     if t.loop not in dict(e.iters):
         return e
     step = e.step
+    if step.offset and dict(e.iters)[t.loop] < step.offset:
+        return e        # a rotated loop's prologue: before the turns begin
     if step.task == t.take:
         step = replace(step, waits=step.waits + (mine,))
     if step.task == t.handover:

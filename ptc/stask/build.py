@@ -144,12 +144,11 @@ class _Flattener:
     def mma(self, e: T.MatMul | T.MmaAccumulate, pre: list, base: str,
             span) -> T.MmaAccumulate:
         """e as an mma statement's value: the accumulator a variable, the operands variables
-        (or transposed variables)."""
+        (or transposed variables). Operands are computed first, the accumulator last: a
+        rescaled accumulator then lives beside the operands only briefly (attention's P,
+        converted to half the registers, dies before O is rescaled)."""
         if isinstance(e, T.MatMul):
             e = T.MmaAccumulate(None, e.lhs, e.rhs, e.type)
-        acc = e.acc
-        if acc is not None:
-            acc = self.as_var(self.lower(acc, pre, base), pre, base, span)
 
         def operand(x: T.TExpr) -> T.TExpr:
             if isinstance(x, T.Transpose):  # a transposed operand is a layout, not work
@@ -157,7 +156,11 @@ class _Flattener:
             if isinstance(x, T.Load):
                 return self.lift(x, pre, x.tensor, span)
             return self.as_var(self.lower(x, pre, base), pre, base, span)
-        return replace(e, acc=acc, a=operand(e.a), b=operand(e.b))
+        a, b = operand(e.a), operand(e.b)
+        acc = e.acc
+        if acc is not None:
+            acc = self.as_var(self.lower(acc, pre, base), pre, base, span)
+        return replace(e, acc=acc, a=a, b=b)
 
     def lower(self, e: T.TExpr, pre: list, base: str, span=None) -> T.TExpr:
         """Lift loads and matrix multiplies out of an elementwise expression."""

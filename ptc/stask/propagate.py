@@ -51,6 +51,16 @@ def propagate(graph: STaskGraph, tile_shape: Mapping[str, int]) -> STaskGraph:
     return replace_tasks(graph, (task(t) for t in graph.tasks), tiles)
 
 
+def statement_works(graph: STaskGraph, t: STask) -> list[Work]:
+    """The work of each of a propagated task's statements, in program order."""
+    if graph.tiles is None:
+        raise ValueError("propagate the graph first")
+
+    def ext(shape) -> tuple[int, ...]:
+        return tuple(extent_of(graph.kernel, graph.tiles, e) for e in shape)
+    return [_expr_work(s.value, ext) for s in t.stmts]
+
+
 def _work(t: STask, shape: tuple[int, ...], ext) -> Work:
     if t.kind == "copy":
         return Work(bytes=math.prod(shape) * DTYPE_BYTES[t.dtype])

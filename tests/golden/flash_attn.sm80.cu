@@ -78,8 +78,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   float v_p[64];  // p: f32[64, 128] in o_c
   float v_a[2];  // a: f32[64] in s_c_s1
   float t_r2[2];  // %r2: f32[64] in s_c_s1
-  float t_o[64];  // %o: f32[64, 128] in o_c
-  uint32_t t_o2[32];  // %o2: bf16[64, 128] in o_c, two per register
+  uint32_t t_o[32];  // %o: bf16[64, 128] in o_c, two per register
+  float t_o2[64];  // %o2: f32[64, 128] in o_c
   uint32_t t_O[32];  // %O: bf16[64, 128] in o_c, two per register
   const ptc::TileCopy<__nv_bfloat16, 64, 128, 8, THREADS, 256, true> copy_load_Q((int)(128), tid);  // load_Q's offsets
   const ptc::TileCopy<__nv_bfloat16, 128, 128, 8, THREADS, 256, true> copy_load_K((int)(128), tid);  // load_K's offsets
@@ -198,11 +198,6 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       }
       // %o = ...  (simt_s)
       #pragma unroll
-      for (int r = 0; r < L_o_c::SIZE; ++r) {
-        t_o[r] = (ptc::f32(v_o[r]) * ptc::f32(v_a[L_s_c_s1::reg(L_o_c::slot0(r))]));
-      }
-      // %o2 = ...  (simt_s)
-      #pragma unroll
       for (int j = 0; j < L_o_c::SIZE / 2; ++j) {
         float x[2];
         #pragma unroll
@@ -210,7 +205,12 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const int r = 2 * j + h;
           x[h] = ptc::f32(v_p[r]);
         }
-        t_o2[j] = ptc::Half16<__nv_bfloat16>::pack(x[0], x[1]);
+        t_o[j] = ptc::Half16<__nv_bfloat16>::pack(x[0], x[1]);
+      }
+      // %o2 = ...  (simt_s)
+      #pragma unroll
+      for (int r = 0; r < L_o_c::SIZE; ++r) {
+        t_o2[r] = (ptc::f32(v_o[r]) * ptc::f32(v_a[L_s_c_s1::reg(L_o_c::slot0(r))]));
       }
       // mx = ...  (simt_s)
       #pragma unroll
@@ -227,12 +227,12 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         else ptc::copy_tile_sync<__nv_bfloat16, 128, 128, THREADS, 256, true>(smem, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
-      // mma_o: o = %o + %o2 @ v on mma.sync.m16n8k16, 1x16 atoms per warp, 8 k-steps
+      // mma_o: o = %o2 + %o @ v on mma.sync.m16n8k16, 1x16 atoms per warp, 8 k-steps
       #pragma unroll
       for (int r = 0; r < L_o_c::SIZE; ++r) {
-        v_o[r] = t_o[r];
+        v_o[r] = t_o2[r];
       }
-      ptc::mma_tile<1, 16, 8, ptc::Mma16816<true>>(v_o, ptc::RegA<1, 8>{t_o2}, ptc::SharedB<16, false, ptc::SharedTile<256, true>>{{smem + 32768u}, L_o_c::wbase1(warp)}, lane);
+      ptc::mma_tile<1, 16, 8, ptc::Mma16816<true>>(v_o, ptc::RegA<1, 8>{t_o}, ptc::SharedB<16, false, ptc::SharedTile<256, true>>{{smem + 32768u}, L_o_c::wbase1(warp)}, lane);
     }
   }
   // %O = ...  (simt_O)

@@ -89,8 +89,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   float v_p[64];  // p: f32[64, 128] in o_c
   float v_a[2];  // a: f32[64] in s_c_s1
   float t_r2[2];  // %r2: f32[64] in s_c_s1
-  float t_o[64];  // %o: f32[64, 128] in o_c
-  uint32_t t_o2[32];  // %o2: bf16[64, 128] in o_c, two per register
+  uint32_t t_o[32];  // %o: bf16[64, 128] in o_c, two per register
+  float t_o2[64];  // %o2: f32[64, 128] in o_c
   uint32_t t_O[32];  // %O: bf16[64, 128] in o_c, two per register
   if (tid == 0) {
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 196608u + 8u * s, 1);  // full:k_smem
@@ -263,11 +263,6 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         }
         // %o = ...  (simt_s)
         #pragma unroll
-        for (int r = 0; r < L_o_c::SIZE; ++r) {
-          t_o[r] = (ptc::f32(v_o[r]) * ptc::f32(v_a[L_s_c_s1::reg(L_o_c::slot0(r))]));
-        }
-        // %o2 = ...  (simt_s)
-        #pragma unroll
         for (int j = 0; j < L_o_c::SIZE / 2; ++j) {
           float x[2];
           #pragma unroll
@@ -275,7 +270,12 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const int r = 2 * j + h;
             x[h] = ptc::f32(v_p[r]);
           }
-          t_o2[j] = ptc::Half16<__nv_bfloat16>::pack(x[0], x[1]);
+          t_o[j] = ptc::Half16<__nv_bfloat16>::pack(x[0], x[1]);
+        }
+        // %o2 = ...  (simt_s)
+        #pragma unroll
+        for (int r = 0; r < L_o_c::SIZE; ++r) {
+          t_o2[r] = (ptc::f32(v_o[r]) * ptc::f32(v_a[L_s_c_s1::reg(L_o_c::slot0(r))]));
         }
         // mx = ...  (simt_s)
         #pragma unroll
@@ -283,15 +283,15 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           v_mx[r] = ptc::f32(v_mn[r]);
         }
         ptc::mbarrier_wait_parity(smem + 196648u + 8u * (u_n % 2), (uint32_t)((u_n / 2) & 1));  // full:v_smem
-        // mma_o: o = %o + %o2 @ v on wgmma m64n128k16, 1 atom(s) along m, 8 k-steps
+        // mma_o: o = %o2 + %o @ v on wgmma m64n128k16, 1 atom(s) along m, 8 k-steps
         #pragma unroll
         for (int r = 0; r < L_o_c::SIZE; ++r) {
-          v_o[r] = t_o[r];
+          v_o[r] = t_o2[r];
         }
-        ptc::wgmma_tile_rs<128, 1, 8, true, 1>(v_o, ptc::RegOperand<8>{t_o2}, ptc::SmemOperand<true, 128, 16384>{smem + 98304u + (u_n % 2) * 32768u, 0}, true);
+        ptc::wgmma_tile_rs<128, 1, 8, true, 1>(v_o, ptc::RegOperand<8>{t_o}, ptc::SmemOperand<true, 128, 16384>{smem + 98304u + (u_n % 2) * 32768u, 0}, true);
         ptc::wgmma_wait<0>();
         ptc::wgmma_fence_operands<64>(v_o);  // o stays in its registers here
-        ptc::wgmma_fence_operands<32>(t_o2);  // %o2 stays in its registers here
+        ptc::wgmma_fence_operands<32>(t_o);  // %o stays in its registers here
         if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 196664u + 8u * (u_n % 2));  // empty:v_smem
         ++u_n;
       }

@@ -278,11 +278,37 @@ class BodyPrinter(SpecializedOps):
                 with self.block(""):
                     self.emit(f"const int i_{op.var} = 0;  // the first stages - 1 iterations' copies")
                     self.ops(op.fill)
-            with self.block(f"for (int i_{op.var} = 0; i_{op.var} < {trips}; ++i_{op.var})"):
+            bound = f"{trips} - {op.peel}" if op.peel else trips
+            with self.block(f"for (int i_{op.var} = 0; i_{op.var} < {bound}; ++i_{op.var})"):
                 self.ops(op.body)
                 if op.var in self.use_counters:
                     self.emit(f"++u_{op.var};")
             self.ops(op.drain)
+
+    def Iteration(self, op: ir.Iteration) -> None:
+        """Another iteration's ops in a rotated loop: its index and ring uses shadow the
+        loop's own inside the block."""
+        var, trips = f"i_{op.var}", self.loop_trips[op.var]
+        uses = f"u_{op.var}" if op.var in self.use_counters else None
+        if op.which == "first":                # in the fill, where i_<var> is 0
+            with self.block(f"if ({trips} > 0)"):
+                self.ops(op.body)
+        elif op.which == "last":
+            with self.block(f"if ({trips} > 0)"):
+                self.emit(f"const int {var} = {trips} - 1;  // the last iteration")
+                self.emit(f"(void){var};")
+                self.ops(op.body)
+                if uses:
+                    self.emit(f"++{uses};")
+        else:
+            names = [var] + ([uses] if uses else [])
+            with self.block(""):
+                self.emit(f"// iteration {op.var} + 1 (the loop is rotated)")
+                self.emit("const int " + ", ".join(f"{n}_next = {n} + 1" for n in names) + ";")
+                with self.block(""):
+                    self.emit("const int " + ", ".join(f"{n} = {n}_next" for n in names) + ";")
+                    self.emit("(void)" + "; (void)".join(names) + ";")
+                    self.ops(op.body)
 
     # ---- copies -----------------------------------------------------------------------------
     def tile_bounds(self, tile: ir.GlobalTile, ahead_var: str | None, ahead: int) -> tuple[str, str, str, str, str]:
