@@ -479,6 +479,23 @@ inline bool same_kind(const WarpScratch& s, int buf, Kind kind, const char* what
   return true;
 }
 
+// ldmatrix / stmatrix, once per warp instruction: the bank conflicts of its `rows` 16-byte
+// rows (lanes 0 .. rows - 1 give their addresses), 8 rows per phase
+inline void account_matrix_rows(const WarpScratch& s, int buf, int rows, Access acc,
+                                const std::source_location& where) {
+  uint32_t offset[32];
+  bool inside = true;
+  for (int l = 0; l < rows; ++l) {
+    inside = inside && in_smem(s.addr[buf][l], 16);
+    offset[l] = static_cast<uint32_t>(static_cast<const unsigned char*>(s.addr[buf][l]) -
+                                      ptc_smem);
+  }
+  if (inside)
+    account(site_stats(SiteKey{where.file_name(), static_cast<unsigned>(where.line()),
+                               static_cast<unsigned>(where.column()), acc, 16}),
+            acc, offset, rows == 32 ? 0xffffffffu : (1u << rows) - 1, 16);
+}
+
 // ldmatrix.sync.aligned.m8n8.x{NUM}[.trans].shared.b16: lane 8*i + r gives the address of
 // row r of matrix i; lane L receives, in register i, elements (L/4, 2*(L%4)) and
 // (L/4, 2*(L%4)+1) of matrix i (low half first); with .trans, elements (2*(L%4), L/4) and
@@ -496,19 +513,7 @@ inline void ldmatrix(unsigned* r, const void* p,
   warp_barrier("ldmatrix");
   for (int i = 0; i < NUM; ++i) r[i] = 0;
   if (!same_kind(s, buf, kind, "ldmatrix")) return;
-  if (lane == 0) {  // once per warp instruction: its bank conflicts, 8 rows per phase
-    uint32_t offset[32];
-    bool inside = true;
-    for (int l = 0; l < 8 * NUM; ++l) {
-      inside = inside && in_smem(s.addr[buf][l], 16);
-      offset[l] = static_cast<uint32_t>(static_cast<const unsigned char*>(s.addr[buf][l]) -
-                                        ptc_smem);
-    }
-    if (inside)
-      account(site_stats(SiteKey{where.file_name(), static_cast<unsigned>(where.line()),
-                                 static_cast<unsigned>(where.column()), ACC_LDMATRIX, 16}),
-              ACC_LDMATRIX, offset, NUM == 4 ? 0xffffffffu : (1u << (8 * NUM)) - 1, 16);
-  }
+  if (lane == 0) account_matrix_rows(s, buf, 8 * NUM, ACC_LDMATRIX, where);
   const int g = lane / 4, t = lane % 4;
   auto row = [&](int matrix, int rr) -> const uint16_t* {
     const void* a = s.addr[buf][matrix * 8 + rr];
@@ -559,19 +564,7 @@ inline void stmatrix(const void* p, const unsigned* r,
          "memory of %d bytes", a, lane, rt.smem_bytes);
     return;
   }
-  if (lane == 0) {  // once per warp instruction: its bank conflicts, 8 rows per phase
-    uint32_t offset[32];
-    bool inside = true;
-    for (int l = 0; l < 8 * NUM; ++l) {
-      inside = inside && in_smem(s.addr[buf][l], 16);
-      offset[l] = static_cast<uint32_t>(static_cast<const unsigned char*>(s.addr[buf][l]) -
-                                        ptc_smem);
-    }
-    if (inside)
-      account(site_stats(SiteKey{where.file_name(), static_cast<unsigned>(where.line()),
-                                 static_cast<unsigned>(where.column()), ACC_STS, 16}),
-              ACC_STS, offset, NUM == 4 ? 0xffffffffu : (1u << (8 * NUM)) - 1, 16);
-  }
+  if (lane == 0) account_matrix_rows(s, buf, 8 * NUM, ACC_STS, where);
   const int matrix = lane / 8, row = lane % 8;
   uint16_t* q = static_cast<uint16_t*>(const_cast<void*>(a));
   for (int t = 0; t < 4; ++t) {       // the row's elements come from lanes 4 row + t
