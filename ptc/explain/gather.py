@@ -54,8 +54,9 @@ def _plan_summary(c: Candidate) -> PlanSummary:
     p = c.plan
     roles = []
     for role in p.roles:
-        steps = tuple(f"{s.task}@{s.unit}" for r, s in p.steps()
-                      if r.name == role.name and s.task != "sync")
+        # a step at offset k runs iteration n + k (prefetch, a rotated loop)
+        steps = tuple(f"{s.task}@{s.unit}" + (f"({p.pipelined}+{s.offset})" if s.offset else "")
+                      for r, s in p.steps() if r.name == role.name and s.task != "sync")
         threads = role.warps * role.instances * _warp_size(p)
         roles.append(RoleRow(role.name, role.warps, threads, role.registers, role.instances,
                              steps))
