@@ -80,12 +80,8 @@ class SpecializedOps:
                     self.MbarrierWait(w)
                 self.emit(f"ptc::mbarrier_arrive_expect_tx({bar}, {op.bytes}u);")
                 for p in range(op.panels):
-                    coords = [f"(int)({self.scalar_expr(c)})" for c in op.coords]
-                    if p:
-                        coords[0] = f"{coords[0]} + {p * op.panel_cols}"
-                    dst = f"{slot} + {p * op.panel_bytes}u" if p else slot
-                    self.emit(f"ptc::tma_load<{len(coords)}>({dst}, &{op.map}, {bar}, "
-                              f"{{{', '.join(coords)}}});")
+                    at, coords = self.panel(op, slot, p)
+                    self.emit(f"ptc::tma_load<{len(op.coords)}>({at}, &{op.map}, {bar}, {coords});")
         with self.block("else"):   # no tensor map: the warpgroup copies, fences, arrives
             for w in op.waits:
                 self.MbarrierWait(w)
@@ -160,6 +156,15 @@ class SpecializedOps:
                       f"ptc::from_f32<{ctype}>({value}));")
         self.emit("ptc::fence_proxy_async();  // generic stores, read by the tensor cores")
 
+    def panel(self, op, slot: str, p: int) -> tuple[str, str]:
+        """(shared address, coordinates) of box `p` of a TMA load or store: the panels of a
+        wide tile are boxes side by side along the innermost dim."""
+        coords = [f"(int)({self.scalar_expr(c)})" for c in op.coords]
+        if p:
+            coords[0] = f"{coords[0]} + {p * op.panel_cols}"
+        at = f"{slot} + {p * op.panel_bytes}u" if p else slot
+        return at, "{" + ", ".join(coords) + "}"
+
     def TmaStore(self, op: ir.TmaStore) -> None:
         slot = self.slot_address(op.buffer)
         self.emit(f"// {op.task}: {op.value} -> {op.buffer} -> {op.panels} box(es) of "
@@ -169,12 +174,8 @@ class SpecializedOps:
             self.emit("ptc::named_barrier(1 + part, 128);  // the tile is in shared memory")
             with self.block("if (tid % 128 == 0)"):   # one thread stores
                 for p in range(op.panels):
-                    coords = [f"(int)({self.scalar_expr(c)})" for c in op.coords]
-                    if p:
-                        coords[0] = f"{coords[0]} + {p * op.panel_cols}"
-                    src = f"{slot} + {p * op.panel_bytes}u" if p else slot
-                    self.emit(f"ptc::tma_store<{len(coords)}>(&{op.map}, {src}, "
-                              f"{{{', '.join(coords)}}});")
+                    at, coords = self.panel(op, slot, p)
+                    self.emit(f"ptc::tma_store<{len(op.coords)}>(&{op.map}, {at}, {coords});")
                 self.emit("ptc::bulk_commit_group();")
                 self.emit("ptc::bulk_wait_group_read<0>();  // the boxes are out of shared "
                           "memory")

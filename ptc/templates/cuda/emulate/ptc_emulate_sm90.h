@@ -215,17 +215,26 @@ inline bool sm90_progress() {
 
 // cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // [dst], [map, {c0, ..}], [bar]: coordinates innermost first
-inline void tma_load(uint32_t dst, const void* map, const int* coords, uint32_t bar) {
-  const TensorMapData& m = *static_cast<const TensorMapData*>(map);
+// The bytes of one box of `m` at shared offset `at`, or -1 (reported) when the box is not
+// aligned to its swizzle pattern (or 128 bytes) inside shared memory.
+inline long long box_in_smem(const TensorMapData& m, uint32_t at, const char* what) {
   const uint32_t align = m.swizzle == 128 ? 1024 : m.swizzle == 64 ? 512 : m.swizzle == 32 ? 256 : 128;
   long long elems = 1;
   for (int i = 0; i < m.rank; ++i) elems *= m.box[i];
   const long long bytes = elems * m.elem_bytes;
-  if (dst % align != 0 || !in_smem(ptc_smem + dst, static_cast<size_t>(bytes))) {
-    fail("TMA load to shared offset %u of %lld bytes: not %u-byte aligned inside shared memory "
-         "of %d bytes", dst, bytes, align, rt.smem_bytes);
-    return;
+  if (at % align != 0 || !in_smem(ptc_smem + at, static_cast<size_t>(bytes))) {
+    fail("%s shared offset %u of %lld bytes: not %u-byte aligned inside shared memory of %d "
+         "bytes", what, at, bytes, align, rt.smem_bytes);
+    return -1;
   }
+  return bytes;
+}
+
+inline void tma_load(uint32_t dst, const void* map, const int* coords, uint32_t bar) {
+  const TensorMapData& m = *static_cast<const TensorMapData*>(map);
+  const long long bytes = box_in_smem(m, dst, "TMA load to");
+  if (bytes < 0) return;
+  const long long elems = bytes / m.elem_bytes;
   if (!mbar(bar, "a TMA load's mbarrier")) return;
   TmaLoad l{bar, dst, std::vector<unsigned char>(static_cast<size_t>(bytes)), m.swizzle};
   long long idx[5] = {0, 0, 0, 0, 0};
@@ -287,15 +296,7 @@ inline void tma_store_now(const TmaStore& st) {
 
 inline void tma_store(const void* map, uint32_t src, const int* coords) {
   const TensorMapData& m = *static_cast<const TensorMapData*>(map);
-  const uint32_t align = m.swizzle == 128 ? 1024 : m.swizzle == 64 ? 512 : m.swizzle == 32 ? 256 : 128;
-  long long elems = 1;
-  for (int i = 0; i < m.rank; ++i) elems *= m.box[i];
-  const long long bytes = elems * m.elem_bytes;
-  if (src % align != 0 || !in_smem(ptc_smem + src, static_cast<size_t>(bytes))) {
-    fail("TMA store from shared offset %u of %lld bytes: not %u-byte aligned inside shared "
-         "memory of %d bytes", src, bytes, align, rt.smem_bytes);
-    return;
-  }
+  if (box_in_smem(m, src, "TMA store from") < 0) return;
   Fiber& f = cur();
   TmaStore st{sm90.bulk_commits[f.tid], &m, src, {0, 0, 0, 0, 0}};
   for (int i = 0; i < m.rank; ++i) st.coords[i] = coords[i];
