@@ -11,7 +11,7 @@ from ptc.interp import bind_dims
 from ptc.sched.construct import Choice, Unfit, construct
 from ptc.sched.cost import estimate
 from ptc.sched.plan import LoopBlock, from_json, to_json, walk_steps
-from ptc.sched.results import Results
+from ptc.sched.results import dependences
 from ptc.sched.search import search
 from ptc.stask import build_graphs, propagate
 
@@ -229,7 +229,7 @@ def test_a_role_waits_for_what_its_own_wgmma_computes():
     g = propagate(g, {"BM": 128, "BN": 128})
     units = {"mma_s": "tensor_core", "mma_o": "tensor_core", "simt_s": "cuda_core",
              "simt_o": "cuda_core", "simt_O": "cuda_core"}
-    deps = Results(g, device, units).producers
+    deps = dependences(g, device, units).producers
     assert {(p.task, p.distance, p.loop) for p in deps["simt_s"]} == {("mma_s", 0, "n"),
                                                                       ("mma_o", 1, "n")}
     assert {p.task for p in deps["simt_O"]} == {"mma_o"}

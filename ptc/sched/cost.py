@@ -24,7 +24,7 @@ from ..devices import Device
 from ..stask.graph import STask, STaskGraph
 from ..sema.dtypes import DTYPE_BYTES
 from .plan import Estimate, Plan, walk_steps
-from .results import Results
+from .results import Results, dependences
 from .turns import timed
 from .unroll import Exec, unroll
 
@@ -115,7 +115,8 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
     cost_cache: dict[tuple, float] = {}
     placed = {r.name: {s.task: s.unit for s in walk_steps(r.body) if s.task != "sync"}
               for r in plan.roles}
-    results = {p: Results(graph, device, placed[p[1]]) for p in procs}
+    deps = {r: dependences(graph, device, units) for r, units in placed.items()}
+    results = {p: Results(deps[p[1]]) for p in procs}
 
     def phase_time(cta, bname, phase) -> float | None:
         b = barriers[bname]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..devices import Device
+from ..stask.build import reads, writes
 from ..stask.graph import STaskGraph
 from ..stask.propagate import statement_works
 from .unroll import Exec
@@ -31,40 +32,52 @@ class Producer:
     lead: float = 0.0      # share of the waiting step's work it may run before the wait
 
 
+@dataclass(frozen=True)
+class Dependences:
+    """What each step of a role waits for before it may use an async step's result."""
+
+    loops: dict[str, tuple[str, ...]]            # task -> its loops, outermost first
+    producers: dict[str, tuple[Producer, ...]]   # task -> the async steps it waits for
+
+
+def dependences(graph: STaskGraph, device: Device, placed: dict[str, str]) -> Dependences:
+    """`placed`: task -> unit, for the tasks of one role."""
+    loops = {t.name: graph.region_path(t.region) for t in graph.tasks}
+    found: dict[tuple[str, str, int, str], float] = {}   # (task, producer, distance, loop)
+
+    def add(task: str, p: Producer) -> None:
+        key = (task, p.task, p.distance, p.loop)
+        found[key] = min(p.lead, found.get(key, p.lead))
+
+    for e in graph.edges:
+        if e.src not in placed or e.dst not in placed or e.src == e.dst:
+            continue
+        if graph.task(e.src).op == "load" or graph.task(e.dst).op == "load":
+            continue    # loaded tiles: the buffers' barriers say when
+        src, dst = device.unit(placed[e.src]), device.unit(placed[e.dst])
+        common = [v for v in loops[e.src] if v in loops[e.dst]]
+        loop = common[-1] if common else ""
+        if src.is_async and not (src.name == dst.name and src.in_order):
+            lead = _lead(graph, e.dst, lambda s: e.value in reads(s)) \
+                if not dst.is_async else 0.0
+            add(e.dst, Producer(e.src, e.distance, loop, lead))
+        if dst.is_async and not src.is_async and e.distance == 0 and loop:
+            # the next iteration of src overwrites what the async dst may still read
+            add(e.src, Producer(e.dst, 1, loop, _lead(graph, e.src,
+                                                      lambda s: e.value in writes(s))))
+    producers: dict[str, tuple[Producer, ...]] = {}
+    for (task, src, distance, loop), lead in found.items():
+        producers[task] = producers.get(task, ()) + (Producer(src, distance, loop, lead),)
+    return Dependences(loops, producers)
+
+
 class Results:
-    """Completion times of a process's async steps and what each step must wait for."""
+    """Completion times of one process's async steps, against its role's dependences."""
 
-    def __init__(self, graph: STaskGraph, device: Device, placed: dict[str, str]):
-        """`placed`: task -> unit, for the tasks of this role."""
-        self.loops = {t.name: graph.region_path(t.region) for t in graph.tasks}
-        self.device = device
-        self.producers: dict[str, list[Producer]] = {}
-        for e in graph.edges:
-            if e.src not in placed or e.dst not in placed or e.src == e.dst:
-                continue
-            if graph.task(e.src).op == "load" or graph.task(e.dst).op == "load":
-                continue    # loaded tiles: the buffers' barriers say when
-            src, dst = device.unit(placed[e.src]), device.unit(placed[e.dst])
-            common = [v for v in self.loops[e.src] if v in self.loops[e.dst]]
-            loop = common[-1] if common else ""
-            if src.is_async and not (src.name == dst.name and src.in_order):
-                lead = _lead(graph, e.dst, lambda s: e.value in _reads(s)) \
-                    if not dst.is_async else 0.0
-                self.add(e.dst, Producer(e.src, e.distance, loop, lead))
-            if dst.is_async and not src.is_async and e.distance == 0 and loop:
-                # the next iteration of src overwrites what the async dst may still read
-                lead = _lead(graph, e.src, lambda s: e.value in _writes(s))
-                self.add(e.src, Producer(e.dst, 1, loop, lead))
+    def __init__(self, deps: Dependences):
+        self.loops = deps.loops
+        self.producers = deps.producers
         self.done: dict[tuple, float] = {}
-        self.duration: dict[str, float] = {}
-
-    def add(self, task: str, p: Producer) -> None:
-        mine = self.producers.setdefault(task, [])
-        same = [q for q in mine if (q.task, q.distance, q.loop) == (p.task, p.distance, p.loop)]
-        if same:
-            mine.remove(same[0])
-            p = Producer(p.task, p.distance, p.loop, min(p.lead, same[0].lead))
-        mine.append(p)
 
     def ready(self, e: Exec, duration: float) -> float:
         """The earliest time `e` (taking `duration`) may start: its async producers'
@@ -85,16 +98,6 @@ class Results:
     def record(self, e: Exec, done: float) -> None:
         iters = tuple(sorted(dict(e.iters).items()))
         self.done[(e.step.task, iters)] = done
-
-
-def _reads(s) -> set[str]:
-    from ..stask.build import reads
-    return reads(s)
-
-
-def _writes(s) -> set[str]:
-    from ..stask.build import writes
-    return writes(s)
 
 
 def _lead(graph: STaskGraph, task: str, touches) -> float:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
-from .plan import LoopBlock, Plan, Role, Step
+from .plan import LoopBlock, Plan, Step
 
 
 def rotated(plan: Plan, role: str, unit_kind: Callable[[str], str]) -> Plan | str:
@@ -74,14 +74,3 @@ def _rotate_body(block: LoopBlock, unit_kind) -> LoopBlock | str:
     body = ([replace(s, offset=1) for s in head] + [steps[last]]
             + [replace(s, offset=1) for s in middle])
     return replace(block, body=tuple(body))
-
-
-def rotated_role(role: Role, loop: str) -> bool:
-    """Whether `role` runs `loop` rotated (its steps there have offsets)."""
-    for it in role.body:
-        if isinstance(it, LoopBlock):
-            if it.var == loop:
-                return any(isinstance(s, Step) and s.offset for s in it.body)
-            if rotated_role(replace(role, body=it.body), loop):
-                return True
-    return False
