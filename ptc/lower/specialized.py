@@ -508,12 +508,16 @@ class _Build(Builder):
         if lay is None or lay.swizzle != "tma":
             raise LoweringError(f"{task}: wgmma reads {name} from shared memory, and no layout "
                                 f"it reads holds a {home.dtype}[{k}, {n}] tile")
-        self.scratch_count += 1
-        buffer = f"scratch{self.scratch_count}"
-        self.buffers[buffer] = ir.Buffer(buffer, home.dtype, (k, n), 1, lay,
-                                         align_up(lay.bytes, ALIGN), 0,
-                                         f"{name} staged for wgmma")
-        self.values[f"{name}@shared"] = ir.InShared(buffer, "")
+        staged = self.values.get(f"{name}@shared")
+        if staged is not None:      # a rotated loop lowers the step twice: one buffer
+            buffer = staged.buffer
+        else:
+            self.scratch_count += 1
+            buffer = f"scratch{self.scratch_count}"
+            self.buffers[buffer] = ir.Buffer(buffer, home.dtype, (k, n), 1, lay,
+                                             align_up(lay.bytes, ALIGN), 0,
+                                             f"{name} staged for wgmma")
+            self.values[f"{name}@shared"] = ir.InShared(buffer, "")
         return [self.stage_operand(task, name, buffer),
                 ir.NamedBarrier(f"{name} is in shared memory for wgmma")]
 
