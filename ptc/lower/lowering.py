@@ -319,20 +319,31 @@ class Builder:
             out.extend(self.copy(t, loops))
             return out
         for s in (x for x in self.low.stmts if x.task == t.name):
-            out.extend(self.conversions(s))
-            if s.kind in ("store", "atomic_add"):
-                out.append(self.store(s))
-            elif s.kind == "mma":
-                out.append(self.mma(s, step))
-            elif isinstance(s.stmt.value, T.Reduce):
-                op = self.reduce(s)
-                out.append(op)
-                if op.scratch:
-                    out.append(ir.WarpCombine(s.task, op.target, op.op, op.scratch,
-                                              op.cross_warps))
-            else:
-                out.append(self.compute(s))
+            out.extend(self.statement(s, step))
         return out
+
+    def statement(self, s: Stmt, step: Step) -> list:
+        """The ops of one statement of a task: its conversions, then what computes it."""
+        out = list(self.conversions(s))
+        if s.kind in ("store", "atomic_add"):
+            out.append(self.store_op(s, step))
+        elif s.kind == "mma":
+            out.extend(self.mma_ops(s, step))
+        elif isinstance(s.stmt.value, T.Reduce):
+            op = self.reduce(s)
+            out.append(op)
+            if op.scratch:
+                out.append(ir.WarpCombine(s.task, op.target, op.op, op.scratch,
+                                          op.cross_warps))
+        else:
+            out.append(self.compute(s))
+        return out
+
+    def store_op(self, s: Stmt, step: Step):
+        return self.store(s)
+
+    def mma_ops(self, s: Stmt, step: Step) -> list:
+        return [self.mma(s, step)]
 
     # ---- copies ---------------------------------------------------------------------------
     def copy(self, t, loops, ahead: int = 0, guard: bool = False) -> list:

@@ -407,20 +407,7 @@ class _Build(Builder):
             t = self.low.tasks[step.task]
             self.units[t.name] = step.unit
             for s in (x for x in self.low.stmts if x.task == t.name):
-                s = self.localized(s)
-                out.extend(self.conversions(s))
-                if s.kind in ("store", "atomic_add"):
-                    out.append(self.epilogue(s, step))
-                elif s.kind == "mma":
-                    out.extend(self.wgmma(s, step))
-                elif isinstance(s.stmt.value, T.Reduce):
-                    op = self.reduce(s)
-                    out.append(op)
-                    if op.scratch:
-                        out.append(ir.WarpCombine(s.task, op.target, op.op, op.scratch,
-                                                  op.cross_warps))
-                else:
-                    out.append(self.compute(s))
+                out.extend(self.statement(self.localized(s), step))
         for a in step.arrives:
             loop, slots = self.barrier_loop(a, loops)
             out.append(ir.MbarrierArrive(a, loop, slots, a in self.per_warp))
@@ -536,6 +523,12 @@ class _Build(Builder):
         tile = global_tile(self.low.kernel, self.spec.tiles, st.tensor, st.index,
                            (self.spec.split, index(ROW0), self.spec.rows))
         return replace(op, tile=tile)
+
+    def store_op(self, s: Stmt, step: Step):
+        return self.epilogue(s, step)
+
+    def mma_ops(self, s: Stmt, step: Step) -> list:
+        return self.wgmma(s, step)
 
     def epilogue(self, s: Stmt, step: Step) -> ir.StoreTile | ir.TmaStore:
         """The store as the plan says: from the registers, or through shared memory by TMA
