@@ -1,0 +1,183 @@
+// ptc device helpers for HIP (gfx90a, gfx942): element types, rounding and integer
+// semantics of the .pt language, thread ids, the block barrier and LDS accesses.
+// Device code uses clang's AMDGPU builtins only, never HIP's device library, so one source
+// builds with a current ROCm (hipcc), with Debian's HIP 5.2 headers and clang-19
+// `-nogpulib` (CI), and -- with -DPTC_EMULATE -- with g++ on the CPU, where
+// emulate/ptc_emulate_hip.h supplies the same builtins with wave64 semantics (docs/hip.md).
+// Values are computed in f32 and rounded once to their dtype, as the reference interpreter
+// does; // and % floor (Python semantics).
+#pragma once
+#include <stdint.h>
+
+namespace ptc {
+// The operand and accumulator vectors of the matrix builtins (clang's ext_vector_type; the
+// host compiler's vector_size in the emulation).
+#ifdef PTC_EMULATE
+#define PTC_VECTOR(T, N) __attribute__((vector_size((N) * sizeof(T))))
+#else
+#define PTC_VECTOR(T, N) __attribute__((ext_vector_type(N)))
+#endif
+typedef float f32x4 PTC_VECTOR(float, 4);
+typedef float f32x16 PTC_VECTOR(float, 16);
+typedef short i16x4 PTC_VECTOR(short, 4);
+typedef _Float16 f16x4 PTC_VECTOR(_Float16, 4);
+#undef PTC_VECTOR
+
+// 16-bit storage types: bits only; arithmetic happens in f32.
+struct f16 { uint16_t bits; };
+struct bf16 { uint16_t bits; };
+
+// vectors of 32-bit words: one global or LDS access of 8 or 16 bytes
+struct alignas(8) u32x2 { uint32_t x, y; };
+struct alignas(16) u32x4 { uint32_t x, y, z, w; };
+}  // namespace ptc
+
+// Global-memory accesses of the helpers go through PTC_GLOBAL(pointer): the identity on the
+// GPU, a bounds check against the caller's tensors in the CPU emulation.
+#ifdef PTC_EMULATE
+#include <source_location>
+#include "emulate/ptc_emulate_hip.h"
+#define PTC_GLOBAL(p) (::ptc::emu::global_access(p))
+#else
+#include <hip/hip_runtime.h>
+#define PTC_GLOBAL(p) (p)
+// the block's dynamic LDS (in the CPU emulation: ptc_emulate_hip.h's array)
+extern __shared__ __attribute__((aligned(1024))) unsigned char ptc_smem[];
+#endif
+
+// A workgroup of T threads that leaves each SIMD room for W waves: the register budget the
+// plan was made for (512 / W unified VGPRs per lane).
+#define PTC_BOUNDS(T, W) __attribute__((amdgpu_flat_work_group_size(1, T), amdgpu_waves_per_eu(W)))
+
+namespace ptc {
+
+__device__ __forceinline__ int thread_id() { return (int)__builtin_amdgcn_workitem_id_x(); }
+__device__ __forceinline__ long long block_id() { return (long long)__builtin_amdgcn_workgroup_id_x(); }
+
+// __syncthreads without the device library: the workgroup fences make the barrier wait for
+// this wave's LDS writes (s_waitcnt lgkmcnt(0); s_barrier), CK's block_sync_lds.
+__device__ __forceinline__ void syncthreads() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+
+// LDS addresses are byte offsets into the block's dynamic LDS.
+__device__ __forceinline__ uint32_t shared_base() { return 0u; }
+
+#ifdef PTC_EMULATE
+template <typename T>
+__device__ __forceinline__ T ld_shared(uint32_t addr,
+                                       std::source_location where = std::source_location::current()) {
+  return ::ptc::emu::shared_load(reinterpret_cast<const T*>(ptc_smem + addr), where);
+}
+template <typename T>
+__device__ __forceinline__ void st_shared(uint32_t addr, T v,
+                                          std::source_location where = std::source_location::current()) {
+  ::ptc::emu::shared_store(reinterpret_cast<T*>(ptc_smem + addr), v, where);
+}
+#else
+template <typename T> __device__ __forceinline__ T ld_shared(uint32_t addr) {
+  return *reinterpret_cast<const T*>(ptc_smem + addr);
+}
+template <typename T> __device__ __forceinline__ void st_shared(uint32_t addr, T v) {
+  *reinterpret_cast<T*>(ptc_smem + addr) = v;
+}
+#endif
+
+__host__ __device__ inline long long tiles(long long extent, long long size) {
+  return extent <= 0 ? 0 : (extent + size - 1) / size;
+}
+
+__device__ __forceinline__ float bits_f32(uint32_t u) { return __builtin_bit_cast(float, u); }
+__device__ __forceinline__ uint32_t f32_bits(float x) { return __builtin_bit_cast(uint32_t, x); }
+
+// f32 -> bf16 to nearest even in integers (CDNA2/3 have no conversion instruction); NaN
+// stays a quiet NaN
+__device__ __forceinline__ uint16_t bf16_bits(float x) {
+  const uint32_t u = f32_bits(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+__device__ __forceinline__ uint16_t f16_bits(float x) {
+  return __builtin_bit_cast(uint16_t, static_cast<_Float16>(x));   // v_cvt_f16_f32: nearest even
+}
+__device__ __forceinline__ float bf16_f32(uint16_t b) { return bits_f32(static_cast<uint32_t>(b) << 16); }
+__device__ __forceinline__ float f16_f32(uint16_t b) {
+  return static_cast<float>(__builtin_bit_cast(_Float16, b));
+}
+
+__device__ __forceinline__ float f32(float x) { return x; }
+__device__ __forceinline__ float f32(f16 x) { return f16_f32(x.bits); }
+__device__ __forceinline__ float f32(bf16 x) { return bf16_f32(x.bits); }
+__device__ __forceinline__ float f32(int x) { return static_cast<float>(x); }
+__device__ __forceinline__ float f32(long long x) { return static_cast<float>(x); }
+__device__ __forceinline__ float f32(bool x) { return x ? 1.0f : 0.0f; }
+
+// round an f32 value to the precision of a dtype, staying in f32
+__device__ __forceinline__ float round_f16(float x) { return f16_f32(f16_bits(x)); }
+__device__ __forceinline__ float round_bf16(float x) { return bf16_f32(bf16_bits(x)); }
+
+template <typename T> __device__ __forceinline__ T from_f32(float x);
+template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <> __device__ __forceinline__ f16 from_f32<f16>(float x) { return f16{f16_bits(x)}; }
+template <> __device__ __forceinline__ bf16 from_f32<bf16>(float x) { return bf16{bf16_bits(x)}; }
+template <> __device__ __forceinline__ int from_f32<int>(float x) { return static_cast<int>(x); }
+template <> __device__ __forceinline__ bool from_f32<bool>(float x) { return x != 0.0f; }
+
+__host__ __device__ __forceinline__ long long floordiv(long long a, long long b) {
+  long long q = a / b;
+  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+__host__ __device__ __forceinline__ long long floormod(long long a, long long b) {
+  long long r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+// math without the device library (docs/hip.md, "Math without the device library")
+__device__ __forceinline__ float log_(float x) { return __builtin_logf(x); }
+__device__ __forceinline__ float sqrt_(float x) { return __builtin_sqrtf(x); }
+__device__ __forceinline__ float rsqrt_(float x) { return 1.0f / __builtin_sqrtf(x); }
+
+// exp2 and exp on the transcendental unit (docs/language.md, "Numerics"): one v_exp_f32,
+// and for exp a multiply by log2(e) before it. Results below 2^-126 flush to zero;
+// exp2(-inf) is 0.
+__device__ __forceinline__ float exp2_sfu(float x) {
+#if defined(PTC_EMULATE)
+  const float y = __builtin_exp2f(x);
+  return y < 1.17549435e-38f ? 0.0f : y;
+#elif __has_builtin(__builtin_amdgcn_exp2f)
+  return __builtin_amdgcn_exp2f(x);
+#else
+  return __builtin_exp2f(x);
+#endif
+}
+__device__ __forceinline__ float exp_sfu(float x) { return exp2_sfu(x * 1.4426950408889634f); }
+
+// 16-bit register tiles hold two values per 32-bit register, the lower index in the low half.
+template <typename T> struct Half16;
+template <> struct Half16<f16> {
+  __device__ __forceinline__ static float lo(uint32_t r) { return f16_f32(static_cast<uint16_t>(r & 0xffffu)); }
+  __device__ __forceinline__ static float hi(uint32_t r) { return f16_f32(static_cast<uint16_t>(r >> 16)); }
+  __device__ __forceinline__ static uint32_t pack(float a, float b) {
+    return static_cast<uint32_t>(f16_bits(a)) | (static_cast<uint32_t>(f16_bits(b)) << 16);
+  }
+  __device__ __forceinline__ static uint32_t one(float a) { return f16_bits(a); }
+};
+template <> struct Half16<bf16> {
+  __device__ __forceinline__ static float lo(uint32_t r) { return bits_f32(r << 16); }
+  __device__ __forceinline__ static float hi(uint32_t r) { return bits_f32(r & 0xffff0000u); }
+  __device__ __forceinline__ static uint32_t pack(float a, float b) {
+    return static_cast<uint32_t>(bf16_bits(a)) | (static_cast<uint32_t>(bf16_bits(b)) << 16);
+  }
+  __device__ __forceinline__ static uint32_t one(float a) { return bf16_bits(a); }
+};
+template <typename T> __device__ __forceinline__ float unpack(const uint32_t* v, int i) {
+  return (i & 1) ? Half16<T>::hi(v[i >> 1]) : Half16<T>::lo(v[i >> 1]);
+}
+template <typename T> __device__ __forceinline__ void set_half(uint32_t* v, int i, float x) {
+  const uint32_t b = Half16<T>::one(x);
+  v[i >> 1] = (i & 1) ? ((v[i >> 1] & 0xffffu) | (b << 16)) : ((v[i >> 1] & 0xffff0000u) | b);
+}
+
+}  // namespace ptc
