@@ -19,8 +19,8 @@ reduction (`Reduce.op`) of the typed IR, with everything each stage needs to kno
     c         its CUDA C spelling for f32 operands, in the form `c_form` says:
                 infix (`a + b`), prefix (`-a`), call (`expf(a)`) or select (`c ? a : b`);
                 a reduction's is the C expression that folds `x` into `acc`
-    hip       its HIP spelling (no HIP renderer yet; HIP's device math library has the
-              same names, and ptc's own helpers would come from its HIP headers)
+    hip       its HIP spelling: clang builtins or ptc's own helpers (templates/hip), never
+              HIP's device math library, which generated code does not link
     sfu       whether the GPU runs it on the special-function unit (transcendentals)
     simt_ops  its cost class: CUDA-core operations per element in the cost model
               (ptc.stask.propagate counts them; an SFU op also counts as `sfu_ops`)
@@ -112,12 +112,12 @@ OPS: tuple[Op, ...] = (
     # exp and exp2 are the SFU's approximation (docs/language.md, "Numerics")
     _e("exp", "exp", 1, "math", np.exp, "ptc::exp_sfu", "call", sfu=True),
     _e("exp2", "exp2", 1, "math", np.exp2, "ptc::exp2_sfu", "call", sfu=True),
-    _e("log", "log", 1, "math", np.log, "logf", "call", sfu=True),
-    _e("sqrt", "sqrt", 1, "math", np.sqrt, "sqrtf", "call", sfu=True),
+    _e("log", "log", 1, "math", np.log, "logf", "call", hip="ptc::log_", sfu=True),
+    _e("sqrt", "sqrt", 1, "math", np.sqrt, "sqrtf", "call", hip="ptc::sqrt_", sfu=True),
     _e("rsqrt", "rsqrt", 1, "math", _rsqrt, "ptc::rsqrt_", "call", sfu=True),
-    _e("abs", "abs", 1, "same", np.abs, "fabsf", "call"),
-    _e("max", "max", 2, "arith", np.maximum, "fmaxf", "call"),
-    _e("min", "min", 2, "arith", np.minimum, "fminf", "call"),
+    _e("abs", "abs", 1, "same", np.abs, "fabsf", "call", hip="__builtin_fabsf"),
+    _e("max", "max", 2, "arith", np.maximum, "fmaxf", "call", hip="__builtin_fmaxf"),
+    _e("min", "min", 2, "arith", np.minimum, "fminf", "call", hip="__builtin_fminf"),
     _e("where", "where", 3, "select", np.where, "?:", "select"),
     # reductions (`sum(x, axis=1)`, `rowmax(x)`)
     _r("sum", np.sum, "acc += x;"),

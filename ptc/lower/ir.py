@@ -100,7 +100,9 @@ class GlobalTile:
 class CopyTile:
     """global -> shared: `vector` elements per copy instruction (cp.async of 4-16 bytes
     when `asynchronous`; else each thread loads and stores), `iteration` loop iterations
-    ahead of the current one, into that iteration's slot."""
+    ahead of the current one, into that iteration's slot. A `staged` asynchronous copy
+    goes global -> registers when issued and registers -> shared at the next WaitGroups
+    (no global -> shared instruction of the width: CDNA's register-staged pipelining)."""
 
     task: str
     buffer: str
@@ -112,6 +114,7 @@ class CopyTile:
     ahead: int = 0               # iterations ahead (the pipeline's prefetch)
     guard: bool = False          # skipped (an empty group) past the last iteration
     fallback_vector: int = 0     # vector when `aligned` does not hold (0: no variant)
+    staged: bool = False         # through registers, landing in shared memory at the wait
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,8 @@ class CommitGroup:
 
 @dataclass(frozen=True)
 class WaitGroups:
-    """Wait until at most `pending` of this thread's committed copy groups are in flight."""
+    """Wait until at most `pending` of this thread's committed copy groups are in flight
+    (staged copies: land every staged copy still in registers; `pending` is then 0)."""
 
     pending: int
     buffers: tuple[str, ...]     # what the wait is for

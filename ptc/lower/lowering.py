@@ -56,6 +56,8 @@ class Capabilities:
     copy_units: frozenset[str]
     persistent: bool = False
     rasters: frozenset[str] = frozenset({"row"})
+    # async copies staged in registers (CopyTile.staged): one copy per buffer in flight
+    staged_copies: bool = False
 
     def refuses(self, plan: Plan, device: Device) -> str | None:
         """Why this renderer cannot build `plan` (None: it can)."""
@@ -65,6 +67,9 @@ class Capabilities:
             unit = device.unit(step.unit) if step.task != "sync" else None
             if unit is not None and unit.kind == "copy" and unit.name not in self.copy_units:
                 return f"the {self.backend} renderer does not issue copies on {unit.name}"
+        if self.staged_copies and plan.stages > 2:
+            return (f"the {self.backend} renderer stages copies in registers, one in flight "
+                    f"per buffer: 2 pipeline stages at most, not {plan.stages}")
         if plan.launch.persistent and not self.persistent:
             return f"the {self.backend} renderer does not build persistent launches"
         if plan.launch.raster not in self.rasters:
@@ -232,6 +237,7 @@ class Builder:
         body = self.hoist_fragments(body)
         buffers, total = place_buffers(body, list(self.buffers.values()), self.values)
         body = place_sync(body, {b.name: b for b in buffers}, self.values)
+        staged_waits(body)
         registers = estimate_registers(body, self)
         dev = self.device
         res = dev.resources
@@ -362,6 +368,8 @@ class Builder:
                          guard, fallback)
         if not op.asynchronous:
             op = replace(op, vector=1)
+        elif self.low.caps is not None and self.low.caps.staged_copies:
+            op = replace(op, staged=True)
         return [op] + ([ir.CommitGroup()] if op.asynchronous else [])
 
     def vector(self, tile: ir.GlobalTile, pad: float, is_async: bool,
@@ -575,6 +583,18 @@ class Builder:
 
     def reserve_registers(self, words: int) -> None:
         self.reserved_registers += words
+
+
+def staged_waits(body) -> None:
+    """Staged copies land at a wait for every group in flight: a wait that leaves groups
+    pending would need to know which registers hold which group."""
+    ops = list(ir.walk(body))
+    if any(isinstance(op, ir.CopyTile) and op.staged for op in ops):
+        for op in ops:
+            if isinstance(op, ir.WaitGroups) and op.pending:
+                raise LoweringError(f"a wait leaves {op.pending} copy group(s) in flight "
+                                    f"({', '.join(op.buffers)}); copies staged in registers "
+                                    "land all at once")
 
 
 def mma_operand_var(e: T.TExpr) -> tuple[str, bool]:

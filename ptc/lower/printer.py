@@ -97,8 +97,9 @@ def _ops(ops, depth: int) -> list[str]:
 def print_op(op) -> str:
     if isinstance(op, ir.CopyTile):
         t = op.tile
-        how = (f"cp.async {op.vector * _bytes(t.dtype)}B" if op.asynchronous
-               else "element-wise copy")
+        nbytes = op.vector * _bytes(t.dtype)
+        how = (f"{nbytes}B loads staged in registers, landed at the wait" if op.staged
+               else f"cp.async {nbytes}B" if op.asynchronous else "element-wise copy")
         ahead = f" +{op.ahead}" if op.ahead else ""
         slot = f"[{op.loop}{ahead}]" if op.loop else ""
         fb = f" (else {op.fallback_vector}-element)" if op.fallback_vector else ""

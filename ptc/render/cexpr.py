@@ -15,7 +15,7 @@ from ..sema import typed as T
 CTYPES = {"f32": "float", "f16": "__half", "bf16": "__nv_bfloat16", "i32": "int", "bool": "bool"}
 _ROUND = {"f16": "ptc::round_f16", "bf16": "ptc::round_bf16", "tf32": "ptc::round_tf32"}
 _BINARY = {o.name: o.c for o in ELEMENTWISE.values() if o.c_form == "infix"}
-_UNARY = {o.name: o.c for o in ELEMENTWISE.values() if o.c_form == "call" and o.arity == 1}
+_UNARY = {o.name for o in ELEMENTWISE.values() if o.c_form == "call" and o.arity == 1}
 
 
 def is_float(dtype: str) -> bool:
@@ -36,13 +36,18 @@ def literal(value, dtype: str) -> str:
 
 
 class ExprRenderer:
-    """`load(name, idx)` renders a read of a stored value; `scalar(name)` a kernel scalar."""
+    """`load(name, idx)` renders a read of a stored value; `scalar(name)` a kernel scalar;
+    `spelling` names the ptc.ops.Op attribute that spells a function (c or hip)."""
 
     def __init__(self, read: Callable[[str, list[str]], str], scalar: Callable[[str], str],
-                 extent: Callable[[T.Extent], int]):
+                 extent: Callable[[T.Extent], int], spelling: str = "c"):
         self.read = read
         self.scalar = scalar
         self.extent = extent
+        self.spelling = spelling
+
+    def function(self, op: str) -> str:
+        return getattr(ELEMENTWISE[op], self.spelling)
 
     def shape(self, e) -> list[int]:
         return [self.extent(x) for x in e.type.shape]
@@ -96,9 +101,9 @@ class ExprRenderer:
         elif op == "not":
             out = f"(!{args[0]})"
         elif op in _UNARY:
-            out = f"{_UNARY[op]}({args[0]})" if dtype != "i32" else f"abs({args[0]})"
+            out = f"{self.function(op)}({args[0]})" if dtype != "i32" else f"abs({args[0]})"
         elif op in ("max", "min"):
-            fn = ("fmaxf" if op == "max" else "fminf") if is_float(dtype) else op
+            fn = self.function(op)
             out = f"{fn}({args[0]}, {args[1]})" if is_float(dtype) else \
                 f"(({args[0]}) {'>' if op == 'max' else '<'} ({args[1]}) ? ({args[0]}) : ({args[1]}))"
         elif op == "floordiv":

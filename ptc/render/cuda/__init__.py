@@ -8,14 +8,9 @@ pairs, shared addresses).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ...lower import Capabilities, LoweredKernel, ir
-from ...sched.plan import Plan
-from ...sema import typed as T
-from ..cexpr import CTYPES, ExprRenderer
+from ..c_source import CSourceRenderer
 from .body import BodyPrinter, RenderError
-from .layouts import c_storage, layout_struct
 from .specialized import tensor_map_setup
 
 CAPABILITIES = Capabilities(
@@ -26,164 +21,30 @@ CAPABILITIES = Capabilities(
     persistent=False,
 )
 
-
-@dataclass(frozen=True)
-class Param:
-    ctype: str
-    name: str
-
-
-@dataclass(frozen=True)
-class GridSource:
-    """One grid's kernel: a __global__ function and its launch."""
-
-    func: str
-    namespace: str                                  # "" for a one-grid kernel
-    title: str                                      # "grid 2 of 2: parallel i: BM of M"
-    constants: tuple[tuple[str, int], ...]
-    layouts: tuple[str, ...]
-    grid: tuple[tuple[str, str], ...]               # (grid index, count expression)
-    aligned: tuple[str, ...]                        # launch-time conditions of ALIGNED
-    body: tuple[str, ...]
-    maps: tuple[str, ...] = ()                      # TMA tensor map parameters
-    map_setup: tuple[str, ...] = ()                 # ptc_launch lines that encode them
-
-
-@dataclass(frozen=True)
-class KernelSource:
-    """kernel.cu: every grid's kernel, launched in order by one ptc_launch."""
-
-    kernel: str
-    summary: tuple[str, ...]
-    params: tuple[Param, ...]
-    tensor_args: tuple[tuple[str, str, int], ...]   # (C name, C type, index into tensors[])
-    scalar_args: tuple[tuple[str, str, int], ...]   # (C name, C type, index into scalars[])
-    dim_args: tuple[tuple[str, int, int | None], ...]  # (C name, index into dims[], static)
-    grids: tuple[GridSource, ...]
-    includes: tuple[str, ...] = ()                  # headers beyond the sm80 ones
-
-
 # what a warp-specialized grid's ops are spelled with (docs/sm90.md)
 SPECIALIZED_HEADERS = ("mbarrier.cuh", "global_to_shared_tma.cuh", "shared_to_global_tma.cuh",
                        "register_to_shared_stmatrix.cuh", "wgmma.cuh", "warpgroup.cuh")
 
 
-def scalar_ctype(dtype: str) -> str:
-    return {"f32": "float", "f16": "float", "bf16": "float", "i32": "int", "bool": "bool"}[dtype]
+def _specialized(low: LoweredKernel) -> bool:
+    return any(isinstance(op, ir.Specialized) for op in low.body)
 
 
-class CudaRenderer:
+class CudaRenderer(CSourceRenderer):
     capabilities = CAPABILITIES
     folder = "cuda"
     template = "kernel.cu.j2"
     suffix = ".cu"
+    printer = BodyPrinter
 
-    def __init__(self, lows, kernel: T.TypedKernel, plans):
-        self.lows, self.kernel, self.plans = tuple(lows), kernel, tuple(plans)
+    def includes(self) -> tuple[str, ...]:
+        return SPECIALIZED_HEADERS if any(_specialized(low) for low in self.lows) else ()
 
-    def context(self) -> KernelSource:
-        k = self.kernel
-        params, tensors, scalars, dims = [], [], [], []
-        tensor_list = [q for q in k.inputs if isinstance(q, T.TensorParam)] + list(k.outputs)
-        for i, q in enumerate(tensor_list):
-            const = "const " if not q.is_output else ""
-            params.append(Param(f"{const}{CTYPES[q.dtype]}* __restrict__", f"g_{q.name}"))
-            tensors.append((f"g_{q.name}", f"{const}{CTYPES[q.dtype]}*", i))
-        for i, q in enumerate(x for x in k.inputs if isinstance(x, T.ScalarParam)):
-            params.append(Param(scalar_ctype(q.dtype), f"p_{q.name}"))
-            scalars.append((f"p_{q.name}", scalar_ctype(q.dtype), i))
-        for i, d in enumerate(k.dims):
-            params.append(Param("long long", f"d_{d.name}"))
-            dims.append((f"d_{d.name}", i, d.static))
-        index = {name: i for name, _, i in tensors}
-        several = len(self.lows) > 1
-        grids, summary = [], []
-        for n, (low, plan) in enumerate(zip(self.lows, self.plans)):
-            title = (f"grid {n + 1} of {len(self.lows)}: parallel "
-                     + ", ".join(_axis_text(a) for a in k.body[n].axes))
-            printer = _GridPrinter(low, k, plan)
-            grids.append(printer.source(f"grid{n}" if several else "", title, index))
-            lines = printer.summary()
-            summary += [title] + [f"  {x}" for x in lines] if several else list(lines)
-        specialized = any(isinstance(op, ir.Specialized) for low in self.lows for op in low.body)
-        return KernelSource(k.name, tuple(summary), tuple(params), tuple(tensors),
-                            tuple(scalars), tuple(dims), tuple(grids),
-                            SPECIALIZED_HEADERS if specialized else ())
+    def constants(self, low: LoweredKernel) -> list[tuple[str, int]]:
+        return [("LAUNCH_REGISTERS", low.launch.registers)] if _specialized(low) else []
 
-
-def _axis_text(a: T.GridAxis) -> str:
-    return f"{a.var} of {a.dim}" if a.size is None else f"{a.var}: {a.size} of {a.dim}"
-
-
-class _GridPrinter:
-    """One grid's lowered kernel as C: its function body, constants and layouts."""
-
-    def __init__(self, low: LoweredKernel, kernel: T.TypedKernel, plan: Plan):
-        self.low, self.kernel, self.plan = low, kernel, plan
-        self.tiles = dict(plan.tiles)
-
-    def source(self, namespace: str, title: str, index: dict) -> GridSource:
-        low, k = self.low, self.kernel
-        p = BodyPrinter(low, k, self.tiles)
-        self.grid_indices(p)
-        self.declarations(p)
-        for op in ir.walk(low.body):
-            if isinstance(op, ir.CopyTile):
-                p.copy_state(op)
-        p.ops(low.body)
-        constants = [("THREADS", low.launch.threads),
-                     ("MIN_BLOCKS", low.launch.min_blocks),
-                     ("MIN_BLOCKS_ELEMENTWISE", low.launch.min_blocks_elementwise),
-                     ("SMEM_BYTES", low.launch.dynamic_smem)]
-        if any(isinstance(op, ir.Specialized) for op in low.body):
-            constants.append(("LAUNCH_REGISTERS", low.launch.registers))
-        grid = tuple((name, p.scalar_expr(count)) for name, count in low.launch.grid)
-        layouts = []
-        for lay in low.layouts:
-            layouts += layout_struct(lay)
-        aligned = []
-        for kind, name, n in low.alignment:
-            if kind == "dim":
-                aligned.append(f"d_{name} % {n} == 0")
-            else:
-                aligned.append(f"(uintptr_t)tensors[{index['g_' + name]}] % {n} == 0")
-        setup: list[str] = []
-        for m in low.tensor_maps:
-            setup += tensor_map_setup(m, index["g_" + m.tensor], p.scalar_expr)
-        return GridSource(f"ptc_{k.name}_kernel", namespace, title, tuple(constants),
-                          tuple(layouts), grid, tuple(aligned), tuple(p.lines),
-                          tuple(m.name for m in low.tensor_maps), tuple(setup))
-
-    def grid_indices(self, p: BodyPrinter) -> None:
-        p.emit("long long block = blockIdx.x;")
-        for name, count in reversed(self.low.launch.grid):
-            c = p.scalar_expr(count)
-            p.emit(f"const int i_{name} = (int)(block % ({c})); block /= ({c});")
-
-    def declarations(self, p: BodyPrinter) -> None:
-        for name, home in self.low.values:
-            if isinstance(home, ir.RegTile):
-                lay = self.low.layout(home.layout)
-                ctype, n, packed = c_storage(home, lay)
-                what = f"{home.dtype}{list(home.shape)} in {home.layout}" + \
-                    (", two per register" if packed else "")
-                p.emit(f"{ctype} {home.name}[{n}];  // {name}: {what}")
-
-    def summary(self) -> tuple[str, ...]:
-        plan, low = self.plan, self.low
-        lines = [f"plan: {', '.join(plan.notes) or plan.style}; device {plan.device}",
-                 "tiles: " + ", ".join(f"{k}={v}" for k, v in plan.tiles),
-                 f"launch: {low.launch.threads} threads, {low.launch.dynamic_smem} bytes of "
-                 f"shared memory, ~{low.launch.registers} registers per thread"]
-        for b in sorted(low.buffers, key=lambda b: b.offset):
-            lines.append(f"shared {b.name}: {b.dtype}{list(b.shape)}"
-                         + (f" x {b.slots}" if b.slots > 1 else "")
-                         + f" at {b.offset}..{b.end} ({b.purpose})")
-        if plan.estimate:
-            e = plan.estimate
-            lines.append(f"estimate: {e.seconds * 1e6:.1f} us at the benchmark shape, bound by "
-                         f"{e.bound}")
-        return tuple(lines)
+    def map_setup(self, m: ir.TensorMap, tensor_index: int, scalar_expr) -> list[str]:
+        return tensor_map_setup(m, tensor_index, scalar_expr)
 
 
 __all__ = ["CudaRenderer", "CAPABILITIES", "RenderError"]

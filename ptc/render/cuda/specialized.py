@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...lower import ir
 from ...sema import typed as T
 from ..cexpr import CTYPES
-from .layouts import c_storage, struct_name
+from ..layouts import c_storage, struct_name
 
 
 class SpecializedOps:

@@ -11,8 +11,8 @@ kernel indexes its register arrays with compile-time constants inside unrolled l
 """
 from __future__ import annotations
 
-from ...lower import ir
-from ...lower.layout import (Layout, register_index_expr, slot_offset_expr,
+from ..lower import ir
+from ..lower.layout import (Layout, register_index_expr, slot_offset_expr,
                              thread_offset_expr)
 
 SIXTEEN_BIT = ("f16", "bf16")
