@@ -10,7 +10,7 @@ from ptc.driver import check_file, render
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = sorted(p.stem for p in (ROOT / "samples").glob("*.pt"))
 GOLDEN = ROOT / "tests" / "golden"
-TARGETS = {"sm80": ".cu", "sm90": ".cu"}
+TARGETS = {"sm80": ".cu", "sm90": ".cu", "gfx90a": ".hip", "gfx942": ".hip"}
 
 
 def cases():

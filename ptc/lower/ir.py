@@ -125,10 +125,11 @@ class CommitGroup:
 @dataclass(frozen=True)
 class WaitGroups:
     """Wait until at most `pending` of this thread's committed copy groups are in flight
-    (staged copies: land every staged copy still in registers; `pending` is then 0)."""
+    (staged copies: every staged copy still in registers lands, pending or not: `lands`)."""
 
     pending: int
     buffers: tuple[str, ...]     # what the wait is for
+    lands: tuple[str, ...] = ()  # the staged copies (tasks) that may be in flight here
 
 
 @dataclass(frozen=True)

@@ -237,7 +237,7 @@ class Builder:
         body = self.hoist_fragments(body)
         buffers, total = place_buffers(body, list(self.buffers.values()), self.values)
         body = place_sync(body, {b.name: b for b in buffers}, self.values)
-        staged_waits(body)
+        body = staged_waits(body)
         registers = estimate_registers(body, self)
         dev = self.device
         res = dev.resources
@@ -415,7 +415,7 @@ class Builder:
         wanted: list[tuple[str, Layout]] = []
         if s.kind == "mma":
             if s.task not in self.low.tiling:
-                return []
+                return self.simt_operands(s)
             _, mm = mma_parts(value)
             _, a_lay, b_lay = self.low.mma_layouts[s.task]
             for operand, lay in ((mm.lhs, a_lay), (mm.rhs, b_lay)):
@@ -470,6 +470,25 @@ class Builder:
                 self.pre_transposed.add(new)
         return ops
 
+    def simt_operands(self, s: Stmt) -> list:
+        """A matmul on CUDA cores reads its operands at every k: those in registers go
+        through shared memory, where any thread reads any element."""
+        _, mm = mma_parts(s.stmt.value)
+        ops: list = []
+        for operand in (mm.lhs, mm.rhs):
+            name, _ = mma_operand_var(operand)
+            home = self.values.get(name)
+            if not isinstance(home, ir.RegTile) or name in self.renames:
+                continue
+            dtype = "i32" if home.dtype in ("i32", "bool") else "f32"
+            scratch = self.scratch_buffer(f"{name} for the CUDA-core matmul {s.task}", dtype,
+                                          tuple(home.shape))
+            new = f"{name}@{scratch}"
+            self.values[new] = ir.InShared(scratch, "")
+            ops.append(ir.SpillTile(s.task, name, scratch))
+            self.renames[name] = new
+        return ops
+
     def renamed(self, e: T.TExpr) -> T.TExpr:
         if not self.renames:
             return e
@@ -522,8 +541,8 @@ class Builder:
         addend, mm = mma_parts(s.stmt.value)
         add_name = addend.name if isinstance(addend, T.Var) else None
         if s.task not in self.low.tiling:
-            return ir.SimtMatmul(s.task, s.stmt.name, add_name, mm.lhs, mm.rhs,
-                                 self.low.shape(mm.lhs)[1])
+            return ir.SimtMatmul(s.task, s.stmt.name, add_name, self.renamed(mm.lhs),
+                                 self.renamed(mm.rhs), self.low.shape(mm.lhs)[1])
         t = self.low.tiling[s.task]
         c, a_lay, b_lay = self.low.mma_layouts[s.task]
         ops = []
@@ -585,16 +604,60 @@ class Builder:
         self.reserved_registers += words
 
 
-def staged_waits(body) -> None:
-    """Staged copies land at a wait for every group in flight: a wait that leaves groups
-    pending would need to know which registers hold which group."""
-    ops = list(ir.walk(body))
-    if any(isinstance(op, ir.CopyTile) and op.staged for op in ops):
+def staged_waits(body) -> tuple:
+    """`body` with each wait naming the staged copies it lands (WaitGroups.lands).
+
+    A staged copy stays in its task's registers until a wait lands it: a wait for all but
+    the `pending` newest groups lands the copies of the older groups (landing early is
+    safe: a slot is free from the copy's issue on). Run in program order -- fills, two
+    iterations of every loop, drains --, a wait lands every copy that may be in one of
+    those groups when it runs; a task that copies again before a wait landed its last
+    copy is refused: its registers would be overwritten."""
+    groups: list[set[str]] = []      # committed, not landed; oldest first
+    open_group: set[str] = set()
+    lands: dict[int, set[str]] = {}
+
+    def live() -> set[str]:
+        return open_group.union(*groups)
+
+    def run(ops) -> None:
+        nonlocal groups
         for op in ops:
-            if isinstance(op, ir.WaitGroups) and op.pending:
-                raise LoweringError(f"a wait leaves {op.pending} copy group(s) in flight "
-                                    f"({', '.join(op.buffers)}); copies staged in registers "
-                                    "land all at once")
+            if isinstance(op, ir.Loop):
+                run(op.fill)
+                run(op.body)
+                run(op.body)
+                run(op.drain)
+            elif isinstance(op, ir.Iteration):
+                run(op.body)
+            elif isinstance(op, ir.CommitGroup):
+                groups.append(set(open_group))
+                open_group.clear()
+            elif isinstance(op, ir.WaitGroups):
+                done = groups[:len(groups) - op.pending] if op.pending else groups
+                lands.setdefault(id(op), set()).update(*done)
+                groups = groups[len(done):]
+            elif isinstance(op, ir.CopyTile) and op.staged:
+                if op.task in live():
+                    raise LoweringError(f"{op.task} copies again before a wait landed its last "
+                                        "copy: copies staged in registers keep one in flight")
+                open_group.add(op.task)
+
+    def rebuild(ops) -> tuple:
+        out = []
+        for op in ops:
+            if isinstance(op, ir.Loop):
+                op = replace(op, fill=rebuild(op.fill), body=rebuild(op.body),
+                             drain=rebuild(op.drain))
+            elif isinstance(op, ir.Iteration):
+                op = replace(op, body=rebuild(op.body))
+            elif isinstance(op, ir.WaitGroups) and lands.get(id(op)):
+                op = replace(op, lands=tuple(sorted(lands[id(op)])))
+            out.append(op)
+        return tuple(out)
+
+    run(body)
+    return rebuild(body)
 
 
 def mma_operand_var(e: T.TExpr) -> tuple[str, bool]:

@@ -108,6 +108,8 @@ def print_op(op) -> str:
     if isinstance(op, ir.CommitGroup):
         return "commit"
     if isinstance(op, ir.WaitGroups):
+        if op.lands:
+            return f"wait: land {', '.join(op.lands)}  # {', '.join(op.buffers)}"
         return f"wait groups <= {op.pending} pending  # {', '.join(op.buffers)}"
     if isinstance(op, ir.Barrier):
         return f"barrier  # {op.why}"

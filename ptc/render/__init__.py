@@ -20,11 +20,13 @@ from ..sched.plan import Plan
 from ..sema.typed import TypedKernel
 from ..stask.graph import STaskGraph
 from .cuda import CudaRenderer, RenderError
+from .hip import HipRenderer
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
 RENDERERS = {
     "cuda": CudaRenderer,
+    "hip": HipRenderer,
 }
 
 

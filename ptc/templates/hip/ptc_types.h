@@ -52,6 +52,14 @@ extern __shared__ __attribute__((aligned(1024))) unsigned char ptc_smem[];
 namespace ptc {
 
 __device__ __forceinline__ int thread_id() { return (int)__builtin_amdgcn_workitem_id_x(); }
+// the wave of thread `tid`, in a scalar register (it is the same for all 64 lanes)
+__device__ __forceinline__ int wave_id(int tid) {
+#ifdef PTC_EMULATE
+  return tid >> 6;
+#else
+  return __builtin_amdgcn_readfirstlane(tid >> 6);
+#endif
+}
 __device__ __forceinline__ long long block_id() { return (long long)__builtin_amdgcn_workgroup_id_x(); }
 
 // __syncthreads without the device library: the workgroup fences make the barrier wait for
@@ -89,6 +97,10 @@ __host__ __device__ inline long long tiles(long long extent, long long size) {
   return extent <= 0 ? 0 : (extent + size - 1) / size;
 }
 
+// integer min and max of index arithmetic (HIP's overloads live in its device library headers)
+template <typename T> __host__ __device__ __forceinline__ T min(T a, T b) { return a < b ? a : b; }
+template <typename T> __host__ __device__ __forceinline__ T max(T a, T b) { return a < b ? b : a; }
+
 __device__ __forceinline__ float bits_f32(uint32_t u) { return __builtin_bit_cast(float, u); }
 __device__ __forceinline__ uint32_t f32_bits(float x) { return __builtin_bit_cast(uint32_t, x); }
 
@@ -117,6 +129,13 @@ __device__ __forceinline__ float f32(bool x) { return x ? 1.0f : 0.0f; }
 // round an f32 value to the precision of a dtype, staying in f32
 __device__ __forceinline__ float round_f16(float x) { return f16_f32(f16_bits(x)); }
 __device__ __forceinline__ float round_bf16(float x) { return bf16_f32(bf16_bits(x)); }
+// TF32: 10 mantissa bits, to nearest with ties away from zero (as CUDA's cvt.rna.tf32.f32);
+// the low 13 bits cleared. CDNA2 has no TF32 instruction: the value is what `as tf32` means.
+__device__ __forceinline__ float round_tf32(float x) {
+  uint32_t u = f32_bits(x);
+  if ((u & 0x7f800000u) != 0x7f800000u) u += 0x1000u;
+  return bits_f32(u & 0xffffe000u);
+}
 
 template <typename T> __device__ __forceinline__ T from_f32(float x);
 template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }

@@ -1,0 +1,49 @@
+"""The HIP renderer: prints a lowered kernel (ptc.lower) as kernel.hip for gfx90a (CDNA2)
+and gfx942 (CDNA3), built by hipcc or clang -x hip (docs/hip.md).
+
+Python here only spells what the lowering decided; `templates/hip/kernel.hip.j2` prints
+the frame, and the device headers beside it hold the instructions, named by what moves
+where: global_to_shared.h (register-staged tile copies), mfma.h (wave tiles of MFMA with
+their LDS fragment reads), cross_lane.h (DPP, ds_swizzle, ds_bpermute), ptc_types.h
+(dtypes, 16-bit register pairs, ids, the barrier, LDS addresses). Device code calls clang
+builtins only, so it builds without HIP's device library.
+"""
+from __future__ import annotations
+
+from ...lower import Capabilities, LoweredKernel
+from ..c_source import CSourceRenderer
+from .body import HipBodyPrinter, RenderError
+
+CAPABILITIES = Capabilities(
+    backend="hip",
+    styles=frozenset({"multistage", "interleaved", "sequential"}),
+    atoms=frozenset({"mfma.f32.16x16x16", "mfma.f32.32x32x8"}),
+    copy_units=frozenset({"vmem"}),
+    persistent=False,
+    staged_copies=True,
+)
+
+SIMDS_PER_CU = 4     # a CU's waves are spread over its 4 SIMDs (CDNA2/3 whitepapers)
+
+
+def waves_per_simd(blocks: int, threads: int, warp_size: int) -> int:
+    """The waves per SIMD `blocks` resident blocks of `threads` threads make: the
+    occupancy amdgpu_waves_per_eu asks the register allocator to leave room for."""
+    return max(1, -(-blocks * (threads // warp_size) // SIMDS_PER_CU))
+
+
+class HipRenderer(CSourceRenderer):
+    capabilities = CAPABILITIES
+    folder = "hip"
+    template = "kernel.hip.j2"
+    suffix = ".hip"
+    printer = HipBodyPrinter
+
+    def constants(self, low: LoweredKernel) -> list[tuple[str, int]]:
+        warp = low.launch.threads // max(low.launch.warps, 1)
+        return [("WAVES_PER_SIMD", waves_per_simd(low.launch.min_blocks, low.launch.threads, warp)),
+                ("WAVES_PER_SIMD_ELEMENTWISE",
+                 waves_per_simd(low.launch.min_blocks_elementwise, low.launch.threads, warp))]
+
+
+__all__ = ["HipRenderer", "CAPABILITIES", "RenderError"]

@@ -1,0 +1,154 @@
+"""The ops of a lowered kernel (ptc.lower.ir) that HIP spells its own way (gfx90a, gfx942):
+register-staged tile copies landing at the plan's waits, MFMA tiles with operands from LDS
+or registers, wave64 lane exchanges, and clang builtins in place of HIP's device library
+(templates/hip; the rest: ptc.render.c_body)."""
+from __future__ import annotations
+
+from ...lower import ir
+from ..c_body import CBodyPrinter, RenderError
+from ..cexpr import CTYPES, literal
+from ..layouts import SIXTEEN_BIT, struct_name
+
+HIP_CTYPES = {**CTYPES, "f16": "ptc::f16", "bf16": "ptc::bf16"}
+
+# the MFMA instruction (mfma.h) of an atom and its input dtype
+MFMA_INSTRUCTIONS = {("mfma.f32.16x16x16", "f16"): "ptc::Mfma<16, 16, 16, false>",
+                     ("mfma.f32.16x16x16", "bf16"): "ptc::Mfma<16, 16, 16, true>",
+                     ("mfma.f32.32x32x8", "f16"): "ptc::Mfma<32, 32, 8, false>",
+                     ("mfma.f32.32x32x8", "bf16"): "ptc::Mfma<32, 32, 8, true>"}
+
+
+class HipBodyPrinter(CBodyPrinter):
+    ctypes = HIP_CTYPES
+    SPELLING = "hip"
+    BARRIER = "ptc::syncthreads();"
+    BLOCK_ID = "ptc::block_id()"
+    FMA = "__builtin_fmaf"
+    FLOAT_FN = {"max": "__builtin_fmaxf", "min": "__builtin_fminf"}
+    INT_FN = {"max": "ptc::max", "min": "ptc::min"}
+
+    def lane_xor(self, value: str, mask: int) -> str:
+        return f"ptc::lane_xor<{mask}>({value})"
+
+    # ---- copies -------------------------------------------------------------------------------
+    def staged_copies(self) -> dict[str, ir.CopyTile]:
+        return {op.task: op for op in ir.walk(self.low.body)
+                if isinstance(op, ir.CopyTile) and op.staged}
+
+    def staged_type(self, op: ir.CopyTile) -> str:
+        rows, cols, row_bytes, swz = self.tile_shape(self.buffers[op.buffer])
+        return (f"ptc::StagedTile<{self.ctypes[op.tile.dtype]}, {rows}, {cols}, {op.vector}, "
+                f"THREADS, {row_bytes}, {'true' if swz else 'false'}>")
+
+    def prologue(self) -> None:
+        for task, op in self.staged_copies().items():
+            self.emit(f"{self.staged_type(op)} staged_{task};  // {task}'s copy in flight")
+            self.emit(f"staged_{task}.live = false;")
+
+    def CommitGroup(self, op: ir.CommitGroup) -> None:
+        """A group is what the next wait lands: nothing to issue."""
+
+    def WaitGroups(self, op: ir.WaitGroups) -> None:
+        self.emit(f"// wait for {', '.join(op.buffers)}: the copies in flight land in LDS"
+                  + (f" (the plan lets {op.pending} group(s) stay in flight)" if op.pending else ""))
+        for task in op.lands:
+            self.emit(f"staged_{task}.land(tid);")
+
+    def CopyTile(self, op: ir.CopyTile) -> None:
+        b = self.buffers[op.buffer]
+        tile = op.tile
+        rows, cols, row_bytes, swz = self.tile_shape(b)
+        ctype = self.ctypes[tile.dtype]
+        origin, rs, cs, rows_left, cols_left = self.tile_bounds(tile, op.loop or None, op.ahead)
+        dst = self.slot_address(op.buffer, op.loop, op.ahead)
+        guard = None
+        if op.guard and op.loop:
+            guard = f"i_{op.loop} + {op.ahead} < {self.loop_trips[op.loop]}" if op.ahead \
+                else f"0 < {self.loop_trips[op.loop]}"
+        self.emit(f"// {op.task}: {tile.tensor}[{tile.rows}x{tile.cols}] -> {op.buffer}"
+                  + (f", {op.ahead} iteration(s) ahead" if op.ahead else ""))
+        with self.block(f"if ({guard})" if guard else ""):
+            self.emit(f"const {ctype}* g = g_{tile.tensor} + ({origin});")
+            self.emit(f"const int rows_left = {rows_left}, cols_left = {cols_left};")
+            sync = (f"ptc::copy_tile_sync<{ctype}, {rows}, {cols}, THREADS, {row_bytes}, "
+                    f"{'true' if swz else 'false'}>({dst}, g, (int)({rs}), (int)({cs}), "
+                    f"rows_left, cols_left, {literal(op.pad, 'f32')}, tid);")
+            if not op.staged:
+                if op.asynchronous:
+                    raise RenderError(f"{op.task}: an asynchronous copy that is not staged "
+                                      "(HIP has no async global -> LDS copy of this width)")
+                self.emit(sync)
+                return
+            fast = f"staged_{op.task}.load({dst}, g, (int)({rs}), rows_left, cols_left, tid);"
+            if op.fallback_vector:
+                self.emit(f"if (ALIGNED) {fast}")
+                self.emit(f"else {sync}")
+            else:
+                self.emit(fast)
+
+    # ---- matrix multiplies ----------------------------------------------------------------------
+    def instruction(self, mma: ir.Mma) -> str:
+        try:
+            return MFMA_INSTRUCTIONS[mma.atom.name, mma.dtype]
+        except KeyError:
+            raise RenderError(f"no MFMA for {mma.atom.name} with {mma.dtype} inputs") from None
+
+    def shared_tile(self, value: str) -> tuple[str, str]:
+        """(C type, its address) of the LDS tile that holds `value`."""
+        home = self.values[value]
+        _, _, row_bytes, swz = self.tile_shape(self.buffers[home.buffer])
+        return (f"ptc::SharedTile<{row_bytes}, {'true' if swz else 'false'}>",
+                self.slot_address(home.buffer, home.loop))
+
+    def operand(self, o: ir.Operand, which: str, mma: ir.Mma, out_layout: str) -> str:
+        home = self.values[o.value]
+        if o.in_registers:
+            if home.dtype not in SIXTEEN_BIT:
+                raise RenderError(f"MFMA operand {o.value} is {home.dtype}, not 16-bit")
+            if which == "a":
+                return f"ptc::RegA<{mma.mi}, {mma.ks}>{{{home.name}}}"
+            return f"ptc::RegB<{mma.ni}, {mma.ks}>{{{home.name}}}"
+        trans = "true" if o.transposed else "false"
+        tile, addr = self.shared_tile(o.value)
+        s = struct_name(out_layout)
+        if which == "a":
+            return f"ptc::SharedA<{mma.mi}, {trans}, {tile}>{{{{{addr}}}, {s}::wbase0(warp)}}"
+        return f"ptc::SharedB<{mma.ni}, {trans}, {tile}>{{{{{addr}}}, {s}::wbase1(warp)}}"
+
+    def Mma(self, op: ir.Mma) -> None:
+        out, _ = self.register_tile(op.out)
+        self.emit(f"// {op.task}: {op.out} {'= ' + op.addend + ' +' if op.addend else '='} "
+                  f"{op.a.value} @ {op.b.value} on {op.atom.name}, {op.mi}x{op.ni} atoms per "
+                  f"wave, {op.ks} k-steps")
+        if op.addend is None:
+            with self.unrolled(struct_name(out.layout)):
+                self.emit(f"{out.name}[r] = 0.0f;")
+        elif op.addend != op.out:
+            add, _ = self.register_tile(op.addend)
+            with self.unrolled(struct_name(out.layout)):
+                self.emit(f"{out.name}[r] = {add.name}[r];")
+        a = self.operand(op.a, "a", op, out.layout)
+        b = self.operand(op.b, "b", op, out.layout)
+        self.emit(f"ptc::mfma_tile<{op.mi}, {op.ni}, {op.ks}, {self.instruction(op)}>"
+                  f"({out.name}, {a}, {b}, lane);")
+
+    def LoadFragments(self, op: ir.LoadFragments) -> None:
+        home, _ = self.register_tile(op.target)
+        user = next(m for m in ir.walk(self.low.body) if isinstance(m, ir.Mma)
+                    and (m.a.value == op.target or m.b.value == op.target))
+        out = self.values[user.out]
+        tile_type, addr = self.shared_tile(op.source)
+        tile = f"{tile_type}{{{addr}}}"
+        trans = "true" if op.transposed else "false"
+        s = struct_name(out.layout)
+        instr = self.instruction(user)
+        self.emit(f"// {op.target}: {op.source} as MFMA operand {op.operand}, read once")
+        if op.operand == "a":
+            self.emit(f"ptc::load_a_fragments<{instr}, {user.mi}, {user.ks}, {trans}>("
+                      f"{home.name}, {tile}, {s}::wbase0(warp), lane);")
+        else:
+            self.emit(f"ptc::load_b_fragments<{instr}, {user.ni}, {user.ks}, {trans}>("
+                      f"{home.name}, {tile}, {s}::wbase1(warp), lane);")
+
+
+__all__ = ["HipBodyPrinter", "RenderError"]
