@@ -134,7 +134,7 @@ def test_buffers_that_live_together_do_not_overlap():
                 assert a.offset % 1024 == 0
 
 
-@pytest.mark.parametrize("target", ["sm80", "sm90"])
+@pytest.mark.parametrize("target", ["sm80", "sm90", "gfx90a", "gfx942"])
 @pytest.mark.parametrize("name", sorted(p.stem for p in SAMPLES.glob("*.pt")))
 def test_the_plan_says_the_shared_memory_the_kernel_allocates(name, target):
     low, plan, _, _ = lower_sample(name, target)

@@ -49,6 +49,11 @@ class Atom:
     dtypes: tuple[str, ...]   # input dtypes
     a_from_shared: bool = False   # the instruction reads A from shared memory itself
     b_from_shared: bool = False
+    # shared-memory reads per atom and k-step of an operand read from a tile stored with
+    # k contiguous, and otherwise: ldmatrix(.trans) x4 takes a 16x16 A block or two 8-wide
+    # B blocks either way; an MFMA lane reads its 4 k at once (8 bytes) or one by one
+    a_loads: tuple[float, float] = (1.0, 1.0)
+    b_loads: tuple[float, float] = (0.5, 0.5)
 
 
 MMA_SYNC_16816 = Atom(
@@ -88,14 +93,14 @@ MFMA_32x32x8 = Atom(
     a=Fragment(digits((4, (0, 1))), digits((32, (1, 0)), (2, (0, 4)))),
     b=Fragment(digits((4, (1, 0))), digits((32, (0, 1)), (2, (4, 0)))),
     c=Fragment(digits((4, (1, 0)), (4, (8, 0))), digits((32, (0, 1)), (2, (4, 0)))),
-    dtypes=("f16", "bf16"))
+    dtypes=("f16", "bf16"), a_loads=(1.0, 4.0), b_loads=(1.0, 4.0))
 
 MFMA_16x16x16 = Atom(
     "mfma.f32.16x16x16", "mfma", 16, 16, 16, 64,
     a=Fragment(digits((4, (0, 1))), digits((16, (1, 0)), (4, (0, 4)))),
     b=Fragment(digits((4, (1, 0))), digits((16, (0, 1)), (4, (4, 0)))),
     c=Fragment(digits((4, (1, 0))), digits((16, (0, 1)), (4, (4, 0)))),
-    dtypes=("f16", "bf16"))
+    dtypes=("f16", "bf16"), a_loads=(1.0, 4.0), b_loads=(1.0, 4.0))
 
 # in order of preference where a device offers several
 ATOMS = (MMA_SYNC_16816, MMA_SYNC_1688_TF32, MFMA_16x16x16, MFMA_32x32x8)

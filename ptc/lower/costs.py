@@ -2,9 +2,9 @@
 (ptc.sched.cost) times these instead of guessing from the task's FLOPs.
 
 Counts per warp for one execution of the task:
-- mma: tensor-core instructions (one per atom per k-step), and the fragment loads
-  (ldmatrix x4: one per 16x16 A block, one per two 8-wide B blocks) of operands read
-  from shared memory;
+- mma: tensor-core instructions (one per atom per k-step), and the fragment loads of
+  operands read from shared memory (per atom: ldmatrix x4, one per 16x16 A block and one
+  per two 8-wide B blocks; MFMA, one 8-byte read per lane or four 2-byte ones);
 - simt: one instruction per value per elementwise node (a thread's values are its
   layout's size), conversions included; transcendental functions add one SFU instruction
   per value; a reduction is one instruction per value in the thread, then one shuffle and
@@ -59,10 +59,11 @@ def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.
         if isinstance(op, ir.Mma):
             c = acc[op.task]
             c["mma_instructions"] += op.mi * op.ni * op.ks
+            # A is k-contiguous unless transposed, B only when transposed
             if not op.a.in_registers:
-                c["fragment_loads"] += op.mi * op.ks
+                c["fragment_loads"] += math.ceil(op.mi * op.atom.a_loads[op.a.transposed]) * op.ks
             if not op.b.in_registers:
-                c["fragment_loads"] += math.ceil(op.ni / 2) * op.ks
+                c["fragment_loads"] += math.ceil(op.ni * op.atom.b_loads[not op.b.transposed]) * op.ks
         elif isinstance(op, ir.SimtMatmul):
             n = size(op.out)
             acc[op.task]["simt_instructions"] += n * op.k

@@ -6,7 +6,7 @@
 // shared scratch1: f32[128, 32] at 0..16384 (p from s_c to o_a)
 // shared k_lds: bf16[32, 128] at 16384..24576 (tile of load_K)
 // shared v_lds: bf16[32, 128] at 24576..32768 (tile of load_V)
-// estimate: 791.0 us at the benchmark shape, bound by valu
+// estimate: 791.9 us at the benchmark shape, bound by valu
 #include <climits>
 #include <cmath>
 #include <cstdint>

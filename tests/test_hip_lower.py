@@ -1,0 +1,85 @@
+"""The lowering for the HIP renderer (gfx90a, gfx942): copies staged in registers that
+land at the waits, the plans it refuses, and what the cost model counts for MFMA tiles."""
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ptc.devices import get_device
+from ptc.driver import check_file, lowered
+from ptc.lower import LoweringError, ir
+from ptc.lower.lowering import staged_waits
+from ptc.render import capabilities
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = sorted(p.stem for p in (ROOT / "samples").glob("*.pt"))
+
+
+def lower_sample(name: str, target: str):
+    k = check_file(ROOT / "samples" / f"{name}.pt").kernels[0]
+    (low,), (plan,), _, device = lowered(k, target)
+    return low, plan, device
+
+
+@pytest.mark.parametrize("target", ["gfx90a", "gfx942"])
+@pytest.mark.parametrize("name", SAMPLES)
+def test_every_async_copy_is_staged_and_landed_before_it_is_copied_again(name, target):
+    low, plan, device = lower_sample(name, target)
+    ops = ir.walk(low.body)
+    copies = [op for op in ops if isinstance(op, ir.CopyTile) and op.asynchronous]
+    assert all(op.staged for op in copies)
+    landed = {t for op in ops if isinstance(op, ir.WaitGroups) for t in op.lands}
+    assert {op.task for op in copies} <= landed
+    assert plan.stages <= 2
+    assert low.launch.threads % device.resources.warp_size == 0
+
+
+def gemm_copies():
+    low, _, _ = lower_sample("gemm", "gfx90a")
+    loop = next(op for op in low.body if isinstance(op, ir.Loop))
+    a, b = [op for op in loop.body if isinstance(op, ir.CopyTile)]
+    return a, b
+
+
+def test_a_wait_lands_the_groups_older_than_those_it_leaves_in_flight():
+    a, b = gemm_copies()
+    body = (a, ir.CommitGroup(), b, ir.CommitGroup(), ir.WaitGroups(1, ("A_lds",)),
+            ir.WaitGroups(0, ("B_lds",)))
+    *_, first, last = staged_waits(body)
+    assert first.lands == (a.task,)
+    assert last.lands == (b.task,)
+
+
+def test_copying_again_before_the_last_copy_landed_is_refused():
+    a, _ = gemm_copies()
+    body = (a, ir.CommitGroup(), a, ir.CommitGroup(), ir.WaitGroups(0, ("A_lds",)))
+    with pytest.raises(LoweringError, match="copies again before a wait landed"):
+        staged_waits(body)
+
+
+def test_a_loop_body_is_checked_across_iterations():
+    a, _ = gemm_copies()
+    loop = ir.Loop("k", 32, "K", None, (a, ir.CommitGroup()), stages=2)
+    with pytest.raises(LoweringError, match="keep one in flight"):
+        staged_waits((loop,))
+    fine = replace(loop, body=(ir.WaitGroups(0, ("A_lds",)), a, ir.CommitGroup()))
+    (out,) = staged_waits((fine,))
+    assert out.body[0].lands == (a.task,)
+
+
+def test_the_hip_renderer_refuses_more_than_two_stages():
+    _, plan, device = lower_sample("gemm", "gfx90a")
+    why = capabilities(device).refuses(replace(plan, stages=3), device)
+    assert "2 pipeline stages at most" in why
+    assert capabilities(device).refuses(plan, device) is None
+
+
+def test_mfma_fragment_reads_are_counted_as_the_renderer_issues_them():
+    # gemm on gfx90a: 4x4 atoms of 16x16x16 per wave, 2 k-steps; A [m][k] is read 8 bytes
+    # per lane (1 per atom), B [k][n] 2 bytes at a time (4 per atom)
+    low, plan, _ = lower_sample("gemm", "gfx90a")
+    (mma,) = [op for op in ir.walk(low.body) if isinstance(op, ir.Mma)]
+    assert (mma.mi, mma.ni, mma.ks) == (4, 4, 2)
+    issue = plan.issue_of(mma.task)
+    assert issue.mma == 4 * 4 * 2
+    assert issue.fragment_loads == 4 * 2 + 4 * 4 * 2
