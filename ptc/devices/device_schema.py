@@ -65,6 +65,8 @@ DEVICE = Record({
             "warpgroup_size": Int(min=1),
             "named_barriers": Int(min=1),
             "max_blocks": Int(min=1),
+            "shared_bytes_per_cycle": Int(min=1),
+            "exchanges_per_cycle": Num(),
         }),
         "units": ListOf(UNIT, min_len=1),
     }),

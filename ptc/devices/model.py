@@ -97,6 +97,8 @@ class Resources:
     warpgroup_size: int  # warps per warpgroup; 1 where there is no such thing
     named_barriers: int  # per block
     max_blocks: int  # resident per EU
+    shared_bytes_per_cycle: int  # shared memory (LDS) bandwidth of one EU
+    exchanges_per_cycle: float  # warp-wide lane exchanges (shuffles) one EU completes per cycle
 
 
 @dataclass(frozen=True)

@@ -40,11 +40,10 @@ class Timeline:
     deadlock: str | None = None
 
 
-# Per SM and cycle: warp instructions the shuffle unit and the shared-memory pipe take
-# (32 lanes each), and the cycles an ldmatrix.x4 (512 bytes) holds the 128 B/clk pipe.
-SHUFFLES_PER_CYCLE = 1.0      # [PG: 32 results/clk/SM for warp shuffle, sm80/sm90]
-SHARED_PER_CYCLE = 1.0        # [PG: 128 bytes/clk/SM]
-LDMATRIX_X4_CYCLES = 4.0
+# bytes one fragment load moves per warp: an ldmatrix.x4, or an MFMA operand's 8 bytes
+# per lane of a wave64 (a 2-byte read of a strided operand is timed as one too: it takes
+# the LDS's passes all the same)
+FRAGMENT_LOAD_BYTES = 512
 
 
 def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
@@ -77,9 +76,12 @@ def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
 
 def _issued_cycles(task: STask, unit, device: Device, issue, warps: int,
                    instances: int) -> float:
-    lanes = device.resources.warp_size
-    shared = (issue.shuffles / SHUFFLES_PER_CYCLE + issue.shared / SHARED_PER_CYCLE
-              + issue.fragment_loads * LDMATRIX_X4_CYCLES) * warps
+    res = device.resources
+    lanes = res.warp_size
+    # a warp's 4-byte shared access, and its fragment loads, hold the shared-memory pipe
+    shared = (issue.shuffles / res.exchanges_per_cycle
+              + (issue.shared * lanes * 4 + issue.fragment_loads * FRAGMENT_LOAD_BYTES)
+              / res.shared_bytes_per_cycle) * warps
     if task.kind == "mma" and unit.kind == "mma":
         rate = unit.throughput.get(task.mma_dtype)
         return unit.issue_latency_cycles + max(task.work.mma_flops / rate / instances, shared)

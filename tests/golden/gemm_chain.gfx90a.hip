@@ -6,7 +6,7 @@
 // shared B_lds: f16[64, 64] x 2 at 16384..32768 (ring of load_B)
 // shared D_lds: f16[64, 128] at 32768..49152 (tile of load_D)
 // shared scratch1: f32[64, 64] at 49152..65536 (t from t_c to acc_a)
-// estimate: 227.8 us at the benchmark shape, bound by vmem
+// estimate: 235.0 us at the benchmark shape, bound by vmem
 #include <climits>
 #include <cmath>
 #include <cstdint>

@@ -6,7 +6,7 @@
 // shared B_lds: f16[64, 64] x 2 at 16384..32768 (ring of load_B)
 // shared scratch1: f32[64, 64] at 32768..49152 (t from acc_c to acc_a)
 // shared D_lds: f16[64, 64] at 49152..57344 (tile of load_D)
-// estimate: 127.6 us at the benchmark shape, bound by matrix_core
+// estimate: 133.5 us at the benchmark shape, bound by matrix_core
 #include <climits>
 #include <cmath>
 #include <cstdint>
