@@ -44,6 +44,26 @@ class PtxasReport:
     warnings: tuple[str, ...] = ()
     text: str = field(default="", repr=False)
 
+    def tables(self, arch: str) -> list[tuple[str, tuple[str, ...], list[tuple]]]:
+        """What `ptc build` prints (every backend's report has tables() and alerts()): per
+        table its title, columns and rows, each cell (text, alarming)."""
+        rows = []
+        for k in self.kernels + self.functions:
+            name = short_name(k.display_name or k.name)
+            entry = k.is_entry
+            spill = bool(k.spills)
+            rows.append(((name if entry else name + " (device function)", False),
+                         (str(k.registers) if entry else "-", False),
+                         (f"{k.smem_bytes} B" if entry else "-", False),
+                         (f"{k.stack_bytes} B", False), (f"{k.spill_stores} B", spill),
+                         (f"{k.spill_loads} B", spill)))
+        columns = ("kernel", "registers", "smem (static)", "stack", "spill stores",
+                   "spill loads")
+        return [(f"ptxas: {arch}", columns, rows)]
+
+    def alerts(self) -> list[str]:
+        return [f"ptxas spilled {self.spills} bytes to local memory"] if self.spills else []
+
     @property
     def spills(self) -> int:
         """Spilled bytes (stores + loads) over every kernel and device function."""
@@ -71,6 +91,10 @@ _FIELDS = {
     "smem_bytes": re.compile(r"(\d+) bytes smem"),
     "cmem_bytes": re.compile(r"(\d+) bytes cmem\[0\]"),
 }
+
+
+def short_name(name: str, width: int = 60) -> str:
+    return name if len(name) <= width else name[:width - 3] + "..."
 
 
 def kernel_name(symbol: str) -> str:
