@@ -20,7 +20,7 @@ from . import cli_build, cli_schedule, cli_tune  # noqa: F401  (they register th
 from . import driver
 from .cli_common import Assignments, check_source  # noqa: F401  (re-exported)
 from .cli_common import (Reported, checked, cli, fail, report, reported, save_atomic,
-                         shape_option, tile_option)
+                         shape_option, tile_option, user_errors)
 from .diagnostics import CompileError, Diagnostic
 from .dims import DimBinder, DimError
 from .npy_dtypes import accepted_text, to_param_dtype
@@ -151,6 +151,8 @@ def run(file, kernel_name, shapes, tiles, inputs_path, output_path, seed, emulat
     Prints each output's dtype, shape, min, max and mean and the time taken, or saves
     the outputs with --output.
     """
+    if not emulate and target is not None:
+        _no_gpu_runner(target)
     if not emulate:
         given = [name for name, value in (("--target", target), ("--order", order),
                                           ("--eager", eager)) if value]
@@ -192,6 +194,19 @@ def run(file, kernel_name, shapes, tiles, inputs_path, output_path, seed, emulat
                    hint="use smaller --shape sizes") from None
     elapsed = time.perf_counter() - start
     _write_outputs(kernel, outputs, output_path, elapsed)
+
+
+def _no_gpu_runner(target: str) -> None:
+    """`ptc run --target T` without --emulate, for a target whose kernels ptc does not run
+    on a GPU (HIP): say what running it would take, in one line."""
+    from .devices import get_device
+    from .runtime.toolchains import toolchain
+
+    device = user_errors(lambda: get_device(target))
+    chain = user_errors(lambda: toolchain(device.backend))
+    if not chain.runs:
+        raise fail(f"running the {chain.language} kernel of {device.name} needs {chain.gpu}, "
+                   "which ptc does not drive; add --emulate to run it on the CPU emulator")
 
 
 def _write_outputs(kernel: TypedKernel, outputs: Mapping, output_path: str | None,

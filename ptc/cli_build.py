@@ -1,5 +1,6 @@
-"""The commands that leave Python: build (write the directory and run nvcc) and bench (run
-on the GPU, check against the reference interpreter, time). `write_output` is what
+"""The commands that leave Python: build (write the directory and run the target's compiler:
+nvcc, hipcc or clang) and bench (run on the GPU, check against the reference interpreter,
+time). `write_output` is what
 `ptc compile -o DIR` runs."""
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from .cli_common import (Reported, checked_kernel, chosen_target, cli, fail, ker
                          shape_option, target_options, terminal_width, tile_option,
                          user_errors)
 
-KERNEL_SOURCE_HELP = ("Use this kernel.cu instead of rendering one (hand-written or edited; "
-                      "it must follow the kernel ABI: ptc_launch and ptc_kernel_name).")
+KERNEL_SOURCE_HELP = ("Use this kernel source (kernel.cu, or kernel.hip for a HIP target) "
+                      "instead of rendering one (hand-written or edited; it must follow the "
+                      "kernel ABI: ptc_launch and ptc_kernel_name).")
 
 
 def _options(f):
@@ -68,16 +70,21 @@ def default_output(prepared) -> Path:
 
 def write_output(file, target, device_file, kernel_name, shapes, tiles, schedule_file, output,
                  kernel_source=None, tuning=None):
-    """`ptc compile FILE -o DIR`: write the build directory (no nvcc); returns its path."""
+    """`ptc compile FILE -o DIR`: write the build directory (no compiler runs); returns its
+    path."""
     from . import runtime
+    from .runtime.toolchains import toolchain
 
     prepared = _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
                         kernel_source, tuning)
+    backend = prepared.device.backend
     folder = user_errors(lambda: runtime.write_build_dir(
         output, kernel_source=prepared.source, signature=prepared.signature,
-        arch=prepared.device.arch, target=prepared.target, plan_json=prepared.plan_json))
-    click.echo(f"wrote {folder}: kernel.cu, harness.cu, plan.json, build.sh "
-               f"(build it with `sh {folder}/build.sh` or `ptc build`)")
+        arch=prepared.device.arch, target=prepared.target, plan_json=prepared.plan_json,
+        backend=backend))
+    chain = toolchain(backend)
+    click.echo(f"wrote {folder}: {chain.kernel_file}, {chain.harness_file}, plan.json, "
+               f"build.sh (build it with `sh {folder}/build.sh` or `ptc build`)")
     return folder
 
 
@@ -86,7 +93,8 @@ def write_output(file, target, device_file, kernel_name, shapes, tiles, schedule
 Examples:
   ptc build samples/gemm.pt --target sm80 -o build/gemm
   ptc build samples/flash_attn.pt -t sm90 --shape D=128 --tile BM=128,BN=64
-  ptc build samples/gemm.pt -t sm80 --kernel-source my_gemm.cu -o build/mine""")
+  ptc build samples/gemm.pt -t sm80 --kernel-source my_gemm.cu -o build/mine
+  ptc build samples/gemm.pt --target gfx942 -o build/gemm.gfx942""")
 @click.argument("file")
 @_options
 @click.option("--output", "-o", "output", metavar="DIR",
@@ -95,19 +103,23 @@ Examples:
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def build_(file, target, device_file, kernel_name, shapes, tiles, schedule_file, kernel_source,
            output, as_json, tuning):
-    """Compile FILE for a CUDA target and build it with nvcc: libptc_kernel.so (for
-    Python) and ptc_run (runs it on .npy files), with ptxas's register, shared-memory and
-    spill report. Needs nvcc, not a GPU. A matching entry of the tuning database
-    (ptc-tuning.json beside FILE, written by `ptc tune`) pins its measured plan."""
+    """Compile FILE for a target and build it: libptc_kernel.so (for Python) and ptc_run
+    (runs it on .npy files), with the kernel's registers, shared memory and spills -- with
+    nvcc and ptxas's report for CUDA targets, with hipcc or clang 19 and the ISA's report
+    (VGPRs, AGPRs, LDS, scratch, occupancy, main-loop instructions) for HIP targets
+    ($PTC_HIPCC picks the compiler). Needs the compiler, not a GPU. A matching entry of the
+    tuning database (ptc-tuning.json beside FILE, written by `ptc tune`) pins its measured
+    plan."""
     build_and_report(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
                      kernel_source, output, as_json, tuning)
 
 
 def build_and_report(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
                      kernel_source, output, as_json=False, tuning=None) -> None:
-    """`ptc build` (and `ptc compile --build -o DIR`): write the directory, run nvcc,
-    print the resources and the main-loop report."""
+    """`ptc build` (and `ptc compile --build -o DIR`): write the directory, run the
+    compiler, print the resources and the main-loop report."""
     from . import runtime
+    from .runtime.toolchains import toolchain
 
     prepared = _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
                         kernel_source, tuning)
@@ -121,10 +133,12 @@ def build_and_report(file, target, device_file, kernel_name, shapes, tiles, sche
                                "seconds": round(result.seconds, 3),
                                "library": str(result.library),
                                "executable": str(result.executable),
-                               "ptxas": result.ptxas.to_json()}, indent=2))
+                               toolchain(result.backend).report_name:
+                                   result.resources.to_json()}, indent=2))
         return
     print_resources(result)
-    print_main_loop(folder)
+    if toolchain(result.backend).reads_sass:
+        print_main_loop(folder)
     click.echo(f"built {folder} ({result.library.name}, {result.executable.name}) for "
                f"{result.arch} in {result.seconds:.1f} s")
 
@@ -146,33 +160,27 @@ def print_main_loop(folder) -> None:
 
 
 def print_resources(result) -> None:
+    """The build's resource report as tables (the toolchain's report says which), then its
+    warnings, and its alerts (spills, scratch) in red."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    report = result.ptxas
-    table = Table(title=f"ptxas: {result.arch}", title_justify="left")
-    for col in ("kernel", "registers", "smem (static)", "stack", "spill stores",
-                "spill loads"):
-        table.add_column(col, justify="left" if col == "kernel" else "right")
-    for k in report.kernels + report.functions:
-        name = k.display_name or k.name
-        if len(name) > 60:
-            name = name[:57] + "..."
-        if not k.is_entry:
-            name += " (device function)"
-        spill = "bold red" if k.spills else ""
-        table.add_row(name, str(k.registers) if k.is_entry else "-",
-                      f"{k.smem_bytes} B" if k.is_entry else "-", f"{k.stack_bytes} B",
-                      f"[{spill}]{k.spill_stores} B[/]" if spill else f"{k.spill_stores} B",
-                      f"[{spill}]{k.spill_loads} B[/]" if spill else f"{k.spill_loads} B")
+    report = result.resources
     console = Console(file=sys.stdout, highlight=False, soft_wrap=False,
                       width=max(100, terminal_width()))
-    console.print(table)
+    for title, columns, rows in report.tables(result.arch):
+        table = Table(title=title, title_justify="left")
+        for col in columns:
+            table.add_column(col, justify="left" if col == "kernel" else "right")
+        for row in rows:
+            table.add_row(*(f"[bold red]{escape(text)}[/]" if bad else escape(text)
+                            for text, bad in row))
+        console.print(table)
     for warning in report.warnings:
         console.print(warning, markup=False)
-    if report.spills:
-        console.print(f"[bold red]warning:[/] ptxas spilled {report.spills} bytes to local "
-                      "memory")
+    for alert in report.alerts():
+        console.print(f"[bold red]warning:[/] {escape(alert)}")
 
 
 # ---- ptc bench ---------------------------------------------------------------------------

@@ -39,15 +39,16 @@ Examples:
 @click.option("--schedule", "schedule_file", metavar="PLAN.json",
               help="Pin this plan instead of searching (it is verified like any other).")
 @click.option("--output", "-o", "output", metavar="DIR",
-              help="Instead of printing a stage, write the build directory (kernel.cu, "
-                   "harness.cu, headers, plan.json, build.sh); needs --target.")
+              help="Instead of printing a stage, write the build directory (kernel.cu or "
+                   "kernel.hip, the harness, headers, plan.json, build.sh); needs --target.")
 @click.option("--build", "run_build", is_flag=True,
-              help="With -o DIR: also build it with nvcc, as `ptc build` does.")
+              help="With -o DIR: also build it (nvcc, or hipcc / clang for HIP), as "
+                   "`ptc build` does.")
 @tuning_options
 def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, schedule_file,
              output, run_build, tuning):
     """Print a stage of the compilation of FILE in its canonical text form, or (-o DIR)
-    write the build directory that `ptc build` compiles with nvcc (--build: and build it).
+    write the build directory that `ptc build` compiles (--build: and build it).
 
     From --emit plan on, a matching entry of the tuning database (ptc-tuning.json beside
     FILE, written by `ptc tune`) pins its measured plan instead of the model's best."""

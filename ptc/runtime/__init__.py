@@ -5,10 +5,11 @@
     outputs = k(A, B)        # see ptc.runtime.kernel for arrays, out= and timing
 
 `compile` checks, schedules and renders the kernel (the driver's stages), writes a build
-directory (ptc.runtime.build: kernel.cu, harness.cu, headers, plan.json, build.sh) and
-builds it with nvcc. Without `out_dir` the directory lives in a cache keyed by its
+directory (ptc.runtime.build: kernel.cu or kernel.hip, the harness, headers, plan.json,
+build.sh) and builds it with the target's toolchain (nvcc; hipcc or clang for HIP:
+ptc.runtime.toolchains). Without `out_dir` the directory lives in a cache keyed by its
 contents ($PTC_CACHE_DIR, else ~/.cache/ptc), so compiling the same thing again is free.
-Building needs nvcc but no GPU; calling needs a GPU (NoDevice otherwise).
+Building needs the compiler but no GPU; calling needs a GPU (NoDevice otherwise).
 """
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ from pathlib import Path
 from typing import Mapping
 
 from .arrays import DeviceArray
-from .build import (LIBRARY, BuildResult, build, build_staged, find_nvcc, is_build_dir,
-                    nvcc_commands, read_manifest, sass, write_build_dir)
+from .build import (LIBRARY, BuildResult, backend_of, build, build_staged, is_build_dir,
+                    read_manifest, sass, write_build_dir)
 from .errors import ArgumentError, BuildError, LaunchError, NoDevice, RuntimeFailure
 from .kernel import CompiledKernel, Timing
-from .ptxas import parse_ptxas
 from .signature import Signature, signature_of
+from .toolchains import toolchain
 
 __all__ = ["ArgumentError", "BuildError", "CompiledKernel", "DeviceArray", "LaunchError",
            "NoDevice", "Prepared", "RuntimeFailure", "Timing", "build", "build_prepared",
@@ -41,7 +42,7 @@ class Prepared:
     target: str
     plans: tuple              # ptc.sched.plan.Plan, one per grid in launch order
     graphs: tuple             # their sTask-graphs
-    source: str               # kernel.cu
+    source: str               # kernel.cu / kernel.hip
     signature: Signature
     notes: tuple[str, ...] = ()   # from rendering: better-ranked plans it could not take
 
@@ -61,16 +62,14 @@ def prepare(path: str | Path, target: str = "sm80", *, shapes: Mapping[str, int]
             tiles: Mapping[str, int] | None = None, kernel: str | None = None,
             schedule: str | Path | None = None, kernel_source: str | None = None,
             progress: bool = False) -> Prepared:
-    """check -> schedule (or the pinned plans `schedule`) -> render, for a CUDA target.
-    `kernel_source` replaces the rendered kernel.cu (a hand-written one, same ABI)."""
+    """check -> schedule (or the pinned plans `schedule`) -> render, for a target the runtime
+    builds. `kernel_source` replaces the rendered kernel (a hand-written one, same ABI)."""
     from .. import driver
     from ..devices import get_device
 
     typed = driver.select_kernel(driver.check_file(path, shapes), kernel)
     device = get_device(target)
-    if device.backend != "cuda":
-        raise BuildError(f"{target} is a {device.backend} target; the runtime builds CUDA "
-                         "targets (sm80, sm90) with nvcc")
+    toolchain(device.backend)         # BuildError for a backend ptc cannot build
     if kernel_source is None:
         source, plans, graphs, device, notes = driver.render(
             typed, target, shapes=shapes, tiles=tiles, schedule_file=schedule,
@@ -102,6 +101,7 @@ def compile(path: str | Path, target: str = "sm80", shapes: Mapping[str, int] | 
 def build_prepared(prepared: Prepared, out_dir: str | Path | None = None, *,
                    shapes: Mapping[str, int] | None = None, echo=None) -> CompiledKernel:
     arch = prepared.device.arch
+    backend = prepared.device.backend
     plan_json = prepared.plan_json
     if out_dir is None:
         folder = cache_dir(prepared, plan_json)
@@ -109,12 +109,13 @@ def build_prepared(prepared: Prepared, out_dir: str | Path | None = None, *,
     else:
         folder, result = Path(out_dir), None
     if result is None:
-        find_nvcc()          # before writing anything: no nvcc, no half-built directory
+        toolchain(backend).find(arch)   # before writing anything: no compiler, no half-built
+                                        # directory
 
         def write(where: Path) -> None:
             write_build_dir(where, kernel_source=prepared.source,
                             signature=prepared.signature, arch=arch, target=prepared.target,
-                            plan_json=plan_json)
+                            plan_json=plan_json, backend=backend)
         if out_dir is None:
             write(folder)
             result = build(folder, arch, echo=echo)
@@ -136,12 +137,14 @@ def cache_dir(prepared: Prepared, plan_json: str) -> Path:
     from .build import headers
     from .harness import render_harness
 
+    backend, arch = prepared.device.backend, prepared.device.arch
+    chain = toolchain(backend)
     h = hashlib.sha256()
-    for part in (prepared.source, render_harness(prepared.signature), plan_json,
-                 prepared.signature.to_json(), repr(nvcc_commands(prepared.device.arch))):
+    for part in (prepared.source, render_harness(prepared.signature, backend), plan_json,
+                 prepared.signature.to_json(), repr(chain.steps(arch, chain.named(arch)))):
         h.update(part.encode())
         h.update(b"\0")
-    for header in headers():
+    for header in headers(backend):
         h.update(header.read_bytes())
     return cache_root() / f"{prepared.signature.kernel}-{prepared.device.name}-{h.hexdigest()[:16]}"
 
@@ -151,14 +154,16 @@ def cached_build(folder: Path) -> BuildResult | None:
     if not (is_build_dir(folder) and (folder / LIBRARY).is_file()
             and (folder / "build.json").is_file()):
         return None
+    backend = backend_of(folder)
     try:
+        chain = toolchain(backend)
         info = json.loads((folder / "build.json").read_text())
-        report = parse_ptxas((folder / "ptxas.txt").read_text())
-    except (OSError, ValueError):
+        report = chain.parse((folder / chain.report_file).read_text())
+    except (OSError, ValueError, BuildError):
         return None
     return BuildResult(folder, info.get("arch", ""),
                        tuple(tuple(c.split()) for c in info.get("commands", [])), report,
-                       float(info.get("seconds", 0.0)))
+                       float(info.get("seconds", 0.0)), backend)
 
 
 def load(directory: str | Path) -> CompiledKernel:
@@ -171,4 +176,5 @@ def load(directory: str | Path) -> CompiledKernel:
     signature = Signature.from_json((folder / "signature.json").read_text())
     manifest = read_manifest(folder)
     return CompiledKernel(folder, signature, arch=manifest.get("arch", result.arch),
-                          target=manifest.get("target", ""), build=result)
+                          target=manifest.get("target", ""), build=result,
+                          backend=result.backend)

@@ -1,22 +1,26 @@
-"""The build directory: writing it (atomically) and building it with nvcc.
+"""The build directory: writing it (atomically) and building it with the target's toolchain.
 
 A directory holds everything needed to rebuild and run one kernel without ptc:
 
-    kernel.cu        the kernel (from the renderer, or hand-written), with the ABI entry
+    kernel.cu / .hip the kernel (from the renderer, or hand-written), with the ABI entry
                      points ptc_launch / ptc_kernel_name
-    harness.cu       the host side: a C ABI for ctypes and `ptc_run DIR` (templates/cuda)
-    *.cuh, *.h       the headers of templates/cuda that the sources include (npy.h, ...)
+    harness.cu / .hip  the host side: a C ABI for ctypes and `ptc_run DIR`
+                     (templates/host/harness.j2, in the backend's runtime names)
+    *.cuh, *.h       the backend's device headers (templates/cuda, templates/hip) and the
+                     harness's npy.h (templates/host)
     plan.json        the plan the kernel was rendered from (empty object for a hand-written one)
     signature.json   the kernel's calling convention (`ptc.runtime.signature`)
-    manifest.json    kernel, target, arch, ptc version
-    build.sh         the exact nvcc commands; Makefile: the same as make rules
+    manifest.json    kernel, target, arch, backend, ptc version
+    build.sh         the exact commands; Makefile: the same as make rules
 
-and after `build`: kernel.o, harness.o, libptc_kernel.so, ptc_run, ptxas.txt (the raw
-`ptxas -v` report) and build.json (the commands, the parsed report, the time taken).
+and after `build`: kernel.o, harness.o, libptc_kernel.so, ptc_run, the raw resource report
+(ptxas.txt: nvcc's `ptxas -v`; kernel.s: the HIP kernel's device assembly) and build.json
+(the commands, the parsed report, the time taken). Which compiler, which commands and which
+report is the backend's Toolchain (ptc.runtime.toolchains); nothing here names a backend.
 
 Writing goes to DIR.tmp-XXXX, renamed to DIR when complete: nothing half-written is left
 when a step fails, and an existing build directory is only replaced by a complete one.
-When nvcc fails, the sources stay in DIR for inspection and the error names the directory.
+When the compiler fails, the sources stay in DIR for inspection and the error names it.
 """
 from __future__ import annotations
 
@@ -34,31 +38,51 @@ from typing import Callable
 from ..version import __version__
 from .errors import BuildError
 from .harness import TEMPLATES, render_harness
-from .ptxas import PtxasReport, parse_ptxas
+from .nvcc import (NVCC_HINT, find_cuobjdump, find_nvcc, gencode,  # noqa: F401 (their old home)
+                   nvcc_commands)
 from .signature import Signature
+from .toolchain import EXECUTABLE, LIBRARY, Compiler, Step, Toolchain
+from .toolchains import TOOLCHAINS, toolchain
 
-LIBRARY = "libptc_kernel.so"
-EXECUTABLE = "ptc_run"
-PRODUCTS = ("kernel.o", "harness.o", LIBRARY, EXECUTABLE, "ptxas.txt", "build.json", "nvcc.log")
 MARKER = "signature.json"   # what makes a directory a ptc build directory
-NVCC_HINT = ("install the CUDA toolkit (nvcc), or put its bin/ folder on PATH "
-             "(e.g. export PATH=/usr/local/cuda/bin:$PATH) or set CUDA_HOME")
+HEADER_SUFFIXES = (".cuh", ".h", ".hpp")
 
 
 # ---- writing --------------------------------------------------------------------------
 def is_build_dir(path: Path) -> bool:
-    return (path / MARKER).is_file() and (path / "kernel.cu").is_file()
+    return (path / MARKER).is_file() and any((path / t.kernel_file).is_file()
+                                             for t in TOOLCHAINS.values())
+
+
+def backend_of(directory: Path) -> str:
+    """The backend a build directory was written for (directories before HIP: cuda)."""
+    return read_manifest(directory).get("backend", "cuda")
+
+
+def device_headers(backend: str = "cuda") -> list[Path]:
+    """The headers of templates/<backend> that the kernel may include."""
+    folder = TEMPLATES / toolchain(backend).templates
+    return sorted(p for p in folder.iterdir() if p.suffix in HEADER_SUFFIXES and p.is_file())
+
+
+def host_headers() -> list[Path]:
+    """The harness's headers (templates/host: npy.h), the same for every backend."""
+    folder = TEMPLATES / "host"
+    return sorted(p for p in folder.iterdir() if p.suffix in HEADER_SUFFIXES and p.is_file())
 
 
 def headers(backend: str = "cuda") -> list[Path]:
-    """The device and host headers that kernel.cu and harness.cu may include."""
-    folder = TEMPLATES / backend
-    return sorted(p for p in folder.iterdir() if p.suffix in (".cuh", ".h") and p.is_file())
+    """Every header a build directory holds beside its sources."""
+    return device_headers(backend) + host_headers()
 
 
 def write_build_dir(directory: str | Path, *, kernel_source: str, signature: Signature,
-                    arch: str, target: str = "", plan_json: str = "{}\n") -> Path:
-    """Write a complete build directory at `directory` (replacing an earlier one)."""
+                    arch: str, target: str = "", plan_json: str = "{}\n",
+                    backend: str = "cuda") -> Path:
+    """Write a complete build directory at `directory` (replacing an earlier one). Its
+    build.sh names the compiler `ptc build` would use here (or, where there is none, the
+    toolchain's usual one)."""
+    chain = toolchain(backend)
     target_dir = Path(directory)
     if target_dir.exists():
         if not target_dir.is_dir():
@@ -74,20 +98,22 @@ def write_build_dir(directory: str | Path, *, kernel_source: str, signature: Sig
     except OSError as exc:
         raise BuildError(f"cannot write {target_dir}: {exc.strerror or exc}") from None
     try:
+        compiler = chain.named(arch)
         files = {
-            "kernel.cu": kernel_source,
-            "harness.cu": render_harness(signature),
+            chain.kernel_file: kernel_source,
+            chain.harness_file: render_harness(signature, backend),
             "plan.json": plan_json if plan_json.endswith("\n") else plan_json + "\n",
             MARKER: signature.to_json(),
             "manifest.json": json.dumps({"kernel": signature.kernel, "target": target,
-                                         "arch": arch, "ptc": __version__}, indent=2) + "\n",
-            "build.sh": build_script(arch),
-            "Makefile": makefile(arch),
+                                         "arch": arch, "backend": backend,
+                                         "ptc": __version__}, indent=2) + "\n",
+            "build.sh": build_script(arch, backend, compiler),
+            "Makefile": makefile(arch, backend, compiler),
         }
         for name, text in files.items():
             (tmp / name).write_text(text)
         (tmp / "build.sh").chmod(0o755)
-        _copy_headers(tmp)
+        _copy_headers(tmp, backend)
         _swap_in(tmp, target_dir)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -97,15 +123,16 @@ def write_build_dir(directory: str | Path, *, kernel_source: str, signature: Sig
     return target_dir
 
 
-def _copy_headers(folder: Path) -> None:
-    for header in headers():
+def _copy_headers(folder: Path, backend: str) -> None:
+    for header in headers(backend):
         shutil.copyfile(header, folder / header.name)
 
 
 def build_staged(directory: str | Path, write: Callable[[Path], None], arch: str, *,
                  echo: Callable[[str], None] | None = None) -> BuildResult:
     """Write (`write(folder)`) and build `directory`. Where it holds an earlier build, the
-    new one is built beside it, in DIR.new, and put in its place only when nvcc succeeded:
+    new one is built beside it, in DIR.new, and put in its place only when the build
+    succeeded:
     a failed build leaves the earlier one untouched, and its sources in DIR.new for
     inspection (the error names it)."""
     target = Path(directory)
@@ -148,95 +175,33 @@ def _swap_in(tmp: Path, target: Path) -> None:
 
 
 # ---- the commands ----------------------------------------------------------------------
-def nvcc_commands(arch: str, nvcc: str = "nvcc") -> list[list[str]]:
-    """The build, in order: the kernel and the harness compile to objects (each once, with
-    -fPIC, so both products share them; ptxas -v reports the kernel's resources), then the
-    shared library for ctypes and the `ptc_run` executable link from the same objects."""
-    common = [nvcc, "-O3", "-std=c++17", *gencode(arch), "-lineinfo"]
-    return [
-        common + ["-Xptxas", "-v", "-Xcompiler", "-fPIC", "-c", "kernel.cu", "-o", "kernel.o"],
-        common + ["-Xcompiler", "-fPIC", "-c", "harness.cu", "-o", "harness.o"],
-        common + ["-shared", "kernel.o", "harness.o", "-o", LIBRARY],
-        common + ["kernel.o", "harness.o", "-o", EXECUTABLE],
-    ]
-
-
-def gencode(arch: str) -> list[str]:
-    """The machine code for `arch` and its PTX (for a newer GPU's JIT). Spelled out: plain
-    `-arch=sm_90a` also compiles compute_90 PTX, which rejects wgmma and setmaxnreg."""
-    virtual = arch.replace("sm_", "compute_")
-    return ["-gencode", f"arch={virtual},code=[{arch},{virtual}]"]
-
-
-def build_script(arch: str) -> str:
+def build_script(arch: str, backend: str = "cuda", compiler: Compiler | None = None) -> str:
+    chain = toolchain(backend)
+    compiler = compiler or chain.named(arch)
     lines = ["#!/bin/sh",
              "# The exact commands `ptc build` runs (written by ptc). Run from anywhere:",
              "#   sh build.sh            then   ./ptc_run DIR",
              "set -e", 'cd "$(dirname "$0")"']
-    lines += [shlex.join(cmd) for cmd in nvcc_commands(arch)]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in chain.environment(compiler).items()]
+    lines += [shlex.join(step.command) for step in chain.steps(arch, compiler)]
     return "\n".join(lines) + "\n"
 
 
-def makefile(arch: str) -> str:
-    compile_kernel, compile_harness, link_lib, link_exe = nvcc_commands(arch)
-    rules = [
-        ("all", [LIBRARY, EXECUTABLE], None),
-        ("kernel.o", ["kernel.cu"] + [h.name for h in headers()], compile_kernel),
-        ("harness.o", ["harness.cu", "npy.h"], compile_harness),
-        (LIBRARY, ["kernel.o", "harness.o"], link_lib),
-        (EXECUTABLE, ["kernel.o", "harness.o"], link_exe),
-    ]
+def makefile(arch: str, backend: str = "cuda", compiler: Compiler | None = None) -> str:
+    chain = toolchain(backend)
+    compiler = compiler or chain.named(arch)
+    steps = chain.steps(arch, compiler)
+    kernel_deps = [h.name for h in device_headers(backend)]
     out = ["# Written by ptc: the commands of build.sh as make rules (`make -j2`).", ""]
-    for name, deps, cmd in rules:
-        out.append(f"{name}: {' '.join(deps)}")
-        if cmd:
-            out.append("\t" + shlex.join(cmd))
-        out.append("")
-    out += ["clean:", f"\trm -f kernel.o harness.o {LIBRARY} {EXECUTABLE}", "",
+    out += [f"export {k} = {v}\n" for k, v in chain.environment(compiler).items()]
+    report = [s.output for s in steps if s.output == chain.report_file]
+    out += [f"all: {' '.join([LIBRARY, EXECUTABLE] + report)}", ""]
+    for step in steps:
+        deps = list(step.inputs) + (kernel_deps if chain.kernel_file in step.inputs else [])
+        out += [f"{step.output}: {' '.join(deps)}", "\t" + shlex.join(step.command), ""]
+    out += ["clean:", f"\trm -f {' '.join(step.output for step in steps)}", "",
             ".PHONY: all clean", ""]
     return "\n".join(out)
-
-
-def find_nvcc() -> str:
-    """The nvcc to use: the one on PATH, else $CUDA_HOME/bin/nvcc (or $CUDA_PATH)."""
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        home = os.environ.get(var)
-        if home and os.access(Path(home) / "bin" / "nvcc", os.X_OK):
-            return str(Path(home) / "bin" / "nvcc")
-    raise BuildError("nvcc not found: building a CUDA kernel needs the CUDA toolkit's nvcc "
-                     "on PATH", hint=NVCC_HINT)
-
-
-def find_cuobjdump(nvcc: str | None = None) -> str:
-    """cuobjdump: on PATH, beside nvcc, in CUDA_HOME, or from the nvidia-cuda-cuobjdump wheel."""
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    folders = []
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            folders.append(Path(os.environ[var]) / "bin")
-    try:
-        folders.append(Path(nvcc or find_nvcc()).resolve().parent)
-    except BuildError:
-        pass
-    folders.append(Path("/usr/local/cuda/bin"))
-    try:
-        import nvidia  # the namespace package of NVIDIA's CUDA wheels
-
-        for root in getattr(nvidia, "__path__", []):
-            folders += sorted(Path(root).glob("*/bin"))
-    except ImportError:
-        pass
-    for folder in folders:
-        if os.access(folder / "cuobjdump", os.X_OK):
-            return str(folder / "cuobjdump")
-    raise BuildError("cuobjdump not found (it prints the SASS of a built kernel)",
-                     hint="install the CUDA toolkit's cuobjdump, or "
-                          "`pip install nvidia-cuda-cuobjdump`")
 
 
 # ---- building --------------------------------------------------------------------------
@@ -245,8 +210,9 @@ class BuildResult:
     directory: Path
     arch: str
     commands: tuple[tuple[str, ...], ...]
-    ptxas: PtxasReport
+    resources: object         # the toolchain's parsed report: PtxasReport, IsaReport
     seconds: float
+    backend: str = "cuda"
 
     @property
     def library(self) -> Path:
@@ -255,6 +221,11 @@ class BuildResult:
     @property
     def executable(self) -> Path:
         return self.directory / EXECUTABLE
+
+    @property
+    def ptxas(self):
+        """The resource report under its CUDA name (a PtxasReport for CUDA builds)."""
+        return self.resources
 
 
 def read_manifest(directory: Path) -> dict:
@@ -266,79 +237,95 @@ def read_manifest(directory: Path) -> dict:
 
 def build(directory: str | Path, arch: str | None = None, *,
           echo: Callable[[str], None] | None = None) -> BuildResult:
-    """Run nvcc on a build directory: libptc_kernel.so and ptc_run, and ptxas's report.
+    """Build a build directory with its backend's toolchain: libptc_kernel.so and ptc_run,
+    and the resource report (ptxas's, or the HIP kernel's assembly).
 
-    `arch` (e.g. sm_80, sm_90a) defaults to the one in the directory's manifest. `echo`, if
-    given, gets each command line before it runs.
+    `arch` (e.g. sm_80, sm_90a, gfx942) defaults to the one in the directory's manifest.
+    `echo`, if given, gets each command line before it runs.
     """
     folder = Path(directory)
     if not is_build_dir(folder):
-        raise BuildError(f"{folder} is not a ptc build directory (no kernel.cu and {MARKER})",
+        raise BuildError(f"{folder} is not a ptc build directory (no kernel source and "
+                         f"{MARKER})",
                          hint="write one with `ptc compile FILE -o DIR` or ptc.compile()")
+    backend = backend_of(folder)
+    chain = toolchain(backend)
     arch = arch or read_manifest(folder).get("arch") or "sm_80"
-    nvcc = find_nvcc()
-    for name in PRODUCTS:                 # a failed rebuild must not leave old products
+    compiler = chain.find(arch)
+    steps = chain.steps(arch, compiler)
+    products = [s.output for s in steps] + [chain.report_file, "build.json", chain.log_file]
+    for name in products:                 # a failed rebuild must not leave old products
         try:
             (folder / name).unlink()
         except FileNotFoundError:
             pass
         except OSError as exc:
             raise BuildError(f"cannot write {folder}: {exc.strerror or exc}") from None
-    commands = nvcc_commands(arch, nvcc)
+    for name, text in (("build.sh", build_script(arch, backend, compiler)),
+                       ("Makefile", makefile(arch, backend, compiler))):
+        if not (folder / name).is_file() or (folder / name).read_text() != text:
+            (folder / name).write_text(text)      # the commands that run here, exactly
     start = time.perf_counter()
-    outputs = _run_parallel(commands[:2], folder, echo)      # the two compiles at once
-    outputs += _run_parallel(commands[2:3], folder, echo)
-    outputs += _run_parallel(commands[3:], folder, echo)
+    outputs: dict[str, str] = {}
+    for stage in sorted({s.stage for s in steps}):
+        outputs.update(_run_parallel([s for s in steps if s.stage == stage], folder, echo,
+                                     chain, compiler))
     seconds = time.perf_counter() - start
-    report = parse_ptxas(outputs[0])
-    (folder / "ptxas.txt").write_text(outputs[0])
-    result = BuildResult(folder, arch, tuple(tuple(c) for c in nvcc_commands(arch)), report,
-                         seconds)
+    if chain.report_step:
+        (folder / chain.report_file).write_text(outputs[chain.report_step])
+    report = chain.parse((folder / chain.report_file).read_text(errors="replace"))
+    result = BuildResult(folder, arch, tuple(s.command for s in steps), report, seconds,
+                         backend)
     (folder / "build.json").write_text(json.dumps({
-        "arch": arch, "nvcc": nvcc, "seconds": round(seconds, 3),
+        "arch": arch, "backend": backend, "compiler": compiler.path,
+        "seconds": round(seconds, 3),
         "commands": [shlex.join(c) for c in result.commands],
-        "ptxas": report.to_json()}, indent=2) + "\n")
+        chain.report_name: report.to_json()}, indent=2) + "\n")
     return result
 
 
-def _run_parallel(commands: list[list[str]], folder: Path,
-                  echo: Callable[[str], None] | None) -> list[str]:
-    """Run commands at once in `folder`; their combined stdout+stderr, in order. The first
-    failure (in order) raises BuildError with its output, the sources kept."""
+def _run_parallel(steps: list[Step], folder: Path, echo: Callable[[str], None] | None,
+                  chain: Toolchain, compiler: Compiler) -> dict[str, str]:
+    """Run steps at once in `folder`; each one's combined stdout+stderr by its output. The
+    first failure (in order) raises BuildError with its output, the sources kept."""
+    env = {**os.environ, **chain.environment(compiler)}
     procs = []
     try:
-        for cmd in commands:
+        for step in steps:
             if echo:
-                echo(shlex.join(cmd))
-            procs.append(subprocess.Popen(cmd, cwd=folder, stdout=subprocess.PIPE,
-                                          stderr=subprocess.STDOUT, text=True,
-                                          errors="replace"))
+                echo(shlex.join(step.command))
+            cmd = list(step.command)
+            if cmd[0] == compiler.shown:      # build.sh's name for it, found here at path
+                cmd[0] = compiler.path
+            procs.append(subprocess.Popen(cmd, cwd=folder, env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          text=True, errors="replace"))
         outputs = [p.communicate()[0] for p in procs]
     except OSError as exc:
-        raise BuildError(f"cannot run {commands[0][0]}: {exc.strerror or exc}",
-                         hint=NVCC_HINT) from None
+        raise BuildError(f"cannot run {compiler.path}: {exc.strerror or exc}",
+                         hint=chain.hint) from None
     except BaseException:
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
         raise
-    for cmd, p, out in zip(commands, procs, outputs):
+    for step, p, out in zip(steps, procs, outputs):
         if p.returncode != 0:
-            with open(folder / "nvcc.log", "a") as log:
-                log.write(f"$ {shlex.join(cmd)}\n{out}\n")
+            with open(folder / chain.log_file, "a") as log:
+                log.write(f"$ {shlex.join(step.command)}\n{out}\n")
             raise BuildError(
-                f"nvcc failed building {folder} (exit {p.returncode}):\n"
-                f"$ {shlex.join(cmd)}\n{_tail(out)}",
-                hint=f"the sources are kept in {folder} for inspection (nvcc.log has the "
-                     f"output); `sh {folder / 'build.sh'}` reruns the build")
-    return outputs
+                f"{Path(compiler.shown).name} failed building {folder} (exit {p.returncode}):\n"
+                f"$ {shlex.join(step.command)}\n{_tail(out, chain.log_file)}",
+                hint=f"the sources are kept in {folder} for inspection ({chain.log_file} has "
+                     f"the output); `sh {folder / 'build.sh'}` reruns the build")
+    return {step.output: out for step, out in zip(steps, outputs)}
 
 
-def _tail(text: str, lines: int = 80) -> str:
+def _tail(text: str, log: str = "nvcc.log", lines: int = 80) -> str:
     kept = text.rstrip().splitlines()
     if len(kept) > lines:
-        kept = [f"... ({len(kept) - lines} lines above, in nvcc.log)"] + kept[-lines:]
+        kept = [f"... ({len(kept) - lines} lines above, in {log})"] + kept[-lines:]
     return "\n".join(kept)
 
 
@@ -354,6 +341,6 @@ def sass(directory: str | Path) -> str:
                           errors="replace", env=env)
     if proc.returncode != 0:
         raise BuildError(f"cuobjdump failed on {library} (exit {proc.returncode}):\n"
-                         f"{_tail(proc.stderr + proc.stdout)}")
+                         f"{_tail(proc.stderr + proc.stdout, 'its output')}")
     return proc.stdout
 

@@ -1,8 +1,10 @@
-"""ctypes bindings: the built harness library (libptc_kernel.so) and, to find out whether
-there is a GPU at all before building anything, the driver library libcuda.
+"""ctypes bindings: the built harness library (libptc_kernel.so, CUDA or HIP: the harness's
+C ABI is the same) and, to find out whether there is a GPU at all before building
+anything, the driver library libcuda.
 
-Loading libptc_kernel.so needs no GPU and no driver (nvcc links the CUDA runtime
-statically); the first call that needs a device finds out there is none.
+Loading a CUDA libptc_kernel.so needs no GPU and no driver (nvcc links the CUDA runtime
+statically; a HIP one needs libamdhip64); the first call that needs a device finds out
+there is none.
 """
 from __future__ import annotations
 
@@ -124,8 +126,9 @@ class HarnessLibrary:
     """libptc_kernel.so through ctypes: every call checks its status and raises LaunchError
     with the harness's message (ptc_last_error)."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, toolchain):
         self.path = Path(path)
+        self.toolchain = toolchain      # what built it (ptc.runtime.toolchain): for messages
         try:
             self.lib = ctypes.CDLL(str(self.path.absolute()))
         except OSError as exc:
@@ -158,12 +161,11 @@ class HarnessLibrary:
             return self._gpu
         count = ctypes.c_int(0)
         if self.lib.ptc_device_count(ctypes.byref(count)) != 0 or count.value == 0:
-            why = self.last_error() or "the CUDA runtime sees no device"
-            try:
-                find_gpus()            # the driver's own account is clearer, when it has one
-            except NoDevice as exc:
-                why = exc.reason
-            raise NoDevice(f"no CUDA device: {why}",
+            language = self.toolchain.language
+            # the driver's own account is clearer, when it has one
+            why = (self.toolchain.why_no_device() or self.last_error()
+                   or f"the {language} runtime sees no device")
+            raise NoDevice(f"no {language} device: {why}",
                            hint="ptc can build here without a GPU; running needs one")
         name = ctypes.create_string_buffer(256)
         major, minor = ctypes.c_int(0), ctypes.c_int(0)

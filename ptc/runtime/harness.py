@@ -1,6 +1,8 @@
-"""harness.cu: the host side of a built kernel, rendered from `templates/cuda/harness.cu.j2`.
+"""harness.cu / harness.hip: the host side of a built kernel, rendered from
+`templates/host/harness.j2` through the backend's own template (templates/cuda/harness.cu.j2,
+templates/hip/harness.hip.j2), which names its runtime's API (cudaMalloc, hipMalloc, ...).
 
-Python builds a plain context here; the template only prints it. The harness gives a C ABI
+Python builds a plain context here; the templates only print it. The harness gives a C ABI
 (ptc_malloc, ptc_memcpy_*, ptc_memset, ptc_run_once, ptc_time, ...) for ctypes, and a
 `main` that runs the kernel on .npy files (see the template's head comment).
 """
@@ -17,11 +19,12 @@ DTYPE_ENUM = {"f16": "F16", "bf16": "BF16", "f32": "F32", "i32": "I32", "bool": 
 
 
 @functools.lru_cache(maxsize=None)
-def environment(backend: str = "cuda"):
+def environment(folder: str = "cuda"):
+    """Templates from templates/<folder>, then the shared ones of templates/host."""
     import jinja2
 
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES / backend)),
+        loader=jinja2.FileSystemLoader([str(TEMPLATES / folder), str(TEMPLATES / "host")]),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
         keep_trailing_newline=True, autoescape=False)
 
@@ -57,5 +60,9 @@ def harness_context(sig: Signature) -> dict:
     }
 
 
-def render_harness(sig: Signature) -> str:
-    return environment("cuda").get_template("harness.cu.j2").render(harness_context(sig))
+def render_harness(sig: Signature, backend: str = "cuda") -> str:
+    from .toolchains import toolchain
+
+    chain = toolchain(backend)
+    template = environment(chain.templates).get_template(chain.harness_template)
+    return template.render(harness_context(sig))

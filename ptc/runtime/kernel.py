@@ -27,6 +27,7 @@ from .build import LIBRARY, BuildResult, sass
 from .cuda import HarnessLibrary, can_run
 from .errors import ArgumentError, BuildError, NoDevice
 from .signature import Signature
+from .toolchains import toolchain
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,9 @@ class Timing:
 class CompiledKernel:
     def __init__(self, directory: str | Path, signature: Signature, *, arch: str = "",
                  target: str = "", plans=(), build: BuildResult | None = None,
-                 shapes: Mapping[str, int] | None = None):
+                 shapes: Mapping[str, int] | None = None, backend: str = "cuda"):
         self.directory = Path(directory)
+        self.backend = build.backend if build is not None else backend
         self.signature = signature
         self.arch = arch
         self.target = target
@@ -129,7 +131,7 @@ class CompiledKernel:
     def library(self) -> HarnessLibrary:
         """The loaded harness library, on a GPU it can run on (else NoDevice)."""
         if self._library is None:
-            lib = HarnessLibrary(self.directory / LIBRARY)
+            lib = HarnessLibrary(self.directory / LIBRARY, toolchain(self.backend))
             if lib.signature() != str(self.signature):
                 raise BuildError(f"{self.directory / LIBRARY} was built for "
                                  f"{lib.signature()}, not {self.signature}",

@@ -1,0 +1,133 @@
+"""The HIP toolchain (gfx90a, gfx942): kernel.hip and harness.hip build into libptc_kernel.so
+and ptc_run, and a device-only compile of kernel.hip leaves its assembly, kernel.s, which
+ptc.runtime.amdgpu_isa reads (registers, LDS, scratch, spills, occupancy, instructions).
+
+The compiler (docs/hip.md, "Build commands"): $PTC_HIPCC if set; else the first of hipcc
+(on PATH, then $ROCM_PATH/bin, /opt/rocm/bin), clang++-19 and clang++ that knows the target
+-- Debian's hipcc 5.2 (clang 15) builds gfx90a but not gfx942, Debian's clang 19 both. A
+hipcc builds as ROCm documents it (HIP_PLATFORM=amd: without it a hipcc beside nvcc drives
+nvcc); a clang builds `-x hip -nogpulib`: against the HIP headers, without a device
+library, which ptc's kernels never call (their device code is clang builtins only).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from .amdgpu_isa import parse_isa
+from .errors import BuildError
+from .toolchain import EXECUTABLE, LIBRARY, Compiler, Step, Toolchain
+
+HIP_HINT = ("install ROCm (hipcc), or Debian's HIP headers and clang 19: `apt-get install -y "
+            "--no-install-recommends hipcc clang-19 lld-19 llvm-19`; or name the compiler: "
+            "export PTC_HIPCC=/opt/rocm/bin/hipcc")
+STANDARD = ("-std=c++17", "-O3")
+ROCM_DEFAULT = "/opt/rocm"        # where ROCm installs itself when ROCM_PATH is not set
+
+
+def candidates() -> list[str]:
+    """The compilers tried in order when PTC_HIPCC is not set."""
+    found = ["hipcc"]
+    for root in (os.environ.get("ROCM_PATH"), ROCM_DEFAULT):
+        if root:
+            found.append(str(Path(root) / "bin" / "hipcc"))
+    return found + ["clang++-19", "clang++"]
+
+
+def flavour_of(name: str) -> str:
+    return "hipcc" if Path(name).name.startswith("hipcc") else "clang"
+
+
+def environment(flavour: str) -> dict[str, str]:
+    return {"HIP_PLATFORM": "amd"} if flavour == "hipcc" else {}
+
+
+@functools.lru_cache(maxsize=None)
+def refusal(path: str, flavour: str, arch: str) -> str | None:
+    """None when the compiler at `path` builds HIP for `arch` (it knows the target and finds
+    the HIP headers), else its reason: an empty preprocessing run asks it (~0.1 s)."""
+    cmd = [path, "-x", "hip", f"--offload-arch={arch}", "--offload-device-only", "-nogpulib",
+           "-E", "-o", os.devnull, os.devnull]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
+                              timeout=120, env={**os.environ, **environment(flavour)})
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"cannot run it ({exc})"
+    if proc.returncode == 0:
+        return None
+    errors = [line for line in proc.stderr.splitlines() if "error" in line]
+    why = (errors or proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[0]
+    return why.split("error: ", 1)[-1][:160]
+
+
+def find_compiler(arch: str) -> Compiler:
+    chosen = os.environ.get("PTC_HIPCC")
+    if chosen:
+        path = shutil.which(chosen)
+        if path is None:
+            raise BuildError(f"PTC_HIPCC={chosen} is not an executable", hint=HIP_HINT)
+        return Compiler(path, chosen, flavour_of(chosen))
+    rejected = []
+    for name in candidates():
+        path = shutil.which(name)
+        if path is None:
+            continue
+        why = refusal(path, flavour_of(name), arch)
+        if why is None:
+            return Compiler(path, name, flavour_of(name))
+        rejected.append(f"{name}: {why}")
+    tried = f" ({'; '.join(rejected)})" if rejected else ""
+    raise BuildError(f"no HIP compiler for {arch} found{tried}", hint=HIP_HINT)
+
+
+def hip_commands(arch: str, compiler: Compiler) -> dict[str, tuple[str, ...]]:
+    """Each product's command: the objects (with -fPIC, shared by the library and the
+    executable), the kernel's device assembly, then the two links."""
+    cc = compiler.shown
+    target = f"--offload-arch={arch}"
+    if compiler.flavour == "hipcc":
+        compile_, link = (cc, *STANDARD, target), (cc, target)
+    else:
+        compile_ = (cc, "-x", "hip", *STANDARD, "-nogpulib", target)
+        link = (cc, "--hip-link", target)       # adds the HIP runtime, -lamdhip64
+    return {
+        "kernel.o": (*compile_, "-fPIC", "-c", "kernel.hip", "-o", "kernel.o"),
+        "harness.o": (*compile_, "-fPIC", "-c", "harness.hip", "-o", "harness.o"),
+        # the same code the object holds, as assembly with LLVM's resource comments
+        "kernel.s": (*compile_, "--offload-device-only", "-S", "kernel.hip", "-o", "kernel.s"),
+        LIBRARY: (*link, "-shared", "kernel.o", "harness.o", "-o", LIBRARY),
+        EXECUTABLE: (*link, "kernel.o", "harness.o", "-o", EXECUTABLE),
+    }
+
+
+class HipToolchain(Toolchain):
+    def find(self, arch: str) -> Compiler:
+        return find_compiler(arch)
+
+    def default(self, arch: str) -> Compiler:
+        return Compiler("hipcc", "hipcc", "hipcc")      # what a ROCm install has
+
+    def steps(self, arch: str, compiler: Compiler) -> tuple[Step, ...]:
+        cmd = hip_commands(arch, compiler)
+        objects = ("kernel.o", "harness.o")
+        return (Step("kernel.o", ("kernel.hip",), cmd["kernel.o"], 0),
+                Step("harness.o", ("harness.hip", "npy.h"), cmd["harness.o"], 0),
+                Step("kernel.s", ("kernel.hip",), cmd["kernel.s"], 0),
+                Step(LIBRARY, objects, cmd[LIBRARY], 1),
+                Step(EXECUTABLE, objects, cmd[EXECUTABLE], 1))
+
+    def environment(self, compiler: Compiler) -> dict[str, str]:
+        return environment(compiler.flavour)
+
+    def parse(self, report: str):
+        return parse_isa(report)
+
+
+TOOLCHAIN = HipToolchain(
+    backend="hip", language="HIP", kernel_file="kernel.hip", harness_file="harness.hip",
+    harness_template="harness.hip.j2", templates="hip", log_file="hip.log",
+    report_file="kernel.s", report_name="isa", report_step="", hint=HIP_HINT,
+    gpu="an AMD GPU")

@@ -1,0 +1,113 @@
+"""The CUDA toolchain: nvcc builds kernel.cu and harness.cu into libptc_kernel.so and ptc_run,
+and `ptxas -v` (through nvcc) reports each kernel's registers, shared memory and spills.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from .errors import BuildError, NoDevice
+from .ptxas import parse_ptxas
+from .toolchain import EXECUTABLE, LIBRARY, Compiler, Step, Toolchain
+
+NVCC_HINT = ("install the CUDA toolkit (nvcc), or put its bin/ folder on PATH "
+             "(e.g. export PATH=/usr/local/cuda/bin:$PATH) or set CUDA_HOME")
+
+
+def nvcc_commands(arch: str, nvcc: str = "nvcc") -> list[list[str]]:
+    """The build, in order: the kernel and the harness compile to objects (each once, with
+    -fPIC, so both products share them; ptxas -v reports the kernel's resources), then the
+    shared library for ctypes and the `ptc_run` executable link from the same objects."""
+    common = [nvcc, "-O3", "-std=c++17", *gencode(arch), "-lineinfo"]
+    return [
+        common + ["-Xptxas", "-v", "-Xcompiler", "-fPIC", "-c", "kernel.cu", "-o", "kernel.o"],
+        common + ["-Xcompiler", "-fPIC", "-c", "harness.cu", "-o", "harness.o"],
+        common + ["-shared", "kernel.o", "harness.o", "-o", LIBRARY],
+        common + ["kernel.o", "harness.o", "-o", EXECUTABLE],
+    ]
+
+
+def gencode(arch: str) -> list[str]:
+    """The machine code for `arch` and its PTX (for a newer GPU's JIT). Spelled out: plain
+    `-arch=sm_90a` also compiles compute_90 PTX, which rejects wgmma and setmaxnreg."""
+    virtual = arch.replace("sm_", "compute_")
+    return ["-gencode", f"arch={virtual},code=[{arch},{virtual}]"]
+
+
+def find_nvcc() -> str:
+    """The nvcc to use: the one on PATH, else $CUDA_HOME/bin/nvcc (or $CUDA_PATH)."""
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        home = os.environ.get(var)
+        if home and os.access(Path(home) / "bin" / "nvcc", os.X_OK):
+            return str(Path(home) / "bin" / "nvcc")
+    raise BuildError("nvcc not found: building a CUDA kernel needs the CUDA toolkit's nvcc "
+                     "on PATH", hint=NVCC_HINT)
+
+
+def find_cuobjdump(nvcc: str | None = None) -> str:
+    """cuobjdump: on PATH, beside nvcc, in CUDA_HOME, or from the nvidia-cuda-cuobjdump wheel."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    folders = []
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            folders.append(Path(os.environ[var]) / "bin")
+    try:
+        folders.append(Path(nvcc or find_nvcc()).resolve().parent)
+    except BuildError:
+        pass
+    folders.append(Path("/usr/local/cuda/bin"))
+    try:
+        import nvidia  # the namespace package of NVIDIA's CUDA wheels
+
+        for root in getattr(nvidia, "__path__", []):
+            folders += sorted(Path(root).glob("*/bin"))
+    except ImportError:
+        pass
+    for folder in folders:
+        if os.access(folder / "cuobjdump", os.X_OK):
+            return str(folder / "cuobjdump")
+    raise BuildError("cuobjdump not found (it prints the SASS of a built kernel)",
+                     hint="install the CUDA toolkit's cuobjdump, or "
+                          "`pip install nvidia-cuda-cuobjdump`")
+
+
+class NvccToolchain(Toolchain):
+    def find(self, arch: str) -> Compiler:
+        return Compiler(find_nvcc(), "nvcc", "nvcc")
+
+    def default(self, arch: str) -> Compiler:
+        return Compiler("nvcc", "nvcc", "nvcc")
+
+    def steps(self, arch: str, compiler: Compiler) -> tuple[Step, ...]:
+        """The two compiles at once (ptxas -v reports the kernel's resources), then the
+        library, then the executable."""
+        kernel, harness, library, executable = nvcc_commands(arch, compiler.shown)
+        return (Step("kernel.o", ("kernel.cu",), tuple(kernel), 0),
+                Step("harness.o", ("harness.cu", "npy.h"), tuple(harness), 0),
+                Step(LIBRARY, ("kernel.o", "harness.o"), tuple(library), 1),
+                Step(EXECUTABLE, ("kernel.o", "harness.o"), tuple(executable), 2))
+
+    def why_no_device(self) -> str | None:
+        from .cuda import find_gpus
+
+        try:
+            find_gpus()
+        except NoDevice as exc:
+            return exc.reason
+        return None
+
+    def parse(self, report: str):
+        return parse_ptxas(report)
+
+
+TOOLCHAIN = NvccToolchain(
+    backend="cuda", language="CUDA", kernel_file="kernel.cu", harness_file="harness.cu",
+    harness_template="harness.cu.j2", templates="cuda", log_file="nvcc.log",
+    report_file="ptxas.txt", report_name="ptxas", report_step="kernel.o", hint=NVCC_HINT,
+    gpu="an NVIDIA GPU", runs=True, reads_sass=True)

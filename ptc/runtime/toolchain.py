@@ -1,0 +1,78 @@
+"""What a build directory is built with: one Toolchain per backend (ptc.runtime.nvcc for
+CUDA, ptc.runtime.hip for HIP; ptc.runtime.toolchains holds the registry), chosen by the
+device description's `backend`. A toolchain finds its compiler (with a hint when there is
+none), spells the build as Steps -- which build.sh, the Makefile and `ptc build` all run --
+and says where the resource report comes from and how to read it. ptc.runtime.build knows
+no backend by name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import BuildError
+
+LIBRARY = "libptc_kernel.so"     # every backend's products, for ctypes and for the shell
+EXECUTABLE = "ptc_run"
+
+@dataclass(frozen=True)
+class Compiler:
+    path: str          # the executable that runs
+    shown: str         # how build.sh and the Makefile name it (as found on PATH, or the path)
+    flavour: str       # decides the flags: nvcc, hipcc or clang
+
+
+@dataclass(frozen=True)
+class Step:
+    output: str                  # the file it makes (a Makefile target)
+    inputs: tuple[str, ...]      # the files it reads (the target's prerequisites)
+    command: tuple[str, ...]
+    stage: int                   # the steps of one stage run at once, the stages in order
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    backend: str                 # the device YAML's `backend`
+    language: str                # CUDA, HIP: for messages
+    kernel_file: str             # the rendered kernel's name in the build directory
+    harness_file: str
+    harness_template: str        # in templates/<templates>/
+    templates: str               # the folder of its device headers and harness template
+    log_file: str                # the failing command's output is appended here
+    report_file: str             # the raw resource report, kept in the directory
+    report_name: str             # its key in build.json and `ptc build --json`: ptxas, isa
+    report_step: str             # the step whose output is the report ("": a step writes
+                                 # report_file itself)
+    hint: str                    # what to do when the compiler is missing
+    gpu: str                     # what runs its kernels: "an NVIDIA GPU", "an AMD GPU"
+    runs: bool = False           # ptc bench and ptc.compile()'s kernels run them on that GPU
+    reads_sass: bool = False     # the built library's SASS can be read (cuobjdump)
+
+    def find(self, arch: str) -> Compiler:
+        """The compiler that builds for `arch`; BuildError (with `hint`) when there is none."""
+        raise NotImplementedError
+
+    def default(self, arch: str) -> Compiler:
+        """The compiler a build directory names when none is installed where it is written."""
+        raise NotImplementedError
+
+    def named(self, arch: str) -> Compiler:
+        """find(), else default(): build.sh can be written without a compiler."""
+        try:
+            return self.find(arch)
+        except BuildError:
+            return self.default(arch)
+
+    def steps(self, arch: str, compiler: Compiler) -> tuple[Step, ...]:
+        raise NotImplementedError
+
+    def environment(self, compiler: Compiler) -> dict[str, str]:
+        """Variables the commands need (exported by build.sh and the Makefile too)."""
+        return {}
+
+    def why_no_device(self) -> str | None:
+        """Why the driver sees no GPU, where it can say (asked when the runtime sees none)."""
+        return None
+
+    def parse(self, report: str):
+        """The resource report (a PtxasReport, an IsaReport) from report_file's text."""
+        raise NotImplementedError
