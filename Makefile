@@ -2,7 +2,8 @@
 #   make samples  -- set up; check every sample, run it on the reference interpreter,
 #                    schedule it for every target (plans in out/plans/) and build its
 #                    CUDA for sm80 and sm90a with nvcc (out/cuda/, out/cuda-sm90/)
-#   make test     -- set up and run the whole test suite
+#   make test     -- set up, install the HIP compilers where they are missing (apt-get; see
+#                    tools/hip_toolchain.sh) and run the whole test suite
 # and two for a GPU machine without network (docs/gpu.md):
 #   make gpu-wheels -- here, with network: the wheels ptc needs that the GPU image lacks
 #   make gpu        -- there: every GPU check in one run (QUICK=1: the 3-minute one)
@@ -51,7 +52,11 @@ samples: setup
 	  tail -n 1 out/cuda-sm90.$$name.log; \
 	done
 
-test: setup
+# Debian's hipcc and clang-19 build the HIP targets (docs/hip.md); idempotent, quiet
+hip-toolchain:
+	@bash tools/hip_toolchain.sh
+
+test: setup hip-toolchain
 	$(PY) -m pytest -q
 
 # ---- on a GPU machine (docs/gpu.md) ---------------------------------------------------------
@@ -73,4 +78,4 @@ gpu-wheels:
 gpu:
 	bash benchmarks/gpu.sh $(if $(QUICK),--quick) $(if $(OUT),--out $(OUT)) $(GPU_FLAGS)
 
-.PHONY: setup samples test gpu gpu-wheels
+.PHONY: setup samples test hip-toolchain gpu gpu-wheels
