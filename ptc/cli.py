@@ -113,7 +113,8 @@ Examples:
   ptc run samples/gemm.pt --shape M=200,N=136,K=72 --tile BM=64,BN=64,BK=32
   ptc run samples/gemm.pt --shape M=256,N=256,K=64 --inputs in.npz --output out.npz
   ptc run samples/gemm.pt --shape M=200,N=136,K=72 --target sm80 --emulate
-  ptc run samples/gemm.pt --shape M=64,N=64,K=64 -t sm80 --emulate --order random --eager""")
+  ptc run samples/gemm.pt --shape M=64,N=64,K=64 -t sm80 --emulate --order random --eager
+  ptc run samples/gemm.pt --shape M=200,N=136,K=72 --target gfx942 --emulate""")
 @click.argument("file")
 @click.option("--kernel", "kernel_name", metavar="NAME",
               help="The kernel to run (needed when FILE holds several).")
@@ -129,16 +130,18 @@ Examples:
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed for the random inputs (and for --order random).")
 @click.option("--emulate", is_flag=True,
-              help="Run the CUDA kernel that ptc renders for --target (the kernel.cu of "
-                   "`ptc compile -o`) on the CPU, in the emulator (needs g++, no GPU), "
+              help="Run the kernel that ptc renders for --target (the kernel.cu or "
+                   "kernel.hip of `ptc compile -o`) on the CPU, in the emulator (needs g++, "
+                   "no GPU), "
                    "instead of the reference interpreter; prints its shared-memory bank "
                    "conflicts to stderr. It checks nothing by itself: compare its outputs "
                    "with a plain `ptc run`.")
 @click.option("--target", "-t", metavar="TARGET",
-              help="With --emulate: the CUDA target to render for (sm80, sm90) or a device "
-                   "description YAML file.")
+              help="With --emulate: the target to render for (sm80, sm90, gfx90a, gfx942) "
+                   "or a device description YAML file.")
 @click.option("--order", type=click.Choice(["forward", "reverse", "random"]),
-              help="With --emulate: the order in which the emulator runs warps and lanes "
+              help="With --emulate: the order in which the emulator runs warps (waves) and "
+                   "lanes "
                    "between barriers (default forward; random draws from --seed).")
 @click.option("--eager", is_flag=True,
               help="With --emulate: cp.async copies land when issued, not at the "
@@ -146,7 +149,7 @@ Examples:
 def run(file, kernel_name, shapes, tiles, inputs_path, output_path, seed, emulate, target,
         order, eager):
     """Run a kernel of FILE on the reference interpreter (NumPy, no GPU), or with
-    --emulate its rendered CUDA kernel on the CPU emulator.
+    --emulate its rendered CUDA or HIP kernel on the CPU emulator.
 
     Prints each output's dtype, shape, min, max and mean and the time taken, or saves
     the outputs with --output.

@@ -288,9 +288,9 @@ def _ms(ms: float | None) -> str:
 # ---- ptc run --emulate ---------------------------------------------------------------------
 def run_emulated(file, kernel, text, inputs, shapes, tiles, seed, target, order, eager):
     """`ptc run --emulate`: render the kernel for `target` as `ptc compile -o` does, run that
-    kernel.cu on the CPU emulator (ptc.render.emulate) on the inputs the interpreter would
-    take, and print its shared-memory bank conflicts to stderr. Returns (outputs by name,
-    seconds the emulated run took, the label of the timing line)."""
+    kernel.cu / kernel.hip on the CPU emulator of its backend (ptc.render.emulate) on the
+    inputs the interpreter would take, and print its shared-memory bank conflicts to stderr.
+    Returns (outputs by name, seconds the emulated run took, the label of the timing line)."""
     import time
 
     from . import driver
@@ -298,18 +298,15 @@ def run_emulated(file, kernel, text, inputs, shapes, tiles, seed, target, order,
     from .diagnostics import CompileError
     from .interp import prepare as bind_call
     from .render import RENDERERS
-    from .render.emulate import EmulationError, build_emulated, compiler
+    from .render.emulate import EmulationError, backend_of, build_emulated, compiler
     from .sema.typed import TensorParam
 
     device = user_errors(lambda: get_device(target))
     if device.backend not in RENDERERS:
         raise fail(f"ptc has no renderer for {device.backend} targets such as {device.name} "
-                   "yet, so there is no kernel to emulate (--emulate runs the CUDA kernels "
-                   "of sm80 and sm90)")
-    if device.backend != "cuda":
-        raise fail(f"the emulator runs CUDA kernels, and {device.name} is a {device.backend} "
-                   "target (emulate the kernel of sm80 or sm90)")
+                   "yet, so there is no kernel to emulate")
     try:
+        backend = backend_of(device)
         compiler()
     except EmulationError as exc:
         raise fail(str(exc)) from None
@@ -329,7 +326,7 @@ def run_emulated(file, kernel, text, inputs, shapes, tiles, seed, target, order,
             for p in typed.inputs}
     name = prepared.device.name
     try:
-        emulated = build_emulated(prepared.source)
+        emulated = build_emulated(prepared.source, backend=backend)
         start = time.perf_counter()
         outputs = emulated(typed, args, call.dims, order=order, eager_cp_async=eager,
                            seed=seed)
@@ -338,6 +335,6 @@ def run_emulated(file, kernel, text, inputs, shapes, tiles, seed, target, order,
         raise fail(str(exc).splitlines()[0].rstrip(":")) from None
     counts = emulated.last_run.bank_conflicts
     click.echo(f"emulated {name}: {counts['total']} shared-memory bank conflicts ("
-               + ", ".join(f"{kind} {counts[kind]}" for kind in ("ldmatrix", "cp.async", "lds",
-                                                                 "sts")) + ")", err=True)
+               + ", ".join(f"{kind} {counts[kind]}" for kind in backend.access_kinds) + ")",
+               err=True)
     return outputs, elapsed, f"emulated on the CPU for {name}"

@@ -75,9 +75,12 @@ TOLERANCE = {"f16": 1e-2, "bf16": 1e-2, "f32": 1e-4}
 
 
 class Case:
-    def __init__(self, name: str, variant: str):
+    """A sample rendered for one of `variants` (VARIANTS: the CUDA ones) with its inputs."""
+
+    def __init__(self, name: str, variant: str, variants: dict = VARIANTS):
         self.name, self.variant = name, variant
-        device, choice, shape = VARIANTS[variant]
+        device, choice, shape = variants[variant]
+        self.device = device
         tiles = dict(SMOKE[name][1])
         bench = choice == "bench"
         if bench:
@@ -146,19 +149,37 @@ def reference(name: str, variant: str) -> dict:
 CASES = [(n, v) for n in sorted(SMOKE) for v in VARIANTS]
 
 
-@pytest.fixture(scope="module")
-def builds():
-    """Every case's kernel built for the CPU, in parallel (the builds are cached)."""
+def build_cases(keys, case_of) -> dict:
+    """Each case's kernel built for the CPU, in parallel (the builds are cached), by key: the
+    EmulatedKernel, the EmulationError of its build, or None where the case is skipped."""
     def build(key):
-        c = case(*key)
+        c = case_of(*key)
         if c.skip:
             return None
         try:
-            return build_emulated(c.source)
+            return build_emulated(c.source, backend=c.device)
         except EmulationError as exc:
             return exc
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return dict(zip(CASES, pool.map(build, CASES)))
+        return dict(zip(keys, pool.map(build, keys)))
+
+
+@pytest.fixture(scope="module")
+def builds():
+    """Every case's kernel built for the CPU."""
+    return build_cases(CASES, case)
+
+
+def matches_the_interpreter(c: "Case", kernel, ref: dict, configs) -> None:
+    """The built kernel of case `c` computes `ref` within tolerance in each of `configs`."""
+    if c.skip:
+        pytest.skip(c.skip)
+    if isinstance(kernel, Exception):
+        raise kernel
+    for config in configs:
+        got = kernel(c.kernel, c.inputs, c.dims, **config)
+        errors = compare(c, got, ref)
+        assert within_tolerance(c, errors), (c.name, c.variant, c.tiles, config, errors)
 
 
 def compare(c: Case, got: dict, ref: dict) -> dict[str, float]:
@@ -178,16 +199,8 @@ def within_tolerance(c: Case, errors: dict[str, float]) -> bool:
 @pytest.mark.parametrize("name, variant", CASES)
 def test_the_emulated_kernel_matches_the_interpreter(builds, name, variant):
     c = case(name, variant)
-    if c.skip:
-        pytest.skip(c.skip)
-    kernel = builds[(name, variant)]
-    if isinstance(kernel, Exception):
-        raise kernel
-    ref = reference(name, variant)
-    for config in CONFIGS:
-        got = kernel(c.kernel, c.inputs, c.dims, **config)
-        errors = compare(c, got, ref)
-        assert within_tolerance(c, errors), (name, variant, c.tiles, config, errors)
+    matches_the_interpreter(c, builds[(name, variant)], None if c.skip else
+                            reference(name, variant), CONFIGS)
 
 
 # ---- the emulation sees bugs ------------------------------------------------------------

@@ -39,7 +39,13 @@ extern "C" __global__ void k({params}) {{
   (void)lane;
 {body}
 }}
-extern "C" const char* ptc_kernel_name(void) {{ return "k"; }}
+{kernel_abi(args, blocks=blocks, threads=threads, smem=smem)}"""
+
+
+def kernel_abi(args: str, *, blocks: int, threads: int, smem: int) -> str:
+    """The kernel ABI of a hand-written kernel `k`: its name, and ptc_launch running it on
+    the emulator with `args` (built from the tensor pointers t)."""
+    return f"""extern "C" const char* ptc_kernel_name(void) {{ return "k"; }}
 extern "C" int ptc_launch(void* const* t, const double* s, const long long* d, void* stream) {{
   (void)s; (void)d; (void)stream;
   return ptc::emu::launch({blocks}, {threads}, {smem}, [&] {{ k({args}); }});
@@ -480,10 +486,13 @@ def one_error(result) -> str:
 
 
 def test_ptc_run_emulate_errors_are_one_line(monkeypatch):
+    import ptc.render as R
     import ptc.render.emulate as E
 
     args = ["run", GEMM, "--shape", "M=64,N=64,K=64", "--emulate"]
-    line = one_error(ptc(*args, "-t", "gfx90a", expect=1))
+    with monkeypatch.context() as m:    # a backend without a renderer
+        m.delitem(R.RENDERERS, "hip", raising=False)
+        line = one_error(ptc(*args, "-t", "gfx90a", expect=1))
     assert "no renderer for hip targets such as gfx90a" in line
     line = one_error(ptc(*args, "-t", "sm80", expect=1, env={"CXX": "/no/such/g++"}))
     assert "the host C++ compiler CXX=/no/such/g++ is not found" in line

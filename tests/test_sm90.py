@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from ptc.driver import check_file
-from ptc.render.emulate import CUDA_TEMPLATES, EMULATE_HEADERS, EmulationError, build_emulated
+from ptc.render.emulate import (CORE_HEADERS, CUDA_TEMPLATES, EMULATE_HEADERS, EmulationError,
+                                build_emulated)
 
 ROOT = Path(__file__).resolve().parent.parent
 WS_GEMM = (ROOT / "tests" / "sm90" / "ws_gemm.cu").read_text()
@@ -80,7 +81,8 @@ def test_descriptors_encode_the_worked_examples(tmp_path):
                    "           (unsigned long long)ptc::wgmma_desc(0x2000 + 2048 * ks, 8192, 1024));\n}\n")
     exe = tmp_path / "desc"
     subprocess.run(["g++", "-std=c++20", "-DPTC_EMULATE", f"-I{EMULATE_HEADERS}",
-                    f"-I{CUDA_TEMPLATES}", "-w", str(src), "-o", str(exe)], check=True)
+                    f"-I{CUDA_TEMPLATES}", f"-I{CORE_HEADERS}", "-w", str(src), "-o", str(exe)],
+                   check=True)
     lines = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")
     k_major = [int(line.split()[0], 16) for line in lines if line]
     mn_major = [int(line.split()[1], 16) for line in lines if line]

@@ -1,21 +1,29 @@
-"""Run a rendered kernel.cu on the CPU, for testing its logic where there is no GPU.
+"""Run a rendered kernel.cu or kernel.hip on the CPU, for testing its logic where there is
+no GPU.
 
-The same kernel.cu that nvcc compiles is compiled by the host compiler with
-`-DPTC_EMULATE`: templates/cuda/emulate/ supplies cuda_runtime.h (with
-device_functions.h: shuffles, votes, __syncwarp, math intrinsics), cuda_fp16.h and
-cuda_bf16.h for the host and the runtime (ptc_emulate.h) that the device headers call in
-place of their inline PTX. See ptc_emulate.h for the execution model (threads as fibers,
-register-level ldmatrix / mma.sync / shfl.sync, deferred or eager cp.async of 4, 8 or 16
-bytes, bounds checks, bank-conflict counts).
+The same source that nvcc (or hipcc / clang) compiles is compiled by the host compiler with
+`-DPTC_EMULATE`. Each backend has an emulation folder beside its device headers
+(templates/<backend>/emulate/) on top of one shared runtime (templates/emulate_core/
+ptc_emulate_core.h: threads as fibers, barriers, bounds checks, bank-conflict counts, the
+launcher), with the warp width chosen at compile time:
+- cuda (warps of 32): cuda_runtime.h (with device_functions.h: shuffles, votes,
+  __syncwarp, math intrinsics), cuda_fp16.h and cuda_bf16.h for the host and the runtime
+  (ptc_emulate.h) that the device headers call in place of their inline PTX: register-level
+  ldmatrix / mma.sync / shfl.sync, deferred or eager cp.async, sm90's mbarriers, TMA, wgmma;
+- hip (waves of 64): ptc_emulate_hip.h, which ptc_types.h includes under PTC_EMULATE: HIP's
+  keywords and the clang AMDGPU builtins the device headers use (ids, s_barrier, DPP,
+  ds_swizzle, ds_bpermute, the MFMA instructions after AMD's layouts).
 
     out = run_emulated(source, kernel, inputs, dims, scalars)   # {output name: array}
+    out = run_emulated(source, kernel, inputs, dims, scalars, backend="hip")
 
-or, to run one build several times, `build_emulated(source)` -> `EmulatedKernel`, whose
-`last_run` (EmulatedRun) holds the shared-memory bank conflicts of its last launch: of
-ldmatrix, of cp.async destinations and of the loads and stores made through
-shared_access.cuh (ptc::lds, ptc::sts), in total and per source site.
+or, to run one build several times, `build_emulated(source, backend=...)` ->
+`EmulatedKernel`, whose `last_run` (EmulatedRun) holds the shared-memory bank conflicts of
+its last launch -- CUDA: of ldmatrix, of cp.async destinations and of the loads and stores
+made through shared_access.cuh (ptc::lds, ptc::sts); HIP: of the LDS loads and stores
+(ptc::ld_shared, ptc::st_shared) -- in total and per source site.
 `EmulatedKernel.launch(tensors, scalars, dims)` calls the kernel ABI directly, for
-hand-written kernels.
+hand-written kernels. The backend is a device's `backend` (ptc.devices: "cuda", "hip").
 """
 from __future__ import annotations
 
@@ -34,16 +42,61 @@ import numpy as np
 from ..interp import NUMPY_DTYPES, coerce
 from ..sema import typed as T
 
-CUDA_TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "cuda"
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+CUDA_TEMPLATES = TEMPLATES / "cuda"
 EMULATE_HEADERS = CUDA_TEMPLATES / "emulate"
+CORE_HEADERS = TEMPLATES / "emulate_core"     # the runtime every backend's emulation shares
 CXX_FLAGS = ("-std=c++20", "-O1", "-fPIC", "-shared", "-DPTC_EMULATE", "-fno-gnu-unique",
              "-Wl,-Bsymbolic", "-w")
 # how a build folder is laid out (a change invalidates the cached builds)
-BUILD_LAYOUT = "headers beside kernel.cu"
+BUILD_LAYOUT = "device headers beside the kernel source; -I emulate, templates, emulate_core"
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
 
-
+# the bank-conflict counters of the runtime (ptc_emulate_core.h: enum Access), in order
 ACCESS_KINDS = ("ldmatrix", "cp.async", "lds", "sts")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How one backend's kernel source is built for the CPU: its device headers (copied
+    beside the source, so that an override is what every include finds), its emulation
+    headers (templates/<name>/emulate) and the bank-conflict kinds it counts."""
+
+    name: str
+    source_name: str                 # the file the rendered source is written to
+    header_glob: str                 # the device headers in templates/<name>/
+    access_kinds: tuple[str, ...]    # of ACCESS_KINDS, the ones its accesses are counted as
+
+    @property
+    def templates(self) -> Path:
+        return TEMPLATES / self.name
+
+    @property
+    def emulate_headers(self) -> Path:
+        return self.templates / "emulate"
+
+    def device_headers(self) -> list[Path]:
+        return sorted(self.templates.glob(self.header_glob))
+
+    def include_dirs(self) -> list[Path]:
+        return [self.emulate_headers, self.templates, CORE_HEADERS]
+
+
+BACKENDS = {
+    "cuda": Backend("cuda", "kernel.cu", "*.cuh", ACCESS_KINDS),
+    "hip": Backend("hip", "kernel.hip", "*.h", ("lds", "sts")),
+}
+
+
+def backend_of(backend) -> Backend:
+    """The Backend of a name ("cuda", "hip"), a Device (its `backend`) or a Backend."""
+    if isinstance(backend, Backend):
+        return backend
+    name = getattr(backend, "backend", backend)
+    if name not in BACKENDS:
+        raise EmulationError(f"the emulator runs {' and '.join(sorted(BACKENDS))} kernels, not "
+                             f"{name}")
+    return BACKENDS[name]
 
 
 @dataclass(frozen=True)
@@ -96,23 +149,27 @@ def cache_dir() -> Path:
     return path
 
 
-def _headers() -> dict[str, str]:
-    files = sorted(CUDA_TEMPLATES.glob("*.cuh")) + sorted(EMULATE_HEADERS.glob("*.h"))
-    return {str(p.relative_to(CUDA_TEMPLATES)): p.read_text() for p in files}
+def _headers(backend: Backend) -> dict[str, str]:
+    """Every header a build of `backend` may read, by a name unique among them."""
+    files = backend.device_headers() + sorted(backend.emulate_headers.glob("*.h")) + \
+        sorted(CORE_HEADERS.glob("*.h"))
+    return {str(p.relative_to(TEMPLATES)): p.read_text() for p in files}
 
 
-def build_emulated(source: str, *, defines: Sequence[str] = (),
+def build_emulated(source: str, *, backend="cuda", defines: Sequence[str] = (),
                    header_overrides: Mapping[str, str] | None = None) -> "EmulatedKernel":
-    """Compile `source` (a rendered kernel.cu) for the CPU and load it. Builds are cached by
-    the hash of the source, the headers and the flags. `header_overrides` replaces device
-    headers by name (e.g. {"mma_sync.cuh": text}) -- they are put beside kernel.cu, which
-    the includes search first."""
+    """Compile `source` (a rendered kernel.cu, or kernel.hip with backend "hip" or a HIP
+    device) for the CPU and load it. Builds are cached by the hash of the source, the
+    headers and the flags. `header_overrides` replaces device headers by name (e.g.
+    {"mma_sync.cuh": text}) -- they are put beside the source, which the includes search
+    first."""
+    back = backend_of(backend)
     overrides = dict(header_overrides or {})
     cxx = compiler()
     flags = list(CXX_FLAGS) + [f"-D{d}" for d in defines]
     key = hashlib.sha256()
-    for part in [BUILD_LAYOUT, cxx, " ".join(flags), source] + [f"{n}\0{t}" for n, t in
-                                                   sorted(_headers().items())] + \
+    for part in [BUILD_LAYOUT, back.name, cxx, " ".join(flags), source] + \
+            [f"{n}\0{t}" for n, t in sorted(_headers(back).items())] + \
             [f"override {n}\0{t}" for n, t in sorted(overrides.items())]:
         key.update(part.encode())
         key.update(b"\1")
@@ -120,17 +177,17 @@ def build_emulated(source: str, *, defines: Sequence[str] = (),
     lib = cache_dir() / f"kernel-{digest}.so"
     if not lib.exists():
         with tempfile.TemporaryDirectory(prefix="ptc-emulate-") as tmp:
-            src = Path(tmp) / "kernel.cu"
+            src = Path(tmp) / back.source_name
             src.write_text(source)
-            # the device headers beside kernel.cu, so that an override is what every
+            # the device headers beside the source, so that an override is what every
             # include finds (headers include each other by quoted name)
-            for header in CUDA_TEMPLATES.glob("*.cuh"):
+            for header in back.device_headers():
                 (Path(tmp) / header.name).write_text(header.read_text())
             for name, text in overrides.items():
                 (Path(tmp) / name).write_text(text)
             out = Path(tmp) / "kernel.so"
-            cmd = [cxx, *flags, "-x", "c++", str(src), f"-I{EMULATE_HEADERS}",
-                   f"-I{CUDA_TEMPLATES}", "-o", str(out)]
+            cmd = [cxx, *flags, "-x", "c++", str(src),
+                   *(f"-I{d}" for d in back.include_dirs()), "-o", str(out)]
             res = subprocess.run(cmd, capture_output=True, text=True)
             if res.returncode != 0:
                 first = next((line for line in res.stderr.splitlines() if "error" in line), "")
@@ -141,12 +198,13 @@ def build_emulated(source: str, *, defines: Sequence[str] = (),
             part = lib.with_suffix(f".{os.getpid()}.tmp")
             shutil.copyfile(out, part)
             os.replace(part, lib)
-    return EmulatedKernel(lib)
+    return EmulatedKernel(lib, back)
 
 
 @dataclass
 class EmulatedKernel:
     path: Path
+    backend: Backend = BACKENDS["cuda"]
 
     def __post_init__(self):
         lib = ctypes.CDLL(str(self.path), mode=os.RTLD_LOCAL)
@@ -170,7 +228,8 @@ class EmulatedKernel:
         lib = self.lib
         totals = (ctypes.c_longlong * 4)()
         lib.ptc_emulate_bank_conflicts(totals)
-        counts = dict(zip(ACCESS_KINDS, (int(v) for v in totals)))
+        counts = {kind: int(v) for kind, v in zip(ACCESS_KINDS, totals)
+                  if kind in self.backend.access_kinds}
         counts["total"] = sum(counts.values())
         sites = []
         for i in range(lib.ptc_emulate_access_sites()):
@@ -255,11 +314,12 @@ class EmulatedKernel:
 
 
 def run_emulated(source: str, kernel: T.TypedKernel, inputs: Mapping[str, object],
-                 dims: Mapping[str, int], scalars: Mapping[str, float] | None = None,
-                 **options) -> dict[str, np.ndarray]:
-    """Build (cached) and run a rendered kernel.cu on the CPU; see EmulatedKernel.__call__."""
-    return build_emulated(source)(kernel, inputs, dims, scalars, **options)
+                 dims: Mapping[str, int], scalars: Mapping[str, float] | None = None, *,
+                 backend="cuda", **options) -> dict[str, np.ndarray]:
+    """Build (cached) and run a rendered kernel.cu / kernel.hip (`backend`: a name or a
+    device) on the CPU; see EmulatedKernel.__call__."""
+    return build_emulated(source, backend=backend)(kernel, inputs, dims, scalars, **options)
 
 
-__all__ = ["run_emulated", "build_emulated", "AccessSite", "EmulatedKernel", "EmulatedRun",
-           "EmulationError"]
+__all__ = ["run_emulated", "build_emulated", "AccessSite", "Backend", "BACKENDS",
+           "EmulatedKernel", "EmulatedRun", "EmulationError"]

@@ -46,8 +46,13 @@ extern __shared__ __attribute__((aligned(1024))) unsigned char ptc_smem[];
 #endif
 
 // A workgroup of T threads that leaves each SIMD room for W waves: the register budget the
-// plan was made for (512 / W unified VGPRs per lane).
+// plan was made for (512 / W unified VGPRs per lane). Nothing in the CPU emulation (g++ parses
+// the arguments of attributes it does not know, and rejects a conditional expression there).
+#ifdef PTC_EMULATE
+#define PTC_BOUNDS(T, W)
+#else
 #define PTC_BOUNDS(T, W) __attribute__((amdgpu_flat_work_group_size(1, T), amdgpu_waves_per_eu(W)))
+#endif
 
 namespace ptc {
 

@@ -259,7 +259,7 @@ inline void tma_load(uint32_t dst, const void* map, const int* coords, uint32_t 
     }
     for (int i = 0; i < m.rank && ++idx[i] == m.box[i]; ++i) idx[i] = 0;
   }
-  if (config.eager_tma) tma_land(l);
+  if (config.eager) tma_land(l);
   else sm90.loads.push_back(std::move(l));
 }
 
@@ -300,7 +300,7 @@ inline void tma_store(const void* map, uint32_t src, const int* coords) {
   Fiber& f = cur();
   TmaStore st{sm90.bulk_commits[f.tid], &m, src, {0, 0, 0, 0, 0}};
   for (int i = 0; i < m.rank; ++i) st.coords[i] = coords[i];
-  if (config.eager_tma) tma_store_now(st);
+  if (config.eager) tma_store_now(st);
   else sm90.stores[f.tid].push_back(st);
 }
 

@@ -1,0 +1,375 @@
+// ptc CPU emulation for HIP (gfx90a, gfx942): the kernel.hip that clang compiles for the GPU,
+// compiled by g++ -std=c++20 -DPTC_EMULATE (ptc/render/emulate.py). ptc_types.h includes
+// this file under PTC_EMULATE, after defining the vector types ptc::f32x4, f32x16, i16x4 and
+// f16x4. Nothing here is used by GPU builds.
+//
+// It supplies what hip_runtime.h gives kernels (keywords, vector types, min / max, atomicAdd:
+// emulate_core/ptc_emulate_lang.h, shared with CUDA) and, as host functions of the same
+// names, the clang AMDGPU builtins the device headers call, with wave64 semantics: a wave
+// is 64 consecutive threads of the workgroup. The execution model is the shared core's
+// (emulate_core/ptc_emulate_core.h): threads are fibers, waves run as far as the barriers
+// allow in forward, reverse or random order, LDS (ptc_smem, at most 64 KB) is filled with
+// 0xFF bytes (NaN) and bounds-checked, s_barrier deadlocks are reported.
+//
+// Cross-lane builtins (DPP, ds_swizzle, ds_bpermute, readfirstlane, readlane) and the MFMA
+// instructions are wave collectives: every lane of the wave deposits its operands, the wave
+// meets, each lane computes its own result from the deposits. A wave in which some lanes
+// skip the instruction deadlocks (reported); lanes at different collectives, or giving
+// different immediates (controls, patterns, MFMA modifiers), are reported. Sources for each
+// instruction's semantics are given where it is defined (docs/hip.md has them all).
+//
+// LDS bank conflicts are counted for the loads and stores of ptc::ld_shared / st_shared
+// (shared_load / shared_store), by AMD's rule (docs/hip.md, "LDS"; CK's
+// lds_bank_conflicts.rst): 32 banks of 4 bytes; ds_read_b128 in 8 phases of lanes {0-3,
+// 20-23}, {4-7, 16-19}, {8-11, 28-31}, {12-15, 24-27} and the same + 32; other accesses in
+// phases of 128 bytes of consecutive lanes (ds_write_b128 8 lanes, b64 16, b32 and less 32).
+//
+// Register-staged tile copies (global_to_shared.h) need nothing of the emulator: the global
+// loads read the tensors (bounds-checked) when issued and `land` writes LDS when called, so a
+// landing that is missing or comes after its readers shows up as wrong numbers. Waits
+// (s_waitcnt) are the compiler's on this path and no-ops here.
+#pragma once
+#ifndef PTC_EMULATE
+#error "ptc_emulate_hip.h is ptc's CPU emulation of HIP: compile with -DPTC_EMULATE"
+#endif
+#include <cstdint>
+#include <source_location>
+
+#ifndef PTC_EMU_SMEM_CAPACITY
+#define PTC_EMU_SMEM_CAPACITY (64 * 1024)   // LDS per workgroup on gfx90a and gfx942
+#endif
+#define PTC_EMU_WARP 64
+#define PTC_EMU_WARP_NAME "wave"
+#define PTC_EMU_BARRIER_NAME "s_barrier"
+#define PTC_EMU_SMEM_NAME "LDS"
+
+namespace ptc {
+namespace emu {
+enum State { READY, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE, STATES };
+struct FiberExt {};
+}  // namespace emu
+}  // namespace ptc
+
+#include "ptc_emulate_core.h"
+#include "ptc_emulate_lang.h"   // keywords, uint2 / make_uint2, min / max, atomicAdd: as HIP's
+
+// what the launch code returns (HIP's hipError_t values)
+typedef enum hipError_t {
+  hipSuccess = 0,
+  hipErrorInvalidValue = 1,
+  hipErrorIllegalAddress = 700,
+  hipErrorLaunchFailure = 719,
+} hipError_t;
+typedef struct ihipStream_t* hipStream_t;
+
+namespace ptc {
+namespace emu {
+
+// ---- the core's hooks -----------------------------------------------------------------------
+inline void backend_launch(long long, int) {}
+inline void backend_block_start(int) {}
+inline void backend_switch(int) {}
+inline bool backend_progress() { return false; }
+inline void backend_block_end() {}
+
+inline const char* state_count_label(State s) {
+  switch (s) {
+    case AT_BLOCK_BARRIER: return "at s_barrier";
+    case AT_WARP_BARRIER: return "at a wave-collective instruction";
+    case DONE: return "finished";
+    default: return nullptr;
+  }
+}
+inline const char* state_name(State s) {
+  switch (s) {
+    case READY: return "ready";
+    case AT_BLOCK_BARRIER: return "at s_barrier";
+    case AT_WARP_BARRIER: return "at a wave-collective instruction";
+    default: return "finished";
+  }
+}
+inline void state_detail(const Fiber& g, char* out, size_t n) {
+  if (g.state == AT_WARP_BARRIER) snprintf(out, n, ": %s", g.waiting_at);
+}
+
+// ds_read_b128's phases (CK): lanes {0-3, 20-23}, {4-7, 16-19}, {8-11, 28-31}, {12-15, 24-27},
+// then the same + 32; everything else in 128-byte phases of consecutive lanes
+inline int bank_phase(int kind, int bytes, int lane) {
+  if (kind == ACC_LDS && bytes == 16) {
+    static const int quad_phase[8] = {0, 1, 2, 3, 1, 0, 3, 2};   // lanes 4q .. 4q + 3
+    return quad_phase[(lane % 32) / 4] + 4 * (lane / 32);
+  }
+  return consecutive_phase(bytes, lane);
+}
+
+// ---- ids --------------------------------------------------------------------------------------
+inline int thread_index(const char* what) {
+  if (rt.current < 0) { fail("%s outside a kernel", what); return 0; }
+  return rt.current;
+}
+
+// ---- wave collectives -------------------------------------------------------------------------
+enum Kind { NONE = 0, DPP, SWIZZLE, BPERMUTE, READFIRSTLANE, READLANE, MFMA_16x16x16_F16,
+            MFMA_16x16x16_BF16, MFMA_32x32x8_F16, MFMA_32x32x8_BF16 };
+
+// Deposit `value` and an immediate of this lane; after the wave meets, check that every lane
+// reached the same instruction with the same immediate. Returns the buffer, or -1.
+inline int exchange(Kind kind, unsigned long long value, unsigned immediate, const char* what) {
+  if (rt.current < 0) { fail("%s outside a kernel", what); return -1; }
+  Fiber& f = cur();
+  WarpScratch& s = rt.warps[warp_of(f)];
+  const int buf = deposit(kind);
+  s.v[buf][lane_of(f)] = value;
+  s.a[buf][lane_of(f)][3] = immediate;
+  warp_barrier(what);
+  if (!same_kind(s, buf, kind, what)) return -1;
+  for (int l = 0; l < WARP; ++l) {
+    if (s.a[buf][l][3] != immediate) {
+      fail("%s: lane %d of the wave gives 0x%x, lane %d 0x%x: the lanes of a wave execute "
+           "one instruction with one set of controls", what, l, s.a[buf][l][3], lane_of(f),
+           immediate);
+      return -1;
+    }
+  }
+  return buf;
+}
+
+// DPP (GFX9 DppCtrl; LLVM AMDGPU::DPP, AMD "Vega" ISA 6.2.2): the lane `lane` reads, or -1 when
+// the source is out of range (a shift past its row or the wave, a broadcast into row 0 or 1).
+// Rows are 16 lanes. row_shl:n reads lane + n and row_shr:n lane - n within the row (LLVM's
+// scans use row_shr so: lane l adds lane l - 2^i), row_ror:n reads (lane - n) mod 16 within
+// the row; wave_shl/rol read lane + 1, wave_shr/ror lane - 1 (rol/ror wrapping in 64);
+// row_bcast:15 gives each row the last lane of the row before, row_bcast:31 gives rows 2 and 3
+// lane 31 (LLVM's GFX9 scan: bcast15 with row_mask 0xA, bcast31 with 0xC).
+inline int dpp_source(int ctrl, int lane, bool& known) {
+  known = true;
+  const int row = lane & ~15, in_row = lane & 15;
+  if (ctrl >= 0 && ctrl <= 0xFF) return (lane & ~3) | ((ctrl >> (2 * (lane & 3))) & 3);
+  if (ctrl >= 0x101 && ctrl <= 0x10F) {
+    const int n = ctrl - 0x100;
+    return in_row + n < 16 ? lane + n : -1;
+  }
+  if (ctrl >= 0x111 && ctrl <= 0x11F) {
+    const int n = ctrl - 0x110;
+    return in_row - n >= 0 ? lane - n : -1;
+  }
+  if (ctrl >= 0x121 && ctrl <= 0x12F) return row | ((in_row - (ctrl - 0x120)) & 15);
+  switch (ctrl) {
+    case 0x130: return lane + 1 < WARP ? lane + 1 : -1;   // wave_shl:1
+    case 0x134: return (lane + 1) % WARP;                 // wave_rol:1
+    case 0x138: return lane >= 1 ? lane - 1 : -1;         // wave_shr:1
+    case 0x13C: return (lane + WARP - 1) % WARP;          // wave_ror:1
+    case 0x140: return row | (15 - in_row);               // row_mirror
+    case 0x141: return (lane & ~7) | (7 - (lane & 7));    // row_half_mirror
+    case 0x142: return row >= 16 ? row - 1 : -1;          // row_bcast:15
+    case 0x143: return row >= 32 ? 31 : -1;               // row_bcast:31
+    default: known = false; return -1;
+  }
+}
+
+// v_mov_b32_dpp with `old` in the destination: a lane whose row (row_mask bit lane / 16) or
+// bank (bank_mask bit (lane % 16) / 4) is disabled keeps `old`; a lane whose source is out of
+// range gets 0 with bound_ctrl, else keeps `old`.
+inline int update_dpp(int old, int src, int ctrl, int row_mask, int bank_mask, bool bound_ctrl) {
+  const unsigned imm = static_cast<unsigned>(ctrl) | static_cast<unsigned>(row_mask & 15) << 12 |
+                       static_cast<unsigned>(bank_mask & 15) << 16 | (bound_ctrl ? 1u << 20 : 0u);
+  const int buf = exchange(DPP, static_cast<uint32_t>(src), imm, "DPP");
+  if (buf < 0) return old;
+  const int lane = lane_of(cur());
+  bool known;
+  const int from = dpp_source(ctrl, lane, known);
+  if (!known) {
+    fail("DPP control 0x%x is not one of GFX9's (quad_perm 0x00-0xFF, row_shl/shr/ror "
+         "0x101-0x12F, wave_shl/rol/shr/ror 0x130/0x134/0x138/0x13C, row_mirror 0x140, "
+         "row_half_mirror 0x141, row_bcast 0x142/0x143)", ctrl);
+    return old;
+  }
+  if (!((row_mask >> (lane / 16)) & 1) || !((bank_mask >> ((lane % 16) / 4)) & 1)) return old;
+  if (from < 0) return bound_ctrl ? 0 : old;
+  return static_cast<int>(static_cast<uint32_t>(rt.warps[warp_of(cur())].v[buf][from]));
+}
+
+// ds_swizzle_b32 (AMD "Vega" ISA, DS_SWIZZLE_B32): offset bit 15 set: quad mode, lane 4q + i
+// reads lane 4q + offset[2i + 1 : 2i]; else bit mode within groups of 32 lanes, lane
+// ((lane & and) | or) ^ xor, and = offset[4:0], or = offset[9:5], xor = offset[14:10].
+inline int swizzle_source(int pattern, int lane) {
+  if (pattern & 0x8000) return (lane & ~3) | ((pattern >> (2 * (lane & 3))) & 3);
+  const int and_mask = pattern & 31, or_mask = (pattern >> 5) & 31, xor_mask = (pattern >> 10) & 31;
+  return (lane & ~31) | ((((lane & 31) & and_mask) | or_mask) ^ xor_mask);
+}
+inline int ds_swizzle(int v, int pattern) {
+  const int buf = exchange(SWIZZLE, static_cast<uint32_t>(v), static_cast<unsigned>(pattern),
+                           "ds_swizzle");
+  if (buf < 0) return v;
+  if (pattern < 0 || pattern > 0xFFFF) {
+    fail("ds_swizzle offset 0x%x: the offset is 16 bits", pattern);
+    return v;
+  }
+  const int from = swizzle_source(pattern, lane_of(cur()));
+  return static_cast<int>(static_cast<uint32_t>(rt.warps[warp_of(cur())].v[buf][from]));
+}
+
+// ds_bpermute_b32: lane l reads lane (addr_l / 4) mod 64 ("backward" permute: every lane
+// names its source)
+inline int ds_bpermute(int byte_addr, int v) {
+  const int buf = exchange(BPERMUTE, static_cast<uint32_t>(v), 0, "ds_bpermute");
+  if (buf < 0) return v;
+  const int from = (static_cast<unsigned>(byte_addr) >> 2) & (WARP - 1);
+  return static_cast<int>(static_cast<uint32_t>(rt.warps[warp_of(cur())].v[buf][from]));
+}
+
+// v_readfirstlane_b32 / v_readlane_b32: the value of lane 0 (all lanes active) or of `lane`
+inline int read_lane(int v, int lane, Kind kind, const char* what) {
+  const int buf = exchange(kind, static_cast<uint32_t>(v), static_cast<unsigned>(lane), what);
+  if (buf < 0) return v;
+  if (lane < 0 || lane >= WARP) {
+    fail("%s of lane %d: a wave has lanes 0 to 63", what, lane);
+    return v;
+  }
+  return static_cast<int>(static_cast<uint32_t>(rt.warps[warp_of(cur())].v[buf][lane]));
+}
+
+// ---- MFMA ---------------------------------------------------------------------------------
+// v_mfma_f32_{16x16x16,32x32x8}{f16,bf16_1k}: D = A B + C over the wave, with AMD's layouts
+// (matrix instruction calculator, CDNA2 and CDNA3; CK's xdlops_gemm.hpp; docs/hip.md
+// "Layouts"). Lane l, value r (of the 4 16-bit values, two per 32-bit register, low half
+// first) holds
+//   16x16x16: A[l % 16][4 (l / 16) + r], B[4 (l / 16) + r][l % 16]; D register r of lane l is
+//             D[4 (l / 16) + r][l % 16]
+//   32x32x8:  A[l % 32][4 (l / 32) + r], B[4 (l / 32) + r][l % 32]; D register r of lane l is
+//             D[8 (r / 4) + 4 (l / 32) + r % 4][l % 32]
+// Products of f16 or bf16 values are exact in f32; they are added to C in f32, k in order.
+// break_layout (a self-test): A's values 1 and 2 swapped.
+inline float half_value(uint16_t bits, bool bf16) {
+  return bf16 ? __builtin_bit_cast(float, static_cast<uint32_t>(bits) << 16)
+              : static_cast<float>(__builtin_bit_cast(_Float16, bits));
+}
+
+template <int M, bool BF16>
+inline void mfma(float* d, uint64_t a, uint64_t b, int cbsz, int abid, int blgp, const char* what) {
+  constexpr int K = M == 16 ? 16 : 8, REGS = M * M / WARP, BLOCKS = WARP / M;
+  static_assert(M == 16 || M == 32, "MFMA 16x16x16 or 32x32x8");
+  const Kind kind = M == 16 ? (BF16 ? MFMA_16x16x16_BF16 : MFMA_16x16x16_F16)
+                            : (BF16 ? MFMA_32x32x8_BF16 : MFMA_32x32x8_F16);
+  const unsigned imm = static_cast<unsigned>(cbsz) | static_cast<unsigned>(abid) << 8 |
+                       static_cast<unsigned>(blgp) << 16;
+  if (rt.current < 0) { fail("%s outside a kernel", what); return; }
+  Fiber& f = cur();
+  WarpScratch& s = rt.warps[warp_of(f)];
+  const int lane = lane_of(f);
+  const int buf = deposit(kind);
+  s.a[buf][lane][0] = static_cast<uint32_t>(a);
+  s.a[buf][lane][1] = static_cast<uint32_t>(a >> 32);
+  s.b[buf][lane][0] = static_cast<uint32_t>(b);
+  s.b[buf][lane][1] = static_cast<uint32_t>(b >> 32);
+  s.a[buf][lane][3] = imm;
+  warp_barrier(what);
+  if (!same_kind(s, buf, kind, what)) return;
+  if (imm != 0) {
+    fail("%s with cbsz %d, abid %d, blgp %d: the emulator takes 0, 0, 0 (no broadcast or lane "
+         "swizzle of the operands)", what, cbsz, abid, blgp);
+    return;
+  }
+  auto value = [](const unsigned* regs, int r) {
+    return half_value(static_cast<uint16_t>(regs[r / 2] >> (16 * (r % 2))), BF16);
+  };
+  const bool broken = config.break_layout != 0;
+  auto A = [&](int i, int k) {
+    int r = k % 4;
+    if (broken && (r == 1 || r == 2)) r = 3 - r;
+    return value(s.a[buf][i + M * (k / 4)], r);
+  };
+  auto B = [&](int k, int j) { return value(s.b[buf][j + M * (k / 4)], k % 4); };
+  static_assert(K == 4 * BLOCKS, "k is split over the lane blocks");
+  const int j = lane % M, block = lane / M;
+  for (int r = 0; r < REGS; ++r) {
+    const int i = M == 16 ? 4 * block + r : 8 * (r / 4) + 4 * block + r % 4;
+    float acc = d[r];
+    for (int k = 0; k < K; ++k) acc += A(i, k) * B(k, j);
+    d[r] = acc;
+  }
+}
+
+template <int M, bool BF16, typename V, typename C>
+inline C mfma_builtin(V a, V b, C c, int cbsz, int abid, int blgp, const char* what) {
+  float d[M * M / WARP];
+  for (int r = 0; r < M * M / WARP; ++r) d[r] = c[r];
+  mfma<M, BF16>(d, __builtin_bit_cast(uint64_t, a), __builtin_bit_cast(uint64_t, b), cbsz, abid,
+                blgp, what);
+  C out;
+  for (int r = 0; r < M * M / WARP; ++r) out[r] = d[r];
+  return out;
+}
+
+}  // namespace emu
+}  // namespace ptc
+
+// ---- the clang AMDGPU builtins, as host functions ---------------------------------------------
+inline unsigned __builtin_amdgcn_workitem_id_x() {
+  return static_cast<unsigned>(ptc::emu::thread_index("__builtin_amdgcn_workitem_id_x"));
+}
+inline unsigned __builtin_amdgcn_workitem_id_y() { return 0; }
+inline unsigned __builtin_amdgcn_workitem_id_z() { return 0; }
+inline unsigned __builtin_amdgcn_workgroup_id_x() {
+  return static_cast<unsigned>(ptc::emu::rt.block);
+}
+inline unsigned __builtin_amdgcn_workgroup_id_y() { return 0; }
+inline unsigned __builtin_amdgcn_workgroup_id_z() { return 0; }
+// v_mbcnt_lo/hi: acc + the set bits of mask below this lane, in lanes 0-31 / 32-63
+inline unsigned __builtin_amdgcn_mbcnt_lo(unsigned mask, unsigned acc) {
+  const int lane = ptc::emu::thread_index("__builtin_amdgcn_mbcnt_lo") % 64;
+  const uint64_t below = lane >= 32 ? 0xffffffffull : (1ull << lane) - 1;
+  return acc + static_cast<unsigned>(__builtin_popcountll(mask & below));
+}
+inline unsigned __builtin_amdgcn_mbcnt_hi(unsigned mask, unsigned acc) {
+  const int lane = ptc::emu::thread_index("__builtin_amdgcn_mbcnt_hi") % 64;
+  const uint64_t below = lane < 32 ? 0 : (1ull << (lane - 32)) - 1;
+  return acc + static_cast<unsigned>(__builtin_popcountll(mask & below));
+}
+
+inline void __builtin_amdgcn_s_barrier() { ptc::emu::block_barrier(); }
+// Fences order memory for other waves; the fibers share one memory, so nothing to do.
+// (clang 19 also takes a third argument, the address spaces)
+inline void __builtin_amdgcn_fence(int, const char*, ...) {}
+// waits and scheduling hints: the emulated loads and LDS accesses complete when issued
+inline void __builtin_amdgcn_s_waitcnt(int) {}
+inline void __builtin_amdgcn_sched_barrier(int) {}
+inline void __builtin_amdgcn_s_setprio(short) {}
+
+inline int __builtin_amdgcn_update_dpp(int old, int src, int dpp_ctrl, int row_mask, int bank_mask,
+                                       bool bound_ctrl) {
+  return ptc::emu::update_dpp(old, src, dpp_ctrl, row_mask, bank_mask, bound_ctrl);
+}
+// v_mov_b32_dpp v, v: clang ties the destination to the source (llvm.amdgcn.mov.dpp selects
+// V_MOV_B32_dpp with old = src), so a lane that is not written keeps its own value
+inline int __builtin_amdgcn_mov_dpp(int src, int dpp_ctrl, int row_mask, int bank_mask,
+                                    bool bound_ctrl) {
+  return ptc::emu::update_dpp(src, src, dpp_ctrl, row_mask, bank_mask, bound_ctrl);
+}
+inline int __builtin_amdgcn_ds_swizzle(int v, int pattern) { return ptc::emu::ds_swizzle(v, pattern); }
+inline int __builtin_amdgcn_ds_bpermute(int byte_addr, int v) {
+  return ptc::emu::ds_bpermute(byte_addr, v);
+}
+inline int __builtin_amdgcn_readfirstlane(int v) {
+  return ptc::emu::read_lane(v, 0, ptc::emu::READFIRSTLANE, "readfirstlane");
+}
+inline int __builtin_amdgcn_readlane(int v, int lane) {
+  return ptc::emu::read_lane(v, lane, ptc::emu::READLANE, "readlane");
+}
+
+inline ptc::f32x4 __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(ptc::i16x4 a, ptc::i16x4 b, ptc::f32x4 c,
+                                                             int cbsz, int abid, int blgp) {
+  return ptc::emu::mfma_builtin<16, true>(a, b, c, cbsz, abid, blgp, "v_mfma_f32_16x16x16bf16_1k");
+}
+inline ptc::f32x4 __builtin_amdgcn_mfma_f32_16x16x16f16(ptc::f16x4 a, ptc::f16x4 b, ptc::f32x4 c,
+                                                         int cbsz, int abid, int blgp) {
+  return ptc::emu::mfma_builtin<16, false>(a, b, c, cbsz, abid, blgp, "v_mfma_f32_16x16x16f16");
+}
+inline ptc::f32x16 __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(ptc::i16x4 a, ptc::i16x4 b, ptc::f32x16 c,
+                                                             int cbsz, int abid, int blgp) {
+  return ptc::emu::mfma_builtin<32, true>(a, b, c, cbsz, abid, blgp, "v_mfma_f32_32x32x8bf16_1k");
+}
+inline ptc::f32x16 __builtin_amdgcn_mfma_f32_32x32x8f16(ptc::f16x4 a, ptc::f16x4 b, ptc::f32x16 c,
+                                                         int cbsz, int abid, int blgp) {
+  return ptc::emu::mfma_builtin<32, false>(a, b, c, cbsz, abid, blgp, "v_mfma_f32_32x32x8f16");
+}
