@@ -74,12 +74,36 @@ def test_the_hip_renderer_refuses_more_than_two_stages():
     assert capabilities(device).refuses(plan, device) is None
 
 
-def test_mfma_fragment_reads_are_counted_as_the_renderer_issues_them():
+def test_b_is_stored_transposed_so_a_lane_reads_its_four_k_at_once():
     # gemm on gfx90a: 4x4 atoms of 16x16x16 per wave, 2 k-steps; A [m][k] is read 8 bytes
-    # per lane (1 per atom), B [k][n] 2 bytes at a time (4 per atom)
+    # per lane (1 per atom); B [k][n] lands transposed, so it is too
     low, plan, _ = lower_sample("gemm", "gfx90a")
     (mma,) = [op for op in ir.walk(low.body) if isinstance(op, ir.Mma)]
     assert (mma.mi, mma.ni, mma.ks) == (4, 4, 2)
+    assert low.buffer("B_lds").layout.transposed and mma.b.transposed
+    assert not low.buffer("A_lds").layout.transposed and not mma.a.transposed
     issue = plan.issue_of(mma.task)
     assert issue.mma == 4 * 4 * 2
-    assert issue.fragment_loads == 4 * 2 + 4 * 4 * 2
+    assert issue.fragment_loads == 4 * 2 + 4 * 2
+
+
+def test_cuda_tiles_are_never_stored_transposed():
+    low, _, _ = lower_sample("gemm", "gfx90a")
+    k = check_file(ROOT / "samples" / "gemm.pt").kernels[0]
+    (cuda,), *_ = lowered(k, "sm80")
+    assert low.buffer("B_lds").layout.transposed
+    assert not any(b.layout is not None and b.layout.transposed for b in cuda.buffers)
+
+
+def test_a_transposed_tile_is_a_bijection_and_an_mfma_read_takes_every_bank_once():
+    from ptc.lower.swizzle import transposed_layout, wavefronts
+    lay = transposed_layout(32, 128, "f16")        # B[k][n]: stored [n][k], 64-byte rows
+    offsets = {lay.offset(r, c) for r in range(32) for c in range(128)}
+    assert len(offsets) == 32 * 128 and max(offsets) < lay.bytes == 32 * 128 * 2
+    assert all(lay.offset(r, c) % 8 == lay.offset(r - r % 4, c) % 8 + 2 * (r % 4)
+               for r in range(32) for c in range(128))    # four k: one 8-byte unit
+    for k0 in range(0, 32, 4):                      # 16 lanes: 16 columns, one unit each
+        for n0 in range(0, 128, 16):
+            reads = [lay.offset(k0, n0 + i) for i in range(16)]
+            assert wavefronts(reads, 8) == 1
+    assert transposed_layout(30, 128, "f16") is None and transposed_layout(32, 8, "f32") is None

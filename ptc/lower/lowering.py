@@ -37,7 +37,7 @@ from .assign import (Tiling, assign_layouts, reads_with_expands, register_words,
 from .atoms import mma_atom  # noqa: F401 (part of this module's interface)
 from .layout import Layout
 from .program import Stmt, flatten, mma_parts, reads
-from .swizzle import ALIGN, smem_layout
+from .swizzle import ALIGN, smem_layout, transposed_layout
 from .tiles import TileError, divisible, extent_value, global_tile
 
 
@@ -58,6 +58,8 @@ class Capabilities:
     rasters: frozenset[str] = frozenset({"row"})
     # async copies staged in registers (CopyTile.staged): one copy per buffer in flight
     staged_copies: bool = False
+    # operand tiles stored transposed where the atom reads k contiguously (swizzle k8t)
+    transposed_operands: bool = False
 
     def refuses(self, plan: Plan, device: Device) -> str | None:
         """Why this renderer cannot build `plan` (None: it can)."""
@@ -189,6 +191,34 @@ class Builder:
         self.alignment: list[str] = []
 
     # ---- homes ------------------------------------------------------------------------
+    def k_along_rows(self, value: str) -> bool:
+        """Is `value` read only as operands of atoms that read k faster along a row, with
+        its k along its rows (B as loaded, or A transposed)? Then, where the renderer
+        takes it, the tile is stored transposed (swizzle.transposed_layout)."""
+        caps = self.low.caps
+        if caps is None or not caps.transposed_operands:
+            return False
+        uses = [s for s in self.low.stmts
+                if value in reads(getattr(s.stmt, "value", None) or T.Const(0, T.TileType("i32")))]
+        if not uses:
+            return False
+        for s in uses:
+            if s.kind != "mma" or s.task not in self.low.tiling:
+                return False
+            atom = self.low.tiling[s.task].atom
+            _, mm = mma_parts(s.stmt.value)
+            sides = [(side, mma_operand_var(e)) for side, e in (("a", mm.lhs), ("b", mm.rhs))]
+            for side, (name, transposed) in sides:
+                if name != value:
+                    continue
+                loads = atom.a_loads if side == "a" else atom.b_loads
+                k_along_rows = transposed if side == "a" else not transposed
+                if not k_along_rows or loads[1] <= loads[0]:
+                    return False
+            if not any(name == value for _, (name, _) in sides):
+                return False
+        return True
+
     def layout_name(self, lay: Layout) -> str:
         for name, other in self.layouts.items():
             if other.same_map(lay) and other.shape == lay.shape:
@@ -206,6 +236,8 @@ class Builder:
             shape = tuple(b.shape)
             rows, cols = (shape if len(shape) == 2 else (1, shape[0]) if shape else (1, 1))
             lay = smem_layout(rows, cols, b.dtype) if len(shape) == 2 else None
+            if lay is not None and self.k_along_rows(b.value):
+                lay = transposed_layout(rows, cols, b.dtype) or lay
             slot = lay.bytes if lay else max(math.prod(shape), 1) * DTYPE_BYTES[b.dtype]
             slot = align_up(slot, ALIGN if lay is not None and lay.swizzle == "xor" else 16)
             self.buffers[b.name] = ir.Buffer(b.name, b.dtype, shape, b.stages, lay, slot, 0,
@@ -552,7 +584,9 @@ class Builder:
             transposed = transposed and name not in self.pre_transposed
             home = self.values.get(name)
             if isinstance(home, ir.InShared):
-                ops.append(ir.Operand(name, False, transposed))
+                stored = self.buffers[home.buffer].layout
+                flipped = stored is not None and stored.transposed
+                ops.append(ir.Operand(name, False, transposed != flipped))
             elif isinstance(home, ir.RegTile) and not transposed and \
                     self.layouts[home.layout].same_map(lay):
                 ops.append(ir.Operand(name, True, False))

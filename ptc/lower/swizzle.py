@@ -33,6 +33,7 @@ class SmemLayout:
     cols: int
     dtype: str
     swizzle: str          # "xor" | "none" | "tma" (panels, as TMA writes them: tma_layout)
+    #                       | "k8t" (stored transposed for MFMA operands: transposed_layout)
     span: int = 0         # tma: bytes of a panel's row (the swizzle span; 16 unswizzled)
 
     @property
@@ -40,22 +41,30 @@ class SmemLayout:
         return DTYPE_BYTES[self.dtype]
 
     @property
+    def transposed(self) -> bool:
+        """Stored as the tile's transpose: column c is stored row c."""
+        return self.swizzle == "k8t"
+
+    @property
     def row_bytes(self) -> int:
-        return self.cols * self.elem_bytes
+        """Bytes of a stored row (a column of the tile when transposed)."""
+        return (self.rows if self.transposed else self.cols) * self.elem_bytes
 
     @property
     def bytes(self) -> int:
-        return self.rows * self.row_bytes
+        return (self.cols if self.transposed else self.rows) * self.row_bytes
 
     @property
     def name(self) -> str:
         if self.swizzle == "tma":
             return f"tma{self.span}" if self.swizzled else "tma"
+        if self.transposed:
+            return "transposed_k8"
         return "xor128" if self.swizzle == "xor" else "rows"
 
     @property
     def swizzled(self) -> bool:
-        return self.swizzle == "xor" or (self.swizzle == "tma" and self.span >= 32)
+        return self.swizzle in ("xor", "k8t") or (self.swizzle == "tma" and self.span >= 32)
 
     @property
     def panels(self) -> int:
@@ -81,12 +90,33 @@ class SmemLayout:
             b = col * self.elem_bytes
             o = (b // self.span) * self.panel_bytes + row * self.span + b % self.span
             return span_swizzle(o, self.span)
+        if self.transposed:
+            return k8_offset(col, row * self.elem_bytes, self.row_bytes)
         o = row * self.row_bytes + col * self.elem_bytes
         return swizzle_offset(o, self.lines_per_row) if self.swizzle == "xor" else o
 
 
 def swizzle_offset(o: int, lines_per_row: int = 1) -> int:
     return o ^ ((((o >> 7) // lines_per_row) & 7) << 4)
+
+
+def k8_offset(row: int, byte: int, row_bytes: int) -> int:
+    """Byte offset of `byte` in stored row `row` of a k8t tile: its 8-byte unit XORs
+    (row >> 1) & 7, so the 16 rows an MFMA operand read takes at one unit -- 8 bytes per
+    lane -- cover all 32 banks, and a lane's four k stay one 8-byte read."""
+    unit = (byte >> 3) ^ ((row >> 1) & 7)
+    return row * row_bytes + (unit << 3) + (byte & 7)
+
+
+def transposed_layout(rows: int, cols: int, dtype: str) -> SmemLayout | None:
+    """A rows x cols tile of a 16-bit operand stored transposed (rows become contiguous),
+    for an MFMA operand whose k runs along the tile's rows (B[k][n], or A stored [k][m]):
+    then a lane's four k are one 8-byte read instead of four 2-byte ones. None when the
+    stored rows are not whole groups of eight 8-byte units, or rows do not split into
+    the 4-row blocks a copy lands."""
+    if DTYPE_BYTES[dtype] != 2 or (rows * 2) % 64 or rows % 4:
+        return None
+    return SmemLayout(rows, cols, dtype, "k8t")
 
 
 def span_swizzle(o: int, span: int) -> int:

@@ -138,7 +138,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   staged_load_Q.live = false;
   ptc::StagedTile<ptc::bf16, 32, 128, 8, THREADS, 256, true> staged_load_K;  // load_K's copy in flight
   staged_load_K.live = false;
-  ptc::StagedTile<ptc::bf16, 32, 128, 8, THREADS, 256, true> staged_load_V;  // load_V's copy in flight
+  ptc::StagedTileK8<ptc::bf16, 32, 128, 8, THREADS, 64> staged_load_V;  // load_V's copy in flight
   staged_load_V.live = false;
   // load_Q: Q[128x128] -> q_lds
   {
@@ -190,7 +190,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
         const ptc::bf16* g = g_V + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_n * 32) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)ptc::min((long long)(d_S) - (long long)((i_n * 32)), 32LL) : 0), cols_left = 128;
         if (ALIGNED) staged_load_V.load(smem + 24576u, g, (int)(128), rows_left, cols_left, tid);
-        else ptc::copy_tile_sync<ptc::bf16, 32, 128, THREADS, 256, true>(smem + 24576u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync_k8<ptc::bf16, 32, 128, THREADS, 64>(smem + 24576u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // mma_s: %s_mma = q@mma_s @ k on mfma.f32.16x16x16, 2x2 atoms per wave, 8 k-steps
       #pragma unroll
@@ -312,7 +312,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       for (int r = 0; r < L_o_c::SIZE; ++r) {
         v_o[r] = t_o2[r];
       }
-      ptc::mfma_tile<2, 8, 2, ptc::Mfma<16, 16, 16, true>>(v_o, ptc::RegA<2, 2>{t_o}, ptc::SharedB<8, false, ptc::SharedTile<256, true>>{{smem + 24576u}, L_o_c::wbase1(warp)}, lane);
+      ptc::mfma_tile<2, 8, 2, ptc::Mfma<16, 16, 16, true>>(v_o, ptc::RegA<2, 2>{t_o}, ptc::SharedB<8, true, ptc::SharedTileK8<64>>{{smem + 24576u}, L_o_c::wbase1(warp)}, lane);
     }
   }
   // %O = ...  (simt_O)

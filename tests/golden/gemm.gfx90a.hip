@@ -59,7 +59,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   uint32_t t_C[32];  // %C: f16[128, 128] in acc_c, two per register
   ptc::StagedTile<ptc::f16, 128, 32, 8, THREADS, 64, true> staged_load_A;  // load_A's copy in flight
   staged_load_A.live = false;
-  ptc::StagedTile<ptc::f16, 32, 128, 8, THREADS, 256, true> staged_load_B;  // load_B's copy in flight
+  ptc::StagedTileK8<ptc::f16, 32, 128, 8, THREADS, 64> staged_load_B;  // load_B's copy in flight
   staged_load_B.live = false;
   // acc = ...  (simt_acc)
   #pragma unroll
@@ -83,7 +83,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
         const ptc::f16* g = g_B + ((((i_k * 32) * d_N) + (i_j * 128)));
         const int rows_left = (int)ptc::min((long long)(d_K) - (long long)((i_k * 32)), 32LL), cols_left = (int)ptc::min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
         if (ALIGNED) staged_load_B.load(smem + 16384u + (i_k % 2) * 8192u, g, (int)(d_N), rows_left, cols_left, tid);
-        else ptc::copy_tile_sync<ptc::f16, 32, 128, THREADS, 256, true>(smem + 16384u + (i_k % 2) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync_k8<ptc::f16, 32, 128, THREADS, 64>(smem + 16384u + (i_k % 2) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
     }
     for (int i_k = 0; i_k < trips_k; ++i_k) {
@@ -103,10 +103,10 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
         const ptc::f16* g = g_B + (((((i_k + 1) * 32) * d_N) + (i_j * 128)));
         const int rows_left = (int)ptc::min((long long)(d_K) - (long long)(((i_k + 1) * 32)), 32LL), cols_left = (int)ptc::min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
         if (ALIGNED) staged_load_B.load(smem + 16384u + ((i_k + 1) % 2) * 8192u, g, (int)(d_N), rows_left, cols_left, tid);
-        else ptc::copy_tile_sync<ptc::f16, 32, 128, THREADS, 256, true>(smem + 16384u + ((i_k + 1) % 2) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync_k8<ptc::f16, 32, 128, THREADS, 64>(smem + 16384u + ((i_k + 1) % 2) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // mma_acc: acc = acc + %A @ %B on mfma.f32.16x16x16, 4x4 atoms per wave, 2 k-steps
-      ptc::mfma_tile<4, 4, 2, ptc::Mfma<16, 16, 16, false>>(v_acc, ptc::SharedA<4, false, ptc::SharedTile<64, true>>{{smem + (i_k % 2) * 8192u}, L_acc_c::wbase0(warp)}, ptc::SharedB<4, false, ptc::SharedTile<256, true>>{{smem + 16384u + (i_k % 2) * 8192u}, L_acc_c::wbase1(warp)}, lane);
+      ptc::mfma_tile<4, 4, 2, ptc::Mfma<16, 16, 16, false>>(v_acc, ptc::SharedA<4, false, ptc::SharedTile<64, true>>{{smem + (i_k % 2) * 8192u}, L_acc_c::wbase0(warp)}, ptc::SharedB<4, true, ptc::SharedTileK8<64>>{{smem + 16384u + (i_k % 2) * 8192u}, L_acc_c::wbase1(warp)}, lane);
     }
   }
   // %C = ...  (simt_C)

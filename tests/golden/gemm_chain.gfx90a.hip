@@ -6,7 +6,7 @@
 // shared B_lds: f16[64, 64] x 2 at 16384..32768 (ring of load_B)
 // shared D_lds: f16[64, 128] at 32768..49152 (tile of load_D)
 // shared scratch1: f32[64, 64] at 49152..65536 (t from t_c to acc_a)
-// estimate: 235.0 us at the benchmark shape, bound by vmem
+// estimate: 230.2 us at the benchmark shape, bound by vmem
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -98,9 +98,9 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   float v_t_acc_a[32];  // t@acc_a: f32[64, 64] in acc_a
   ptc::StagedTile<ptc::f16, 64, 64, 8, THREADS, 128, true> staged_load_A;  // load_A's copy in flight
   staged_load_A.live = false;
-  ptc::StagedTile<ptc::f16, 64, 64, 8, THREADS, 128, true> staged_load_B;  // load_B's copy in flight
+  ptc::StagedTileK8<ptc::f16, 64, 64, 8, THREADS, 128> staged_load_B;  // load_B's copy in flight
   staged_load_B.live = false;
-  ptc::StagedTile<ptc::f16, 64, 128, 8, THREADS, 256, true> staged_load_D;  // load_D's copy in flight
+  ptc::StagedTileK8<ptc::f16, 64, 128, 8, THREADS, 128> staged_load_D;  // load_D's copy in flight
   staged_load_D.live = false;
   // acc = ...  (simt_acc)
   #pragma unroll
@@ -133,7 +133,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
             const ptc::f16* g = g_B + ((((i_k * 64) * d_N) + (i_n * 64)));
             const int rows_left = (int)ptc::min((long long)(d_K) - (long long)((i_k * 64)), 64LL), cols_left = (int)ptc::min((long long)(d_N) - (long long)((i_n * 64)), 64LL);
             if (ALIGNED) staged_load_B.load(smem + 16384u + (i_k % 2) * 8192u, g, (int)(d_N), rows_left, cols_left, tid);
-            else ptc::copy_tile_sync<ptc::f16, 64, 64, THREADS, 128, true>(smem + 16384u + (i_k % 2) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
+            else ptc::copy_tile_sync_k8<ptc::f16, 64, 64, THREADS, 128>(smem + 16384u + (i_k % 2) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
         }
         for (int i_k = 0; i_k < trips_k; ++i_k) {
@@ -153,10 +153,10 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
             const ptc::f16* g = g_B + (((((i_k + 1) * 64) * d_N) + (i_n * 64)));
             const int rows_left = (int)ptc::min((long long)(d_K) - (long long)(((i_k + 1) * 64)), 64LL), cols_left = (int)ptc::min((long long)(d_N) - (long long)((i_n * 64)), 64LL);
             if (ALIGNED) staged_load_B.load(smem + 16384u + ((i_k + 1) % 2) * 8192u, g, (int)(d_N), rows_left, cols_left, tid);
-            else ptc::copy_tile_sync<ptc::f16, 64, 64, THREADS, 128, true>(smem + 16384u + ((i_k + 1) % 2) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
+            else ptc::copy_tile_sync_k8<ptc::f16, 64, 64, THREADS, 128>(smem + 16384u + ((i_k + 1) % 2) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
           // mma_t: t = t + %A @ %B on mfma.f32.16x16x16, 2x2 atoms per wave, 4 k-steps
-          ptc::mfma_tile<2, 2, 4, ptc::Mfma<16, 16, 16, false>>(v_t, ptc::SharedA<2, false, ptc::SharedTile<128, true>>{{smem + (i_k % 2) * 8192u}, L_t_c::wbase0(warp)}, ptc::SharedB<2, false, ptc::SharedTile<128, true>>{{smem + 16384u + (i_k % 2) * 8192u}, L_t_c::wbase1(warp)}, lane);
+          ptc::mfma_tile<2, 2, 4, ptc::Mfma<16, 16, 16, false>>(v_t, ptc::SharedA<2, false, ptc::SharedTile<128, true>>{{smem + (i_k % 2) * 8192u}, L_t_c::wbase0(warp)}, ptc::SharedB<2, true, ptc::SharedTileK8<128>>{{smem + 16384u + (i_k % 2) * 8192u}, L_t_c::wbase1(warp)}, lane);
         }
       }
       // simt_acc2: spill t (layout t_c) to scratch1
@@ -191,7 +191,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
         const ptc::f16* g = g_D + ((((i_n * 64) * d_L) + (i_j * 128)));
         const int rows_left = (int)ptc::min((long long)(d_N) - (long long)((i_n * 64)), 64LL), cols_left = (int)ptc::min((long long)(d_L) - (long long)((i_j * 128)), 128LL);
         if (ALIGNED) staged_load_D.load(smem + 32768u, g, (int)(d_L), rows_left, cols_left, tid);
-        else ptc::copy_tile_sync<ptc::f16, 64, 128, THREADS, 256, true>(smem + 32768u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync_k8<ptc::f16, 64, 128, THREADS, 128>(smem + 32768u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // wait for D_lds: the copies in flight land in LDS
       staged_load_A.land(tid);
@@ -199,7 +199,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       staged_load_D.land(tid);
       ptc::syncthreads();  // Mma of mma_acc reads what other threads wrote
       // mma_acc: acc = acc + %acc @ %D on mfma.f32.16x16x16, 2x4 atoms per wave, 4 k-steps
-      ptc::mfma_tile<2, 4, 4, ptc::Mfma<16, 16, 16, false>>(v_acc, ptc::RegA<2, 4>{t_acc}, ptc::SharedB<4, false, ptc::SharedTile<256, true>>{{smem + 32768u}, L_acc_c::wbase1(warp)}, lane);
+      ptc::mfma_tile<2, 4, 4, ptc::Mfma<16, 16, 16, false>>(v_acc, ptc::RegA<2, 4>{t_acc}, ptc::SharedB<4, true, ptc::SharedTileK8<128>>{{smem + 32768u}, L_acc_c::wbase1(warp)}, lane);
     }
   }
   // %E = ...  (simt_E)

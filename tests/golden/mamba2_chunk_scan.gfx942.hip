@@ -11,7 +11,7 @@
 // shared dA_cs_lds: f32[64] at 16384..16640 (tile of load_dA_cs2)
 // shared dt_lds: f32[64] at 16640..16896 (tile of load_dt)
 // shared cs_m_lds: f32[32] at 24576..24704 (tile of load_dA_cs)
-// estimate: 646.2 us at the benchmark shape, bound by valu
+// estimate: 618.5 us at the benchmark shape, bound by valu
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -108,7 +108,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   staged_load_cb.live = false;
   ptc::StagedTile<float, 1, 64, 4, THREADS, 256, false> staged_load_dt;  // load_dt's copy in flight
   staged_load_dt.live = false;
-  ptc::StagedTile<ptc::f16, 64, 64, 8, THREADS, 128, true> staged_load_x;  // load_x's copy in flight
+  ptc::StagedTileK8<ptc::f16, 64, 64, 8, THREADS, 128> staged_load_x;  // load_x's copy in flight
   staged_load_x.live = false;
   ptc::StagedTile<ptc::f16, 32, 64, 8, THREADS, 128, true> staged_load_x2;  // load_x2's copy in flight
   staged_load_x2.live = false;
@@ -198,7 +198,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
         const ptc::f16* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_s * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)ptc::min((long long)(d_L) - (long long)((i_s * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
         if (ALIGNED) staged_load_x.load(smem, g, (int)((d_H * d_P)), rows_left, cols_left, tid);
-        else ptc::copy_tile_sync<ptc::f16, 64, 64, THREADS, 128, true>(smem, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync_k8<ptc::f16, 64, 64, THREADS, 128>(smem, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::syncthreads();  // Compute of simt_w reads what other threads wrote
       // w = ...  (simt_w)
@@ -237,7 +237,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       }
       ptc::syncthreads();  // Mma of mma_acc reads what other threads wrote
       // mma_acc: acc = acc + %acc @ %x on mfma.f32.16x16x16, 1x2 atoms per wave, 4 k-steps
-      ptc::mfma_tile<1, 2, 4, ptc::Mfma<16, 16, 16, false>>(v_acc, ptc::RegA<1, 4>{t_acc}, ptc::SharedB<2, false, ptc::SharedTile<128, true>>{{smem}, L_carried_c::wbase1(warp)}, lane);
+      ptc::mfma_tile<1, 2, 4, ptc::Mfma<16, 16, 16, false>>(v_acc, ptc::RegA<1, 4>{t_acc}, ptc::SharedB<2, true, ptc::SharedTileK8<128>>{{smem}, L_carried_c::wbase1(warp)}, lane);
     }
   }
   // load_x2: x[32x64] -> x2_lds

@@ -103,7 +103,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   staged_load_dt.live = false;
   ptc::StagedTile<ptc::f16, 64, 128, 8, THREADS, 256, true> staged_load_Bm;  // load_Bm's copy in flight
   staged_load_Bm.live = false;
-  ptc::StagedTile<ptc::f16, 64, 64, 8, THREADS, 128, true> staged_load_x;  // load_x's copy in flight
+  ptc::StagedTileK8<ptc::f16, 64, 64, 8, THREADS, 128> staged_load_x;  // load_x's copy in flight
   staged_load_x.live = false;
   // load_dA_cs: dA_cs[1x1] -> last_lds
   {
@@ -161,7 +161,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
         const ptc::f16* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_l * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)ptc::min((long long)(d_L) - (long long)((i_l * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
         if (ALIGNED) staged_load_x.load(smem + 16384u, g, (int)((d_H * d_P)), rows_left, cols_left, tid);
-        else ptc::copy_tile_sync<ptc::f16, 64, 64, THREADS, 128, true>(smem + 16384u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync_k8<ptc::f16, 64, 64, THREADS, 128>(smem + 16384u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::syncthreads();  // Compute of simt_bw reads what other threads wrote
       // bw = ...  (simt_bw)
@@ -195,7 +195,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       }
       ptc::syncthreads();  // Mma of mma_acc reads what other threads wrote
       // mma_acc: acc = acc + %x @ bw on mfma.f32.16x16x16, 2x4 atoms per wave, 4 k-steps
-      ptc::mfma_tile<2, 4, 4, ptc::Mfma<16, 16, 16, false>>(v_acc, ptc::SharedA<2, true, ptc::SharedTile<128, true>>{{smem + 16384u}, L_acc_c::wbase0(warp)}, ptc::RegB<4, 4>{v_bw}, lane);
+      ptc::mfma_tile<2, 4, 4, ptc::Mfma<16, 16, 16, false>>(v_acc, ptc::SharedA<2, false, ptc::SharedTileK8<128>>{{smem + 16384u}, L_acc_c::wbase0(warp)}, ptc::RegB<4, 4>{v_bw}, lane);
     }
   }
   // store_states: states[64x128] <- acc

@@ -21,6 +21,7 @@ CAPABILITIES = Capabilities(
     copy_units=frozenset({"vmem"}),
     persistent=False,
     staged_copies=True,
+    transposed_operands=True,
 )
 
 SIMDS_PER_CU = 4     # a CU's waves are spread over its 4 SIMDs (CDNA2/3 whitepapers)

@@ -35,8 +35,15 @@ class HipBodyPrinter(CBodyPrinter):
         return {op.task: op for op in ir.walk(self.low.body)
                 if isinstance(op, ir.CopyTile) and op.staged}
 
+    def transposed(self, buffer: str) -> bool:
+        lay = self.buffers[buffer].layout
+        return lay is not None and lay.transposed
+
     def staged_type(self, op: ir.CopyTile) -> str:
         rows, cols, row_bytes, swz = self.tile_shape(self.buffers[op.buffer])
+        if self.transposed(op.buffer):
+            return (f"ptc::StagedTileK8<{self.ctypes[op.tile.dtype]}, {rows}, {cols}, "
+                    f"{op.vector}, THREADS, {row_bytes}>")
         return (f"ptc::StagedTile<{self.ctypes[op.tile.dtype]}, {rows}, {cols}, {op.vector}, "
                 f"THREADS, {row_bytes}, {'true' if swz else 'false'}>")
 
@@ -70,9 +77,12 @@ class HipBodyPrinter(CBodyPrinter):
         with self.block(f"if ({guard})" if guard else ""):
             self.emit(f"const {ctype}* g = g_{tile.tensor} + ({origin});")
             self.emit(f"const int rows_left = {rows_left}, cols_left = {cols_left};")
-            sync = (f"ptc::copy_tile_sync<{ctype}, {rows}, {cols}, THREADS, {row_bytes}, "
-                    f"{'true' if swz else 'false'}>({dst}, g, (int)({rs}), (int)({cs}), "
-                    f"rows_left, cols_left, {literal(op.pad, 'f32')}, tid);")
+            args = (f"({dst}, g, (int)({rs}), (int)({cs}), rows_left, cols_left, "
+                    f"{literal(op.pad, 'f32')}, tid);")
+            sync = (f"ptc::copy_tile_sync_k8<{ctype}, {rows}, {cols}, THREADS, {row_bytes}>"
+                    + args if self.transposed(op.buffer) else
+                    f"ptc::copy_tile_sync<{ctype}, {rows}, {cols}, THREADS, {row_bytes}, "
+                    f"{'true' if swz else 'false'}>" + args)
             if not op.staged:
                 if op.asynchronous:
                     raise RenderError(f"{op.task}: an asynchronous copy that is not staged "
@@ -97,8 +107,10 @@ class HipBodyPrinter(CBodyPrinter):
         """(C type, its address) of the LDS tile that holds `value`."""
         home = self.values[value]
         _, _, row_bytes, swz = self.tile_shape(self.buffers[home.buffer])
-        return (f"ptc::SharedTile<{row_bytes}, {'true' if swz else 'false'}>",
-                self.slot_address(home.buffer, home.loop))
+        addr = self.slot_address(home.buffer, home.loop)
+        if self.transposed(home.buffer):
+            return f"ptc::SharedTileK8<{row_bytes}>", addr
+        return f"ptc::SharedTile<{row_bytes}, {'true' if swz else 'false'}>", addr
 
     def operand(self, o: ir.Operand, which: str, mma: ir.Mma, out_layout: str) -> str:
         home = self.values[o.value]

@@ -24,6 +24,15 @@ __device__ __forceinline__ uint32_t tile_offset(int row, int byte) {
   return o ^ ((((o >> 7) / LINES) & 7u) << 4);
 }
 
+// A transposed tile's byte offset of (stored row, byte in row): the tile's column is the
+// stored row, and 8-byte units XOR (row >> 1) & 7, so an MFMA operand's 8-byte reads of 16
+// consecutive rows hit every bank once (ptc/lower/swizzle.py: k8_offset).
+template <int ROW_BYTES>
+__device__ __forceinline__ uint32_t tile_offset_k8(int row, int byte) {
+  const uint32_t unit = static_cast<uint32_t>(byte >> 3) ^ static_cast<uint32_t>((row >> 1) & 7);
+  return static_cast<uint32_t>(row * ROW_BYTES) + (unit << 3) + static_cast<uint32_t>(byte & 7);
+}
+
 // the register type of one vector access of BYTES bytes
 template <int BYTES> struct Chunk;
 template <> struct Chunk<4> { using type = uint32_t; };
@@ -70,6 +79,76 @@ struct StagedTile {
     live = false;
   }
 };
+
+// A copy in flight into a transposed tile (16-bit elements): each thread loads blocks of
+// 4 rows x VEC columns (consecutive threads take consecutive row blocks of a column chunk)
+// and lands them as VEC 8-byte writes, one per column: its 4 rows are the 4 k an MFMA lane
+// reads at once.
+template <typename T, int ROWS, int COLS, int VEC, int THREADS, int ROW_BYTES>
+struct StagedTileK8 {
+  static_assert(sizeof(T) == 2 && ROWS % 4 == 0 && COLS % VEC == 0, "16-bit 4-row blocks");
+  static constexpr int BLOCKS = ROWS / 4;
+  static constexpr int CHUNKS = BLOCKS * (COLS / VEC);
+  static constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
+  static constexpr int WORDS = VEC / 2;   // 32-bit words of one row's VEC elements
+  using Word = typename Chunk<VEC * sizeof(T)>::type;
+  struct Words { uint32_t w[WORDS]; };
+  Words data[ITERS][4];
+  uint32_t dst;
+  bool live;
+
+  __device__ __forceinline__ void load(uint32_t smem, const T* g, int row_stride, int rows_left,
+                                       int cols_left, int tid) {
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+      const int id = tid + i * THREADS;
+      if (CHUNKS % THREADS != 0 && id >= CHUNKS) break;
+      const int r = (id % BLOCKS) * 4, c = (id / BLOCKS) * VEC;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        data[i][j] = __builtin_bit_cast(
+            Words, (r + j < rows_left && c < cols_left)
+                       ? *PTC_GLOBAL(reinterpret_cast<const Word*>(g + ((r + j) * row_stride + c)))
+                       : Word{});
+    }
+    dst = smem;
+    live = true;
+  }
+
+  __device__ __forceinline__ void land(int tid) {
+    if (!live) return;
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i) {
+      const int id = tid + i * THREADS;
+      if (CHUNKS % THREADS != 0 && id >= CHUNKS) break;
+      const int r = (id % BLOCKS) * 4, c = (id / BLOCKS) * VEC;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        uint32_t h[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) h[j] = (data[i][j].w[e / 2] >> (16 * (e % 2))) & 0xffffu;
+        st_shared<u32x2>(dst + tile_offset_k8<ROW_BYTES>(c + e, r * 2),
+                         u32x2{h[0] | (h[1] << 16), h[2] | (h[3] << 16)});
+      }
+    }
+    live = false;
+  }
+};
+
+// Synchronous copy into a transposed tile, one element per load.
+template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES>
+__device__ __forceinline__ void copy_tile_sync_k8(uint32_t smem, const T* g, int row_stride,
+                                                  int col_stride, int rows_left, int cols_left,
+                                                  float pad, int tid) {
+  const T fill = from_f32<T>(pad);
+#pragma unroll 2
+  for (int id = tid; id < ROWS * COLS; id += THREADS) {
+    const int r = id % ROWS, c = id / ROWS;   // consecutive threads: consecutive k of a column
+    const bool valid = r < rows_left && c < cols_left;
+    const T v = valid ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride)) : fill;
+    st_shared(smem + tile_offset_k8<ROW_BYTES>(c, r * static_cast<int>(sizeof(T))), v);
+  }
+}
 
 // Synchronous copy, one element per load: any strides, `pad` where the tile leaves the tensor.
 template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE>

@@ -61,6 +61,16 @@ struct SharedTile {
   }
 };
 
+// A transposed LDS tile (swizzle k8t): `at` takes stored coordinates (the tile's column
+// first), as load_a / load_b do for TRANS operands.
+template <int ROW_BYTES>
+struct SharedTileK8 {
+  uint32_t base;
+  __device__ __forceinline__ uint32_t at(int row, int col) const {
+    return base + tile_offset_k8<ROW_BYTES>(row, col * 2);
+  }
+};
+
 // four 16-bit values, value j at `at(j)`, packed into two registers
 template <class Tile, class At>
 __device__ __forceinline__ void gather4(uint32_t* f, const Tile&, At at) {
