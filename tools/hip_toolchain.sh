@@ -9,7 +9,6 @@
 # HIP build tests then skip -- except under CI (CI set), where they must run: exit 1.
 set -u
 PACKAGES=(hipcc clang-19 lld-19 llvm-19)
-LOG="${TMPDIR:-/tmp}/ptc-hip-toolchain.log"
 
 give_up() {
   echo "hip toolchain: not installed: $1 (the HIP build tests will skip)" >&2
@@ -35,9 +34,9 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 export DEBIAN_FRONTEND=noninteractive
+LOG=$(mktemp "${TMPDIR:-/tmp}/ptc-hip-toolchain.XXXXXX.log")
 echo "hip toolchain: apt-get install ${PACKAGES[*]} (a few minutes, ~1 GB; log: $LOG)" >&2
 apt() { "${SUDO[@]}" apt-get "$@" >>"$LOG" 2>&1; }
-: >"$LOG"
 # a fresh image may have no package lists yet: update once if the first try fails
 apt install -y -q --no-install-recommends "${PACKAGES[@]}" ||
   { apt update -q && apt install -y -q --no-install-recommends "${PACKAGES[@]}"; } ||
