@@ -37,7 +37,7 @@ from .assign import (Tiling, assign_layouts, reads_with_expands, register_words,
 from .atoms import mma_atom  # noqa: F401 (part of this module's interface)
 from .layout import Layout
 from .program import Stmt, flatten, mma_parts, reads
-from .swizzle import ALIGN, smem_layout, transposed_layout
+from .swizzle import ALIGN, scratch_pad, smem_layout, transposed_layout
 from .tiles import TileError, divisible, extent_value, global_tile
 
 
@@ -490,8 +490,11 @@ class Builder:
             # lanes of a phase (4 rows x 4 pairs in the mma layouts) hit 32 banks
             vector = 2 if contiguous_run(src) % 2 == 0 and contiguous_run(want) % 2 == 0 \
                 and len(shape) == 2 and not transposed else 1
-            if len(shape) == 2 and shape[1] % 32 == 0 and (vector == 2 or transposed):
-                shape = (shape[0], shape[1] + (8 if vector == 2 else 1))
+            if len(shape) == 2:
+                preferred = 8 if vector == 2 else 1 if transposed else 0
+                pad = scratch_pad(src, want, vector, transposed, shape[1],
+                                  preferred if shape[1] % 32 == 0 else 0)
+                shape = (shape[0], shape[1] + pad)
             what = "transposed into" if transposed else "to"
             scratch = self.scratch_buffer(f"{r} from {home.layout} {what} {lay_name}", dtype,
                                           shape)

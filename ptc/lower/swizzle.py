@@ -171,3 +171,25 @@ def bank_conflicts(addresses: list[int | None], width: int) -> int:
         if phase:
             total += wavefronts(phase, width) - 1
     return total
+
+
+def scratch_pad(spill, fill, vector: int, transposed: bool, cols: int, preferred: int) -> int:
+    """Words of padding per row of a row-major f32 scratch tile of `cols` columns through
+    which registers in layout `spill` pass to layout `fill` (read transposed when
+    `transposed`), `vector` values per access: the pad whose accesses -- one warp's, by
+    the bank rule above -- take the fewest wavefronts; `preferred` on a tie, then the
+    least. Padding moves rows to other banks: what a column read of a row-major tile
+    (an MFMA operand's lanes down a column) needs."""
+    def cost(pad: int) -> int:
+        pitch = cols + pad
+        total = 0
+        for lay, flip in ((spill, False), (fill, transposed)):
+            coords = lay.table[0]                       # warp 0: [lanes, regs, rank]
+            for r in range(0, lay.size, vector):
+                c = coords[:, r, :]
+                rows, cs = (c[:, 1], c[:, 0]) if flip else (c[:, 0], c[:, 1])
+                total += bank_conflicts([4 * int(a * pitch + b) for a, b in zip(rows, cs)],
+                                        4 * vector)
+        return total
+    return min(sorted({preferred, 0, 1, 2, 4, 8}),
+               key=lambda pad: (cost(pad), pad != preferred, pad))
