@@ -114,7 +114,25 @@ def estimate_registers(body, builder) -> int:
     for op, lin, lout in zip(ops, live_in, live_out):
         here = max(size(lin), size(lout))
         if isinstance(op, ir.Mma):
-            here += 2 * ((0 if op.a.in_registers else op.mi * 4) +
-                         (0 if op.b.in_registers else op.ni * 2))
+            here += 2 * ((0 if op.a.in_registers else op.mi * fragment_words(op.atom.a)) +
+                         (0 if op.b.in_registers else op.ni * fragment_words(op.atom.b)))
         peak = max(peak, here)
-    return BASE_REGISTERS + peak
+    return BASE_REGISTERS + peak + staged_words(body, builder.low.threads)
+
+
+def fragment_words(fragment) -> int:
+    """32-bit registers of one atom's 16-bit operand fragment (two values per register)."""
+    return math.ceil(math.prod(d.size for d in fragment.regs) / 2)
+
+
+def staged_words(body, threads: int) -> int:
+    """Registers a thread's copies staged in registers hold while in flight (each task's
+    copy at most once; they are in flight together across the main loop's multiplies)."""
+    total = 0
+    for op in {op.task: op for op in ir.walk(body)
+               if isinstance(op, ir.CopyTile) and op.staged}.values():
+        t = op.tile
+        chunk_bytes = op.vector * DTYPE_BYTES[t.dtype]
+        chunks = t.rows * t.cols // op.vector
+        total += math.ceil(chunks / threads) * math.ceil(chunk_bytes / 4)
+    return total
