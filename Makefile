@@ -1,7 +1,9 @@
 # Two entry points, both self-contained on a fresh machine:
 #   make samples  -- set up; check every sample, run it on the reference interpreter,
-#                    schedule it for every target (plans in out/plans/) and build its
-#                    CUDA for sm80 and sm90a with nvcc (out/cuda/, out/cuda-sm90/)
+#                    schedule it for every target (plans in out/plans/), build its
+#                    CUDA for sm80 and sm90a with nvcc (out/cuda/, out/cuda-sm90/) and
+#                    write its HIP for gfx90a and gfx942 (out/hip-gfx90a/, out/hip-gfx942/),
+#                    built where a HIP compiler is installed (`make hip-toolchain`)
 #   make test     -- set up, install the HIP compilers where they are missing (apt-get; see
 #                    tools/hip_toolchain.sh) and run the whole test suite
 # and two for a GPU machine without network (docs/gpu.md):
@@ -51,6 +53,15 @@ samples: setup
 	    || { cat out/cuda-sm90.$$name.log; exit 1; }; \
 	  tail -n 1 out/cuda-sm90.$$name.log; \
 	done
+	@hip=$$(command -v hipcc || command -v clang++-19 || command -v clang++ || true); \
+	for f in $(SAMPLES); do for t in gfx90a gfx942; do \
+	  name=$$(basename $$f .pt); \
+	  if [ -n "$$hip$$PTC_HIPCC" ]; then verb=build; else verb=compile; fi; \
+	  echo "$(PTC) $$verb $$f --target $$t -o out/hip-$$t/$$name"; \
+	  $(PTC) $$verb $$f --target $$t -o out/hip-$$t/$$name > out/hip-$$t.$$name.log 2>&1 \
+	    || { cat out/hip-$$t.$$name.log; exit 1; }; \
+	  tail -n 1 out/hip-$$t.$$name.log; \
+	done; done
 
 # Debian's hipcc and clang-19 build the HIP targets (docs/hip.md); idempotent, quiet
 hip-toolchain:
