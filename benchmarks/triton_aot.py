@@ -2,6 +2,9 @@
 
     python benchmarks/triton_aot.py gemm BM=64,BN=128,BK=64 --warps 4 --stages 2 \
         --arch 80 -o gemm.cubin
+    python benchmarks/triton_aot.py gemm BM=128,BN=128,BK=32 --arch gfx942 -o gemm.s
+
+`--arch` is an sm number (a cubin) or an AMD gfx name (the AMDGPU assembly, wave64).
 
 Triton stays out of ptc's dependencies: the first run creates benchmarks/.venv-triton with
 `pip install triton` and re-runs itself there. Pointers, sizes and strides are specialized
@@ -27,7 +30,7 @@ def ensure_venv() -> Path:
     return python
 
 
-def compile_cubin(name: str, tiles: dict[str, int], warps: int, stages: int, arch: int) -> bytes:
+def compile_kernel(name: str, tiles: dict[str, int], warps: int, stages: int, arch: str) -> bytes:
     import triton
     from triton.backends.compiler import GPUTarget
     sys.path.insert(0, str(HERE / "baselines"))
@@ -39,7 +42,11 @@ def compile_cubin(name: str, tiles: dict[str, int], warps: int, stages: int, arc
     src = triton.compiler.ASTSource(
         fn=getattr(module, kernel), signature=module.SIGNATURE, constexprs=constexprs,
         attrs={(i,): [["tt.divisibility", 16]] for i in module.DIVISIBLE})
-    compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32),
+    if arch.startswith("gfx"):
+        compiled = triton.compile(src, target=GPUTarget("hip", arch, 64),
+                                  options={"num_warps": warps, "num_stages": stages})
+        return compiled.asm["amdgcn"].encode()
+    compiled = triton.compile(src, target=GPUTarget("cuda", int(arch), 32),
                               options={"num_warps": warps, "num_stages": stages})
     return compiled.asm["cubin"]
 
@@ -50,7 +57,7 @@ def main() -> None:
     ap.add_argument("tiles", help="e.g. BM=64,BN=128,BK=64 (flash_attn: BM, BN, D)")
     ap.add_argument("--warps", type=int, default=4)
     ap.add_argument("--stages", type=int, default=2)
-    ap.add_argument("--arch", type=int, default=80)
+    ap.add_argument("--arch", default="80", help="80, 90 or an AMD target such as gfx942")
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args()
     try:
@@ -60,8 +67,8 @@ def main() -> None:
         os.execv(str(python), [str(python), __file__, *sys.argv[1:]])
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     tiles = {k: int(v) for k, v in (kv.split("=") for kv in args.tiles.split(","))}
-    Path(args.output).write_bytes(compile_cubin(args.kernel, tiles, args.warps, args.stages,
-                                                args.arch))
+    Path(args.output).write_bytes(compile_kernel(args.kernel, tiles, args.warps, args.stages,
+                                                 args.arch))
 
 
 if __name__ == "__main__":

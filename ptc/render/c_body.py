@@ -554,19 +554,24 @@ class CBodyPrinter:
     # ---- layout conversions --------------------------------------------------------------------
     def scratch_tile(self, home: ir.RegTile, scratch: str, layout: str,
                      transposed: bool = False) -> tuple[str, str, str]:
-        """(C condition that element (c0, c1) is in the tile, its word address, word type);
-        `transposed`: the scratch holds the tile's transpose."""
+        """(C condition that element (c0, c1) is in the tile -- "" where the layout covers
+        the tile exactly --, its word address, word type); `transposed`: the scratch holds
+        the tile's transpose."""
         lay = self.layouts[layout]
         b = self.buffers[scratch]
         shape = b.shape
-        conds = [f"c{a} < {home.shape[a]}" for a in range(lay.rank)]
+        conds = [f"c{a} < {home.shape[a]}" for a, m in enumerate(lay.exceeds(home.shape)) if m]
         index = "0"
         if lay.rank == 2:
             index = f"(c1 * {shape[1]} + c0)" if transposed else f"(c0 * {shape[1]} + c1)"
         elif lay.rank == 1:
             index = "c0"
         word = "int" if b.dtype == "i32" else "float"
-        return " && ".join(conds) or "true", f"smem + {b.offset}u + {index} * 4u", word
+        return " && ".join(conds), f"smem + {b.offset}u + {index} * 4u", word
+
+    @staticmethod
+    def only_if(cond: str) -> str:
+        return f"if ({cond}) " if cond else ""
 
     def SpillTile(self, op: ir.SpillTile) -> None:
         home, lay = self.register_tile(op.value)
@@ -581,13 +586,13 @@ class CBodyPrinter:
             nxt = self.renderer(home.layout, "r + 1").render(var, coords)
             with self.block(f"#pragma unroll\n{'  ' * self.depth}for (int r = 0; r < {s}::SIZE; r += 2)"):
                 self.coords(home.layout)
-                self.emit(f"if ({cond}) ptc::st_shared<float2>({addr}, "
+                self.emit(f"{self.only_if(cond)}ptc::st_shared<float2>({addr}, "
                           f"make_float2({value}, {nxt}));")
             return
         value = rd.render(T.Var(op.value, T.TileType(home.dtype)), coords)
         with self.unrolled(s):
             self.coords(home.layout)
-            self.emit(f"if ({cond}) ptc::st_shared<{word}>({addr}, ({word})({value}));")
+            self.emit(f"{self.only_if(cond)}ptc::st_shared<{word}>({addr}, ({word})({value}));")
 
     def FillTile(self, op: ir.FillTile) -> None:
         home, lay = self.register_tile(op.target)
@@ -598,12 +603,15 @@ class CBodyPrinter:
         if op.vector == 2:
             with self.block(f"#pragma unroll\n{'  ' * self.depth}for (int r = 0; r < {s}::SIZE; r += 2)"):
                 self.coords(home.layout)
-                self.emit(f"const float2 x = ({cond}) ? ptc::ld_shared<float2>({addr}) : "
-                          "make_float2(0.0f, 0.0f);")
+                load = f"ptc::ld_shared<float2>({addr})"
+                self.emit(f"const float2 x = ({cond}) ? {load} : make_float2(0.0f, 0.0f);"
+                          if cond else f"const float2 x = {load};")
                 self.emit(self.store_register(home, "r", "x.x"))
                 self.emit(self.store_register(home, "r + 1", "x.y"))
             return
         with self.unrolled(s):
             self.coords(home.layout)
-            self.emit(f"const float x = ({cond}) ? (float)ptc::ld_shared<{word}>({addr}) : 0.0f;")
+            load = f"(float)ptc::ld_shared<{word}>({addr})"
+            self.emit(f"const float x = ({cond}) ? {load} : 0.0f;" if cond
+                      else f"const float x = {load};")
             self.emit(self.store_register(home, "r", "x"))

@@ -76,6 +76,13 @@ class KernelIsa:
     main_loop: tuple[tuple[str, int], ...] = ()      # per family, one main-loop iteration
     mfma: tuple[tuple[str, int], ...] = ()           # per v_mfma mnemonic, the whole kernel
     display_name: str = ""
+    loop_instructions: int = 0   # every instruction of one main-loop iteration
+    loop_flops: int = 0          # the FLOPs its v_mfma compute (per wave)
+
+    @property
+    def per_mflop(self) -> float:
+        """Main-loop instructions per MFLOP of matrix work (the Triton comparison's unit)."""
+        return self.loop_instructions / (self.loop_flops / 1e6) if self.loop_flops else 0.0
 
     @property
     def spills(self) -> int:
@@ -189,13 +196,21 @@ def parse_isa(text: str) -> IsaReport:
     kernels = []
     for name, found in values.items():
         body = bodies.get(name, [])
+        loop = _main_loop(body)
         found.setdefault("total_vgprs", found.get("vgprs", 0))   # no AGPRs (older targets)
         kernels.append(KernelIsa(
             name=kernel_name(name), arch=arch, **found,
-            instructions=_families(body), main_loop=_families(_main_loop(body)),
+            instructions=_families(body), main_loop=_families(loop),
+            loop_instructions=len(loop), loop_flops=sum(mfma_flops(op) for op, _ in loop),
             mfma=tuple(sorted(Counter(op for op, _ in body if op.startswith("v_mfma")).items())),
             display_name=names.get(name, kernel_name(name))))
     return IsaReport(tuple(kernels), (), text)
+
+
+def mfma_flops(mnemonic: str) -> int:
+    """FLOPs of one v_mfma_*_MxNxK* instruction (2 M N K; 0 for anything else)."""
+    m = re.match(r"v_mfma_\w+?_(\d+)x(\d+)x(\d+)", mnemonic)
+    return 2 * int(m.group(1)) * int(m.group(2)) * int(m.group(3)) if m else 0
 
 
 def problems(k: KernelIsa) -> list[str]:

@@ -284,7 +284,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       for (int r = 0; r < L_s_c::SIZE; ++r) {
         const int c0 = L_s_c::base0(lane, warp) + L_s_c::off0(L_s_c::slot0(r));
         const int c1 = L_s_c::base1(lane, warp) + L_s_c::off1(L_s_c::slot1(r));
-        if (c0 < 32 && c1 < 32) ptc::st_shared<float>(smem + 16384u + (c0 * 33 + c1) * 4u, (float)(ptc::f32(v_p[r])));
+        ptc::st_shared<float>(smem + 16384u + (c0 * 33 + c1) * 4u, (float)(ptc::f32(v_p[r])));
       }
       ptc::syncthreads();  // p@o_a reads the values other threads spilled
       // simt_s: p@o_a = the spilled values in layout o_a
@@ -292,7 +292,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       for (int r = 0; r < L_o_a::SIZE; ++r) {
         const int c0 = L_o_a::base0(lane, warp) + L_o_a::off0(L_o_a::slot0(r));
         const int c1 = L_o_a::base1(lane, warp) + L_o_a::off1(L_o_a::slot1(r));
-        const float x = (c0 < 32 && c1 < 32) ? (float)ptc::ld_shared<float>(smem + 16384u + (c0 * 33 + c1) * 4u) : 0.0f;
+        const float x = (float)ptc::ld_shared<float>(smem + 16384u + (c0 * 33 + c1) * 4u);
         v_p_o_a[r] = x;
       }
       // %o = ...  (simt_s)

@@ -298,7 +298,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       for (int r = 0; r < L_s_c::SIZE; r += 2) {
         const int c0 = L_s_c::base0(lane, warp) + L_s_c::off0(L_s_c::slot0(r));
         const int c1 = L_s_c::base1(lane, warp) + L_s_c::off1(L_s_c::slot1(r));
-        if (c0 < 32 && c1 < 64) ptc::st_shared<float2>(smem + 65536u + (c0 * 72 + c1) * 4u, make_float2(ptc::f32(v_p[r]), ptc::f32(v_p[r + 1])));
+        ptc::st_shared<float2>(smem + 65536u + (c0 * 72 + c1) * 4u, make_float2(ptc::f32(v_p[r]), ptc::f32(v_p[r + 1])));
       }
       __syncthreads();  // p@o_a reads the values other threads spilled
       // simt_s: p@o_a = the spilled values in layout o_a
@@ -306,7 +306,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       for (int r = 0; r < L_o_a::SIZE; r += 2) {
         const int c0 = L_o_a::base0(lane, warp) + L_o_a::off0(L_o_a::slot0(r));
         const int c1 = L_o_a::base1(lane, warp) + L_o_a::off1(L_o_a::slot1(r));
-        const float2 x = (c0 < 32 && c1 < 64) ? ptc::ld_shared<float2>(smem + 65536u + (c0 * 72 + c1) * 4u) : make_float2(0.0f, 0.0f);
+        const float2 x = ptc::ld_shared<float2>(smem + 65536u + (c0 * 72 + c1) * 4u);
         v_p_o_a[r] = x.x;
         v_p_o_a[r + 1] = x.y;
       }

@@ -148,7 +148,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       for (int r = 0; r < L_acc_c::SIZE; ++r) {
         const int c0 = L_acc_c::base0(lane, warp) + L_acc_c::off0(L_acc_c::slot0(r));
         const int c1 = L_acc_c::base1(lane, warp) + L_acc_c::off1(L_acc_c::slot1(r));
-        if (c0 < 64 && c1 < 64) ptc::st_shared<float>(smem + 0u + (c0 * 65 + c1) * 4u, (float)(ptc::f32(v_t[r])));
+        ptc::st_shared<float>(smem + 0u + (c0 * 65 + c1) * 4u, (float)(ptc::f32(v_t[r])));
       }
       ptc::syncthreads();  // t@acc_a reads the values other threads spilled
       // simt_acc2: t@acc_a = the spilled values in layout acc_a
@@ -156,7 +156,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       for (int r = 0; r < L_acc_a::SIZE; ++r) {
         const int c0 = L_acc_a::base0(lane, warp) + L_acc_a::off0(L_acc_a::slot0(r));
         const int c1 = L_acc_a::base1(lane, warp) + L_acc_a::off1(L_acc_a::slot1(r));
-        const float x = (c0 < 64 && c1 < 64) ? (float)ptc::ld_shared<float>(smem + 0u + (c0 * 65 + c1) * 4u) : 0.0f;
+        const float x = (float)ptc::ld_shared<float>(smem + 0u + (c0 * 65 + c1) * 4u);
         v_t_acc_a[r] = x;
       }
       // %acc = ...  (simt_acc2)

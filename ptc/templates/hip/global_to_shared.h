@@ -39,6 +39,14 @@ template <> struct Chunk<4> { using type = uint32_t; };
 template <> struct Chunk<8> { using type = u32x2; };
 template <> struct Chunk<16> { using type = u32x4; };
 
+// The vector at g + offset, or zeros where !ok (past the tensor's edge, as cp.async's
+// zero-fill). The compiler branches around the load where a lane is not ok (a clamped
+// address and a select compile to the same branch: the select is turned back into one).
+template <typename Word, typename T>
+__device__ __forceinline__ Word guarded_load(const T* g, int offset, bool ok) {
+  return ok ? *PTC_GLOBAL(reinterpret_cast<const Word*>(g + offset)) : Word{};
+}
+
 // A copy in flight: VEC elements per global load, the threads taking chunks in turn.
 template <typename T, int ROWS, int COLS, int VEC, int THREADS, int ROW_BYTES, bool SWIZZLE>
 struct StagedTile {
@@ -58,10 +66,7 @@ struct StagedTile {
       const int id = tid + i * THREADS;
       if (CHUNKS % THREADS != 0 && id >= CHUNKS) break;
       const int r = id / PER_ROW, c = (id % PER_ROW) * VEC;
-      // past the tensor's edge: zeros, as cp.async's zero-fill
-      data[i] = (r < rows_left && c < cols_left)
-                    ? *PTC_GLOBAL(reinterpret_cast<const Word*>(g + (r * row_stride + c)))
-                    : Word{};
+      data[i] = guarded_load<Word>(g, r * row_stride + c, r < rows_left && c < cols_left);
     }
     dst = smem;
     live = true;
@@ -83,11 +88,19 @@ struct StagedTile {
 // A copy in flight into a transposed tile (16-bit elements): each thread loads blocks of
 // 4 rows x VEC columns (consecutive threads take consecutive row blocks of a column chunk)
 // and lands them as VEC 8-byte writes, one per column: its 4 rows are the 4 k an MFMA lane
-// reads at once.
-template <typename T, int ROWS, int COLS, int VEC, int THREADS, int ROW_BYTES>
+// reads at once. VEC is at most the plan's vector, narrower where that leaves every thread
+// a block (no thread idles on a branch around its loads and writes).
+template <typename T, int COLS, int BLOCKS, int VEC, int THREADS>
+constexpr int k8_vector() {   // the widest vector that still gives every thread a block
+  return (VEC > 2 && BLOCKS * (COLS / VEC) < THREADS) ? k8_vector<T, COLS, BLOCKS, VEC / 2, THREADS>()
+                                                      : VEC;
+}
+
+template <typename T, int ROWS, int COLS, int VEC_MAX, int THREADS, int ROW_BYTES>
 struct StagedTileK8 {
-  static_assert(sizeof(T) == 2 && ROWS % 4 == 0 && COLS % VEC == 0, "16-bit 4-row blocks");
+  static_assert(sizeof(T) == 2 && ROWS % 4 == 0 && COLS % VEC_MAX == 0, "16-bit 4-row blocks");
   static constexpr int BLOCKS = ROWS / 4;
+  static constexpr int VEC = k8_vector<T, COLS, BLOCKS, VEC_MAX, THREADS>();
   static constexpr int CHUNKS = BLOCKS * (COLS / VEC);
   static constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
   static constexpr int WORDS = VEC / 2;   // 32-bit words of one row's VEC elements
@@ -107,9 +120,8 @@ struct StagedTileK8 {
 #pragma unroll
       for (int j = 0; j < 4; ++j)
         data[i][j] = __builtin_bit_cast(
-            Words, (r + j < rows_left && c < cols_left)
-                       ? *PTC_GLOBAL(reinterpret_cast<const Word*>(g + ((r + j) * row_stride + c)))
-                       : Word{});
+            Words, guarded_load<Word>(g, (r + j) * row_stride + c,
+                                      r + j < rows_left && c < cols_left));
     }
     dst = smem;
     live = true;

@@ -113,8 +113,10 @@ __device__ __forceinline__ uint32_t f32_bits(float x) { return __builtin_bit_cas
 // stays a quiet NaN
 __device__ __forceinline__ uint16_t bf16_bits(float x) {
   const uint32_t u = f32_bits(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t quiet = (u >> 16) | 0x40u;
+  // a select of two computed values, not a branch around one
+  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
 }
 __device__ __forceinline__ uint16_t f16_bits(float x) {
   return __builtin_bit_cast(uint16_t, static_cast<_Float16>(x));   // v_cvt_f16_f32: nearest even
