@@ -65,6 +65,6 @@ echo
 echo "== resource usage, clang-19 without HIP headers or device library (readout.py)"
 for t in gfx90a gfx942; do
   ls "$OUT"/clang19-bare/$t/*-hip-amdgcn-amd-amdhsa-$t.s >/dev/null 2>&1 &&
-    python3 "$HERE/readout.py" "$OUT"/clang19-bare/$t/*-hip-amdgcn-amd-amdhsa-$t.s
+    "${PYTHON:-$HERE/../../.venv/bin/python}" "$HERE/readout.py" "$OUT"/clang19-bare/$t/*-hip-amdgcn-amd-amdhsa-$t.s
 done
 [ $bad -eq 0 ]
