@@ -45,6 +45,24 @@ class CBodyPrinter:
             return f"{self.FLOAT_FN[op]}({a}, {b})"
         return f"{self.INT_FN[op]}({a}, {b})"
 
+    WARP = "warp"                   # what the backend calls the threads of one atom
+
+    def mma_prologue(self, op: ir.Mma) -> ir.RegTile:
+        """Say what `op` multiplies and start its accumulator (zeros, or the addend's
+        registers); return the accumulator's register tile."""
+        out, _ = self.register_tile(op.out)
+        self.emit(f"// {op.task}: {op.out} {'= ' + op.addend + ' +' if op.addend else '='} "
+                  f"{op.a.value} @ {op.b.value} on {op.atom.name}, {op.mi}x{op.ni} atoms per "
+                  f"{self.WARP}, {op.ks} k-steps")
+        if op.addend is None:
+            with self.unrolled(struct_name(out.layout)):
+                self.emit(f"{out.name}[r] = 0.0f;")
+        elif op.addend != op.out:
+            add, _ = self.register_tile(op.addend)
+            with self.unrolled(struct_name(out.layout)):
+                self.emit(f"{out.name}[r] = {add.name}[r];")
+        return out
+
     def prologue(self) -> None:
         """What the kernel sets up after its register declarations, before its ops."""
 

@@ -99,17 +99,7 @@ class BodyPrinter(SpecializedOps, CBodyPrinter):
         return f"ptc::SharedB<{mma.ni}, {trans}, {tile}>{{{{{addr}}}, {s}::wbase1(warp)}}"
 
     def Mma(self, op: ir.Mma) -> None:
-        out, lay = self.register_tile(op.out)
-        self.emit(f"// {op.task}: {op.out} {'= ' + op.addend + ' +' if op.addend else '='} "
-                  f"{op.a.value} @ {op.b.value} on {op.atom.name}, {op.mi}x{op.ni} atoms per "
-                  f"warp, {op.ks} k-steps")
-        if op.addend is None:
-            with self.unrolled(struct_name(out.layout)):
-                self.emit(f"{out.name}[r] = 0.0f;")
-        elif op.addend != op.out:
-            add, _ = self.register_tile(op.addend)
-            with self.unrolled(struct_name(out.layout)):
-                self.emit(f"{out.name}[r] = {add.name}[r];")
+        out = self.mma_prologue(op)
         a = self.operand(op.a, "a", op, out.layout)
         b = self.operand(op.b, "b", op, out.layout)
         self.emit(f"ptc::mma_tile<{op.mi}, {op.ni}, {op.ks}, {MMA_INSTRUCTIONS[op.atom.name, op.dtype]}>"

@@ -59,15 +59,19 @@ struct StagedTile {
   uint32_t dst;      // the LDS slot it lands in
   bool live;         // loaded and not landed yet
 
+  // the element (r, c) that starts thread tid's i-th chunk; false past the last chunk
+  __device__ __forceinline__ static bool chunk(int i, int tid, int& r, int& c) {
+    const int id = tid + i * THREADS;
+    r = id / PER_ROW;
+    c = (id % PER_ROW) * VEC;
+    return CHUNKS % THREADS == 0 || id < CHUNKS;
+  }
+
   __device__ __forceinline__ void load(uint32_t smem, const T* g, int row_stride, int rows_left,
                                        int cols_left, int tid) {
 #pragma unroll
-    for (int i = 0; i < ITERS; ++i) {
-      const int id = tid + i * THREADS;
-      if (CHUNKS % THREADS != 0 && id >= CHUNKS) break;
-      const int r = id / PER_ROW, c = (id % PER_ROW) * VEC;
+    for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i)
       data[i] = guarded_load<Word>(g, r * row_stride + c, r < rows_left && c < cols_left);
-    }
     dst = smem;
     live = true;
   }
@@ -75,12 +79,8 @@ struct StagedTile {
   __device__ __forceinline__ void land(int tid) {
     if (!live) return;
 #pragma unroll
-    for (int i = 0; i < ITERS; ++i) {
-      const int id = tid + i * THREADS;
-      if (CHUNKS % THREADS != 0 && id >= CHUNKS) break;
-      const int r = id / PER_ROW, c = (id % PER_ROW) * VEC;
+    for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i)
       st_shared<Word>(dst + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), data[i]);
-    }
     live = false;
   }
 };
@@ -110,13 +110,18 @@ struct StagedTileK8 {
   uint32_t dst;
   bool live;
 
+  // the element (r, c) that starts thread tid's i-th block; false past the last block
+  __device__ __forceinline__ static bool chunk(int i, int tid, int& r, int& c) {
+    const int id = tid + i * THREADS;
+    r = (id % BLOCKS) * 4;
+    c = (id / BLOCKS) * VEC;
+    return CHUNKS % THREADS == 0 || id < CHUNKS;
+  }
+
   __device__ __forceinline__ void load(uint32_t smem, const T* g, int row_stride, int rows_left,
                                        int cols_left, int tid) {
 #pragma unroll
-    for (int i = 0; i < ITERS; ++i) {
-      const int id = tid + i * THREADS;
-      if (CHUNKS % THREADS != 0 && id >= CHUNKS) break;
-      const int r = (id % BLOCKS) * 4, c = (id / BLOCKS) * VEC;
+    for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i) {
 #pragma unroll
       for (int j = 0; j < 4; ++j)
         data[i][j] = __builtin_bit_cast(
@@ -130,10 +135,7 @@ struct StagedTileK8 {
   __device__ __forceinline__ void land(int tid) {
     if (!live) return;
 #pragma unroll
-    for (int i = 0; i < ITERS; ++i) {
-      const int id = tid + i * THREADS;
-      if (CHUNKS % THREADS != 0 && id >= CHUNKS) break;
-      const int r = (id % BLOCKS) * 4, c = (id / BLOCKS) * VEC;
+    for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i) {
 #pragma unroll
       for (int e = 0; e < VEC; ++e) {
         uint32_t h[4];

@@ -16,39 +16,39 @@
 
 namespace ptc {
 
+// d = mfma(a, b, d) through the builtin's vector types: C the accumulator vector of N
+// floats, I the 4-value input vector (two registers, low half first)
+template <typename C, int N, typename I, typename F>
+__device__ __forceinline__ void mfma_call(float* d, const uint32_t* a, const uint32_t* b, F f) {
+  const uint64_t a64 = static_cast<uint64_t>(a[0]) | (static_cast<uint64_t>(a[1]) << 32);
+  const uint64_t b64 = static_cast<uint64_t>(b[0]) | (static_cast<uint64_t>(b[1]) << 32);
+  C c;
+#pragma unroll
+  for (int i = 0; i < N; ++i) c[i] = d[i];
+  c = f(__builtin_bit_cast(I, a64), __builtin_bit_cast(I, b64), c);
+#pragma unroll
+  for (int i = 0; i < N; ++i) d[i] = c[i];
+}
+
 // One instruction: M x N x K, CREGS accumulator registers per lane; 16-bit inputs.
 template <int M_, int N_, int K_, bool BF16>
 struct Mfma {
   static constexpr int M = M_, N = N_, K = K_, CREGS = M_ * N_ / 64;
+  static_assert((M_ == 16 && N_ == 16 && K_ == 16) || (M_ == 32 && N_ == 32 && K_ == 8),
+                "MFMA 16x16x16 or 32x32x8");
   __device__ __forceinline__ static void mma(float* d, const uint32_t* a, const uint32_t* b) {
-    const uint64_t a64 = static_cast<uint64_t>(a[0]) | (static_cast<uint64_t>(a[1]) << 32);
-    const uint64_t b64 = static_cast<uint64_t>(b[0]) | (static_cast<uint64_t>(b[1]) << 32);
-    if constexpr (M_ == 16) {
-      f32x4 c;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) c[i] = d[i];
-      if constexpr (BF16)
-        c = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(__builtin_bit_cast(i16x4, a64),
-                                                      __builtin_bit_cast(i16x4, b64), c, 0, 0, 0);
-      else
-        c = __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(f16x4, a64),
-                                                  __builtin_bit_cast(f16x4, b64), c, 0, 0, 0);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) d[i] = c[i];
-    } else {
-      static_assert(M_ == 32 && N_ == 32 && K_ == 8, "MFMA 16x16x16 or 32x32x8");
-      f32x16 c;
-#pragma unroll
-      for (int i = 0; i < 16; ++i) c[i] = d[i];
-      if constexpr (BF16)
-        c = __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(__builtin_bit_cast(i16x4, a64),
-                                                     __builtin_bit_cast(i16x4, b64), c, 0, 0, 0);
-      else
-        c = __builtin_amdgcn_mfma_f32_32x32x8f16(__builtin_bit_cast(f16x4, a64),
-                                                 __builtin_bit_cast(f16x4, b64), c, 0, 0, 0);
-#pragma unroll
-      for (int i = 0; i < 16; ++i) d[i] = c[i];
-    }
+    if constexpr (M_ == 16 && BF16)
+      mfma_call<f32x4, 4, i16x4>(d, a, b, [](i16x4 x, i16x4 y, f32x4 c) {
+        return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(x, y, c, 0, 0, 0); });
+    else if constexpr (M_ == 16)
+      mfma_call<f32x4, 4, f16x4>(d, a, b, [](f16x4 x, f16x4 y, f32x4 c) {
+        return __builtin_amdgcn_mfma_f32_16x16x16f16(x, y, c, 0, 0, 0); });
+    else if constexpr (BF16)
+      mfma_call<f32x16, 16, i16x4>(d, a, b, [](i16x4 x, i16x4 y, f32x16 c) {
+        return __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(x, y, c, 0, 0, 0); });
+    else
+      mfma_call<f32x16, 16, f16x4>(d, a, b, [](f16x4 x, f16x4 y, f32x16 c) {
+        return __builtin_amdgcn_mfma_f32_32x32x8f16(x, y, c, 0, 0, 0); });
   }
 };
 
