@@ -198,26 +198,20 @@ class Builder:
         caps = self.low.caps
         if caps is None or not caps.transposed_operands:
             return False
-        uses = [s for s in self.low.stmts
-                if value in reads(getattr(s.stmt, "value", None) or T.Const(0, T.TileType("i32")))]
-        if not uses:
-            return False
+        uses = [s for s in self.low.stmts if value in reads(s.stmt.value)]
         for s in uses:
             if s.kind != "mma" or s.task not in self.low.tiling:
                 return False
             atom = self.low.tiling[s.task].atom
             _, mm = mma_parts(s.stmt.value)
-            sides = [(side, mma_operand_var(e)) for side, e in (("a", mm.lhs), ("b", mm.rhs))]
-            for side, (name, transposed) in sides:
-                if name != value:
-                    continue
-                loads = atom.a_loads if side == "a" else atom.b_loads
-                k_along_rows = transposed if side == "a" else not transposed
-                if not k_along_rows or loads[1] <= loads[0]:
-                    return False
-            if not any(name == value for _, (name, _) in sides):
+            a_name, a_transposed = mma_operand_var(mm.lhs)
+            b_name, b_transposed = mma_operand_var(mm.rhs)
+            # (its reads' costs: k-contiguous, strided; is its k along its rows?)
+            sides = ([(atom.a_loads, a_transposed)] if a_name == value else []) + \
+                    ([(atom.b_loads, not b_transposed)] if b_name == value else [])
+            if not sides or not all(along and loads[1] > loads[0] for loads, along in sides):
                 return False
-        return True
+        return bool(uses)
 
     def layout_name(self, lay: Layout) -> str:
         for name, other in self.layouts.items():

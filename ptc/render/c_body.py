@@ -336,6 +336,47 @@ class CBodyPrinter:
                     self.ops(op.body)
 
     # ---- copies -----------------------------------------------------------------------------
+    def CopyTile(self, op: ir.CopyTile) -> None:
+        """The frame of a tile copy: its guard, origin and extents; the backend spells the
+        copy itself (sync_copy, async_copy), and an async one falls back to the element-
+        wise copy where the launch found the vector copies' alignment missing."""
+        tile = op.tile
+        origin, rs, cs, rows_left, cols_left = self.tile_bounds(tile, op.loop or None, op.ahead)
+        dst = self.slot_address(op.buffer, op.loop, op.ahead)
+        guard = None
+        if op.guard and op.loop:
+            guard = f"i_{op.loop} + {op.ahead} < {self.loop_trips[op.loop]}" if op.ahead \
+                else f"0 < {self.loop_trips[op.loop]}"
+        self.emit(f"// {op.task}: {tile.tensor}[{tile.rows}x{tile.cols}] -> {op.buffer}"
+                  + (f", {op.ahead} iteration(s) ahead" if op.ahead else ""))
+        with self.block(f"if ({guard})" if guard else ""):
+            self.emit(f"const {self.ctypes[tile.dtype]}* g = g_{tile.tensor} + ({origin});")
+            self.emit(f"const int rows_left = {rows_left}, cols_left = {cols_left};")
+            sync = self.sync_copy(op, dst, rs, cs)
+            if not op.asynchronous:
+                self.emit(sync)
+                return
+            fast = self.async_copy(op, dst, rs)
+            if op.fallback_vector:
+                self.emit(f"if (ALIGNED) {fast}")
+                self.emit(f"else {sync}")
+            else:
+                self.emit(fast)
+
+    def sync_copy(self, op: ir.CopyTile, dst: str, rs: str, cs: str) -> str:
+        """The statement of an element-wise copy of `op`'s tile (g, rows_left, cols_left
+        are in scope)."""
+        raise RenderError(f"{type(self).__name__} prints no element-wise copy")
+
+    def async_copy(self, op: ir.CopyTile, dst: str, rs: str) -> str:
+        """The statement of `op`'s vector copy."""
+        raise RenderError(f"{type(self).__name__} prints no asynchronous copy")
+
+    def fragment_user(self, op: ir.LoadFragments) -> ir.Mma:
+        """The mma that reads the fragments `op` loads."""
+        return next(m for m in ir.walk(self.low.body) if isinstance(m, ir.Mma)
+                    and op.target in (m.a.value, m.b.value))
+
     def tile_bounds(self, tile: ir.GlobalTile, ahead_var: str | None, ahead: int) -> tuple[str, str, str, str, str]:
         """(origin, row stride, col stride, rows left, cols left) as C expressions."""
         saved = dict(self.index_override)

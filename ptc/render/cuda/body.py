@@ -28,41 +28,20 @@ class BodyPrinter(SpecializedOps, CBodyPrinter):
     def WaitGroups(self, op: ir.WaitGroups) -> None:
         self.emit(f"ptc::cp_async_wait<{op.pending}>();  // {', '.join(op.buffers)}")
 
-    def CopyTile(self, op: ir.CopyTile) -> None:
-        b = self.buffers[op.buffer]
-        tile = op.tile
-        rows, cols, row_bytes, swz = self.tile_shape(b)
-        ctype = CTYPES[tile.dtype]
-        origin, rs, cs, rows_left, cols_left = self.tile_bounds(tile, op.loop or None, op.ahead)
-        dst = self.slot_address(op.buffer, op.loop, op.ahead)
-        swz_c = "true" if swz else "false"
-        guard = None
-        if op.guard and op.loop:
-            guard = f"i_{op.loop} + {op.ahead} < {self.loop_trips[op.loop]}" if op.ahead \
-                else f"0 < {self.loop_trips[op.loop]}"
-        self.emit(f"// {op.task}: {tile.tensor}[{tile.rows}x{tile.cols}] -> {op.buffer}"
-                  + (f", {op.ahead} iteration(s) ahead" if op.ahead else ""))
-        with self.block(f"if ({guard})" if guard else ""):
-            self.emit(f"const {ctype}* g = g_{tile.tensor} + ({origin});")
-            self.emit(f"const int rows_left = {rows_left}, cols_left = {cols_left};")
-            sync = (f"ptc::copy_tile_sync<{ctype}, {rows}, {cols}, THREADS, {row_bytes}, "
-                    f"{swz_c}>({dst}, g, (int)({rs}), (int)({cs}), rows_left, cols_left, "
-                    f"{literal(op.pad, 'f32')}, tid);")
-            if op.asynchronous:
-                state = self.copy_states.get(op.task)
-                if state is not None:
-                    fast = f"{state}.async({dst}, g, (int)({rs}), rows_left, cols_left);"
-                else:
-                    fast = (f"ptc::copy_tile_async<{ctype}, {rows}, {cols}, {op.vector}, "
-                            f"THREADS, {row_bytes}, {swz_c}>({dst}, g, (int)({rs}), rows_left, "
-                            "cols_left, tid);")
-                if op.fallback_vector:
-                    self.emit(f"if (ALIGNED) {fast}")
-                    self.emit(f"else {sync}")
-                else:
-                    self.emit(fast)
-            else:
-                self.emit(sync)
+    def sync_copy(self, op: ir.CopyTile, dst: str, rs: str, cs: str) -> str:
+        rows, cols, row_bytes, swz = self.tile_shape(self.buffers[op.buffer])
+        return (f"ptc::copy_tile_sync<{CTYPES[op.tile.dtype]}, {rows}, {cols}, THREADS, "
+                f"{row_bytes}, {'true' if swz else 'false'}>({dst}, g, (int)({rs}), "
+                f"(int)({cs}), rows_left, cols_left, {literal(op.pad, 'f32')}, tid);")
+
+    def async_copy(self, op: ir.CopyTile, dst: str, rs: str) -> str:
+        state = self.copy_states.get(op.task)
+        if state is not None:
+            return f"{state}.async({dst}, g, (int)({rs}), rows_left, cols_left);"
+        rows, cols, row_bytes, swz = self.tile_shape(self.buffers[op.buffer])
+        return (f"ptc::copy_tile_async<{CTYPES[op.tile.dtype]}, {rows}, {cols}, {op.vector}, "
+                f"THREADS, {row_bytes}, {'true' if swz else 'false'}>({dst}, g, (int)({rs}), "
+                "rows_left, cols_left, tid);")
 
     def copy_state(self, op: ir.CopyTile) -> None:
         """Declare the per-thread offsets of an async copy whose row stride does not change
@@ -108,8 +87,7 @@ class BodyPrinter(SpecializedOps, CBodyPrinter):
     def LoadFragments(self, op: ir.LoadFragments) -> None:
         home, lay = self.register_tile(op.target)
         src = self.values[op.source]
-        user = next(m for m in ir.walk(self.low.body) if isinstance(m, ir.Mma)
-                    and (m.a.value == op.target or m.b.value == op.target))
+        user = self.fragment_user(op)
         out = self.values[user.out]
         b = self.buffers[src.buffer]
         _, _, row_bytes, swz = self.tile_shape(b)

@@ -62,40 +62,21 @@ class HipBodyPrinter(CBodyPrinter):
         for task in op.lands:
             self.emit(f"staged_{task}.land(tid);")
 
-    def CopyTile(self, op: ir.CopyTile) -> None:
-        b = self.buffers[op.buffer]
-        tile = op.tile
-        rows, cols, row_bytes, swz = self.tile_shape(b)
-        ctype = self.ctypes[tile.dtype]
-        origin, rs, cs, rows_left, cols_left = self.tile_bounds(tile, op.loop or None, op.ahead)
-        dst = self.slot_address(op.buffer, op.loop, op.ahead)
-        guard = None
-        if op.guard and op.loop:
-            guard = f"i_{op.loop} + {op.ahead} < {self.loop_trips[op.loop]}" if op.ahead \
-                else f"0 < {self.loop_trips[op.loop]}"
-        self.emit(f"// {op.task}: {tile.tensor}[{tile.rows}x{tile.cols}] -> {op.buffer}"
-                  + (f", {op.ahead} iteration(s) ahead" if op.ahead else ""))
-        with self.block(f"if ({guard})" if guard else ""):
-            self.emit(f"const {ctype}* g = g_{tile.tensor} + ({origin});")
-            self.emit(f"const int rows_left = {rows_left}, cols_left = {cols_left};")
-            args = (f"({dst}, g, (int)({rs}), (int)({cs}), rows_left, cols_left, "
-                    f"{literal(op.pad, 'f32')}, tid);")
-            sync = (f"ptc::copy_tile_sync_k8<{ctype}, {rows}, {cols}, THREADS, {row_bytes}>"
-                    + args if self.transposed(op.buffer) else
-                    f"ptc::copy_tile_sync<{ctype}, {rows}, {cols}, THREADS, {row_bytes}, "
-                    f"{'true' if swz else 'false'}>" + args)
-            if not op.staged:
-                if op.asynchronous:
-                    raise RenderError(f"{op.task}: an asynchronous copy that is not staged "
-                                      "(HIP has no async global -> LDS copy of this width)")
-                self.emit(sync)
-                return
-            fast = f"staged_{op.task}.load({dst}, g, (int)({rs}), rows_left, cols_left, tid);"
-            if op.fallback_vector:
-                self.emit(f"if (ALIGNED) {fast}")
-                self.emit(f"else {sync}")
-            else:
-                self.emit(fast)
+    def sync_copy(self, op: ir.CopyTile, dst: str, rs: str, cs: str) -> str:
+        rows, cols, row_bytes, swz = self.tile_shape(self.buffers[op.buffer])
+        ctype = self.ctypes[op.tile.dtype]
+        args = (f"({dst}, g, (int)({rs}), (int)({cs}), rows_left, cols_left, "
+                f"{literal(op.pad, 'f32')}, tid);")
+        if self.transposed(op.buffer):
+            return f"ptc::copy_tile_sync_k8<{ctype}, {rows}, {cols}, THREADS, {row_bytes}>" + args
+        return (f"ptc::copy_tile_sync<{ctype}, {rows}, {cols}, THREADS, {row_bytes}, "
+                f"{'true' if swz else 'false'}>" + args)
+
+    def async_copy(self, op: ir.CopyTile, dst: str, rs: str) -> str:
+        if not op.staged:
+            raise RenderError(f"{op.task}: an asynchronous copy that is not staged (HIP has "
+                              "no async global -> LDS copy of this width)")
+        return f"staged_{op.task}.load({dst}, g, (int)({rs}), rows_left, cols_left, tid);"
 
     # ---- matrix multiplies ----------------------------------------------------------------------
     def instruction(self, mma: ir.Mma) -> str:
@@ -137,8 +118,7 @@ class HipBodyPrinter(CBodyPrinter):
 
     def LoadFragments(self, op: ir.LoadFragments) -> None:
         home, _ = self.register_tile(op.target)
-        user = next(m for m in ir.walk(self.low.body) if isinstance(m, ir.Mma)
-                    and (m.a.value == op.target or m.b.value == op.target))
+        user = self.fragment_user(op)
         out = self.values[user.out]
         tile_type, addr = self.shared_tile(op.source)
         tile = f"{tile_type}{{{addr}}}"
