@@ -77,7 +77,12 @@ def render_kernel(kernel: TypedKernel, plan: Plan, graph: STaskGraph, device: De
 
 def headers(device: Device) -> list[Path]:
     """The device headers a rendered kernel includes (copied beside it)."""
-    folder = TEMPLATES / RENDERERS[device.backend].folder
+    return backend_headers(device.backend)
+
+
+def backend_headers(backend: str) -> list[Path]:
+    """The device headers of a backend's renderer (its templates folder's headers)."""
+    folder = TEMPLATES / RENDERERS[backend].folder
     return sorted(p for p in folder.iterdir() if p.suffix in (".cuh", ".h", ".hpp"))
 
 

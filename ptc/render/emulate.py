@@ -41,6 +41,7 @@ import numpy as np
 
 from ..interp import NUMPY_DTYPES, coerce
 from ..sema import typed as T
+from . import RENDERERS, backend_headers
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 CUDA_TEMPLATES = TEMPLATES / "cuda"
@@ -58,33 +59,37 @@ ACCESS_KINDS = ("ldmatrix", "cp.async", "lds", "sts")
 
 @dataclass(frozen=True)
 class Backend:
-    """How one backend's kernel source is built for the CPU: its device headers (copied
-    beside the source, so that an override is what every include finds), its emulation
-    headers (templates/<name>/emulate) and the bank-conflict kinds it counts."""
+    """How one backend's kernel source is built for the CPU: its renderer's device headers
+    (copied beside the source, so that an override is what every include finds) and source
+    name (ptc.render.RENDERERS), its emulation headers (templates/<folder>/emulate) and the
+    bank-conflict kinds it counts."""
 
     name: str
-    source_name: str                 # the file the rendered source is written to
-    header_glob: str                 # the device headers in templates/<name>/
     access_kinds: tuple[str, ...]    # of ACCESS_KINDS, the ones its accesses are counted as
 
     @property
+    def source_name(self) -> str:
+        """The file the rendered source is written to."""
+        return "kernel" + RENDERERS[self.name].suffix
+
+    @property
     def templates(self) -> Path:
-        return TEMPLATES / self.name
+        return TEMPLATES / RENDERERS[self.name].folder
 
     @property
     def emulate_headers(self) -> Path:
         return self.templates / "emulate"
 
     def device_headers(self) -> list[Path]:
-        return sorted(self.templates.glob(self.header_glob))
+        return backend_headers(self.name)
 
     def include_dirs(self) -> list[Path]:
         return [self.emulate_headers, self.templates, CORE_HEADERS]
 
 
 BACKENDS = {
-    "cuda": Backend("cuda", "kernel.cu", "*.cuh", ACCESS_KINDS),
-    "hip": Backend("hip", "kernel.hip", "*.h", ("lds", "sts")),
+    "cuda": Backend("cuda", ACCESS_KINDS),
+    "hip": Backend("hip", ("lds", "sts")),
 }
 
 
