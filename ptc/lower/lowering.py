@@ -252,6 +252,7 @@ class Builder:
     # ---- ops -----------------------------------------------------------------------------
     def build(self) -> ir.LoweredKernel:
         from .costs import task_costs
+        from .inplace import in_place_addends
         from .memory import place_buffers
         from .registers import estimate_registers
         from .sync import place_sync
@@ -264,6 +265,7 @@ class Builder:
         buffers, total = place_buffers(body, list(self.buffers.values()), self.values)
         body = place_sync(body, {b.name: b for b in buffers}, self.values)
         body = staged_waits(body)
+        self.values = in_place_addends(body, self.values)
         registers = estimate_registers(body, self)
         dev = self.device
         res = dev.resources

@@ -35,9 +35,13 @@ def print_lowered(k: ir.LoweredKernel) -> str:
             lines.append(f"    {m.name}: {m.tensor} {m.dtype}, boxes of {box}, "
                          + (f"{m.swizzle}-byte swizzle" if m.swizzle else "no swizzle"))
     lines.append("  values")
+    owner: dict[str, str] = {}       # C name -> the first value stored there
     for name, home in k.values:
         if isinstance(home, ir.RegTile):
-            lines.append(f"    {name}: registers {home.dtype}{list(home.shape)} {home.layout}")
+            first = owner.setdefault(home.name, name)
+            shared = f" (in {first}'s registers)" if first != name else ""
+            lines.append(f"    {name}: registers {home.dtype}{list(home.shape)} {home.layout}"
+                         + shared)
         elif isinstance(home, ir.InShared):
             lines.append(f"    {name}: shared {home.buffer}"
                          + (f" (slot by {home.loop})" if home.loop else ""))

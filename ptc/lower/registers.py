@@ -106,8 +106,9 @@ def estimate_registers(body, builder) -> int:
     values = builder.values
     layouts = builder.layouts
 
-    def size(names) -> int:
-        return sum(words(values[n], layouts[values[n].layout]) for n in names)
+    def size(names) -> int:      # values that share registers (ptc.lower.inplace) once
+        tiles = {values[n].name: values[n] for n in names}
+        return sum(words(t, layouts[t.layout]) for t in tiles.values())
 
     ops, live_in, live_out = live_values(body, values)
     peak = 0

@@ -259,6 +259,7 @@ class _Build(Builder):
     # ---- the kernel --------------------------------------------------------------------
     def build(self) -> ir.LoweredKernel:
         from .costs import task_costs
+        from .inplace import in_place_addends
         from .registers import estimate_registers
         from .sync import place_sync
 
@@ -297,6 +298,7 @@ class _Build(Builder):
             if isinstance(where, str):
                 raise LoweringError(f"ping-pong: {where}")
             consumer = _taking_turns(consumer, where, self.spec.parts)
+        self.values = in_place_addends(consumer, self.values)
         registers = estimate_registers(consumer, self)
         budget = self.spec.consumer.registers
         if registers > budget:

@@ -164,7 +164,8 @@ class _Run:
 
 
 def op_reads(op) -> list[str]:
-    """Values an op reads (shared-memory ones matter here)."""
+    """Values an op reads: shared-memory ones for the barriers here, registers for the
+    liveness of ptc.lower.registers."""
     if isinstance(op, ir.Compute):
         return reads(op.expr)
     if isinstance(op, ir.Reduce):
@@ -175,7 +176,7 @@ def op_reads(op) -> list[str]:
         return reads(op.a) + reads(op.b) + ([op.addend] if op.addend else [])
     if isinstance(op, ir.LoadFragments):
         return [op.source]
-    if isinstance(op, (ir.StoreTile, ir.SpillTile)):
+    if isinstance(op, (ir.StoreTile, ir.SpillTile, ir.StageOperand, ir.TmaStore)):
         return [op.value]
     if isinstance(op, ir.WarpCombine):
         return []

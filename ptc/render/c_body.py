@@ -57,11 +57,17 @@ class CBodyPrinter:
         if op.addend is None:
             with self.unrolled(struct_name(out.layout)):
                 self.emit(f"{out.name}[r] = 0.0f;")
-        elif op.addend != op.out:
-            add, _ = self.register_tile(op.addend)
+        else:
+            self.copy_addend(op.addend, out)
+        return out
+
+    def copy_addend(self, addend: str, out: ir.RegTile) -> None:
+        """Start the accumulator `out` from `addend`'s registers, unless it is already there
+        (the same value, or one stored in the accumulator's registers: ptc.lower.inplace)."""
+        add, _ = self.register_tile(addend)
+        if add.name != out.name:
             with self.unrolled(struct_name(out.layout)):
                 self.emit(f"{out.name}[r] = {add.name}[r];")
-        return out
 
     def prologue(self) -> None:
         """What the kernel sets up after its register declarations, before its ops."""
@@ -525,10 +531,11 @@ class CBodyPrinter:
         a = r.render(op.a, ["c0", "kk"])
         b = r.render(op.b, ["kk", "c1"])
         cond = self.inside(out.layout, lay.exceeds(out.shape), out.shape)
-        if not op.addend or self.values[op.addend].name != out.name:
-            init = self.values[op.addend].name + "[r]" if op.addend else "0.0f"
+        if op.addend:
+            self.copy_addend(op.addend, out)
+        else:
             with self.unrolled(s):
-                self.emit(f"{out.name}[r] = {init};")
+                self.emit(f"{out.name}[r] = 0.0f;")
         # k outermost: a thread's registers share rows (columns) of the output, so the
         # unrolled inner loop reads each A (B) element once per k for all of them
         with self.block(f"for (int kk = 0; kk < {op.k}; ++kk)"):

@@ -151,13 +151,19 @@ class GridPrinter:
             p.emit(f"const int i_{name} = (int)(block % ({c})); block /= ({c});")
 
     def declarations(self, p: CBodyPrinter) -> None:
-        for name, home in self.low.values:
-            if isinstance(home, ir.RegTile):
-                lay = self.low.layout(home.layout)
-                ctype, n, packed = c_storage(home, lay)
-                what = f"{home.dtype}{list(home.shape)} in {home.layout}" + \
-                    (", two per register" if packed else "")
-                p.emit(f"{ctype} {home.name}[{n}];  // {name}: {what}")
+        tiles = [(name, home) for name, home in self.low.values if isinstance(home, ir.RegTile)]
+        declared: dict[str, str] = {}
+        for name, home in tiles:
+            if home.name in declared:       # an addend in its accumulator's registers
+                continue
+            declared[home.name] = name
+            lay = self.low.layout(home.layout)
+            ctype, n, packed = c_storage(home, lay)
+            what = f"{home.dtype}{list(home.shape)} in {home.layout}" + \
+                (", two per register" if packed else "")
+            also = [other for other, h in tiles if h.name == home.name and other != name]
+            shared = f"; also {', '.join(also)}" if also else ""
+            p.emit(f"{ctype} {home.name}[{n}];  // {name}: {what}{shared}")
 
     def summary(self) -> tuple[str, ...]:
         plan, low = self.plan, self.low

@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   const int i_m = (int)(block % (ptc::floordiv((d_S + 63), 64))); block /= (ptc::floordiv((d_S + 63), 64));
   const int i_h = (int)(block % (d_H)); block /= (d_H);
   const int i_b = (int)(block % (d_B)); block /= (d_B);
-  float v_o[64];  // o: f32[64, 128] in o_c
+  float v_o[64];  // o: f32[64, 128] in o_c; also %o2
   float v_mx[2];  // mx: f32[64] in s_c_s1
   float v_l[2];  // l: f32[64] in s_c_s1
   float t_s_mma[64];  // %s_mma: f32[64, 128] in o_c
@@ -79,7 +79,6 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   float v_a[2];  // a: f32[64] in s_c_s1
   float t_r2[2];  // %r2: f32[64] in s_c_s1
   uint32_t t_o[32];  // %o: bf16[64, 128] in o_c, two per register
-  float t_o2[64];  // %o2: f32[64, 128] in o_c
   uint32_t t_O[32];  // %O: bf16[64, 128] in o_c, two per register
   const ptc::TileCopy<__nv_bfloat16, 64, 128, 8, THREADS, 256, true> copy_load_Q((int)(128), tid);  // load_Q's offsets
   const ptc::TileCopy<__nv_bfloat16, 128, 128, 8, THREADS, 256, true> copy_load_K((int)(128), tid);  // load_K's offsets
@@ -210,7 +209,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       // %o2 = ...  (simt_s)
       #pragma unroll
       for (int r = 0; r < L_o_c::SIZE; ++r) {
-        t_o2[r] = (ptc::f32(v_o[r]) * ptc::f32(v_a[L_s_c_s1::reg(L_o_c::slot0(r))]));
+        v_o[r] = (ptc::f32(v_o[r]) * ptc::f32(v_a[L_s_c_s1::reg(L_o_c::slot0(r))]));
       }
       // mx = ...  (simt_s)
       #pragma unroll
@@ -228,10 +227,6 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       }
       ptc::cp_async_commit();
       // mma_o: o = %o2 + %o @ v on mma.sync.m16n8k16, 1x16 atoms per warp, 8 k-steps
-      #pragma unroll
-      for (int r = 0; r < L_o_c::SIZE; ++r) {
-        v_o[r] = t_o2[r];
-      }
       ptc::mma_tile<1, 16, 8, ptc::Mma16816<true>>(v_o, ptc::RegA<1, 8>{t_o}, ptc::SharedB<16, false, ptc::SharedTile<256, true>>{{smem + 32768u}, L_o_c::wbase1(warp)}, lane);
     }
   }

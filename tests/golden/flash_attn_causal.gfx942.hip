@@ -121,7 +121,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   const int i_m = (int)(block % (ptc::floordiv((d_S + 31), 32))); block /= (ptc::floordiv((d_S + 31), 32));
   const int i_h = (int)(block % (d_H)); block /= (d_H);
   const int i_b = (int)(block % (d_B)); block /= (d_B);
-  float v_o[16];  // o: f32[32, 128] in o_c
+  float v_o[16];  // o: f32[32, 128] in o_c; also %o2
   float v_mx[4];  // mx: f32[32] in s_c_s1
   float v_l[4];  // l: f32[32] in s_c_s1
   float t_s_mma[4];  // %s_mma: f32[32, 32] in s_c
@@ -132,7 +132,6 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   float v_a[4];  // a: f32[32] in s_c_s1
   float t_r2[4];  // %r2: f32[32] in s_c_s1
   uint32_t t_o[4];  // %o: bf16[32, 32] in o_a, two per register
-  float t_o2[16];  // %o2: f32[32, 128] in o_c
   uint32_t t_O[8];  // %O: bf16[32, 128] in o_c, two per register
   float v_p_o_a[8];  // p@o_a: f32[32, 32] in o_a
   uint32_t f_q_s[16];  // q@mma_s: bf16[32, 128] in s_a, two per register
@@ -309,7 +308,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       // %o2 = ...  (simt_s)
       #pragma unroll
       for (int r = 0; r < L_o_c::SIZE; ++r) {
-        t_o2[r] = (ptc::f32(v_o[r]) * ptc::f32(v_a[L_s_c_s1::reg(L_o_c::slot0(r))]));
+        v_o[r] = (ptc::f32(v_o[r]) * ptc::f32(v_a[L_s_c_s1::reg(L_o_c::slot0(r))]));
       }
       // mx = ...  (simt_s)
       #pragma unroll
@@ -320,10 +319,6 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       staged_load_V.land(tid);
       ptc::syncthreads();  // Mma of mma_o reads what other threads wrote
       // mma_o: o = %o2 + %o @ v on mfma.f32.16x16x16, 1x4 atoms per wave, 2 k-steps
-      #pragma unroll
-      for (int r = 0; r < L_o_c::SIZE; ++r) {
-        v_o[r] = t_o2[r];
-      }
       ptc::mfma_tile<1, 4, 2, ptc::Mfma<16, 16, 16, true>>(v_o, ptc::RegA<1, 2>{t_o}, ptc::SharedB<4, true, ptc::SharedTileK8<64>>{{smem + 8192u}, L_o_c::wbase1(warp)}, lane);
     }
   }

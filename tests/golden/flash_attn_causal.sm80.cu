@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   const int i_m = (int)(block % (ptc::floordiv((d_S + 31), 32))); block /= (ptc::floordiv((d_S + 31), 32));
   const int i_h = (int)(block % (d_H)); block /= (d_H);
   const int i_b = (int)(block % (d_B)); block /= (d_B);
-  float v_o[32];  // o: f32[32, 128] in o_c
+  float v_o[32];  // o: f32[32, 128] in o_c; also %o2
   float v_mx[4];  // mx: f32[32] in s_c_s1
   float v_l[4];  // l: f32[32] in s_c_s1
   float t_s_mma[16];  // %s_mma: f32[32, 64] in s_c
@@ -129,7 +129,6 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   float v_a[4];  // a: f32[32] in s_c_s1
   float t_r2[4];  // %r2: f32[32] in s_c_s1
   uint32_t t_o[32];  // %o: bf16[32, 64] in o_a, two per register
-  float t_o2[32];  // %o2: f32[32, 128] in o_c
   uint32_t t_O[16];  // %O: bf16[32, 128] in o_c, two per register
   float v_p_o_a[64];  // p@o_a: f32[32, 64] in o_a
   uint32_t f_q_s[64];  // q@mma_s: bf16[32, 128] in s_a, two per register
@@ -324,7 +323,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       // %o2 = ...  (simt_s)
       #pragma unroll
       for (int r = 0; r < L_o_c::SIZE; ++r) {
-        t_o2[r] = (ptc::f32(v_o[r]) * ptc::f32(v_a[L_s_c_s1::reg(L_o_c::slot0(r))]));
+        v_o[r] = (ptc::f32(v_o[r]) * ptc::f32(v_a[L_s_c_s1::reg(L_o_c::slot0(r))]));
       }
       // mx = ...  (simt_s)
       #pragma unroll
@@ -334,10 +333,6 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       ptc::cp_async_wait<2>();  // v_smem
       __syncthreads();  // Mma of mma_o reads what other threads wrote
       // mma_o: o = %o2 + %o @ v on mma.sync.m16n8k16, 2x4 atoms per warp, 4 k-steps
-      #pragma unroll
-      for (int r = 0; r < L_o_c::SIZE; ++r) {
-        v_o[r] = t_o2[r];
-      }
       ptc::mma_tile<2, 4, 4, ptc::Mma16816<true>>(v_o, ptc::RegA<2, 4>{t_o}, ptc::SharedB<4, false, ptc::SharedTile<256, true>>{{smem + 32768u + (i_n % 2) * 16384u}, L_o_c::wbase1(warp)}, lane);
     }
   }

@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   const int i_m = (int)(block % (ptc::floordiv((d_S + 127), 128))); block /= (ptc::floordiv((d_S + 127), 128));
   const int i_h = (int)(block % (d_H)); block /= (d_H);
   const int i_b = (int)(block % (d_B)); block /= (d_B);
-  float v_o[64];  // o: f32[64, 128] in o_c
+  float v_o[64];  // o: f32[64, 128] in o_c; also %o2
   float v_mx[2];  // mx: f32[64] in s_c_s1
   float v_l[2];  // l: f32[64] in s_c_s1
   float t_s_mma[64];  // %s_mma: f32[64, 128] in o_c
@@ -90,7 +90,6 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   float v_a[2];  // a: f32[64] in s_c_s1
   float t_r2[2];  // %r2: f32[64] in s_c_s1
   uint32_t t_o[32];  // %o: bf16[64, 128] in o_c, two per register
-  float t_o2[64];  // %o2: f32[64, 128] in o_c
   uint32_t t_O[32];  // %O: bf16[64, 128] in o_c, two per register
   if (tid == 0) {
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 196608u + 8u * s, 1);  // full:k_smem
@@ -275,7 +274,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %o2 = ...  (simt_s)
         #pragma unroll
         for (int r = 0; r < L_o_c::SIZE; ++r) {
-          t_o2[r] = (ptc::f32(v_o[r]) * ptc::f32(v_a[L_s_c_s1::reg(L_o_c::slot0(r))]));
+          v_o[r] = (ptc::f32(v_o[r]) * ptc::f32(v_a[L_s_c_s1::reg(L_o_c::slot0(r))]));
         }
         // mx = ...  (simt_s)
         #pragma unroll
@@ -284,10 +283,6 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         }
         ptc::mbarrier_wait_parity(smem + 196648u + 8u * (u_n % 2), (uint32_t)((u_n / 2) & 1));  // full:v_smem
         // mma_o: o = %o2 + %o @ v on wgmma m64n128k16, 1 atom(s) along m, 8 k-steps
-        #pragma unroll
-        for (int r = 0; r < L_o_c::SIZE; ++r) {
-          v_o[r] = t_o2[r];
-        }
         ptc::wgmma_tile_rs<128, 1, 8, true, 1>(v_o, ptc::RegOperand<8>{t_o}, ptc::SmemOperand<true, 128, 16384>{smem + 98304u + (u_n % 2) * 32768u, 0}, true);
         ptc::wgmma_wait<0>();
         ptc::wgmma_fence_operands<64>(v_o);  // o stays in its registers here

@@ -217,10 +217,8 @@ class SpecializedOps:
         self.emit(f"// {op.task}: {op.out} {'= ' + op.addend + ' +' if op.addend else '='} "
                   f"{op.a.value} @ {op.b.value} on wgmma m64n{op.n}k16, {op.mi} atom(s) along "
                   f"m, {op.ks} k-steps")
-        if op.addend is not None and op.addend != op.out:
-            add, _ = self.register_tile(op.addend)
-            with self.unrolled(struct_name(out.layout)):
-                self.emit(f"{out.name}[r] = {add.name}[r];")
+        if op.addend is not None:
+            self.copy_addend(op.addend, out)
         bf16 = "true" if op.dtype == "bf16" else "false"
         accumulate = "true" if op.addend is not None else "false"
         rows = self.split_rows
