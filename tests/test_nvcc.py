@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from ptc.runtime import prepare
+from ptc.runtime.mainloop import mainloop_reports
+from ptc.runtime.ptxas import kernel_name
 
 build_module = importlib.import_module("ptc.runtime.build")
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +59,16 @@ def test_sample_builds_without_spills_and_with_the_promised_instructions(name, t
             assert "STSM" in sass, "the epilogue is staged by stmatrix, but SASS has no STSM"
         if any(r.pingpong for plan in prepared.plans for r in plan.roles):
             assert "BAR.ARV" in sass, "the consumers take turns, but SASS has no BAR.ARV"
+        if shape == "bench":
+            (loop,) = [r for r in mainloop_reports(sass)
+                       if kernel_name(r.kernel).endswith("<true>")]
+            # the wgmma descriptors are built in uniform registers (a warp-uniform
+            # warpgroup index, one add per k-step), not moved over per wgmma
+            assert loop.count("R2UR") == 0, dict(loop.mnemonics)
+            # accumulators stay in their registers: an addend computed from one is stored
+            # in it (ptc.lower.inplace), so nothing moves them out and back
+            moves = loop.count("MOV") + loop.count("IMAD.MOV")
+            assert moves <= 8, dict(loop.mnemonics)
     elif on_tensor_cores:
         assert "HMMA" in sass, "the plan runs mma steps on tensor cores but SASS has no HMMA"
         assert "LDSM" in sass, "tensor-core operands are read with ldmatrix"

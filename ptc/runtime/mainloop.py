@@ -23,6 +23,7 @@ the figure the issue's comparison with Triton uses.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
@@ -51,6 +52,12 @@ class LoopReport:
     mufu: int
     shuffles: int
     mma_flops: int               # per warp per iteration
+    # every mnemonic in the loop (`IMAD.MOV.U32`) with its count
+    mnemonics: tuple[tuple[str, int], ...] = ()
+
+    def count(self, name: str) -> int:
+        """Instructions whose mnemonic is `name` or starts with it (`MOV`, `IMAD.MOV`)."""
+        return sum(n for m, n in self.mnemonics if m == name or m.startswith(name + "."))
 
     @property
     def per_mflop(self) -> float:
@@ -125,10 +132,12 @@ def report(kernel: str, instructions: list[tuple[int, str]]) -> LoopReport:
 
     def count(names) -> int:
         return sum(o in names for o in ops)
+    mnemonics = Counter(re.sub(r"^@!?U?P\w+\s+", "", t.strip()).split()[0] for t in b)
     return LoopReport(kernel, len(b), count(TENSOR), count(("LDSM",)),
                       count(("LDS", "STS", "STSM")), count(GLOBAL), count(("BAR",)),
                       count(WAITS), count(("MUFU",)), count(("SHFL",)),
-                      sum(flops(t) for t in b if opcode(t) in TENSOR))
+                      sum(flops(t) for t in b if opcode(t) in TENSOR),
+                      tuple(sorted(mnemonics.items())))
 
 
 def mainloop_reports(sass: str, kernel: str | None = None) -> list[LoopReport]:

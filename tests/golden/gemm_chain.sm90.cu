@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     ptc::mbarrier_init_fence();
   }
   __syncthreads();  // the mbarriers are set up
-  const int warpgroup = tid / 128;
+  const int warpgroup = ptc::warpgroup_index();  // the same in every lane
   if (warpgroup < 1) {
     // producer: warpgroup 0, 40 registers per thread
     ptc::setmaxnreg_dec<40, LAUNCH_REGISTERS>();

@@ -38,7 +38,7 @@ class SpecializedOps:
         self.emit("__syncthreads();  // the mbarriers are set up")
 
     def Specialized(self, op: ir.Specialized) -> None:
-        self.emit("const int warpgroup = tid / 128;")
+        self.emit("const int warpgroup = ptc::warpgroup_index();  // the same in every lane")
         for n, role in enumerate(op.roles):
             last = n == len(op.roles) - 1
             cond = f"warpgroup < {role.first_warpgroup + role.instances}"

@@ -7,6 +7,14 @@
 
 namespace ptc {
 
+// The warpgroup of this thread, read from lane 0: every lane of a warp has the same one,
+// and a value broadcast by shfl is one ptxas knows to be the same across the warp, so
+// what depends on it (a consumer's rows, its wgmma descriptors) goes into uniform
+// registers instead of being computed per thread and moved over (R2UR) at every wgmma.
+__device__ __forceinline__ int warpgroup_index() {
+  return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
+}
+
 // setmaxnreg.{inc,dec}.sync.aligned.u32 N: every warp of the warpgroup, N a multiple of 8
 // in 24..256; LAUNCH is the count every thread starts with (65536 / the block's threads)
 template <int N, int LAUNCH>

@@ -34,15 +34,26 @@ __device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t lbo, uint
 // PANEL_BYTES, each rows of SPAN bytes, swizzled. K-major: the tile's rows are the operand's
 // m (or n), its columns k; MN-major: rows are k, columns m (or n). desc(mn, k): the
 // descriptor of the m64 (or whole-n) block at mn for the k-step at k.
+//
+// The descriptor of the tile's origin (this instance's first row, mn0) is built once; each
+// (mn, k) adds its constant byte offset / 16 to the start-address field. That field holds
+// shared-memory addresses up to 2^18 bytes, more than any block has, so the sum never
+// carries out of it; ptxas keeps the origin in uniform registers and each k-step's
+// descriptor costs one add. The split is exact because mn0 is a multiple of 64 rows: a
+// whole panel (MN-major) or whole rows (K-major).
 template <bool MN_MAJOR, int SPAN, int PANEL_BYTES>
 struct SmemOperand {
   uint32_t base;
   int mn0;         // the first m (or n) of the operand in the tile (a consumer's rows)
-  __device__ __forceinline__ uint64_t desc(int mn, int k) const {
-    mn += mn0;
+  // the byte offset of element (mn, k) from the tile's first one
+  static __device__ __forceinline__ constexpr uint32_t offset(int mn, int k) {
     const int row = MN_MAJOR ? k : mn, col = (MN_MAJOR ? mn : k) * 2;   // 16-bit elements
-    const uint32_t addr = base + (col / SPAN) * PANEL_BYTES + row * SPAN + col % SPAN;
-    return wgmma_desc<SPAN>(addr, MN_MAJOR ? PANEL_BYTES : 16, 8 * SPAN);
+    return (col / SPAN) * PANEL_BYTES + row * SPAN + col % SPAN;
+  }
+  __device__ __forceinline__ uint64_t desc(int mn, int k) const {
+    const uint64_t origin =
+        wgmma_desc<SPAN>(base + offset(mn0, 0), MN_MAJOR ? PANEL_BYTES : 16, 8 * SPAN);
+    return origin + (offset(mn, k) >> 4);
   }
 };
 
