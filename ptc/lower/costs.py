@@ -6,10 +6,12 @@ Counts per warp for one execution of the task:
   operands read from shared memory (per atom: ldmatrix x4, one per 16x16 A block and one
   per two 8-wide B blocks; MFMA, one 8-byte read per lane or four 2-byte ones);
 - simt: one instruction per value per elementwise node (a thread's values are its
-  layout's size), conversions included; transcendental functions add one SFU instruction
-  per value; a reduction is one instruction per value in the thread, then one shuffle and
-  one combine per lane mask per result value, then (across warps) shared-memory stores,
-  loads and combines; reads of shared-memory tiles one access per value;
+  layout's size), conversions included, a product that is added counted with the add (a
+  fused multiply-add), what a broadcast reads once per row; transcendental functions add
+  one SFU instruction per value (and `exp` its multiply by log2 e); a reduction is one
+  instruction per value in the thread, then one shuffle and one combine per lane mask per
+  result value, then (across warps) shared-memory stores, loads and combines; reads of
+  shared-memory tiles one access per value;
 - copies: the bytes of the tile (per block) and a few instructions per 16-byte chunk.
 """
 from __future__ import annotations
@@ -25,17 +27,25 @@ SFU = ("exp", "exp2", "log", "sqrt", "rsqrt")
 COPY_INSTRUCTIONS_PER_CHUNK = 3   # address, predicate, the copy
 
 
-def _count(e: T.TExpr, values: dict) -> tuple[int, int, int]:
-    """(simt ops, sfu ops, shared reads) per value of an elementwise expression."""
+def expression_counts(e: T.TExpr, values: dict, fused: bool = False,
+                      per_row: bool = False) -> tuple[int, int, int]:
+    """(simt ops, sfu ops, shared reads) per value of an elementwise expression, as the
+    compilers issue it: a product added or subtracted is one fused multiply-add (`fused`:
+    this product is); `exp` is a multiply by log2 e and the SFU's 2^x; what a broadcast
+    (`x[:, None]`) reads is computed once per row, not per value (`per_row`: nothing
+    counted but shared-memory reads)."""
     simt = sfu = shared = 0
-    if isinstance(e, (T.Elementwise, T.Convert)):
-        simt += 1
+    if isinstance(e, (T.Elementwise, T.Convert)) and not per_row:
+        simt += 0 if fused else 1 + (e.op == "exp" if isinstance(e, T.Elementwise) else 0)
         if isinstance(e, T.Elementwise) and e.op in SFU:
             sfu += 1
     if isinstance(e, T.Var) and isinstance(values.get(e.name), ir.InShared):
         shared += 1
+    fuse = isinstance(e, T.Elementwise) and e.op in ("add", "sub")
     for c in T.children(e):
-        a, b, s = _count(c, values)
+        into = fuse and isinstance(c, T.Elementwise) and c.op == "mul"
+        fuse = fuse and not into             # one product per add
+        a, b, s = expression_counts(c, values, into, per_row or isinstance(e, T.Expand))
         simt, sfu, shared = simt + a, sfu + b, shared + s
     return simt, sfu, shared
 
@@ -70,14 +80,14 @@ def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.
             acc[op.task]["shared_accesses"] += 2 * n * op.k
         elif isinstance(op, ir.Compute):
             n = size(op.target)
-            simt, sfu, shared = _count(op.expr, values)
+            simt, sfu, shared = expression_counts(op.expr, values)
             c = acc[op.task]
             c["simt_instructions"] += n * max(simt, 1)
             c["sfu_instructions"] += n * sfu
             c["shared_accesses"] += n * shared
         elif isinstance(op, ir.Reduce):
             lay = kernel.layout(op.source_layout)
-            simt, sfu, shared = _count(op.expr, values)
+            simt, sfu, shared = expression_counts(op.expr, values)
             out = size(op.target)
             c = acc[op.task]
             c["simt_instructions"] += lay.size * (max(simt, 0) + 1) + 2 * out * len(op.lane_masks)

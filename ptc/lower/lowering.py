@@ -32,6 +32,7 @@ from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
 from ..stask.graph import STaskGraph
 from . import ir
+from .arith import base2_exponentials
 from .assign import (Tiling, assign_layouts, reads_with_expands, register_words,
                      tiling_layouts, tilings)
 from .atoms import mma_atom  # noqa: F401 (part of this module's interface)
@@ -540,7 +541,8 @@ class Builder:
         name = s.stmt.name
         home = self.values[name]
         lay = self.layouts[home.layout]
-        return ir.Compute(s.task, name, self.renamed(s.stmt.value), lay.exceeds(home.shape))
+        return ir.Compute(s.task, name, base2_exponentials(self.renamed(s.stmt.value)),
+                          lay.exceeds(home.shape))
 
     def reduce(self, s: Stmt) -> ir.Reduce:
         value: T.Reduce = s.stmt.value
@@ -557,9 +559,9 @@ class Builder:
             scratch = self.scratch_buffer(f"cross-warp {value.op} of {s.stmt.name}", dtype,
                                           (extent, cross))
         shape = self.low.shape(value.arg)
-        return ir.Reduce(s.task, s.stmt.name, self.renamed(value.arg), value.op, value.axis,
-                         self.layout_name(src), tuple(masks), scratch, cross,
-                         src.exceeds(shape))
+        return ir.Reduce(s.task, s.stmt.name, base2_exponentials(self.renamed(value.arg)),
+                         value.op, value.axis, self.layout_name(src), tuple(masks), scratch,
+                         cross, src.exceeds(shape))
 
     def scratch_buffer(self, purpose: str, dtype: str, shape: tuple[int, ...]) -> str:
         self.scratch_count += 1

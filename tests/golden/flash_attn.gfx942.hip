@@ -232,12 +232,12 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       // p = ...  (simt_s)
       #pragma unroll
       for (int r = 0; r < L_s_c::SIZE; ++r) {
-        v_p[r] = ptc::exp_sfu((ptc::f32(v_s[r]) - ptc::f32(v_mn[L_s_c_s1::reg(L_s_c::slot0(r))])));
+        v_p[r] = ptc::exp2_sfu(((ptc::f32(v_s[r]) * 1.4426950408889634f) - (ptc::f32(v_mn[L_s_c_s1::reg(L_s_c::slot0(r))]) * 1.4426950408889634f)));
       }
       // a = ...  (simt_s)
       #pragma unroll
       for (int r = 0; r < L_s_c_s1::SIZE; ++r) {
-        v_a[r] = ptc::exp_sfu((ptc::f32(v_mx[r]) - ptc::f32(v_mn[r])));
+        v_a[r] = ptc::exp2_sfu(((ptc::f32(v_mx[r]) * 1.4426950408889634f) - (ptc::f32(v_mn[r]) * 1.4426950408889634f)));
       }
       // %r2 = sum over axis 1  (simt_s)
       #pragma unroll

@@ -152,7 +152,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       #pragma unroll
       for (int r = 0; r < L_acc_b_s1::SIZE; ++r) {
         const int c0 = L_acc_b_s1::base0(lane, warp) + L_acc_b_s1::off0(L_acc_b_s1::slot0(r));
-        v_w[r] = (ptc::exp_sfu((ptc::f32(ptc::ld_shared<float>(smem + 25088u + ptc::tile_offset<4, false>(0, (0) * 4))) - ptc::f32(ptc::ld_shared<float>(smem + 24576u + ptc::tile_offset<256, false>(0, (c0) * 4))))) * ptc::f32(ptc::ld_shared<float>(smem + 24832u + ptc::tile_offset<256, false>(0, (c0) * 4))));
+        v_w[r] = (ptc::exp2_sfu(((ptc::f32(ptc::ld_shared<float>(smem + 25088u + ptc::tile_offset<4, false>(0, (0) * 4))) * 1.4426950408889634f) - (ptc::f32(ptc::ld_shared<float>(smem + 24576u + ptc::tile_offset<256, false>(0, (c0) * 4))) * 1.4426950408889634f))) * ptc::f32(ptc::ld_shared<float>(smem + 24832u + ptc::tile_offset<256, false>(0, (c0) * 4))));
       }
       // wait for Bm_lds: the copies in flight land in LDS
       staged_load_Bm.land(tid);

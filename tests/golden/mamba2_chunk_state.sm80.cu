@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       #pragma unroll
       for (int r = 0; r < L_acc_b_s1::SIZE; ++r) {
         const int c0 = L_acc_b_s1::base0(lane, warp) + L_acc_b_s1::off0(L_acc_b_s1::slot0(r));
-        v_w[r] = (ptc::exp_sfu((ptc::f32(ptc::ld_shared<float>(smem + 25088u + ptc::tile_offset<4, false>(0, (0) * 4))) - ptc::f32(ptc::ld_shared<float>(smem + 24576u + (i_l % 2) * 128u + ptc::tile_offset<128, false>(0, (c0) * 4))))) * ptc::f32(ptc::ld_shared<float>(smem + 24832u + (i_l % 2) * 128u + ptc::tile_offset<128, false>(0, (c0) * 4))));
+        v_w[r] = (ptc::exp2_sfu(((ptc::f32(ptc::ld_shared<float>(smem + 25088u + ptc::tile_offset<4, false>(0, (0) * 4))) * 1.4426950408889634f) - (ptc::f32(ptc::ld_shared<float>(smem + 24576u + (i_l % 2) * 128u + ptc::tile_offset<128, false>(0, (c0) * 4))) * 1.4426950408889634f))) * ptc::f32(ptc::ld_shared<float>(smem + 24832u + (i_l % 2) * 128u + ptc::tile_offset<128, false>(0, (c0) * 4))));
       }
       ptc::cp_async_wait<5>();  // Bm_smem
       __syncthreads();  // Compute of simt_bw reads what other threads wrote

@@ -121,7 +121,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   // e = ...  (simt_x)
   #pragma unroll
   for (int r = 0; r < L_blocked_1x4096::SIZE; ++r) {
-    v_e[r] = ptc::exp_sfu((ptc::f32(v_x[r]) - ptc::f32(t_r1[L_blocked_1x4096_s1::reg(L_blocked_1x4096::slot0(r))])));
+    v_e[r] = ptc::exp2_sfu(((ptc::f32(v_x[r]) * 1.4426950408889634f) - (ptc::f32(t_r1[L_blocked_1x4096_s1::reg(L_blocked_1x4096::slot0(r))]) * 1.4426950408889634f)));
   }
   ptc::syncthreads();  // Reduce of simt_x reads what other threads wrote
   // %r2 = sum over axis 1  (simt_x)
