@@ -22,7 +22,7 @@ def test_the_readout_of_a_recorded_assembly():
             loop.max_threads) == ("mma_loop", "gfx942", 8, 16, 24, 14, 2048, 0, 0, 8, 128)
     assert dict(loop.instructions) == {"v_mfma": 2, "ds_read": 2, "ds_write": 1,
                                        "global_load": 1, "global_store": 16, "s_barrier": 2,
-                                       "s_waitcnt": 4}
+                                       "s_waitcnt": 4, "accvgpr": 32}   # AGPRs zeroed, read out
     assert dict(loop.main_loop) == {"v_mfma": 2, "ds_read": 2, "ds_write": 1,
                                     "global_load": 1, "s_barrier": 2, "s_waitcnt": 3}
     assert loop.mfma == (("v_mfma_f32_32x32x8_f16", 2),)

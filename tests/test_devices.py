@@ -440,3 +440,14 @@ def test_render(tmp_path):
         "      kind: sfux\n"
         "            ^~~~\n"
         "hint: did you mean 'sfu'?")
+
+
+def test_alu_registers_are_optional_and_at_most_the_registers_of_a_thread(tmp_path):
+    assert get_device("sm90").resources.alu_registers == 255       # left out: all of them
+    amd = get_device("gfx942").resources
+    assert (amd.alu_registers, amd.max_registers_per_thread) == (256, 512)
+    f, d = _one_error(tmp_path, ("max_registers_per_thread: 255       # [PG]",
+                                 "max_registers_per_thread: 255\n"
+                                 "    alu_registers_per_thread: 300"))
+    assert d.message == (f"{f}: eu.resources.alu_registers_per_thread: 300 is more than "
+                         "max_registers_per_thread (255)")

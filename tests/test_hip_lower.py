@@ -107,3 +107,19 @@ def test_a_transposed_tile_is_a_bijection_and_an_mfma_read_takes_every_bank_once
             reads = [lay.offset(k0, n0 + i) for i in range(16)]
             assert wavefronts(reads, 8) == 1
     assert transposed_layout(30, 128, "f16") is None and transposed_layout(32, 8, "f32") is None
+
+
+@pytest.mark.parametrize("target", ["gfx90a", "gfx942"])
+def test_accumulators_the_alu_reads_in_the_loop_get_a_budget_of_alu_registers(target):
+    """Flash attention rescales o (and reads S) with the vector ALU every iteration: the
+    allocator is told to leave room for 2 blocks of 4 waves (256 registers per lane, CDNA's
+    arch VGPRs), so it keeps them out of the AGPRs. gemm's accumulator never leaves the
+    MFMA in the loop: the compiler chooses. CUDA has no such registers."""
+    low, _, device = lower_sample("flash_attn", target)
+    res = device.resources
+    assert low.launch.min_blocks == 2
+    assert res.registers // (low.launch.min_blocks * low.launch.threads) == res.alu_registers
+    assert any("the vector ALU reads accumulators in the loop (%s_mma, o)" in n
+               for n in low.notes)
+    assert lower_sample("gemm", target)[0].launch.min_blocks == 0
+    assert lower_sample("flash_attn", "sm80")[0].launch.min_blocks == 0

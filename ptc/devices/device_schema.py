@@ -59,6 +59,7 @@ DEVICE = Record({
             "shared_memory_per_eu_bytes": Int(min=1),
             "registers": Int(min=1),
             "max_registers_per_thread": Int(min=1),
+            "alu_registers_per_thread": Optional(Int(min=1)),
             "max_threads": Int(min=1),
             "max_threads_per_block": Int(min=1),
             "warp_size": Int(min=1),
@@ -98,6 +99,8 @@ def _check_resources(r: Any, walk: Walk) -> None:
     at = ("eu", "resources")
     pairs = [("shared_memory_bytes", "shared_memory_per_eu_bytes"),
              ("max_threads_per_block", "max_threads")]
+    if r.get("alu_registers_per_thread") is not None:
+        pairs.append(("alu_registers_per_thread", "max_registers_per_thread"))
     for small, big in pairs:
         if valid(r[small], r[big]) and r[small] > r[big]:
             walk.error(at + (small,), f"{r[small]} is more than {big} ({r[big]})")

@@ -153,7 +153,7 @@ def _record_spans(node: yaml.Node, path: tuple, walk: Walk, active: set[int]) ->
 
 
 def _build(d: dict[str, Any], path: Path) -> Device:
-    res = d["eu"]["resources"]
+    res = {k: v for k, v in d["eu"]["resources"].items() if v is not None}
     units = tuple(
         Unit(name=u["name"], kind=u["kind"], is_async=u["async"], count=u["count"],
              throughput=Throughput(tuple(u["throughput"].items())),

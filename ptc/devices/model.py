@@ -99,6 +99,14 @@ class Resources:
     max_blocks: int  # resident per EU
     shared_bytes_per_cycle: int  # shared memory (LDS) bandwidth of one EU
     exchanges_per_cycle: float  # warp-wide lane exchanges (shuffles) one EU completes per cycle
+    # registers per thread the vector ALU reads (CDNA's arch VGPRs); beyond them, up to
+    # max_registers_per_thread, registers only matrix-core accumulators use (AGPRs). The
+    # YAML may leave it out: then every register is an ALU register.
+    alu_registers_per_thread: int = 0
+
+    @property
+    def alu_registers(self) -> int:
+        return self.alu_registers_per_thread or self.max_registers_per_thread
 
 
 @dataclass(frozen=True)

@@ -275,14 +275,40 @@ class Builder:
         blocks = min(res.max_blocks, res.max_threads // self.low.threads,
                      res.registers // per_block_regs if per_block_regs else res.max_blocks,
                      res.shared_memory_per_eu_bytes // max(total, 1))
+        min_blocks = self.alu_accumulator_blocks(body, registers, blocks)
         launch = ir.Launch(self.grid(), self.low.threads, self.low.warps, total, registers,
-                           blocks, self.plan.launch.persistent)
+                           blocks, self.plan.launch.persistent, min_blocks=min_blocks)
         kernel = ir.LoweredKernel(
             self.low.kernel.name, dev.name, dev.backend, self.plan.style, launch,
             tuple(self.layouts.values()), tuple(buffers), tuple(self.values.items()), body,
             tuple(self.units.items()), (), tuple(dict.fromkeys(self.alignment)),
             tuple(self.low.notes))
         return replace(kernel, costs=task_costs(kernel, self.graph, dev))
+
+    def alu_accumulator_blocks(self, body, registers: int, blocks: int) -> int:
+        """The blocks per EU the register allocator is told to leave room for (0: its own
+        choice). Where the device has registers only matrix-core accumulators use (CDNA's
+        AGPRs, past alu_registers_per_thread) and the vector ALU updates an accumulator in
+        a loop (flash attention's rescale of o), the budget is bounded to the ALU's
+        registers: given more, the allocator puts the accumulators in AGPRs and moves them
+        to VGPRs and back every iteration. Only where the plan's own occupancy and
+        estimate allow it."""
+        res = self.device.resources
+        alu = res.alu_registers
+        if alu >= res.max_registers_per_thread or registers > alu:
+            return 0
+        accumulators = {op.out for op in ir.walk(body) if isinstance(op, ir.Mma)}
+        touched = [name for loop in ir.walk(body) if isinstance(loop, ir.Loop)
+                   for op in ir.walk(loop.body) if isinstance(op, ir.Compute)
+                   for name in (op.target, *reads(op.expr)) if name in accumulators]
+        need = -(-res.registers // (alu * self.low.threads))
+        if not touched or need > blocks:
+            return 0
+        self.low.notes.append(
+            f"{need} block(s) per EU for the register allocator: the vector ALU reads "
+            f"accumulators in the loop ({', '.join(dict.fromkeys(touched))}), so they stay "
+            f"in the {alu} registers it reads")
+        return need
 
     def grid(self) -> tuple:
         from .tiles import add, const, dim_expr

@@ -15,6 +15,8 @@ def print_lowered(k: ir.LoweredKernel) -> str:
                  f"{L.blocks_per_eu} block(s) per EU; min blocks for the register allocator "
                  f"{L.min_blocks} (element-wise variant {L.min_blocks_elementwise}; 0: its "
                  f"own choice)")
+    for note in k.notes:
+        lines.append(f"  note: {note}")
     if k.alignment:
         conds = ", ".join(f"{name} % {n} == 0" if kind == "dim" else f"{name} {n}-byte aligned"
                           for kind, name, n in k.alignment)

@@ -171,6 +171,7 @@ class GridPrinter:
                  "tiles: " + ", ".join(f"{k}={v}" for k, v in plan.tiles),
                  f"launch: {low.launch.threads} threads, {low.launch.dynamic_smem} bytes of "
                  f"shared memory, ~{low.launch.registers} registers per thread"]
+        lines += [f"note: {note}" for note in low.notes]
         for b in sorted(low.buffers, key=lambda b: b.offset):
             lines.append(f"shared {b.name}: {b.dtype}{list(b.shape)}"
                          + (f" x {b.slots}" if b.slots > 1 else "")

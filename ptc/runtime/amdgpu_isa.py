@@ -39,6 +39,8 @@ FAMILIES = {
     "scratch": ("scratch_",),          # gfx942's scratch_load / scratch_store (spills)
     "s_waitcnt": ("s_waitcnt",),
     "cross_lane": ("ds_swizzle", "ds_bpermute", "ds_permute", "v_readlane", "v_writelane"),
+    # moves between the accumulation registers (AGPRs) and the ALU's (VGPRs)
+    "accvgpr": ("v_accvgpr_read", "v_accvgpr_write", "v_accvgpr_mov"),
 }
 _COMMENTS = {"NumVgprs": "vgprs", "NumAgprs": "agprs", "TotalNumVgprs": "total_vgprs",
              "NumSgprs": "sgprs", "ScratchSize": "scratch_bytes", "LDSByteSize": "lds_bytes",

@@ -2,6 +2,7 @@
 // plan: interleaved loads (one buffer each), 4 warps; device gfx942
 // tiles: BM=64, BN=32
 // launch: 256 threads, 25600 bytes of shared memory, ~164 registers per thread
+// note: 2 block(s) per EU for the register allocator: the vector ALU reads accumulators in the loop (%s_mma, o), so they stay in the 256 registers it reads
 // shared q_lds: bf16[64, 128] at 0..16384 (tile of load_Q)
 // shared scratch1: f32[64, 33] at 0..8448 (p from s_c to o_a)
 // shared k_lds: bf16[32, 128] at 9216..17408 (tile of load_K)
@@ -17,10 +18,10 @@
 
 namespace {
 constexpr int THREADS = 256;
-constexpr int MIN_BLOCKS = 0;
+constexpr int MIN_BLOCKS = 2;
 constexpr int MIN_BLOCKS_ELEMENTWISE = 1;
 constexpr int SMEM_BYTES = 25600;
-constexpr int WAVES_PER_SIMD = 1;
+constexpr int WAVES_PER_SIMD = 2;
 constexpr int WAVES_PER_SIMD_ELEMENTWISE = 1;
 }  // namespace
 

@@ -2,6 +2,7 @@
 // plan: sequential (no pipelining), 4 warps; device gfx942
 // tiles: BM=32, BN=32
 // launch: 256 threads, 21120 bytes of shared memory, ~124 registers per thread
+// note: 2 block(s) per EU for the register allocator: the vector ALU reads accumulators in the loop (%s_mma, o), so they stay in the 256 registers it reads
 // shared k_lds: bf16[32, 128] at 0..8192 (tile of load_K)
 // shared q_lds: bf16[32, 128] at 0..8192 (tile of load_Q)
 // shared v_lds: bf16[32, 128] at 8192..16384 (tile of load_V)
@@ -19,10 +20,10 @@
 
 namespace {
 constexpr int THREADS = 256;
-constexpr int MIN_BLOCKS = 0;
+constexpr int MIN_BLOCKS = 2;
 constexpr int MIN_BLOCKS_ELEMENTWISE = 1;
 constexpr int SMEM_BYTES = 21120;
-constexpr int WAVES_PER_SIMD = 1;
+constexpr int WAVES_PER_SIMD = 2;
 constexpr int WAVES_PER_SIMD_ELEMENTWISE = 1;
 }  // namespace
 
