@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         if (trips_n > 0) {
           ptc::mbarrier_wait_parity(smem + 163840u + 8u * (u_n % 3), (uint32_t)((u_n / 3) & 1));  // full:k_smem
           // mma_s: %s_mma = q @ k on wgmma m64n64k16, 1 atom(s) along m, 8 k-steps
-          ptc::wgmma_tile_ss<64, 1, 8, true, 0, 0>(t_s_mma, ptc::SmemOperand<false, 128, 16384>{smem + 49152u, part * 64}, ptc::SmemOperand<false, 128, 8192>{smem + (u_n % 3) * 16384u, 0}, false);
+          ptc::wgmma_tile<64, 1, 8, true, 0, 0>(t_s_mma, ptc::SmemOperand<false, 128, 16384>{smem + 49152u, part * 64}, ptc::SmemOperand<false, 128, 8192>{smem + (u_n % 3) * 16384u, 0}, false);
           ptc::wgmma_wait<0>();
           ptc::wgmma_fence_operands<32>(t_s_mma);  // %s_mma stays in its registers here
           if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 163864u + 8u * (u_n % 3));  // empty:k_smem
@@ -309,12 +309,12 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             (void)i_n; (void)u_n;
             ptc::mbarrier_wait_parity(smem + 163840u + 8u * (u_n % 3), (uint32_t)((u_n / 3) & 1));  // full:k_smem
             // mma_s: %s_mma = q @ k on wgmma m64n64k16, 1 atom(s) along m, 8 k-steps
-            ptc::wgmma_tile_ss<64, 1, 8, true, 0, 0>(t_s_mma, ptc::SmemOperand<false, 128, 16384>{smem + 49152u, part * 64}, ptc::SmemOperand<false, 128, 8192>{smem + (u_n % 3) * 16384u, 0}, false);
+            ptc::wgmma_tile<64, 1, 8, true, 0, 0>(t_s_mma, ptc::SmemOperand<false, 128, 16384>{smem + 49152u, part * 64}, ptc::SmemOperand<false, 128, 8192>{smem + (u_n % 3) * 16384u, 0}, false);
           }
         }
         ptc::mbarrier_wait_parity(smem + 163896u + 8u * (u_n % 3), (uint32_t)((u_n / 3) & 1));  // full:v_smem
         // mma_o: o = %o2 + %o @ v on wgmma m64n128k16, 1 atom(s) along m, 4 k-steps
-        ptc::wgmma_tile_rs<128, 1, 4, true, 1>(v_o, ptc::RegOperand<4>{t_o}, ptc::SmemOperand<true, 128, 8192>{smem + 81920u + (u_n % 3) * 16384u, 0}, true);
+        ptc::wgmma_tile<128, 1, 4, true, 0, 1>(v_o, ptc::RegOperand<4>{t_o}, ptc::SmemOperand<true, 128, 8192>{smem + 81920u + (u_n % 3) * 16384u, 0}, true);
         ptc::named_barrier_arrive(3 + (part + 1) % 2, 256);  // the other warpgroup's turn: its wgmmas run under this one's CUDA-core work
         {
           // iteration n + 1 (the loop is rotated)
@@ -424,7 +424,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         (void)i_n;
         ptc::mbarrier_wait_parity(smem + 163896u + 8u * (u_n % 3), (uint32_t)((u_n / 3) & 1));  // full:v_smem
         // mma_o: o = %o2 + %o @ v on wgmma m64n128k16, 1 atom(s) along m, 4 k-steps
-        ptc::wgmma_tile_rs<128, 1, 4, true, 1>(v_o, ptc::RegOperand<4>{t_o}, ptc::SmemOperand<true, 128, 8192>{smem + 81920u + (u_n % 3) * 16384u, 0}, true);
+        ptc::wgmma_tile<128, 1, 4, true, 0, 1>(v_o, ptc::RegOperand<4>{t_o}, ptc::SmemOperand<true, 128, 8192>{smem + 81920u + (u_n % 3) * 16384u, 0}, true);
         ptc::wgmma_wait<0>();
         ptc::wgmma_fence_operands<64>(v_o);  // o stays in its registers here
         ptc::wgmma_fence_operands<16>(t_o);  // %o stays in its registers here

@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::mbarrier_wait_parity(smem + 196608u + 8u * (u_n % 2), (uint32_t)((u_n / 2) & 1));  // full:k_smem
         ptc::named_barrier(3 + part, 256);  // this warpgroup's turn at the tensor cores
         // mma_s: %s_mma = q @ k on wgmma m64n128k16, 1 atom(s) along m, 8 k-steps
-        ptc::wgmma_tile_ss<128, 1, 8, true, 0, 0>(t_s_mma, ptc::SmemOperand<false, 128, 16384>{smem + 65536u, part * 64}, ptc::SmemOperand<false, 128, 16384>{smem + (u_n % 2) * 32768u, 0}, false);
+        ptc::wgmma_tile<128, 1, 8, true, 0, 0>(t_s_mma, ptc::SmemOperand<false, 128, 16384>{smem + 65536u, part * 64}, ptc::SmemOperand<false, 128, 16384>{smem + (u_n % 2) * 32768u, 0}, false);
         ptc::named_barrier_arrive(3 + (part + 1) % 2, 256);  // the other warpgroup's turn: its wgmmas run under this one's CUDA-core work
         ptc::wgmma_wait<0>();
         ptc::wgmma_fence_operands<64>(t_s_mma);  // %s_mma stays in its registers here
@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         }
         ptc::mbarrier_wait_parity(smem + 196648u + 8u * (u_n % 2), (uint32_t)((u_n / 2) & 1));  // full:v_smem
         // mma_o: o = %o2 + %o @ v on wgmma m64n128k16, 1 atom(s) along m, 8 k-steps
-        ptc::wgmma_tile_rs<128, 1, 8, true, 1>(v_o, ptc::RegOperand<8>{t_o}, ptc::SmemOperand<true, 128, 16384>{smem + 98304u + (u_n % 2) * 32768u, 0}, true);
+        ptc::wgmma_tile<128, 1, 8, true, 0, 1>(v_o, ptc::RegOperand<8>{t_o}, ptc::SmemOperand<true, 128, 16384>{smem + 98304u + (u_n % 2) * 32768u, 0}, true);
         ptc::wgmma_wait<0>();
         ptc::wgmma_fence_operands<64>(v_o);  // o stays in its registers here
         ptc::wgmma_fence_operands<32>(t_o);  // %o stays in its registers here

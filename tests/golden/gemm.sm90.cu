@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::mbarrier_wait_parity(smem + 131072u + 8u * (u_k % 3), (uint32_t)((u_k / 3) & 1));  // full:A_smem
         ptc::mbarrier_wait_parity(smem + 131120u + 8u * (u_k % 3), (uint32_t)((u_k / 3) & 1));  // full:B_smem
         // mma_acc: acc = acc + %A @ %B on wgmma m64n128k16, 1 atom(s) along m, 4 k-steps
-        ptc::wgmma_tile_ss<128, 1, 4, false, 0, 1>(v_acc, ptc::SmemOperand<false, 128, 16384>{smem + (u_k % 3) * 16384u, part * 64}, ptc::SmemOperand<true, 128, 8192>{smem + 49152u + (u_k % 3) * 16384u, 0}, true);
+        ptc::wgmma_tile<128, 1, 4, false, 0, 1>(v_acc, ptc::SmemOperand<false, 128, 16384>{smem + (u_k % 3) * 16384u, part * 64}, ptc::SmemOperand<true, 128, 8192>{smem + 49152u + (u_k % 3) * 16384u, 0}, true);
         ptc::wgmma_wait<1>();
         ptc::wgmma_fence_operands<64>(v_acc);  // acc stays in its registers here
         if (i_k >= 1) {

@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             ptc::mbarrier_wait_parity(smem + 90112u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:A_smem
             ptc::mbarrier_wait_parity(smem + 90144u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:B_smem
             // mma_t: t = t + %A @ %B on wgmma m64n128k16, 1 atom(s) along m, 4 k-steps
-            ptc::wgmma_tile_ss<128, 1, 4, false, 0, 1>(v_t, ptc::SmemOperand<false, 128, 8192>{smem + (u_k % 2) * 8192u, 0}, ptc::SmemOperand<true, 128, 8192>{smem + 16384u + (u_k % 2) * 16384u, 0}, true);
+            ptc::wgmma_tile<128, 1, 4, false, 0, 1>(v_t, ptc::SmemOperand<false, 128, 8192>{smem + (u_k % 2) * 8192u, 0}, ptc::SmemOperand<true, 128, 8192>{smem + 16384u + (u_k % 2) * 16384u, 0}, true);
             ptc::wgmma_wait<1>();
             ptc::wgmma_fence_operands<64>(v_t);  // t stays in its registers here
             if (i_k >= 1) {
@@ -231,7 +231,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         }
         ptc::mbarrier_wait_parity(smem + 90176u + 8u * (u_n % 2), (uint32_t)((u_n / 2) & 1));  // full:D_smem
         // mma_acc: acc = acc + %acc @ %D on wgmma m64n64k16, 1 atom(s) along m, 8 k-steps
-        ptc::wgmma_tile_rs<64, 1, 8, false, 1>(v_acc, ptc::RegOperand<8>{t_acc}, ptc::SmemOperand<true, 128, 16384>{smem + 49152u + (u_n % 2) * 16384u, 0}, true);
+        ptc::wgmma_tile<64, 1, 8, false, 0, 1>(v_acc, ptc::RegOperand<8>{t_acc}, ptc::SmemOperand<true, 128, 16384>{smem + 49152u + (u_n % 2) * 16384u, 0}, true);
         ptc::wgmma_wait<0>();
         ptc::wgmma_fence_operands<32>(v_acc);  // acc stays in its registers here
         ptc::wgmma_fence_operands<32>(t_acc);  // %acc stays in its registers here

@@ -268,7 +268,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     ptc::mbarrier_wait_parity(smem + 137216u, 0u);  // full:C_smem
     ptc::mbarrier_wait_parity(smem + 137224u, 0u);  // full:prev_states_smem
     // mma_carried: carried = %C @ %prev_states on wgmma m64n64k16, 1 atom(s) along m, 8 k-steps
-    ptc::wgmma_tile_ss<64, 1, 8, false, 0, 0>(v_carried, ptc::SmemOperand<false, 128, 16384>{smem, part * 64}, ptc::SmemOperand<false, 128, 8192>{smem + 32768u, 0}, false);
+    ptc::wgmma_tile<64, 1, 8, false, 0, 0>(v_carried, ptc::SmemOperand<false, 128, 16384>{smem, part * 64}, ptc::SmemOperand<false, 128, 8192>{smem + 32768u, 0}, false);
     ptc::wgmma_wait<0>();
     ptc::wgmma_fence_operands<32>(v_carried);  // carried stays in its registers here
     ptc::mbarrier_wait_parity(smem + 137232u, 0u);  // full:cs_m_smem
@@ -326,7 +326,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         if (lane == 0) ptc::mbarrier_arrive(smem + 137320u + 8u * (u_s % 2));  // empty:dt_smem, per warp
         ptc::mbarrier_wait_parity(smem + 137336u + 8u * (u_s % 2), (uint32_t)((u_s / 2) & 1));  // full:x_smem
         // mma_acc: acc = acc + %acc @ %x on wgmma m64n64k16, 1 atom(s) along m, 4 k-steps
-        ptc::wgmma_tile_rs<64, 1, 4, false, 1>(v_acc, ptc::RegOperand<4>{t_acc}, ptc::SmemOperand<true, 128, 8192>{smem + 87040u + (u_s % 2) * 8192u, 0}, true);
+        ptc::wgmma_tile<64, 1, 4, false, 0, 1>(v_acc, ptc::RegOperand<4>{t_acc}, ptc::SmemOperand<true, 128, 8192>{smem + 87040u + (u_s % 2) * 8192u, 0}, true);
         ptc::wgmma_wait<0>();
         ptc::wgmma_fence_operands<32>(v_acc);  // acc stays in its registers here
         ptc::wgmma_fence_operands<16>(t_acc);  // %acc stays in its registers here

@@ -224,15 +224,11 @@ class SpecializedOps:
         rows = self.split_rows
         b = self.smem_operand(op.b, rows)
         if op.a.in_registers:
-            a, _ = self.register_tile(op.a.value)
-            self.emit(f"ptc::wgmma_tile_rs<{op.n}, {op.mi}, {op.ks}, {bf16}, "
-                      f"{int(op.b.mn_major)}>({out.name}, ptc::RegOperand<{op.ks}>{{{a.name}}}, "
-                      f"{b}, {accumulate});")
+            a = f"ptc::RegOperand<{op.ks}>{{{self.register_tile(op.a.value)[0].name}}}"
         else:
             a = self.smem_operand(op.a, rows)
-            self.emit(f"ptc::wgmma_tile_ss<{op.n}, {op.mi}, {op.ks}, {bf16}, "
-                      f"{int(op.a.mn_major)}, {int(op.b.mn_major)}>({out.name}, {a}, {b}, "
-                      f"{accumulate});")
+        self.emit(f"ptc::wgmma_tile<{op.n}, {op.mi}, {op.ks}, {bf16}, {int(op.a.mn_major)}, "
+                  f"{int(op.b.mn_major)}>({out.name}, {a}, {b}, {accumulate});")
 
     def WgmmaWait(self, op: ir.WgmmaWait) -> None:
         self.emit(f"ptc::wgmma_wait<{op.pending}>();")

@@ -151,33 +151,32 @@ __device__ __forceinline__ void wgmma_rs(float* d, const uint32_t* a, uint64_t d
 #endif
 }
 
-// acc (MI m64 blocks of N / 2 floats) = (ACCUMULATE ? acc : 0) + A B over KS k-steps, one
-// wgmma per block and k-step, fenced before and committed after (wait with wgmma_wait)
-template <int N, int MI, int KS, bool BF16, int TRANS_B, class B>
-__device__ __forceinline__ void wgmma_tile_rs(float* acc, const RegOperand<KS>& a, const B& b,
-                                              bool accumulate) {
-  wgmma_fence_operands<MI * N / 2>(acc);
-  wgmma_fence();
-#pragma unroll
-  for (int ks = 0; ks < KS; ++ks)
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-      wgmma_rs<N, BF16, TRANS_B>(acc + mi * (N / 2), a.regs(mi, ks), b.desc(0, ks * 16),
-                                 (accumulate || ks > 0) ? 1 : 0);
-  wgmma_commit();
-  wgmma_fence_operands<MI * N / 2>(acc);
+// One wgmma of m64 block mi and k-step ks: A from registers (RS) or by descriptor (SS)
+template <int N, bool BF16, int TRANS_A, int TRANS_B, int KS>
+__device__ __forceinline__ void wgmma_atom(float* d, const RegOperand<KS>& a, int mi, int ks,
+                                           uint64_t desc_b, int scale_d) {
+  wgmma_rs<N, BF16, TRANS_B>(d, a.regs(mi, ks), desc_b, scale_d);
+}
+template <int N, bool BF16, int TRANS_A, int TRANS_B, bool MN_MAJOR, int SPAN, int PANEL_BYTES>
+__device__ __forceinline__ void wgmma_atom(float* d,
+                                           const SmemOperand<MN_MAJOR, SPAN, PANEL_BYTES>& a,
+                                           int mi, int ks, uint64_t desc_b, int scale_d) {
+  wgmma_ss<N, BF16, TRANS_A, TRANS_B>(d, a.desc(mi * 64, ks * 16), desc_b, scale_d);
 }
 
+// acc (MI m64 blocks of N / 2 floats) = (accumulate ? acc : 0) + A B over KS k-steps, one
+// wgmma per block and k-step, fenced before and committed after (wait with wgmma_wait).
+// A is a RegOperand (its fragments in registers; TRANS_A is then 0) or a SmemOperand.
 template <int N, int MI, int KS, bool BF16, int TRANS_A, int TRANS_B, class A, class B>
-__device__ __forceinline__ void wgmma_tile_ss(float* acc, const A& a, const B& b, bool accumulate) {
+__device__ __forceinline__ void wgmma_tile(float* acc, const A& a, const B& b, bool accumulate) {
   wgmma_fence_operands<MI * N / 2>(acc);
   wgmma_fence();
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks)
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
-      wgmma_ss<N, BF16, TRANS_A, TRANS_B>(acc + mi * (N / 2), a.desc(mi * 64, ks * 16),
-                                          b.desc(0, ks * 16), (accumulate || ks > 0) ? 1 : 0);
+      wgmma_atom<N, BF16, TRANS_A, TRANS_B>(acc + mi * (N / 2), a, mi, ks, b.desc(0, ks * 16),
+                                            (accumulate || ks > 0) ? 1 : 0);
   wgmma_commit();
   wgmma_fence_operands<MI * N / 2>(acc);
 }
