@@ -3,6 +3,7 @@ land at the waits, the plans it refuses, and what the cost model counts for MFMA
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ptc.devices import get_device
@@ -123,3 +124,39 @@ def test_accumulators_the_alu_reads_in_the_loop_get_a_budget_of_alu_registers(ta
                for n in low.notes)
     assert lower_sample("gemm", target)[0].launch.min_blocks == 0
     assert lower_sample("flash_attn", "sm80")[0].launch.min_blocks == 0
+
+
+def test_a_transposed_layout_holds_each_element_where_the_original_held_its_mirror():
+    from ptc.lower.assign import tiling_layouts
+    from ptc.lower.atoms import MFMA_16x16x16, tilings
+    (t,) = [t for t in tilings(MFMA_16x16x16, 32, 64, 16, 4) if (t.wm, t.wn) == (1, 4)]
+    c, a, b = tiling_layouts(t, "x")
+    for lay in (c, a, b):
+        flipped = lay.transposed("y")
+        assert flipped.shape == lay.shape[::-1]
+        np.testing.assert_array_equal(flipped.table, lay.table[..., ::-1])
+
+
+@pytest.mark.parametrize("target", ["gfx90a", "gfx942"])
+def test_flash_attention_on_mfma_computes_both_products_transposed(target):
+    """MFMA's accumulator gives a lane 4 consecutive rows of one column and its A operand 4
+    consecutive k of one row: computing S^T = K Q^T leaves P in the registers where
+    O^T = V^T P^T reads it as its B operand, so P stays in registers (no conversion through
+    LDS), each lane holds 4 keys of one query row (row reductions: 2 lane exchanges, not
+    4), and 4 consecutive d of a row of O (8-byte stores)."""
+    low, _, _ = lower_sample("flash_attn", target)
+    mmas = [op for op in ir.walk(low.body) if isinstance(op, ir.Mma)]
+    assert mmas and all(op.swapped for op in mmas)
+    ops = ir.walk(low.body)
+    assert not [op for op in ops if isinstance(op, (ir.SpillTile, ir.FillTile))]
+    assert all(op.lane_masks == (16, 32) for op in ops if isinstance(op, ir.Reduce))
+    pv = next(op for op in mmas if op.out == "o")
+    assert (pv.a.value, pv.a.in_registers, pv.b.value, pv.b.in_registers) == \
+        ("v", False, "%o", True)
+    o = low.layout(dict(low.values)["o"].layout)
+    assert o.regs[0].size == 4 and o.regs[0].stride == (0, 1)   # 4 consecutive d
+
+
+def test_cuda_products_are_never_computed_transposed():
+    low, _, _ = lower_sample("flash_attn", "sm80")
+    assert not any(op.swapped for op in ir.walk(low.body) if isinstance(op, ir.Mma))

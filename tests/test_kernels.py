@@ -10,6 +10,9 @@ formula (tests/kernels/formulas.py) at an odd, ragged shape. For every kernel:
   emulate90 the same for the sm90 CUDA `ptc compile` emits, and for the best
             warp-specialized sm90 plan where the search ranks another first (TMA,
             mbarriers and wgmma on the emulator; eager copies in reverse order too)
+  emulate_gfx90a, emulate_gfx942
+            the same for the HIP `ptc compile` emits for each AMD target (MFMA, DPP and
+            LDS on the emulator), in order and shuffled
 
 A step that fails today because of ptc is listed in XFAIL with the error ptc gives. The
 marks are strict: when ptc is fixed the test turns red and the entry must go.
@@ -188,8 +191,18 @@ def _emulator_build_ws(name: str):
     return build_emulated(render_kernel(kernel, ws.plan, ws.graph, device))
 
 
+def _emulator_build_hip(target: str):
+    def build(name: str):
+        from ptc.render.emulate import build_emulated
+        return build_emulated(prepare(path_of(name), target, shapes=shapes_of(name)).source,
+                              backend="hip")
+    return build
+
+
+HIP_TARGETS = ("gfx90a", "gfx942")
 BUILDS = {"emulate": _emulator_build, "emulate90": _emulator_build_sm90,
-          "emulate_ws": _emulator_build_ws}
+          "emulate_ws": _emulator_build_ws,
+          **{f"emulate_{t}": _emulator_build_hip(t) for t in HIP_TARGETS}}
 
 
 @lru_cache(maxsize=None)
@@ -210,9 +223,9 @@ def builds(request):
     for item in request.session.items:
         spec = getattr(item, "callspec", None)
         if item.module is sys.modules[__name__] and spec and "name" in spec.params:
-            step = getattr(item.function, "build_step", None)
+            step = getattr(item.function, "build_step", None)   # may name other params
             if step:
-                wanted[step].add(spec.params["name"])
+                wanted[step.format(**spec.params)].add(spec.params["name"])
     if not HAVE_NVCC:
         wanted["nvcc"].clear()
     if not HAVE_CXX:
@@ -366,3 +379,20 @@ def test_emulated_warp_specialized_kernel_matches_the_formula(builds, name):
 
 
 test_emulated_warp_specialized_kernel_matches_the_formula.build_step = "emulate_ws"
+
+
+@pytest.mark.skipif(not HAVE_CXX, reason="no host C++ compiler for the emulated kernels")
+@pytest.mark.parametrize("target", HIP_TARGETS)
+@pytest.mark.parametrize("name", NAMES)
+def test_emulated_hip_kernel_matches_the_formula(builds, name, target):
+    kernel = kernel_of(name)
+    step = f"emulate_{target}"
+    with known_errors(name, step):
+        emulated = built(builds, step, name)
+    dims = {d.name: shapes_of(name)[d.name] for d in kernel.dims}
+    for config in (dict(), dict(order="random", seed=3)):
+        got = emulated(kernel, inputs_of(name), dims, **config)
+        assert_within_tolerance(name, errors_against_formula(name, got), f"{target} {config}")
+
+
+test_emulated_hip_kernel_matches_the_formula.build_step = "emulate_{target}"

@@ -19,7 +19,7 @@ every mma and keeps the cheapest (`ptc.lower.lowering`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..sema import typed as T
 from .atoms import Tiling, tilings  # noqa: F401 (re-exported)
@@ -30,7 +30,16 @@ from .program import Stmt, mma_parts
 def tiling_layouts(t: Tiling, name: str) -> tuple[Layout, Layout, Layout]:
     """(accumulator [m, n], A operand [m, k], B operand [k, n]) of a tiling. Register order
     within a warp: the atom's registers, then the atoms along n, then along m (A: along k,
-    then m; B: along k, then n) -- the order of ptc's mma helpers' fragment arrays."""
+    then m; B: along k, then n) -- the order of ptc's mma helpers' fragment arrays.
+
+    A swapped tiling's instructions compute out^T = b^T a^T: the statement's out, a and b
+    are the transposes of the instruction's accumulator, B and A operand, held in the
+    same registers."""
+    if t.swapped:
+        c, lhs, rhs = tiling_layouts(replace(t, swapped=False), name)
+        return (c.transposed(f"{name}_c", f"{c.note}, computed transposed"),
+                rhs.transposed(f"{name}_a", f"{rhs.note} (the swapped product's B)"),
+                lhs.transposed(f"{name}_b", f"{lhs.note} (the swapped product's A)"))
     a = t.atom
     c = Layout(f"{name}_c", (t.m, t.n),
                a.c.regs + digits((t.ni, (0, a.n)), (t.mi, (a.m, 0))), a.c.lanes,

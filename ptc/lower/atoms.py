@@ -24,7 +24,7 @@ Sources, per atom:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .layout import Digit, digits
 
@@ -116,12 +116,19 @@ def atoms_for(features, supported: frozenset[str] | None = None) -> tuple[Atom, 
 # ---- tilings: how warps split an mma into atoms --------------------------------------
 @dataclass(frozen=True)
 class Tiling:
+    """`wm x wn` warps over an m x n x k product of atoms. With `swapped`, the product is
+    the transpose of the statement's: the instructions compute out^T = b^T a^T, so m, n,
+    wm, wn and the operands A, B are the instruction's (out's n, m, wn, wm; b^T, a^T). An
+    atom whose accumulator rows are its A operand's k (MFMA: a lane holds 4 consecutive
+    rows of one column of C, and 4 consecutive k of one row of A) then leaves the product
+    in the layout the next product reads its A operand in."""
     atom: Atom
     m: int
     n: int
     k: int
     wm: int
     wn: int
+    swapped: bool = False
 
     @property
     def mi(self) -> int:
@@ -137,11 +144,16 @@ class Tiling:
 
     def describe(self) -> str:
         return (f"{self.atom.name}, warps {self.wm}x{self.wn}, "
-                f"{self.mi}x{self.ni} atoms per warp, {self.ks} k-steps")
+                f"{self.mi}x{self.ni} atoms per warp, {self.ks} k-steps"
+                + (", operands swapped (out^T = b^T a^T)" if self.swapped else ""))
 
 
-def tilings(atom: Atom, m: int, n: int, k: int, warps: int) -> list[Tiling]:
-    """Every way `warps` warps can split an m x n output into whole atoms."""
+def tilings(atom: Atom, m: int, n: int, k: int, warps: int,
+            swapped: bool = False) -> list[Tiling]:
+    """Every way `warps` warps can split an m x n output into whole atoms (`swapped`: the
+    ways to compute its transpose, n x m, as b^T a^T)."""
+    if swapped:
+        return [replace(t, swapped=True) for t in tilings(atom, n, m, k, warps)]
     if k % atom.k:
         return []
     out = []

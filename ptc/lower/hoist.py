@@ -71,7 +71,8 @@ def _fragment(op: ir.Mma, which: str, operand: ir.Operand, builder, ready, loads
     name = f"{operand.value}@{op.task}"
     if name not in builder.values:
         c, a_lay, b_lay = builder.low.mma_layouts[op.task]
-        lay = a_lay if which == "a" else b_lay
+        # `which` is the instruction's operand: a swapped product's A is the statement's b
+        lay = a_lay if (which == "a") != op.swapped else b_lay
         words = lay.size // 2
         if not builder.register_room(words):
             return operand

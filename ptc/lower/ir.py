@@ -226,6 +226,10 @@ class Mma:
     wm: int
     wn: int
     dtype: str                   # operand dtype
+    # the instructions compute out^T = b^T a^T (atoms.Tiling.swapped): `a` and `b` above
+    # are the instruction's operands (the statement's b and a, read transposed), mi, ni,
+    # wm, wn its tiling; out's rows are the instruction's columns
+    swapped: bool = False
 
 
 @dataclass(frozen=True)

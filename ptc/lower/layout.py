@@ -183,6 +183,14 @@ class Layout:
                       tuple(regs), tuple(drop(d) for d in self.lanes),
                       tuple(drop(d) for d in self.warps), note=f"slice {axis} of {self.name}")
 
+    def transposed(self, name: str, note: str = "") -> "Layout":
+        """The layout of the 2-D tile's transpose: the same threads and registers hold
+        element (c, r) that held (r, c)."""
+        def flip(ds: tuple[Digit, ...]) -> tuple[Digit, ...]:
+            return tuple(Digit(d.size, d.stride[::-1]) for d in ds)
+        return Layout(name, self.shape[::-1], flip(self.regs), flip(self.lanes),
+                      flip(self.warps), note=note)
+
     def renamed(self, name: str, note: str | None = None) -> "Layout":
         return Layout(name, self.shape, self.regs, self.lanes, self.warps,
                       self.note if note is None else note)

@@ -61,6 +61,9 @@ class Capabilities:
     staged_copies: bool = False
     # operand tiles stored transposed where the atom reads k contiguously (swizzle k8t)
     transposed_operands: bool = False
+    # products computed transposed, out^T = b^T a^T (atoms.Tiling.swapped), where that
+    # leaves a result in the layout its reader needs
+    swapped_operands: bool = False
 
     def refuses(self, plan: Plan, device: Device) -> str | None:
         """Why this renderer cannot build `plan` (None: it can)."""
@@ -130,6 +133,8 @@ class Lowering:
                     f"instruction of {self.device.name} takes {dtype} {m}x{n}x{k} on "
                     f"{self.warps} warps")
             out[s.task] = tilings(atom, m, n, k, self.warps)
+            if self.caps is not None and self.caps.swapped_operands:
+                out[s.task] += tilings(atom, m, n, k, self.warps, swapped=True)
         return out
 
     # ---- the whole lowering -----------------------------------------------------------
@@ -153,21 +158,25 @@ class Lowering:
         return Builder(self).build()
 
     def score(self, chosen: dict[str, Tiling], sol) -> tuple:
-        cross = 0
+        """Fewest layout conversions, then cross-warp reduction steps, then lane exchanges
+        in reductions, then fragment loads per atom, then accumulator registers."""
+        cross = shuffles = 0
         for s in self.stmts:
             v = s.stmt.value if isinstance(s.stmt, T.Let) else None
             if isinstance(v, T.Reduce):
                 for name in reads(v.arg):
                     lay = sol.layouts.get(name)
                     if lay is not None and lay.rank == v.arg.type.rank:
-                        cross += len(lay.replicating(v.axis)[1])
+                        masks, warp_digits = lay.replicating(v.axis)
+                        cross += len(warp_digits)
+                        shuffles += len(masks)
                         break
         loads = 0.0
         regs = 0
         for t in chosen.values():
             loads += (t.mi + t.ni / 2) / (t.mi * t.ni)
             regs = max(regs, t.mi * t.ni * 4)
-        return (len(sol.conversions), cross, round(loads, 4), regs)
+        return (len(sol.conversions), cross, shuffles, round(loads, 4), regs)
 
 
 def c_name(value: str) -> str:
@@ -203,13 +212,19 @@ class Builder:
         for s in uses:
             if s.kind != "mma" or s.task not in self.low.tiling:
                 return False
-            atom = self.low.tiling[s.task].atom
+            tiling = self.low.tiling[s.task]
+            atom = tiling.atom
             _, mm = mma_parts(s.stmt.value)
             a_name, a_transposed = mma_operand_var(mm.lhs)
             b_name, b_transposed = mma_operand_var(mm.rhs)
-            # (its reads' costs: k-contiguous, strided; is its k along its rows?)
-            sides = ([(atom.a_loads, a_transposed)] if a_name == value else []) + \
-                    ([(atom.b_loads, not b_transposed)] if b_name == value else [])
+            # (its reads' costs: k-contiguous, strided; is its k along its rows?); a
+            # swapped product reads a as the instruction's B and b as its A
+            a_side = (atom.b_loads, a_transposed) if tiling.swapped else \
+                (atom.a_loads, a_transposed)
+            b_side = (atom.a_loads, not b_transposed) if tiling.swapped else \
+                (atom.b_loads, not b_transposed)
+            sides = ([a_side] if a_name == value else []) + \
+                    ([b_side] if b_name == value else [])
             if not sides or not all(along and loads[1] > loads[0] for loads, along in sides):
                 return False
         return bool(uses)
@@ -613,15 +628,17 @@ class Builder:
             if isinstance(home, ir.InShared):
                 stored = self.buffers[home.buffer].layout
                 flipped = stored is not None and stored.transposed
-                ops.append(ir.Operand(name, False, transposed != flipped))
+                # the instruction's operand of a swapped product is this one's transpose
+                ops.append(ir.Operand(name, False, (transposed != t.swapped) != flipped))
             elif isinstance(home, ir.RegTile) and not transposed and \
                     self.layouts[home.layout].same_map(lay):
                 ops.append(ir.Operand(name, True, False))
             else:
                 raise LoweringError(f"{s.task}: operand {name} is in registers in another "
                                     "layout (conversions through shared memory come next)")
-        return ir.Mma(s.task, s.stmt.name, add_name, ops[0], ops[1], t.atom, t.mi, t.ni,
-                      t.ks, t.wm, t.wn, mm.lhs.type.dtype)
+        a, b = ops[::-1] if t.swapped else ops
+        return ir.Mma(s.task, s.stmt.name, add_name, a, b, t.atom, t.mi, t.ni, t.ks, t.wm,
+                      t.wn, mm.lhs.type.dtype, t.swapped)
 
     def store(self, s: Stmt) -> ir.StoreTile:
         st: T.Store = s.stmt

@@ -51,9 +51,12 @@ class CBodyPrinter:
         """Say what `op` multiplies and start its accumulator (zeros, or the addend's
         registers); return the accumulator's register tile."""
         out, _ = self.register_tile(op.out)
-        self.emit(f"// {op.task}: {op.out} {'= ' + op.addend + ' +' if op.addend else '='} "
-                  f"{op.a.value} @ {op.b.value} on {op.atom.name}, {op.mi}x{op.ni} atoms per "
-                  f"{self.WARP}, {op.ks} k-steps")
+        product = (f"({op.a.value}^T @ {op.b.value}^T)^T" if op.swapped else
+                   f"{op.a.value} @ {op.b.value}")
+        self.emit(f"// {op.task}: {op.out} = {op.addend + ' + ' if op.addend else ''}{product}"
+                  f" on {op.atom.name}, {op.mi}x{op.ni} atoms per {self.WARP}, {op.ks} k-steps"
+                  + (" (computed transposed: the instruction's A is b^T, its B a^T)"
+                     if op.swapped else ""))
         if op.addend is None:
             with self.unrolled(struct_name(out.layout)):
                 self.emit(f"{out.name}[r] = 0.0f;")

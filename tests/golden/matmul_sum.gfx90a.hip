@@ -23,32 +23,32 @@ constexpr int WAVES_PER_SIMD_ELEMENTWISE = 1;
 }  // namespace
 
 // register layouts (ptc/lower/layout.py): which thread and register holds which element
-// acc_c: [128, 128] regs 4x[1, 0] 8x[0, 16] 2x[16, 0] | lanes 16x[0, 1] 4x[4, 0] | warps 4x[32, 0]  (mfma.f32.16x16x16 accumulator: mfma.f32.16x16x16, warps 4x1, 2x8 atoms per warp, 2 k-steps)
+// acc_c: [128, 128] regs 4x[0, 1] 2x[16, 0] 8x[0, 16] | lanes 16x[1, 0] 4x[0, 4] | warps 4x[32, 0]  (mfma.f32.16x16x16 accumulator: mfma.f32.16x16x16, warps 1x4, 8x2 atoms per warp, 2 k-steps, computed transposed)
 struct L_acc_c {
   static constexpr int SIZE = 64;
-  static constexpr int SLOTS0 = 8;
-  static __device__ __forceinline__ constexpr int slot0(int r) { return (r % 4) + (r / 32) * 4; }
-  static __device__ __forceinline__ constexpr int off0(int s) { return s % 4 + (s / 4) * 16; }
-  static __device__ __forceinline__ int base0(int lane, int warp) { return ((lane / 16) % 4) * 4 + (warp) * 32; }
+  static constexpr int SLOTS0 = 2;
+  static __device__ __forceinline__ constexpr int slot0(int r) { return ((r / 4) % 2); }
+  static __device__ __forceinline__ constexpr int off0(int s) { return (s) * 16; }
+  static __device__ __forceinline__ int base0(int lane, int warp) { return lane % 16 + (warp) * 32; }
   static __device__ __forceinline__ int wbase0(int warp) { return (warp % 4) * 32; }
-  static constexpr int SLOTS1 = 8;
-  static __device__ __forceinline__ constexpr int slot1(int r) { return ((r / 4) % 8); }
-  static __device__ __forceinline__ constexpr int off1(int s) { return (s) * 16; }
-  static __device__ __forceinline__ int base1(int lane, int warp) { return lane % 16; }
+  static constexpr int SLOTS1 = 32;
+  static __device__ __forceinline__ constexpr int slot1(int r) { return (r % 4) + (r / 8) * 4; }
+  static __device__ __forceinline__ constexpr int off1(int s) { return s % 4 + (s / 4) * 16; }
+  static __device__ __forceinline__ int base1(int lane, int warp) { return ((lane / 16) % 4) * 4; }
   static __device__ __forceinline__ int wbase1(int warp) { return 0; }
-  static __device__ __forceinline__ constexpr int reg(int s0, int s1) { return s0 % 4 + (s1) * 4 + (s0 / 4) * 32; }
+  static __device__ __forceinline__ constexpr int reg(int s0, int s1) { return s1 % 4 + (s0) * 4 + (s1 / 4) * 8; }
   static __device__ __forceinline__ bool owner(int lane, int warp) { return true; }
 };
-// acc_c_s1: [128] regs 4x[1] 2x[16] | lanes 16x[0] 4x[4] | warps 4x[32]  (slice 1 of acc_c)
+// acc_c_s1: [128] regs 2x[16] | lanes 16x[1] 4x[0] | warps 4x[32]  (slice 1 of acc_c)
 struct L_acc_c_s1 {
-  static constexpr int SIZE = 8;
-  static constexpr int SLOTS0 = 8;
-  static __device__ __forceinline__ constexpr int slot0(int r) { return (r % 4) + (r / 4) * 4; }
-  static __device__ __forceinline__ constexpr int off0(int s) { return s % 4 + (s / 4) * 16; }
-  static __device__ __forceinline__ int base0(int lane, int warp) { return ((lane / 16) % 4) * 4 + (warp) * 32; }
+  static constexpr int SIZE = 2;
+  static constexpr int SLOTS0 = 2;
+  static __device__ __forceinline__ constexpr int slot0(int r) { return r; }
+  static __device__ __forceinline__ constexpr int off0(int s) { return (s) * 16; }
+  static __device__ __forceinline__ int base0(int lane, int warp) { return lane % 16 + (warp) * 32; }
   static __device__ __forceinline__ int wbase0(int warp) { return (warp % 4) * 32; }
-  static __device__ __forceinline__ constexpr int reg(int s0) { return s0 % 4 + (s0 / 4) * 4; }
-  static __device__ __forceinline__ bool owner(int lane, int warp) { return lane % 16 == 0; }
+  static __device__ __forceinline__ constexpr int reg(int s0) { return s0; }
+  static __device__ __forceinline__ bool owner(int lane, int warp) { return (lane / 16) % 4 == 0; }
 };
 
 // ALIGNED: the launch checked what the vector copies and stores assume
@@ -69,7 +69,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   const int i_i = (int)(block % (ptc::floordiv((d_M + 127), 128))); block /= (ptc::floordiv((d_M + 127), 128));
   float v_acc[64];  // acc: f32[128, 128] in acc_c
   uint32_t t_C[32];  // %C: f16[128, 128] in acc_c, two per register
-  float t_S[8];  // %S: f32[128] in acc_c_s1
+  float t_S[2];  // %S: f32[128] in acc_c_s1
   ptc::StagedTile<ptc::f16, 128, 32, 8, THREADS, 64, true> staged_load_A;  // load_A's copy in flight
   staged_load_A.live = false;
   ptc::StagedTileK8<ptc::f16, 32, 128, 8, THREADS, 64> staged_load_B;  // load_B's copy in flight
@@ -118,8 +118,8 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
         if (ALIGNED) staged_load_B.load(smem + 16384u + ((i_k + 1) % 2) * 8192u, g, (int)(d_N), rows_left, cols_left, tid);
         else ptc::copy_tile_sync_k8<ptc::f16, 32, 128, THREADS, 64>(smem + 16384u + ((i_k + 1) % 2) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
-      // mma_acc: acc = acc + %A @ %B on mfma.f32.16x16x16, 2x8 atoms per wave, 2 k-steps
-      ptc::mfma_tile<2, 8, 2, ptc::Mfma<16, 16, 16, false>>(v_acc, ptc::SharedA<2, false, ptc::SharedTile<64, true>>{{smem + (i_k % 2) * 8192u}, L_acc_c::wbase0(warp)}, ptc::SharedB<8, true, ptc::SharedTileK8<64>>{{smem + 16384u + (i_k % 2) * 8192u}, L_acc_c::wbase1(warp)}, lane);
+      // mma_acc: acc = acc + (%B^T @ %A^T)^T on mfma.f32.16x16x16, 8x2 atoms per wave, 2 k-steps (computed transposed: the instruction's A is b^T, its B a^T)
+      ptc::mfma_tile<8, 2, 2, ptc::Mfma<16, 16, 16, false>>(v_acc, ptc::SharedA<8, false, ptc::SharedTileK8<64>>{{smem + 16384u + (i_k % 2) * 8192u}, L_acc_c::wbase1(warp)}, ptc::SharedB<2, true, ptc::SharedTile<64, true>>{{smem + (i_k % 2) * 8192u}, L_acc_c::wbase0(warp)}, lane);
     }
   }
   // %C = ...  (simt_C)
@@ -139,7 +139,16 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
     const int rs = (int)(d_N), cs = (int)(1);  // offsets in the tile: 32-bit
     const int rows_left = (int)ptc::min((long long)(d_M) - (long long)((i_i * 128)), 128LL), cols_left = (int)ptc::min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
     {
-      {
+      if (ALIGNED) {
+        #pragma unroll
+        for (int r = 0; r < L_acc_c::SIZE; r += 4) {
+          const int c0 = L_acc_c::base0(lane, warp) + L_acc_c::off0(L_acc_c::slot0(r));
+          const int c1 = L_acc_c::base1(lane, warp) + L_acc_c::off1(L_acc_c::slot1(r));
+          if (!(c0 < rows_left && c1 < cols_left)) continue;
+          *PTC_GLOBAL(reinterpret_cast<uint2*>(g + (c0 * rs + c1 * cs))) = make_uint2(t_C[(r >> 1) + 0], t_C[(r >> 1) + 1]);
+        }
+      }
+      else {
         #pragma unroll
         for (int r = 0; r < L_acc_c::SIZE; r += 1) {
           const int c0 = L_acc_c::base0(lane, warp) + L_acc_c::off0(L_acc_c::slot0(r));
@@ -159,10 +168,8 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       const int r = L_acc_c::reg(sk, sr);
       acc = acc + (ptc::f32(v_acc[r]));
     }
-    acc = acc + ptc::lane_xor<1>(acc);
-    acc = acc + ptc::lane_xor<2>(acc);
-    acc = acc + ptc::lane_xor<4>(acc);
-    acc = acc + ptc::lane_xor<8>(acc);
+    acc = acc + ptc::lane_xor<16>(acc);
+    acc = acc + ptc::lane_xor<32>(acc);
     t_S[L_acc_c_s1::reg(sk)] = acc;
   }
   // atomic_add_S: S[1x128] <- %S (atomic add)
@@ -198,7 +205,9 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       d_K % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
       d_N % 8 == 0 &&
-      (uintptr_t)tensors[1] % 16 == 0;
+      (uintptr_t)tensors[1] % 16 == 0 &&
+      d_N % 4 == 0 &&
+      (uintptr_t)tensors[2] % 8 == 0;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {

@@ -22,6 +22,7 @@ CAPABILITIES = Capabilities(
     persistent=False,
     staged_copies=True,
     transposed_operands=True,
+    swapped_operands=True,
 )
 
 SIMDS_PER_CU = 4     # a CU's waves are spread over its 4 SIMDs (CDNA2/3 whitepapers)

@@ -104,10 +104,18 @@ class HipBodyPrinter(CBodyPrinter):
             return f"ptc::RegB<{mma.ni}, {mma.ks}>{{{home.name}}}"
         trans = "true" if o.transposed else "false"
         tile, addr = self.shared_tile(o.value)
-        s = struct_name(out_layout)
+        base = self.warp_base(out_layout, which, mma)
         if which == "a":
-            return f"ptc::SharedA<{mma.mi}, {trans}, {tile}>{{{{{addr}}}, {s}::wbase0(warp)}}"
-        return f"ptc::SharedB<{mma.ni}, {trans}, {tile}>{{{{{addr}}}, {s}::wbase1(warp)}}"
+            return f"ptc::SharedA<{mma.mi}, {trans}, {tile}>{{{{{addr}}}, {base}}}"
+        return f"ptc::SharedB<{mma.ni}, {trans}, {tile}>{{{{{addr}}}, {base}}}"
+
+    @staticmethod
+    def warp_base(out_layout: str, which: str, mma: ir.Mma) -> str:
+        """The first row (A) or column (B) of this warp's part of the instruction's
+        accumulator: out's rows and columns, or its columns and rows where the product is
+        computed transposed."""
+        axis = (0 if which == "a" else 1) ^ int(mma.swapped)
+        return f"{struct_name(out_layout)}::wbase{axis}(warp)"
 
     def Mma(self, op: ir.Mma) -> None:
         out = self.mma_prologue(op)
@@ -123,15 +131,15 @@ class HipBodyPrinter(CBodyPrinter):
         tile_type, addr = self.shared_tile(op.source)
         tile = f"{tile_type}{{{addr}}}"
         trans = "true" if op.transposed else "false"
-        s = struct_name(out.layout)
+        base = self.warp_base(out.layout, op.operand, user)
         instr = self.instruction(user)
         self.emit(f"// {op.target}: {op.source} as MFMA operand {op.operand}, read once")
         if op.operand == "a":
             self.emit(f"ptc::load_a_fragments<{instr}, {user.mi}, {user.ks}, {trans}>("
-                      f"{home.name}, {tile}, {s}::wbase0(warp), lane);")
+                      f"{home.name}, {tile}, {base}, lane);")
         else:
             self.emit(f"ptc::load_b_fragments<{instr}, {user.ni}, {user.ks}, {trans}>("
-                      f"{home.name}, {tile}, {s}::wbase1(warp), lane);")
+                      f"{home.name}, {tile}, {base}, lane);")
 
 
 __all__ = ["HipBodyPrinter", "RenderError"]
