@@ -76,16 +76,17 @@ def test_the_hip_renderer_refuses_more_than_two_stages():
 
 
 def test_b_is_stored_transposed_so_a_lane_reads_its_four_k_at_once():
-    # gemm on gfx90a: 4x4 atoms of 16x16x16 per wave, 2 k-steps; A [m][k] is read 8 bytes
-    # per lane (1 per atom); B [k][n] lands transposed, so it is too
+    # gemm on gfx90a: 2x2 atoms of 32x32x8 per wave (the larger atom: half the
+    # instructions of 16x16x16 for the same fragment reads), 4 k-steps; A [m][k] is read 8
+    # bytes per lane (1 per atom); B [k][n] lands transposed, so it is too
     low, plan, _ = lower_sample("gemm", "gfx90a")
     (mma,) = [op for op in ir.walk(low.body) if isinstance(op, ir.Mma)]
-    assert (mma.mi, mma.ni, mma.ks) == (4, 4, 2)
+    assert (mma.atom.name, mma.mi, mma.ni, mma.ks) == ("mfma.f32.32x32x8", 2, 2, 4)
     assert low.buffer("B_lds").layout.transposed and mma.b.transposed
     assert not low.buffer("A_lds").layout.transposed and not mma.a.transposed
     issue = plan.issue_of(mma.task)
-    assert issue.mma == 4 * 4 * 2
-    assert issue.fragment_loads == 4 * 2 + 4 * 2
+    assert issue.mma == 2 * 2 * 4
+    assert issue.fragment_loads == 2 * 4 + 2 * 4
 
 
 def test_cuda_tiles_are_never_stored_transposed():
@@ -142,14 +143,17 @@ def test_flash_attention_on_mfma_computes_both_products_transposed(target):
     """MFMA's accumulator gives a lane 4 consecutive rows of one column and its A operand 4
     consecutive k of one row: computing S^T = K Q^T leaves P in the registers where
     O^T = V^T P^T reads it as its B operand, so P stays in registers (no conversion through
-    LDS), each lane holds 4 keys of one query row (row reductions: 2 lane exchanges, not
-    4), and 4 consecutive d of a row of O (8-byte stores)."""
+    LDS), each lane holds 4 keys of one query row (row reductions exchange only across
+    lane groups: xor 16 and 32, or 32 alone with 32x32 atoms, not 1, 2, 4, 8), and 4
+    consecutive d of a row of O (8-byte stores)."""
     low, _, _ = lower_sample("flash_attn", target)
     mmas = [op for op in ir.walk(low.body) if isinstance(op, ir.Mma)]
     assert mmas and all(op.swapped for op in mmas)
     ops = ir.walk(low.body)
     assert not [op for op in ops if isinstance(op, (ir.SpillTile, ir.FillTile))]
-    assert all(op.lane_masks == (16, 32) for op in ops if isinstance(op, ir.Reduce))
+    # exchanges only between the lane groups that hold other keys of the same rows
+    reduces = [op for op in ops if isinstance(op, ir.Reduce)]
+    assert reduces and all(op.lane_masks and min(op.lane_masks) >= 16 for op in reduces)
     pv = next(op for op in mmas if op.out == "o")
     assert (pv.a.value, pv.a.in_registers, pv.b.value, pv.b.in_registers) == \
         ("v", False, "%o", True)

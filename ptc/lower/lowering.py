@@ -35,7 +35,7 @@ from . import ir
 from .arith import base2_exponentials
 from .assign import (Tiling, assign_layouts, reads_with_expands, register_words,
                      tiling_layouts, tilings)
-from .atoms import mma_atom  # noqa: F401 (part of this module's interface)
+from .atoms import atoms_for, mma_atom
 from .layout import Layout
 from .program import Stmt, flatten, mma_parts, reads
 from .swizzle import ALIGN, scratch_pad, smem_layout, transposed_layout
@@ -126,15 +126,18 @@ class Lowering:
             m, k = self.shape(mm.lhs)
             n = self.shape(mm.rhs)[1]
             dtype = mm.lhs.type.dtype
-            atom = mma_atom(self.device, dtype, m, n, k, self.warps, supported)
-            if atom is None:
+            if mma_atom(self.device, dtype, m, n, k, self.warps, supported) is None:
                 raise LoweringError(
                     f"{s.task} is placed on {self.steps[s.task].unit}, but no matrix "
                     f"instruction of {self.device.name} takes {dtype} {m}x{n}x{k} on "
                     f"{self.warps} warps")
-            out[s.task] = tilings(atom, m, n, k, self.warps)
-            if self.caps is not None and self.caps.swapped_operands:
-                out[s.task] += tilings(atom, m, n, k, self.warps, swapped=True)
+            swaps = (False, True) if self.caps is not None and self.caps.swapped_operands \
+                else (False,)
+            out[s.task] = [t for atom in atoms_for(self.device.features, supported)
+                           if dtype in atom.dtypes
+                           and atom.threads == self.device.resources.warp_size
+                           for swapped in swaps
+                           for t in tilings(atom, m, n, k, self.warps, swapped)]
         return out
 
     # ---- the whole lowering -----------------------------------------------------------
@@ -159,7 +162,8 @@ class Lowering:
 
     def score(self, chosen: dict[str, Tiling], sol) -> tuple:
         """Fewest layout conversions, then cross-warp reduction steps, then lane exchanges
-        in reductions, then fragment loads per atom, then accumulator registers."""
+        in reductions, then fragment loads per multiply-add, then matrix instructions per
+        multiply-add (the larger atom), then accumulator registers."""
         cross = shuffles = 0
         for s in self.stmts:
             v = s.stmt.value if isinstance(s.stmt, T.Let) else None
@@ -171,12 +175,15 @@ class Lowering:
                         cross += len(warp_digits)
                         shuffles += len(masks)
                         break
-        loads = 0.0
+        loads = instructions = 0.0
         regs = 0
         for t in chosen.values():
-            loads += (t.mi + t.ni / 2) / (t.mi * t.ni)
+            # per multiply-add, in units of mma.sync m16n8k16's 2048
+            per_mac = 2048 / (t.atom.m * t.atom.n * t.atom.k)
+            loads += (t.mi + t.ni / 2) / (t.mi * t.ni) * per_mac
+            instructions += per_mac
             regs = max(regs, t.mi * t.ni * 4)
-        return (len(sol.conversions), cross, shuffles, round(loads, 4), regs)
+        return (len(sol.conversions), cross, shuffles, round(loads, 4), instructions, regs)
 
 
 def c_name(value: str) -> str:
