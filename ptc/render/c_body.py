@@ -381,6 +381,72 @@ class CBodyPrinter:
         """The statement of `op`'s vector copy."""
         raise RenderError(f"{type(self).__name__} prints no asynchronous copy")
 
+    # ---- tensor-core tiles: one frame, each backend spells its instruction and tiles ----------
+    MMA_TILE = ""                   # the helper that runs a warp's atoms (mma_tile, mfma_tile)
+
+    def instruction(self, mma: ir.Mma) -> str:
+        """The C++ type of `mma`'s instruction (its atom and input dtype)."""
+        raise RenderError(f"{type(self).__name__} prints no matrix instruction")
+
+    def shared_tile(self, value: str) -> tuple[str, str]:
+        """(C type, its address) of the shared tile that holds `value`."""
+        raise RenderError(f"{type(self).__name__} reads no operand tiles")
+
+    def register_operand(self, value: str, which: str, mma: ir.Mma) -> str:
+        """The registers of an operand already in the atom's layout, as the helper takes them."""
+        return self.fragment_registers(self.values[value].name, which, mma)
+
+    @staticmethod
+    def fragment_registers(regs: str, which: str, mma: ir.Mma) -> str:
+        if which == "a":
+            return f"ptc::RegA<{mma.mi}, {mma.ks}>{{{regs}}}"
+        return f"ptc::RegB<{mma.ni}, {mma.ks}>{{{regs}}}"
+
+    @staticmethod
+    def warp_base(out_layout: str, which: str, mma: ir.Mma) -> str:
+        """The first row (A) or column (B) of this warp's part of the instruction's
+        accumulator: out's rows and columns, or its columns and rows where the product is
+        computed transposed."""
+        axis = (0 if which == "a" else 1) ^ int(mma.swapped)
+        return f"{struct_name(out_layout)}::wbase{axis}(warp)"
+
+    def operand(self, o: ir.Operand, which: str, mma: ir.Mma, out_layout: str) -> str:
+        if o.in_registers:
+            return self.register_operand(o.value, which, mma)
+        trans = "true" if o.transposed else "false"
+        tile, addr = self.shared_tile(o.value)
+        base = self.warp_base(out_layout, which, mma)
+        if which == "a":
+            return f"ptc::SharedA<{mma.mi}, {trans}, {tile}>{{{{{addr}}}, {base}}}"
+        return f"ptc::SharedB<{mma.ni}, {trans}, {tile}>{{{{{addr}}}, {base}}}"
+
+    def Mma(self, op: ir.Mma) -> None:
+        out = self.mma_prologue(op)
+        a = self.operand(op.a, "a", op, out.layout)
+        b = self.operand(op.b, "b", op, out.layout)
+        self.emit(f"{self.MMA_TILE}<{op.mi}, {op.ni}, {op.ks}, {self.instruction(op)}>"
+                  f"({out.name}, {a}, {b}, lane);")
+
+    MMA_WORD = "mma"                # what the comments call the instruction
+
+    def fragment_loader_args(self, mma: ir.Mma) -> str:
+        """Template arguments the fragment loaders take before the atom counts."""
+        return ""
+
+    def LoadFragments(self, op: ir.LoadFragments) -> None:
+        home, _ = self.register_tile(op.target)
+        user = self.fragment_user(op)
+        out = self.values[user.out]
+        tile_type, addr = self.shared_tile(op.source)
+        tile = f"{tile_type}{{{addr}}}"
+        trans = "true" if op.transposed else "false"
+        base = self.warp_base(out.layout, op.operand, user)
+        atoms = user.mi if op.operand == "a" else user.ni
+        self.emit(f"// {op.target}: {op.source} as {self.MMA_WORD} operand {op.operand}, "
+                  "read once")
+        self.emit(f"ptc::load_{op.operand}_fragments<{self.fragment_loader_args(user)}{atoms}, "
+                  f"{user.ks}, {trans}>({home.name}, {tile}, {base}, lane);")
+
     def fragment_user(self, op: ir.LoadFragments) -> ir.Mma:
         """The mma that reads the fragments `op` loads."""
         return next(m for m in ir.walk(self.low.body) if isinstance(m, ir.Mma)

@@ -7,7 +7,7 @@ from ...lower import ir
 from ...sema import typed as T
 from ..c_body import CBodyPrinter, RenderError
 from ..cexpr import CTYPES, literal
-from ..layouts import SIXTEEN_BIT, struct_name
+from ..layouts import SIXTEEN_BIT
 from .specialized import SpecializedOps
 
 # the instruction mma_sync.cuh issues for an atom and its input dtype
@@ -58,49 +58,25 @@ class BodyPrinter(SpecializedOps, CBodyPrinter):
                   f"(int)({self.scalar_expr(op.tile.row_stride)}), tid);  // {op.task}'s offsets")
         self.copy_states[op.task] = name
 
-    def operand(self, o: ir.Operand, which: str, mma: ir.Mma, out_layout: str) -> str:
-        home = self.values[o.value]
-        if o.in_registers:
-            # 32-bit operands (tf32) are float registers the instruction reads as bits
-            regs = home.name if home.dtype in SIXTEEN_BIT else \
-                f"reinterpret_cast<const uint32_t*>({home.name})"
-            if which == "a":
-                return f"ptc::RegA<{mma.mi}, {mma.ks}>{{{regs}}}"
-            return f"ptc::RegB<{mma.ni}, {mma.ks}>{{{regs}}}"
-        b = self.buffers[home.buffer]
-        _, _, row_bytes, swz = self.tile_shape(b)
-        tile = f"ptc::SharedTile<{row_bytes}, {'true' if swz else 'false'}>"
-        addr = self.slot_address(home.buffer, home.loop)
-        trans = "true" if o.transposed else "false"
-        s = struct_name(out_layout)
-        if which == "a":
-            return f"ptc::SharedA<{mma.mi}, {trans}, {tile}>{{{{{addr}}}, {s}::wbase0(warp)}}"
-        return f"ptc::SharedB<{mma.ni}, {trans}, {tile}>{{{{{addr}}}, {s}::wbase1(warp)}}"
+    MMA_TILE = "ptc::mma_tile"
 
-    def Mma(self, op: ir.Mma) -> None:
-        out = self.mma_prologue(op)
-        a = self.operand(op.a, "a", op, out.layout)
-        b = self.operand(op.b, "b", op, out.layout)
-        self.emit(f"ptc::mma_tile<{op.mi}, {op.ni}, {op.ks}, {MMA_INSTRUCTIONS[op.atom.name, op.dtype]}>"
-                  f"({out.name}, {a}, {b}, lane);")
+    def instruction(self, mma: ir.Mma) -> str:
+        return MMA_INSTRUCTIONS[mma.atom.name, mma.dtype]
 
-    def LoadFragments(self, op: ir.LoadFragments) -> None:
-        home, lay = self.register_tile(op.target)
-        src = self.values[op.source]
-        user = self.fragment_user(op)
-        out = self.values[user.out]
-        b = self.buffers[src.buffer]
-        _, _, row_bytes, swz = self.tile_shape(b)
-        tile = f"ptc::SharedTile<{row_bytes}, {'true' if swz else 'false'}>{{{self.slot_address(src.buffer, src.loop)}}}"
-        trans = "true" if op.transposed else "false"
-        s = struct_name(out.layout)
-        self.emit(f"// {op.target}: {op.source} as mma operand {op.operand}, read once")
-        if op.operand == "a":
-            self.emit(f"ptc::load_a_fragments<{user.mi}, {user.ks}, {trans}>({home.name}, {tile}, "
-                      f"{s}::wbase0(warp), lane);")
-        else:
-            self.emit(f"ptc::load_b_fragments<{user.ni}, {user.ks}, {trans}>({home.name}, {tile}, "
-                      f"{s}::wbase1(warp), lane);")
+    def shared_tile(self, value: str) -> tuple[str, str]:
+        home = self.values[value]
+        _, _, row_bytes, swz = self.tile_shape(self.buffers[home.buffer])
+        return (f"ptc::SharedTile<{row_bytes}, {'true' if swz else 'false'}>",
+                self.slot_address(home.buffer, home.loop))
+
+    def register_operand(self, value: str, which: str, mma: ir.Mma) -> str:
+        home = self.values[value]
+        if home.dtype in SIXTEEN_BIT:
+            return super().register_operand(value, which, mma)
+        # 32-bit operands (tf32) are float registers the instruction reads as bits
+        return self.fragment_registers(f"reinterpret_cast<const uint32_t*>({home.name})",
+                                       which, mma)
+
 
 def _mentions_index(e: T.TExpr) -> bool:
     if isinstance(e, T.Scalar):

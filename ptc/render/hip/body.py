@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...lower import ir
 from ..c_body import CBodyPrinter, RenderError
 from ..cexpr import CTYPES, literal
-from ..layouts import SIXTEEN_BIT, struct_name
+from ..layouts import SIXTEEN_BIT
 
 HIP_CTYPES = {**CTYPES, "f16": "ptc::f16", "bf16": "ptc::bf16"}
 
@@ -27,6 +27,8 @@ class HipBodyPrinter(CBodyPrinter):
     FLOAT_FN = {"max": "__builtin_fmaxf", "min": "__builtin_fminf"}
     INT_FN = {"max": "ptc::max", "min": "ptc::min"}
     WARP = "wave"
+    MMA_TILE = "ptc::mfma_tile"
+    MMA_WORD = "MFMA"
 
     def lane_xor(self, value: str, mask: int) -> str:
         return f"ptc::lane_xor<{mask}>({value})"
@@ -86,7 +88,6 @@ class HipBodyPrinter(CBodyPrinter):
             raise RenderError(f"no MFMA for {mma.atom.name} with {mma.dtype} inputs") from None
 
     def shared_tile(self, value: str) -> tuple[str, str]:
-        """(C type, its address) of the LDS tile that holds `value`."""
         home = self.values[value]
         _, _, row_bytes, swz = self.tile_shape(self.buffers[home.buffer])
         addr = self.slot_address(home.buffer, home.loop)
@@ -94,52 +95,14 @@ class HipBodyPrinter(CBodyPrinter):
             return f"ptc::SharedTileK8<{row_bytes}>", addr
         return f"ptc::SharedTile<{row_bytes}, {'true' if swz else 'false'}>", addr
 
-    def operand(self, o: ir.Operand, which: str, mma: ir.Mma, out_layout: str) -> str:
-        home = self.values[o.value]
-        if o.in_registers:
-            if home.dtype not in SIXTEEN_BIT:
-                raise RenderError(f"MFMA operand {o.value} is {home.dtype}, not 16-bit")
-            if which == "a":
-                return f"ptc::RegA<{mma.mi}, {mma.ks}>{{{home.name}}}"
-            return f"ptc::RegB<{mma.ni}, {mma.ks}>{{{home.name}}}"
-        trans = "true" if o.transposed else "false"
-        tile, addr = self.shared_tile(o.value)
-        base = self.warp_base(out_layout, which, mma)
-        if which == "a":
-            return f"ptc::SharedA<{mma.mi}, {trans}, {tile}>{{{{{addr}}}, {base}}}"
-        return f"ptc::SharedB<{mma.ni}, {trans}, {tile}>{{{{{addr}}}, {base}}}"
+    def register_operand(self, value: str, which: str, mma: ir.Mma) -> str:
+        dtype = self.values[value].dtype
+        if dtype not in SIXTEEN_BIT:
+            raise RenderError(f"MFMA operand {value} is {dtype}, not 16-bit")
+        return super().register_operand(value, which, mma)
 
-    @staticmethod
-    def warp_base(out_layout: str, which: str, mma: ir.Mma) -> str:
-        """The first row (A) or column (B) of this warp's part of the instruction's
-        accumulator: out's rows and columns, or its columns and rows where the product is
-        computed transposed."""
-        axis = (0 if which == "a" else 1) ^ int(mma.swapped)
-        return f"{struct_name(out_layout)}::wbase{axis}(warp)"
-
-    def Mma(self, op: ir.Mma) -> None:
-        out = self.mma_prologue(op)
-        a = self.operand(op.a, "a", op, out.layout)
-        b = self.operand(op.b, "b", op, out.layout)
-        self.emit(f"ptc::mfma_tile<{op.mi}, {op.ni}, {op.ks}, {self.instruction(op)}>"
-                  f"({out.name}, {a}, {b}, lane);")
-
-    def LoadFragments(self, op: ir.LoadFragments) -> None:
-        home, _ = self.register_tile(op.target)
-        user = self.fragment_user(op)
-        out = self.values[user.out]
-        tile_type, addr = self.shared_tile(op.source)
-        tile = f"{tile_type}{{{addr}}}"
-        trans = "true" if op.transposed else "false"
-        base = self.warp_base(out.layout, op.operand, user)
-        instr = self.instruction(user)
-        self.emit(f"// {op.target}: {op.source} as MFMA operand {op.operand}, read once")
-        if op.operand == "a":
-            self.emit(f"ptc::load_a_fragments<{instr}, {user.mi}, {user.ks}, {trans}>("
-                      f"{home.name}, {tile}, {base}, lane);")
-        else:
-            self.emit(f"ptc::load_b_fragments<{instr}, {user.ni}, {user.ks}, {trans}>("
-                      f"{home.name}, {tile}, {base}, lane);")
+    def fragment_loader_args(self, mma: ir.Mma) -> str:
+        return f"{self.instruction(mma)}, "
 
 
 __all__ = ["HipBodyPrinter", "RenderError"]
