@@ -75,10 +75,16 @@ def functions(sass: str) -> dict[str, list[tuple[int, str]]]:
     return out
 
 
+def mnemonic(text: str) -> str:
+    """The whole mnemonic, without the predicate: `@!P0 HMMA.16816.F32 R0, ...` ->
+    HMMA.16816.F32."""
+    t = re.sub(r"^@!?U?P\w+\s+", "", text.strip())
+    return t.split()[0] if t else ""
+
+
 def opcode(text: str) -> str:
     """The opcode's first part: `@!P0 HMMA.16816.F32 R0, ...` -> HMMA."""
-    t = re.sub(r"^@!?U?P\w+\s+", "", text.strip())
-    return t.split()[0].split(".")[0] if t else ""
+    return mnemonic(text).split(".")[0]
 
 
 def loops(instructions: list[tuple[int, str]]) -> list[tuple[int, int]]:
@@ -97,7 +103,7 @@ def loops(instructions: list[tuple[int, str]]) -> list[tuple[int, int]]:
 
 def flops(text: str) -> int:
     """Tensor-core FLOPs per warp of one instruction."""
-    op = re.sub(r"^@!?U?P\w+\s+", "", text.strip()).split()[0]
+    op = mnemonic(text)
     if op.startswith("HMMA.16816"):
         return 2 * 16 * 8 * 16
     if op.startswith("HMMA.1688"):
@@ -132,7 +138,7 @@ def report(kernel: str, instructions: list[tuple[int, str]]) -> LoopReport:
 
     def count(names) -> int:
         return sum(o in names for o in ops)
-    mnemonics = Counter(re.sub(r"^@!?U?P\w+\s+", "", t.strip()).split()[0] for t in b)
+    mnemonics = Counter(mnemonic(t) for t in b)
     return LoopReport(kernel, len(b), count(TENSOR), count(("LDSM",)),
                       count(("LDS", "STS", "STSM")), count(GLOBAL), count(("BAR",)),
                       count(WAITS), count(("MUFU",)), count(("SHFL",)),
