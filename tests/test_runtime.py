@@ -430,8 +430,10 @@ def test_device_arrays_are_checked_too(unbuilt):
 class FakeCAI:
     """A host array posing as a device array (the fake runtime's device is host memory)."""
 
-    def __init__(self, array: np.ndarray):
+    def __init__(self, array: np.ndarray, dtype=None):
         self.array = array
+        if dtype is not None:      # what the framework calls its elements (torch.bfloat16)
+            self.dtype = dtype
 
     @property
     def __cuda_array_interface__(self):
@@ -507,6 +509,19 @@ def test_device_arrays_are_used_in_place(fake, axpy):
     assert close(s.numpy(), want["S"]) and close(np.asarray(s), want["S"])
     out = fake(FakeDLPack(a), b, 0.5)
     assert close(out["C"].numpy(), want["C"])
+
+
+def test_bf16_device_arrays_through_the_array_interface(fake, axpy):
+    """torch exports bf16 as untyped '<V2' words: bf16 where the array's dtype says so, an
+    error where nothing does (never taken as some other 2-byte type)."""
+    a, b = inputs(16, 8)
+    want = reference(axpy, a, b, 0.5)
+    b16 = b                       # already bf16
+    assert FakeCAI(b16).__cuda_array_interface__["typestr"] == "<V2"
+    out = fake(FakeCAI(a), FakeCAI(b16, dtype="torch.bfloat16"), 0.5)
+    assert close(out["C"].numpy(), want["C"]) and close(out["S"].numpy(), want["S"])
+    with pytest.raises(R.ArgumentError, match="input B .*untyped 2-byte elements"):
+        fake(a, FakeCAI(b16), 0.5)
 
 
 def test_timing(fake):
@@ -762,7 +777,7 @@ def test_gpu_samples_match_the_reference(gpu, tmp_path, monkeypatch, sample, sha
     args = random_inputs(typed, dims, seed=1)
     got = kernel.run(kernel.bind(**args),
                      poison=tuple(p.name for p in kernel.signature.outputs if not p.atomic))
-    want = run_kernel(typed, args, shapes=dims, tiles=dict(kernel.plan.tiles))
+    want = run_kernel(typed, args, shapes=dims, tiles=kernel.tiles)
     for p in kernel.signature.outputs:
         check = compare(p.name, p.dtype, got[p.name], want[p.name])
         assert check.ok, check

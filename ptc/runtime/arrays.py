@@ -4,7 +4,9 @@ device memory for outputs.
 
 Device arrays must be C-contiguous, on the current GPU (device 0 as CUDA numbers the
 visible ones), and exactly of the kernel's dtype: nothing is converted on the device.
-PyTorch gives bf16 tensors through DLPack only; float16/float32/int32/bool through either.
+bf16 has no `__cuda_array_interface__` typestr of its own: PyTorch shows it as raw 2-byte
+elements ('<V2'), which are taken as bf16 only where the array's own `dtype` says bfloat16
+(else through DLPack, which names it).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from ..interp import NUMPY_DTYPES
 
 # __cuda_array_interface__ typestr -> ptc dtype
 _TYPESTR = {"<f2": "f16", "<f4": "f32", "<i4": "i32", "|b1": "bool", "<b1": "bool"}
+_RAW_TWO_BYTES = ("<V2", "|V2")   # bf16 as torch and ml_dtypes export it: untyped 2-byte words
 # DLPack (type code, bits) -> ptc dtype: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6
 _DLPACK = {(2, 16): "f16", (4, 16): "bf16", (2, 32): "f32", (0, 32): "i32", (6, 8): "bool"}
 _DLPACK_NAMES = {0: "int", 1: "uint", 2: "float", 3: "opaque", 4: "bfloat", 5: "complex",
@@ -28,6 +31,10 @@ ALIGNMENT = 16   # bytes: what vectorized and asynchronous copies need
 
 class ArrayProblem(Exception):
     """What is wrong with one array (the caller names the parameter)."""
+
+
+class RawElements(ArrayProblem):
+    """Untyped elements ('<V2') whose array does not say what they are."""
 
 
 @dataclass
@@ -71,7 +78,11 @@ def device_ref(obj) -> DeviceRef:
     if isinstance(obj, DeviceArray):
         return DeviceRef(obj.ptr, obj.shape, obj.dtype, None, obj)
     if _has_cai(obj):
-        return _from_cai(obj)
+        try:
+            return _from_cai(obj)
+        except RawElements:
+            if _dlpack_device(obj) is None:
+                raise
     return _from_dlpack(obj)
 
 
@@ -96,10 +107,16 @@ def _from_cai(obj) -> DeviceRef:
     cai = obj.__cuda_array_interface__
     shape = tuple(int(n) for n in cai["shape"])
     typestr = cai["typestr"]
-    if typestr not in _TYPESTR:
+    if typestr in _RAW_TWO_BYTES:
+        if "bfloat16" not in str(getattr(obj, "dtype", "")):
+            raise RawElements(f"holds untyped 2-byte elements ({typestr!r} through "
+                              "__cuda_array_interface__) and its dtype does not say bfloat16")
+        dtype = "bf16"
+    elif typestr in _TYPESTR:
+        dtype = _TYPESTR[typestr]
+    else:
         raise ArrayProblem(f"holds {typestr!r} (__cuda_array_interface__), which no ptc dtype "
                            f"matches")
-    dtype = _TYPESTR[typestr]
     if cai.get("mask") is not None:
         raise ArrayProblem("is a masked array")
     ptr = int(cai["data"][0] or 0)

@@ -67,6 +67,11 @@ class CompiledKernel:
     def name(self) -> str:
         return self.signature.kernel
 
+    @property
+    def tiles(self) -> dict[str, int]:
+        """Every grid's tile sizes (the interpreter takes them together)."""
+        return {k: v for plan in self.plans for k, v in plan.tiles}
+
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.signature} for {self.target or self.arch} in {self.directory}>"
 
