@@ -26,7 +26,7 @@ setup: $(VENV)/.installed
 # samples/SMOKE: one line per run, `FILE SHAPES TILES` (FILE relative to samples/), e.g.
 #   gemm.pt M=200,N=136,K=72 BM=64,BN=64,BK=32
 # Blank lines and lines starting with '#' are skipped; TILES may be left out.
-samples: setup
+samples: setup hip-toolchain
 	$(PTC) check $(SAMPLES)
 	@test -f samples/SMOKE || { echo "make: samples/SMOKE is missing" >&2; exit 1; }
 	@while read -r file shapes tiles rest || [ -n "$$file" ]; do \

@@ -22,7 +22,8 @@ from .errors import BuildError
 from .toolchain import EXECUTABLE, LIBRARY, Compiler, Step, Toolchain
 
 HIP_HINT = ("install ROCm (hipcc), or Debian's HIP headers and clang 19: `apt-get install -y "
-            "--no-install-recommends hipcc clang-19 lld-19 llvm-19`; or name the compiler: "
+            "--no-install-recommends hipcc clang-19 clang-tools-19 lld-19 llvm-19` "
+            "(tools/hip_toolchain.sh); or name the compiler: "
             "export PTC_HIPCC=/opt/rocm/bin/hipcc")
 STANDARD = ("-std=c++17", "-O3")
 ROCM_DEFAULT = "/opt/rocm"        # where ROCm installs itself when ROCM_PATH is not set
