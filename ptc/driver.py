@@ -152,15 +152,26 @@ def schedule(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | No
     """Search the best plan of a one-grid kernel for `target` (a builtin name or a device
     YAML path)."""
     from .devices import get_device
-    from .sched.search import search, search_for_cli
+    from .sched.search import SearchRecord, search, search_for_cli
+    from .stage_cache import STAGES, content_key
     from .stask.propagate import resolve_tiles
 
     _one_grid(kernel)
     device = get_device(target)
     dims = problem_dims(kernel, shapes)
-    resolve_tiles(kernel, dict(tiles or {}))    # --tile names a tile size of the kernel
+    fixed = dict(tiles or {})
+    resolve_tiles(kernel, fixed)    # --tile names a tile size of the kernel
     run = search_for_cli if progress else search
-    return run(kernel, device, dims, fixed_tiles=dict(tiles or {}), **build_options(device))
+
+    ran = []
+
+    def searched() -> SearchRecord:
+        ran.append(run(kernel, device, dims, fixed_tiles=fixed, **build_options(device)))
+        return SearchRecord.of(ran[0])
+    # memoized on disk: the same search is done once per machine (ptc.stage_cache)
+    record = STAGES.get_or_compute("search", content_key("search", kernel, device, dims, fixed),
+                                   searched)
+    return ran[0] if ran else record.result(kernel, device)
 
 
 def schedule_grids(kernel: TypedKernel, target: str, *,

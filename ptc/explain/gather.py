@@ -39,6 +39,7 @@ def explain(result: SearchResult, iterations: int = TIMELINE_ITERATIONS) -> Expl
         candidates=len(result.ranked),
         rejected_total=len(result.rejected),
         search_seconds=result.seconds,
+        search_cached=result.cached,
     )
 
 

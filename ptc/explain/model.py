@@ -180,6 +180,7 @@ class Explanation:
     candidates: int                          # plans ranked
     rejected_total: int
     search_seconds: float
+    search_cached: bool = False              # the search ran earlier (ptc.stage_cache)
 
     @property
     def tiles_text(self) -> str:

@@ -37,7 +37,9 @@ def _header(expl: Explanation, console: Console) -> None:
                                  f" on {expl.device}: {expl.device_description}"), indent=0)
     _para(console, f"dims {dims}", indent=0)
     _para(console, f"searched {plural(expl.candidates + expl.rejected_total, 'plan')} in "
-                   f"{expl.search_seconds:.2f} s: {expl.candidates} ranked, "
+                   f"{expl.search_seconds:.2f} s"
+                   f"{' (earlier: taken from the cache)' if expl.search_cached else ''}: "
+                   f"{expl.candidates} ranked, "
                    f"{expl.rejected_total} rejected", indent=0)
     _para(console, Text.assemble(("winner ", "bold"), (expl.tiles_text, "bold green"), "; ",
                                  expl.plan.description), indent=0)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -27,6 +26,7 @@ from .errors import ArgumentError, BuildError, LaunchError, NoDevice, RuntimeFai
 from .kernel import CompiledKernel, Timing
 from .signature import Signature, signature_of
 from .toolchains import toolchain
+from ..stage_cache import cache_root
 
 __all__ = ["ArgumentError", "BuildError", "CompiledKernel", "DeviceArray", "LaunchError",
            "NoDevice", "Prepared", "RuntimeFailure", "Timing", "build", "build_prepared",
@@ -126,13 +126,6 @@ def build_prepared(prepared: Prepared, out_dir: str | Path | None = None, *,
 
 
 # ---- the cache ----------------------------------------------------------------------------
-def cache_root() -> Path:
-    if os.environ.get("PTC_CACHE_DIR"):
-        return Path(os.environ["PTC_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "ptc"
-
-
 def cache_dir(prepared: Prepared, plan_json: str) -> Path:
     from .build import headers
     from .harness import render_harness

@@ -64,11 +64,40 @@ class SearchResult:
     dims: tuple[tuple[str, int], ...]
     ranked: tuple[Candidate, ...]
     rejected: tuple[Rejected, ...]
-    seconds: float
+    seconds: float            # how long the search took
+    cached: bool = False      # taken from the stage cache (the search ran earlier)
 
     @property
     def best(self) -> Candidate:
         return self.ranked[0]
+
+
+@dataclass(frozen=True)
+class SearchRecord:
+    """A SearchResult as plain data, for the stage cache (ptc.stage_cache): the plans and
+    their choices, without the kernel, the device and the graphs, which `result` takes
+    from the caller and rebuilds (one propagation per tile combination)."""
+
+    dims: tuple[tuple[str, int], ...]
+    ranked: tuple[tuple[tuple[tuple[str, int], ...], Choice, Plan], ...]
+    rejected: tuple[Rejected, ...]
+    seconds: float
+
+    @classmethod
+    def of(cls, result: SearchResult) -> "SearchRecord":
+        return cls(result.dims, tuple((c.tiles, c.choice, c.plan) for c in result.ranked),
+                   result.rejected, result.seconds)
+
+    def result(self, kernel: T.TypedKernel, device: Device, grid_index: int = 0) -> SearchResult:
+        base = build_graph(kernel, kernel.body[grid_index])
+        graphs: dict[tuple, STaskGraph] = {}
+        ranked = []
+        for tiles, choice, plan in self.ranked:
+            if tiles not in graphs:
+                graphs[tiles] = propagate(base, dict(tiles))
+            ranked.append(Candidate(tiles, choice, plan, graphs[tiles]))
+        return SearchResult(kernel, device, self.dims, tuple(ranked), self.rejected,
+                            self.seconds, cached=True)
 
 
 def choices_for(device: Device, has_loop: bool) -> list[Choice]:

@@ -1,0 +1,135 @@
+"""The driver's stage cache: a stage's result kept on disk under a content key, so that the
+same stage of the same input is computed once per machine, whoever asks (the CLI, the
+runtime, every test module, several pytest workers).
+
+A key is the sha256 of everything the result depends on, each part made canonical
+(`canonical`: dataclasses field by field, sets sorted): the stage's inputs (the typed
+kernel, the device description, the options) and ptc itself (`ptc_fingerprint`: the bytes
+of every source, grammar, device YAML and template file of the package, so an edit to any
+of them is a new key -- the version number alone would not change while ptc is developed).
+
+Entries are pickles of plain data written atomically (a temporary file renamed into place),
+so concurrent writers of one key only race to write the same bytes. An unreadable entry is
+computed again. PTC_STAGE_CACHE=0 turns the cache off; the entries live in
+$PTC_CACHE_DIR/stages (else ~/.cache/ptc/stages), beside the runtime's build cache.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+PACKAGE = Path(__file__).resolve().parent
+FORMAT = 1     # of the entries: a change makes every old entry a miss
+
+
+def cache_root() -> Path:
+    """Where ptc caches what it computed: $PTC_CACHE_DIR, else ~/.cache/ptc."""
+    if os.environ.get("PTC_CACHE_DIR"):
+        return Path(os.environ["PTC_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ptc"
+
+
+def enabled() -> bool:
+    return os.environ.get("PTC_STAGE_CACHE", "1") not in ("0", "off", "no", "false")
+
+
+@functools.lru_cache(maxsize=1)
+def ptc_fingerprint() -> str:
+    """The sha256 of ptc's own files (sources, grammar, device YAMLs, templates)."""
+    h = hashlib.sha256()
+    for path in sorted(PACKAGE.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            h.update(str(path.relative_to(PACKAGE)).encode())
+            h.update(b"\0")
+            h.update(path.read_bytes())
+            h.update(b"\0")
+    return h.hexdigest()
+
+
+def canonical(value: Any) -> Any:
+    """`value` as nested tuples of plain values whose repr does not depend on the process
+    (sets sorted, dataclasses by class and fields, mappings by sorted key)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (type(value).__qualname__,) + tuple(
+            (f.name, canonical(getattr(value, f.name))) for f in dataclasses.fields(value))
+    if isinstance(value, (set, frozenset)):
+        return ("set",) + tuple(sorted((canonical(v) for v in value), key=repr))
+    if isinstance(value, dict):
+        return ("dict",) + tuple(sorted(((repr(k), canonical(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return tuple(canonical(v) for v in value)
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def content_key(stage: str, *parts: Any) -> str:
+    h = hashlib.sha256()
+    for part in (FORMAT, stage, ptc_fingerprint(), *parts):
+        h.update(repr(canonical(part)).encode())
+        h.update(b"\1")
+    return h.hexdigest()
+
+
+class StageCache:
+    """One folder of entries, and this process's copies of the ones it has seen."""
+
+    def __init__(self) -> None:
+        self.memory: dict[str, Any] = {}
+        self.hits = self.misses = 0
+
+    def folder(self) -> Path:
+        return cache_root() / "stages"
+
+    def get_or_compute(self, stage: str, key: str, compute: Callable[[], T]) -> T:
+        """The entry of `key`, else `compute()` (stored; an exception is not)."""
+        if not enabled():
+            return compute()
+        where = self.folder() / stage / key[:2] / f"{key}.pickle"
+        found = self.memory.get(str(where))
+        if found is None:
+            found = _read(where)
+        if found is not None:
+            self.hits += 1
+            self.memory[str(where)] = found
+            return found
+        self.misses += 1
+        value = compute()
+        self.memory[str(where)] = value
+        _write(where, value)
+        return value
+
+
+def _read(path: Path) -> Any:
+    try:
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    except FileNotFoundError:
+        return None
+    except Exception:       # a truncated or stale entry: computed again and rewritten
+        return None
+
+
+def _write(path: Path, value: Any) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:          # a read-only or full cache costs time, not correctness
+        try:
+            os.unlink(tmp)
+        except (OSError, UnboundLocalError):
+            pass
+
+
+STAGES = StageCache()

@@ -1,0 +1,118 @@
+"""The driver's stage cache (ptc.stage_cache): a search is done once per content key, and
+anything the result depends on -- the kernel, the device description, the dims, the pinned
+tiles, ptc's own files -- makes a new key."""
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+import ptc.sched.search as search_module
+from ptc import driver, stage_cache
+from ptc.devices import get_device
+
+ROOT = Path(__file__).resolve().parent.parent
+GEMM = ROOT / "samples" / "gemm.pt"
+SMALL = {"M": 256, "N": 256, "K": 128}
+
+
+@pytest.fixture
+def searches(tmp_path, monkeypatch):
+    """A fresh cache folder, and the list of searches that really ran."""
+    monkeypatch.setenv("PTC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("PTC_STAGE_CACHE", raising=False)
+    ran = []
+    real = search_module.search
+
+    def counted(kernel, device, dims, **options):
+        ran.append((kernel.name, device.name, dict(dims), dict(options["fixed_tiles"])))
+        return real(kernel, device, dims, **options)
+    monkeypatch.setattr(search_module, "search", counted)
+    return ran
+
+
+def gemm(text_change: str = ""):
+    text = GEMM.read_text()
+    if text_change:
+        text = text.replace("tile BM in [128, 64, 256]", text_change)
+    return driver.check(driver.parse(text, "gemm.pt"), SMALL).kernels[0]
+
+
+def plans(result):
+    return [(c.tiles, c.choice, c.plan) for c in result.ranked]
+
+
+def test_the_same_search_runs_once_and_gives_the_same_plans(searches, tmp_path):
+    first = driver.schedule(gemm(), "sm80", shapes=SMALL)
+    again = driver.schedule(gemm(), "sm80", shapes=SMALL)
+    assert len(searches) == 1
+    assert not first.cached and again.cached
+    assert plans(again) == plans(first) and again.rejected == first.rejected
+    # the graphs are rebuilt from the caller's kernel: the same graph per tile combination
+    assert all(c.graph == f.graph for c, f in zip(again.ranked, first.ranked))
+    assert again.kernel is not first.kernel
+    entries = list((tmp_path / "cache" / "stages" / "search").rglob("*.pickle"))
+    assert len(entries) == 1
+
+
+def test_a_new_process_finds_the_entry_on_disk(searches):
+    first = driver.schedule(gemm(), "sm80", shapes=SMALL)
+    stage_cache.STAGES.memory.clear()          # as a new process would start
+    again = driver.schedule(gemm(), "sm80", shapes=SMALL)
+    assert len(searches) == 1 and plans(again) == plans(first)
+
+
+def test_what_the_result_depends_on_makes_a_new_key(searches, tmp_path, monkeypatch):
+    driver.schedule(gemm(), "sm80", shapes=SMALL)
+    driver.schedule(gemm(), "sm90", shapes=SMALL)                      # another device
+    driver.schedule(gemm(), "sm80", shapes={**SMALL, "K": 256})        # other dims
+    driver.schedule(gemm(), "sm80", shapes=SMALL, tiles={"BM": 64})    # a pinned tile
+    driver.schedule(gemm("tile BM in [64, 128]"), "sm80", shapes=SMALL)  # another kernel
+    assert len(searches) == 5
+    # a device YAML with the same name but another number in it
+    yaml = (ROOT / "ptc" / "devices" / "sm80.yaml").read_text()
+    changed = tmp_path / "sm80.yaml"
+    changed.write_text(yaml.replace("clock_ghz: 1.41", "clock_ghz: 1.2"))
+    assert changed.read_text() != yaml
+    assert get_device(str(changed)).name == "sm80"
+    driver.schedule(gemm(), str(changed), shapes=SMALL)
+    assert len(searches) == 6
+    # ptc's own files changed
+    monkeypatch.setattr(stage_cache, "ptc_fingerprint", lambda: "another ptc")
+    driver.schedule(gemm(), "sm80", shapes=SMALL)
+    assert len(searches) == 7
+
+
+def test_an_unreadable_entry_is_computed_again(searches, tmp_path):
+    first = driver.schedule(gemm(), "sm80", shapes=SMALL)
+    (entry,) = (tmp_path / "cache" / "stages" / "search").rglob("*.pickle")
+    entry.write_bytes(b"not a pickle")
+    stage_cache.STAGES.memory.clear()
+    again = driver.schedule(gemm(), "sm80", shapes=SMALL)
+    assert len(searches) == 2 and plans(again) == plans(first)
+    assert pickle.loads(entry.read_bytes()).ranked      # rewritten
+
+
+def test_the_cache_can_be_turned_off(searches, monkeypatch, tmp_path):
+    monkeypatch.setenv("PTC_STAGE_CACHE", "0")
+    driver.schedule(gemm(), "sm80", shapes=SMALL)
+    driver.schedule(gemm(), "sm80", shapes=SMALL)
+    assert len(searches) == 2
+    assert not (tmp_path / "cache" / "stages").exists()
+
+
+def test_a_failed_search_is_not_stored(searches):
+    with pytest.raises(driver.CompileError):
+        driver.schedule(gemm("tile BM = 100000"), "sm80", shapes=SMALL)
+    with pytest.raises(driver.CompileError):
+        driver.schedule(gemm("tile BM = 100000"), "sm80", shapes=SMALL)
+    assert len(searches) == 2
+
+
+def test_keys_do_not_depend_on_set_order():
+    a = stage_cache.canonical({"features": frozenset({"tma", "wgmma", "cp_async", "ldmatrix"})})
+    b = stage_cache.canonical({"features": frozenset({"ldmatrix", "cp_async", "wgmma", "tma"})})
+    assert repr(a) == repr(b)
+    device = get_device("sm90")
+    assert stage_cache.content_key("x", device) == stage_cache.content_key("x", get_device("sm90"))
