@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..version import __version__
+from . import object_cache
 from .errors import BuildError
 from .harness import TEMPLATES, render_harness
 from .nvcc import (NVCC_HINT, find_cuobjdump, find_nvcc, gencode,  # noqa: F401 (their old home)
@@ -289,9 +290,21 @@ def _run_parallel(steps: list[Step], folder: Path, echo: Callable[[str], None] |
     """Run steps at once in `folder`; each one's combined stdout+stderr by its output. The
     first failure (in order) raises BuildError with its output, the sources kept."""
     env = {**os.environ, **chain.environment(compiler)}
+    keys = {s.output: object_cache.step_key(s, compiler, folder) for s in steps
+            if object_cache.cacheable(s)}
+    cached = {}
+    for step in steps:        # compiled before, from the same inputs: copied, not run
+        if step.output in keys:
+            text = object_cache.fetch(step, keys[step.output], folder)
+            if text is not None:
+                cached[step.output] = text
+                if echo:
+                    echo(f"# {step.output}: compiled before from the same inputs "
+                         "(ptc.runtime.object_cache)")
+    steps_run = [s for s in steps if s.output not in cached]
     procs = []
     try:
-        for step in steps:
+        for step in steps_run:
             if echo:
                 echo(shlex.join(step.command))
             cmd = list(step.command)
@@ -310,7 +323,7 @@ def _run_parallel(steps: list[Step], folder: Path, echo: Callable[[str], None] |
                 p.kill()
                 p.wait()
         raise
-    for step, p, out in zip(steps, procs, outputs):
+    for step, p, out in zip(steps_run, procs, outputs):
         if p.returncode != 0:
             with open(folder / chain.log_file, "a") as log:
                 log.write(f"$ {shlex.join(step.command)}\n{out}\n")
@@ -319,7 +332,10 @@ def _run_parallel(steps: list[Step], folder: Path, echo: Callable[[str], None] |
                 f"$ {shlex.join(step.command)}\n{_tail(out, chain.log_file)}",
                 hint=f"the sources are kept in {folder} for inspection ({chain.log_file} has "
                      f"the output); `sh {folder / 'build.sh'}` reruns the build")
-    return {step.output: out for step, out in zip(steps, outputs)}
+    for step, out in zip(steps_run, outputs):
+        if step.output in keys:
+            object_cache.store(step, keys[step.output], folder, out)
+    return {**cached, **{step.output: out for step, out in zip(steps_run, outputs)}}
 
 
 def _tail(text: str, log: str = "nvcc.log", lines: int = 80) -> str:

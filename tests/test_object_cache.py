@@ -1,0 +1,83 @@
+"""Compiled objects kept by content (ptc.runtime.object_cache): a compile whose command,
+compiler and inputs were built before is copied, not run; anything it reads that changes
+makes it run again; links always run."""
+from __future__ import annotations
+
+import importlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ptc.runtime import prepare
+
+B = importlib.import_module("ptc.runtime.build")
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.nvcc
+
+
+@pytest.fixture
+def compiles(tmp_path, monkeypatch):
+    """A fresh cache, and the outputs of the compiler commands that really ran."""
+    monkeypatch.setenv("PTC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("PTC_STAGE_CACHE", raising=False)
+    ran = []
+    real = subprocess.Popen
+
+    def counted(cmd, *args, **kwargs):
+        ran.append(cmd[cmd.index("-o") + 1] if "-o" in cmd else cmd[0])
+        return real(cmd, *args, **kwargs)
+    monkeypatch.setattr(B.subprocess, "Popen", counted)
+    return ran
+
+
+def write(folder: Path, name: str):
+    prepared = prepare(ROOT / "samples" / f"{name}.pt", "sm80",
+                       shapes={"M": 256, "N": 256, "K": 128})
+    B.write_build_dir(folder, kernel_source=prepared.source, signature=prepared.signature,
+                      arch=prepared.device.arch, target="sm80", plan_json=prepared.plan_json)
+    return prepared
+
+
+def test_a_second_build_of_the_same_folder_compiles_nothing(compiles, tmp_path):
+    write(tmp_path / "a", "gemm")
+    first = B.build(tmp_path / "a")
+    assert sorted(compiles) == sorted(["kernel.o", "harness.o", B.LIBRARY, B.EXECUTABLE])
+    compiles.clear()
+    echoed = []
+    again = B.build(tmp_path / "a", echo=echoed.append)
+    assert sorted(compiles) == sorted([B.LIBRARY, B.EXECUTABLE])      # the links only
+    assert again.ptxas.to_json() == first.ptxas.to_json()             # the report came along
+    assert sum("compiled before" in line for line in echoed) == 2
+    assert B.sass(tmp_path / "a") == B.sass(tmp_path / "a")
+
+
+def test_the_harness_of_a_signature_is_compiled_once(compiles, tmp_path):
+    """gemm and a copy of it under another file share their signature, so their harness."""
+    write(tmp_path / "a", "gemm")
+    B.build(tmp_path / "a")
+    compiles.clear()
+    prepared = write(tmp_path / "b", "gemm")
+    (tmp_path / "b" / "kernel.cu").write_text(prepared.source + "\n// another kernel\n")
+    B.build(tmp_path / "b")
+    assert "harness.o" not in compiles and "kernel.o" in compiles
+
+
+def test_a_changed_header_compiles_again(compiles, tmp_path):
+    write(tmp_path / "a", "gemm")
+    B.build(tmp_path / "a")
+    compiles.clear()
+    header = tmp_path / "a" / "mma_sync.cuh"
+    header.write_text(header.read_text() + "\n// changed\n")
+    B.build(tmp_path / "a")
+    assert "kernel.o" in compiles and "harness.o" in compiles
+
+
+def test_a_failed_compile_is_not_kept(compiles, tmp_path):
+    write(tmp_path / "a", "gemm")
+    source = tmp_path / "a" / "kernel.cu"
+    source.write_text(source.read_text() + "\n#error planted\n")
+    for _ in range(2):
+        with pytest.raises(B.BuildError, match="planted"):
+            B.build(tmp_path / "a")
+    assert compiles.count("kernel.o") == 2
