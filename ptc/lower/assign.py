@@ -14,12 +14,20 @@
 3. A use whose value sits in another layout is a *conversion*: through shared memory.
 
 Different tilings give different conversions and costs; `lower` tries the tilings of
-every mma and keeps the cheapest (`ptc.lower.lowering`).
+every mma and keeps the cheapest (`ptc.lower.tiling_choice`).
+
+Layout assignment is a pure function of a `LayoutProblem` and is memoized on it: the
+schedule search lowers many plans with the same tiles, warps and tilings (they differ in
+pipeline stages or style, which it does not read), and each lowering tries many tilings.
 """
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from functools import cached_property
+from types import MappingProxyType
+from typing import Mapping
 
 from ..sema import typed as T
 from .atoms import Tiling, tilings  # noqa: F401 (re-exported)
@@ -27,6 +35,7 @@ from .layout import Layout, blocked, digits, scalar
 from .program import Stmt, mma_parts
 
 
+@functools.lru_cache(maxsize=1024)   # shared Layouts also share their `table`s
 def tiling_layouts(t: Tiling, name: str) -> tuple[Layout, Layout, Layout]:
     """(accumulator [m, n], A operand [m, k], B operand [k, n]) of a tiling. Register order
     within a warp: the atom's registers, then the atoms along n, then along m (A: along k,
@@ -57,15 +66,93 @@ def tiling_layouts(t: Tiling, name: str) -> tuple[Layout, Layout, Layout]:
 
 
 # ---- value layouts -----------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
+class ExprReads:
+    """What layout assignment reads of one expression (a statement's value, or the operand
+    of a reduction)."""
+
+    shape: tuple[int, ...]
+    direct: tuple[tuple[str, bool], ...]               # direct_reads
+    expanded: tuple[tuple[str, tuple[int, ...]], ...]  # reads_with_expands
+    transposed: tuple[str, ...]     # Vars read directly under a transpose, with repeats
+
+
+@dataclass(frozen=True)
+class RoleStatements:
+    """A role's statements and what layout assignment reads besides the tilings. A lowering
+    builds one and tries every tiling with it: it is hashed and analysed once."""
+
+    stmts: tuple[Stmt, ...]             # in program order
+    shared: frozenset[str]              # values that stay in shared memory (loaded tiles)
+    warps: int
+    warp_size: int
+    # the value of every extent name in the shapes the solver reads (statement values and
+    # reduction operands): the tile sizes, less the rows other consumer warpgroups hold
+    extents: tuple[tuple[str, int], ...]
+
+    def __hash__(self) -> int:
+        return self.hash_value
+
+    @cached_property
+    def hash_value(self) -> int:
+        return hash((self.stmts, self.shared, self.warps, self.warp_size, self.extents))
+
+    @cached_property
+    def analysed(self) -> dict[int, ExprReads]:
+        """ExprReads of every expression the solver reads, by id (the statements hold
+        them, so the ids stay theirs)."""
+        sizes = dict(self.extents)
+        return {id(e): ExprReads(tuple(x if isinstance(x, int) else sizes[x]
+                                       for x in e.type.shape),
+                                 tuple(direct_reads(e)), tuple(reads_with_expands(e)),
+                                 tuple(transposed_reads(e)))
+                for e in shaped_exprs(self.stmts)}
+
+    def of(self, e: T.TExpr) -> ExprReads:
+        return self.analysed[id(e)]
+
+
+MmaLayouts = tuple[tuple[str, tuple[Layout, Layout, Layout]], ...]
+
+
+@dataclass(frozen=True)
+class LayoutProblem:
+    """Everything layout assignment reads, hashable (it is the memo's key): the role's
+    statements and the (c, a, b) layouts of every tensor-core mma."""
+
+    role: RoleStatements
+    mma_layouts: MmaLayouts = ()
+
+
+def layout_problem(stmts, shared, mma_layouts: Mapping[str, tuple[Layout, Layout, Layout]],
+                   warps: int, warp_size: int, shape_of) -> LayoutProblem:
+    """The LayoutProblem of a role's statements; `shape_of` gives an extent's size."""
+    names = dict.fromkeys(x for e in shaped_exprs(stmts) for x in e.type.shape
+                          if not isinstance(x, int))
+    role = RoleStatements(tuple(stmts), frozenset(shared), warps, warp_size,
+                          tuple((x, shape_of(x)) for x in names))
+    return LayoutProblem(role, tuple(mma_layouts.items()))
+
+
+def shaped_exprs(stmts):
+    """The expressions whose shapes the solver reads: every Let's value, and the operand of
+    a reduction."""
+    for s in stmts:
+        if isinstance(s.stmt, T.Let):
+            yield s.stmt.value
+            if isinstance(s.stmt.value, T.Reduce):
+                yield s.stmt.value.arg
+
+
+@dataclass(frozen=True)
 class Solution:
-    layouts: dict[str, Layout]          # value name -> its layout
-    shared: set[str]                    # values that stay in shared memory (loaded tiles)
-    conversions: list[tuple[int, str]]  # (statement position, value) read in another layout
-    defaults: list[str]                 # values nothing decided (blocked layouts)
+    layouts: Mapping[str, Layout]       # value name -> its layout
+    shared: frozenset[str]              # values that stay in shared memory (loaded tiles)
+    conversions: tuple[tuple[int, str], ...]  # (statement position, value) read in another layout
+    defaults: tuple[str, ...]           # values nothing decided (blocked layouts)
     # reductions of values that are not in registers (loaded tiles): the layout their
     # operand is read in, by the reduction's name
-    reduce_sources: dict[str, Layout] = field(default_factory=dict)
+    reduce_sources: Mapping[str, Layout]
 
 
 def _operand_var(e: T.TExpr) -> tuple[str | None, bool]:
@@ -78,19 +165,15 @@ def _operand_var(e: T.TExpr) -> tuple[str | None, bool]:
     return None, False
 
 
-def extent(shape_of, e: T.TExpr) -> tuple[int, ...]:
-    return tuple(shape_of(x) for x in e.type.shape)
-
-
 class _Solver:
-    def __init__(self, stmts: list[Stmt], shared: set[str], mma_layouts, warps: int,
-                 warp_size: int, shape_of):
-        self.stmts = stmts
-        self.shared = shared
-        self.mma_layouts = mma_layouts       # task -> (c, a, b) layouts
-        self.warps = warps
-        self.warp_size = warp_size
-        self.shape_of = shape_of
+    def __init__(self, problem: LayoutProblem):
+        role = problem.role
+        self.of = role.of
+        self.stmts = role.stmts
+        self.shared = role.shared
+        self.mma_layouts = dict(problem.mma_layouts)     # task -> (c, a, b) layouts
+        self.warps = role.warps
+        self.warp_size = role.warp_size
         self.layout: dict[str, Layout] = {}
         self.defaults: list[str] = []
         self.reduce_sources: dict[str, Layout] = {}
@@ -98,12 +181,13 @@ class _Solver:
         self.shapes: dict[str, tuple[int, ...]] = {}
         self.reduced: set[str] = set()      # values a reduction computes
         self.reduced_from: set[str] = set()  # values a reduction reads directly
-        for s in stmts:
+        for s in self.stmts:
             if isinstance(s.stmt, T.Let):
-                self.shapes[s.stmt.name] = extent(shape_of, s.stmt.value)
+                self.shapes[s.stmt.name] = self.of(s.stmt.value).shape
                 if isinstance(s.stmt.value, T.Reduce):
                     self.reduced.add(s.stmt.name)
-                    self.reduced_from.update(r for r, d in direct_reads(s.stmt.value.arg) if d)
+                    self.reduced_from.update(r for r, d in self.of(s.stmt.value.arg).direct
+                                             if d)
 
     def is_register(self, name: str) -> bool:
         return name not in self.shared
@@ -136,24 +220,25 @@ class _Solver:
 
     def reduce_source(self, e: T.Reduce) -> Layout | None:
         """The layout a reduction's operand is computed in."""
-        for name, direct in direct_reads(e.arg):
-            if direct and name in self.layout and self.shapes.get(name) == extent(self.shape_of, e.arg):
+        arg = self.of(e.arg)
+        for name, direct in arg.direct:
+            if direct and name in self.layout and self.shapes.get(name) == arg.shape:
                 return self.layout[name]
         return None
 
     def reads_no_register_tile(self, value: T.Reduce) -> bool:
         return not any(d and self.is_register(r) and r in self.shapes
-                       for r, d in direct_reads(value.arg))
+                       for r, d in self.of(value.arg).direct)
 
     def broadcast_reads(self, value: T.Reduce):
         """(register value, axes it is broadcast along) the reduction's operand reads."""
-        return [(r, axes) for r, axes in reads_with_expands(value.arg)
+        return [(r, axes) for r, axes in self.of(value.arg).expanded
                 if axes and self.is_register(r) and r in self.shapes]
 
     def new_source(self, name: str, value: T.Reduce) -> Layout:
         """The layout a reduction of loaded tiles computes its operand in: the one its
         broadcast operands are slices of (no conversion), else a blocked one."""
-        arg_shape = extent(self.shape_of, value.arg)
+        arg_shape = self.of(value.arg).shape
         src = None
         for r, axes in self.broadcast_reads(value):
             parent = self.slice_of.get(r)
@@ -191,13 +276,13 @@ class _Solver:
                     changed |= self.put_reduction(name, value, src)
                 continue
             if name not in self.layout:
-                for r, direct in direct_reads(value):
+                for r, direct in self.of(value).direct:
                     if direct and r in self.layout and self.shapes.get(r) == shape:
                         changed |= self.put(name, self.layout[r])
                         break
             if name in self.layout:
                 mine = self.layout[name]
-                for r, axes in reads_with_expands(value):
+                for r, axes in self.of(value).expanded:
                     if not self.is_register(r) or r in self.layout or r not in self.shapes:
                         continue
                     if r in self.reduced:
@@ -279,12 +364,25 @@ def reads_with_expands(e: T.TExpr, axes: list[int] | None = None, rank: int = 0)
             yield from reads_with_expands(c, axes, rank)
 
 
-def assign_layouts(stmts: list[Stmt], shared: set[str], mma_layouts, warps: int,
-                   warp_size: int, shape_of) -> Solution:
-    solver = _Solver(stmts, shared, mma_layouts, warps, warp_size, shape_of)
+def assign_layouts(problem: LayoutProblem) -> Solution:
+    """`solve_layouts(problem)`, memoized."""
+    # Layout equality leaves out the note, which the printed kernel shows: a solution
+    # holds the mma layouts themselves, so their notes are part of the key
+    notes = tuple(lay.note for _, layouts in problem.mma_layouts for lay in layouts)
+    return _memoized(problem, notes)
+
+
+@functools.lru_cache(maxsize=4096)
+def _memoized(problem: LayoutProblem, notes: tuple[str, ...]) -> Solution:
+    return solve_layouts(problem)
+
+
+def solve_layouts(problem: LayoutProblem) -> Solution:
+    """The layout of every register value of `problem`, and the reads that convert."""
+    solver = _Solver(problem)
     layouts = solver.solve()
     conversions = []
-    for s in stmts:
+    for s in problem.role.stmts:
         if not isinstance(s.stmt, T.Let) or s.kind in ("load",):
             continue
         if s.kind == "mma":
@@ -296,8 +394,8 @@ def assign_layouts(stmts: list[Stmt], shared: set[str], mma_layouts, warps: int,
             # the reduction writes its result in the slice of the layout it reads
             assert src is None or target is None or target.same_map(src.slice(value.axis)), \
                 f"{s.stmt.name} is a reduction of {src.name} but lives in {target.name}"
-            expanded = dict(reads_with_expands(value.arg))
-            for r, direct in direct_reads(value.arg):
+            expanded = dict(solver.of(value.arg).expanded)
+            for r, direct in solver.of(value.arg).direct:
                 if r not in layouts:
                     continue
                 want = src
@@ -306,7 +404,7 @@ def assign_layouts(stmts: list[Stmt], shared: set[str], mma_layouts, warps: int,
                 if want is None or r not in expanded or not layouts[r].same_map(want):
                     conversions.append((s.position, r))
             continue
-        for r, axes in reads_with_expands(value):
+        for r, axes in solver.of(value).expanded:
             if r not in layouts or target is None:
                 continue
             want = target
@@ -314,22 +412,18 @@ def assign_layouts(stmts: list[Stmt], shared: set[str], mma_layouts, warps: int,
                 want = want.slice(axis)
             if not layouts[r].same_map(want):
                 conversions.append((s.position, r))
-        for r in _transposed_register_reads(value, layouts):
-            conversions.append((s.position, r))
-    return Solution(layouts, shared, _unique(conversions), solver.defaults,
-                    solver.reduce_sources)
-
-
-def _transposed_register_reads(e: T.TExpr, layouts) -> list[str]:
-    out = []
-    if isinstance(e, T.Transpose):
-        for r, _ in direct_reads(e.arg):
+        for r in solver.of(value).transposed:
             if r in layouts:
-                out.append(r)
-        return out
-    for c in T.children(e):
-        out += _transposed_register_reads(c, layouts)
-    return out
+                conversions.append((s.position, r))
+    return Solution(MappingProxyType(layouts), problem.role.shared, tuple(_unique(conversions)),
+                    tuple(solver.defaults), MappingProxyType(solver.reduce_sources))
+
+
+def transposed_reads(e: T.TExpr) -> list[str]:
+    """The Vars read directly under a transpose, in order, with repeats."""
+    if isinstance(e, T.Transpose):
+        return [r for r, _ in direct_reads(e.arg)]
+    return [r for c in T.children(e) for r in transposed_reads(c)]
 
 
 def _unique(xs):

@@ -22,7 +22,6 @@ the slot they overwrite (every thread has finished the iteration that read it).
 """
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, replace
 
@@ -33,13 +32,14 @@ from ..sema.dtypes import DTYPE_BYTES
 from ..stask.graph import STaskGraph
 from . import ir
 from .arith import base2_exponentials
-from .assign import (Tiling, assign_layouts, reads_with_expands, register_words,
-                     tiling_layouts, tilings)
+from .assign import (LayoutProblem, Tiling, assign_layouts, layout_problem,
+                     reads_with_expands, register_words, tiling_layouts, tilings)
 from .atoms import atoms_for, mma_atom
 from .layout import Layout
 from .program import Stmt, flatten, mma_parts, reads
 from .swizzle import ALIGN, scratch_pad, smem_layout, transposed_layout
 from .tiles import TileError, divisible, extent_value, global_tile
+from .tiling_choice import cheapest_tilings, tiling_cost
 
 
 class LoweringError(Exception):
@@ -143,27 +143,27 @@ class Lowering:
     # ---- the whole lowering -----------------------------------------------------------
     def run(self) -> ir.LoweredKernel:
         shared = {s.stmt.name for s in self.stmts if s.kind == "load"}
-        options = self.tiling_options()
-        best = None
-        names = list(options)
-        for combo in itertools.product(*(options[n] for n in names)):
-            chosen = dict(zip(names, combo))
-            layouts = {t: tiling_layouts(tl, t.removeprefix("mma_")) for t, tl in chosen.items()}
-            sol = assign_layouts(self.stmts, shared, layouts, self.warps, self.warp_size,
+        problem = layout_problem(self.stmts, shared, {}, self.warps, self.warp_size,
                                  self.extent)
-            score = self.score(chosen, sol)
-            if best is None or score < best[0]:
-                best = (score, chosen, layouts, sol)
-        if best is None:   # no tensor-core mma at all
-            sol = assign_layouts(self.stmts, shared, {}, self.warps, self.warp_size, self.extent)
-            best = ((), {}, {}, sol)
-        _, self.tiling, self.mma_layouts, self.solution = best
+        options = self.tiling_options()
+        layouts = {t: [tiling_layouts(tl, t.removeprefix("mma_")) for tl in tls]
+                   for t, tls in options.items()}
+
+        def solve(picks: tuple[int, ...]):
+            chosen = tuple((t, layouts[t][p]) for t, p in zip(options, picks))
+            return dict(chosen), assign_layouts(LayoutProblem(problem.role, chosen))
+
+        picks = cheapest_tilings([[tiling_cost(tl) for tl in tls] for tls in options.values()],
+                                 lambda picks: self.layout_cost(solve(picks)[1]))
+        picks = picks if picks is not None else ()    # None: no tensor-core mma at all
+        self.tiling = {t: options[t][p] for t, p in zip(options, picks)}
+        self.mma_layouts, self.solution = solve(picks)
         return Builder(self).build()
 
-    def score(self, chosen: dict[str, Tiling], sol) -> tuple:
-        """Fewest layout conversions, then cross-warp reduction steps, then lane exchanges
-        in reductions, then fragment loads per multiply-add, then matrix instructions per
-        multiply-add (the larger atom), then accumulator registers."""
+    def layout_cost(self, sol) -> tuple[int, int, int]:
+        """The part of a tiling combination's score its layouts decide (ptc.lower.
+        tiling_choice has the rest): layout conversions, then cross-warp reduction steps,
+        then lane exchanges in reductions."""
         cross = shuffles = 0
         for s in self.stmts:
             v = s.stmt.value if isinstance(s.stmt, T.Let) else None
@@ -175,15 +175,7 @@ class Lowering:
                         cross += len(warp_digits)
                         shuffles += len(masks)
                         break
-        loads = instructions = 0.0
-        regs = 0
-        for t in chosen.values():
-            # per multiply-add, in units of mma.sync m16n8k16's 2048
-            per_mac = 2048 / (t.atom.m * t.atom.n * t.atom.k)
-            loads += (t.mi + t.ni / 2) / (t.mi * t.ni) * per_mac
-            instructions += per_mac
-            regs = max(regs, t.mi * t.ni * 4)
-        return (len(sol.conversions), cross, shuffles, round(loads, 4), instructions, regs)
+        return len(sol.conversions), cross, shuffles
 
 
 def c_name(value: str) -> str:

@@ -33,7 +33,7 @@ from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
 from ..stask.graph import STaskGraph
 from . import ir
-from .assign import assign_layouts
+from .assign import assign_layouts, layout_problem
 from .atoms import why_no_wgmma
 from .layout import Layout, digits
 from .lowering import Builder, Capabilities, LoweringError, align_up, c_name, mma_operand_var
@@ -160,8 +160,8 @@ class _Specialized:
         shared = {b.value for b in self.plan.buffers}
         consumer.mma_layouts = layouts
         consumer.tiling = {t: True for t in layouts}
-        consumer.solution = assign_layouts(consumer.stmts, shared, layouts, WARPGROUP,
-                                           consumer.warp_size, consumer.extent)
+        consumer.solution = assign_layouts(layout_problem(
+            consumer.stmts, shared, layouts, WARPGROUP, consumer.warp_size, consumer.extent))
         return _Build(self, consumer).build()
 
     def tilings(self, view: _RoleView) -> dict[str, tuple[Layout, Layout, Layout]]:
