@@ -18,6 +18,7 @@ takes as many wavefronts as the most distinct 4-byte words any one bank is asked
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ..sema.dtypes import DTYPE_BYTES
@@ -173,6 +174,7 @@ def bank_conflicts(addresses: list[int | None], width: int) -> int:
     return total
 
 
+@functools.lru_cache(maxsize=1024)    # the search lowers the same conversions many times
 def scratch_pad(spill, fill, vector: int, transposed: bool, cols: int, preferred: int) -> int:
     """Words of padding per row of a row-major f32 scratch tile of `cols` columns through
     which registers in layout `spill` pass to layout `fill` (read transposed when
