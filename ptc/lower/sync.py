@@ -148,11 +148,10 @@ class _Run:
         now = self.for_iteration()
         targets = []
         for buffer in op.buffers:
-            found = None
-            for g, members in enumerate(self.groups):
-                for b, it in members:
-                    if b == buffer and now[:len(it)] == it:
-                        found = g
+            # the latest group that holds such a copy: searched from the newest
+            found = next((g for g in range(len(self.groups) - 1, -1, -1)
+                          if any(b == buffer and now[:len(it)] == it
+                                 for b, it in self.groups[g])), None)
             if found is not None:
                 targets.append(found)
         if not targets:
