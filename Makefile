@@ -6,6 +6,7 @@
 #                    built where a HIP compiler is installed (`make hip-toolchain`)
 #   make test     -- set up, install the HIP compilers where they are missing (apt-get; see
 #                    tools/hip_toolchain.sh) and run the whole test suite
+#   make test-fast -- the tests that run no compiler (the inner loop)
 # and two for a GPU machine without network (docs/gpu.md):
 #   make gpu-wheels -- here, with network: the wheels ptc needs that the GPU image lacks
 #   make gpu        -- there: every GPU check in one run (QUICK=1: the 3-minute one)
@@ -67,8 +68,15 @@ samples: setup hip-toolchain
 hip-toolchain:
 	@bash tools/hip_toolchain.sh
 
+# the whole suite, on every core (pytest-xdist); searches, compiled objects and emulated
+# kernels are cached by content (~/.cache/ptc, /tmp/ptc-emulate-*), so a second run is faster
 test: setup hip-toolchain
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto
+
+# the inner loop: front end, scheduler, lowering, goldens -- no nvcc, hipcc or g++ (a test
+# that starts one anyway fails, naming the marker it lacks: tests/conftest.py)
+test-fast: setup
+	PTC_TEST_NO_COMPILERS=1 $(PY) -m pytest -q -n auto -m "not gpu and not nvcc and not hip and not cxx"
 
 # ---- on a GPU machine (docs/gpu.md) ---------------------------------------------------------
 # The GPU image has Python 3.12 with torch, numpy, click, jinja2, rich, PyYAML, ml-dtypes and
@@ -89,4 +97,4 @@ gpu-wheels:
 gpu:
 	bash benchmarks/gpu.sh $(if $(QUICK),--quick) $(if $(OUT),--out $(OUT)) $(GPU_FLAGS)
 
-.PHONY: setup samples test hip-toolchain gpu gpu-wheels
+.PHONY: setup samples test test-fast hip-toolchain gpu gpu-wheels

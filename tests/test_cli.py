@@ -9,7 +9,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -613,7 +612,7 @@ def test_tile_beside_a_pinned_schedule_is_a_usage_error(tmp_path):
         "-o", tmp_path / "b", expect=2)
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc")
+@pytest.mark.nvcc
 def test_a_failed_build_leaves_the_earlier_build_in_place(tmp_path):
     """`-o DIR` is replaced only by a complete new build (issue 8): a failing
     --kernel-source builds in DIR.new, and DIR keeps the good one."""
@@ -631,7 +630,7 @@ def test_a_failed_build_leaves_the_earlier_build_in_place(tmp_path):
     assert not (tmp_path / "gemm.new").exists()
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc")
+@pytest.mark.nvcc
 def test_compile_build_writes_and_builds_the_directory(tmp_path):
     softmax = ROOT / "samples" / "softmax.pt"
     out = tmp_path / "softmax"

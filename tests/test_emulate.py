@@ -12,11 +12,10 @@ the edges) and wgmma on the same emulator (tests/test_sm90.py shows it seeing th
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import re
-import shutil
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -25,6 +24,7 @@ import numpy as np
 import pytest
 
 import formulas as F
+from conftest import Builds, selected_params, under_xdist
 from ptc.devices import get_device
 from ptc.driver import check_file, schedule
 from ptc.interp import run_kernel
@@ -34,8 +34,7 @@ from ptc.sched.construct import Choice, Unfit, construct
 from ptc.stask import build_graphs, propagate
 from test_simulate import EDGE, SMOKE
 
-pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None,
-                                reason="no host C++ compiler for the emulated kernels")
+pytestmark = pytest.mark.cxx
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 DEVICE = get_device("sm80")
@@ -149,25 +148,31 @@ def reference(name: str, variant: str) -> dict:
 CASES = [(n, v) for n in sorted(SMOKE) for v in VARIANTS]
 
 
-def build_cases(keys, case_of) -> dict:
-    """Each case's kernel built for the CPU, in parallel (the builds are cached), by key: the
-    EmulatedKernel, the EmulationError of its build, or None where the case is skipped."""
-    def build(key):
-        c = case_of(*key)
-        if c.skip:
-            return None
-        try:
-            return build_emulated(c.source, backend=c.device)
-        except EmulationError as exc:
-            return exc
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return dict(zip(keys, pool.map(build, keys)))
+def build_case(case_of, key):
+    """A case's kernel built for the CPU (cached on disk by content): the EmulatedKernel,
+    the EmulationError of its build, or None where the case is skipped."""
+    c = case_of(*key)
+    if c.skip:
+        return None
+    try:
+        return build_emulated(c.source, backend=c.device)
+    except EmulationError as exc:
+        return exc
+
+
+def case_builds(request, test, case_of) -> Builds:
+    """The builds of the cases of `test` that this session selected."""
+    keys = [(p["name"], p["variant"]) for p in selected_params(request, test)]
+    return Builds(functools.partial(build_case, case_of), keys,
+                  prebuild=not under_xdist(request.config))
 
 
 @pytest.fixture(scope="module")
-def builds():
-    """Every case's kernel built for the CPU."""
-    return build_cases(CASES, case)
+def builds(request):
+    """The selected cases' kernels built for the CPU."""
+    made = case_builds(request, test_the_emulated_kernel_matches_the_interpreter, case)
+    yield made
+    made.close()
 
 
 def matches_the_interpreter(c: "Case", kernel, ref: dict, configs) -> None:

@@ -12,9 +12,7 @@ kernel ABI (`ptc_kernel_name`, `ptc_launch`), run with EmulatedKernel.launch.
 """
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from functools import lru_cache
 
 import ml_dtypes
@@ -29,13 +27,12 @@ from ptc.lower.layout import Layout
 from ptc.render import RenderError
 from ptc.render.emulate import TEMPLATES, EmulationError, build_emulated
 from ptc.sched.construct import Choice
-from test_emulate import (Case, build_cases, compare, matches_the_interpreter, mutate,
+from test_emulate import (Case, case_builds, compare, matches_the_interpreter, mutate,
                           within_tolerance)
 from test_emulate_runtime import kernel_abi
 from test_simulate import SMOKE
 
-pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None,
-                                reason="no host C++ compiler for the emulated kernels")
+pytestmark = pytest.mark.cxx
 
 ORDERS = [dict(), dict(order="reverse"), dict(order="random", seed=3)]
 LANES = np.arange(64)
@@ -565,9 +562,11 @@ def hip_reference(name: str, variant: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def hip_builds():
-    """Every case's kernel.hip built for the CPU."""
-    return build_cases(HIP_CASES, hip_case)
+def hip_builds(request):
+    """The selected cases' kernel.hip built for the CPU."""
+    made = case_builds(request, test_the_emulated_hip_kernel_matches_the_interpreter, hip_case)
+    yield made
+    made.close()
 
 
 @pytest.mark.parametrize("name, variant", HIP_CASES)

@@ -8,9 +8,7 @@ The kernels are strings compiled by build_emulated, each with the kernel ABI
 """
 from __future__ import annotations
 
-import os
 import re
-import shutil
 
 import numpy as np
 import pytest
@@ -19,8 +17,7 @@ import formulas as F
 from ptc.render.emulate import EmulationError, build_emulated
 from test_cli import GEMM, GEMM_SHAPE, ptc
 
-pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "g++")) is None,
-                                reason="no host C++ compiler for the emulated kernels")
+pytestmark = pytest.mark.cxx
 
 FULL = "0xffffffffu"
 

@@ -29,7 +29,7 @@ import run as bench_run  # noqa: E402
 import sanitize  # noqa: E402
 import workloads  # noqa: E402
 
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+needs_nvcc = pytest.mark.nvcc
 
 
 @pytest.fixture

@@ -268,6 +268,7 @@ def test_running_a_hip_target_without_the_emulator_needs_an_amd_gpu():
 
 
 # ---- the ISA readout of a fresh compile (tests/test_amdgpu_isa.py: of recorded ones) --------
+@pytest.mark.hip
 @pytest.mark.parametrize("arch", list(HIP_TARGETS.values()))
 def test_the_readout_of_a_fresh_compile(arch, tmp_path):
     compiler = compiler_or_skip(arch)
@@ -293,6 +294,7 @@ def axpy_sig():
     return signature_of(driver.check_file(AXPY_PT).kernels[0])
 
 
+@pytest.mark.hip
 @pytest.mark.parametrize("target", list(HIP_TARGETS))
 def test_a_hand_written_kernel_builds_and_finds_no_amd_gpu(target, tmp_path, axpy_sig):
     """axpy.hip (the kernel ABI in HIP) with the harness: both products build, export the
@@ -323,6 +325,7 @@ def test_a_hand_written_kernel_builds_and_finds_no_amd_gpu(target, tmp_path, axp
         kernel(np.ones((4, 8), np.float32), np.ones((4, 8), ml_dtypes.bfloat16), 2.0)
 
 
+@pytest.mark.hip
 @pytest.mark.parametrize("name", ["hipcc", "clang++-19"])
 def test_both_compilers_build_gfx90a(name, tmp_path, monkeypatch):
     """gfx90a builds with Debian's hipcc (clang 15, device libraries) and with clang 19
@@ -336,6 +339,7 @@ def test_both_compilers_build_gfx90a(name, tmp_path, monkeypatch):
     assert ("export HIP_PLATFORM=amd" in (out / "build.sh").read_text()) == (name == "hipcc")
 
 
+@pytest.mark.hip
 def test_every_sample_harness_compiles_without_warnings(tmp_path):
     compiler = compiler_or_skip("gfx942")
     for sample in SAMPLES:
@@ -356,6 +360,7 @@ def sample_cases():
             for shape in ("bench", "edge")]
 
 
+@pytest.mark.hip
 @pytest.mark.parametrize("name,target,shape", sample_cases(),
                          ids=[f"{n}.{t}.{s}" for n, t, s in sample_cases()])
 def test_sample_builds_without_scratch_and_with_mfma(name, target, shape, tmp_path):

@@ -34,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
+from conftest import under_xdist
 from ptc.diagnostics import CompileError
 from ptc import driver
 from ptc.driver import check_file, schedule
@@ -218,7 +219,12 @@ def emulator_build(name: str, step: str = "emulate"):
 @pytest.fixture(scope="module")
 def builds(request):
     """The nvcc and emulator builds of the kernels this session runs, started together in a
-    thread pool (nvcc and g++ run as subprocesses); each test waits for its own."""
+    thread pool (nvcc and g++ run as subprocesses); each test waits for its own. Under
+    pytest-xdist every worker sees every selected test but runs only some: there each test
+    builds its own when it runs (the workers are the parallelism; builds are cached)."""
+    if under_xdist(request.config):
+        yield {}
+        return
     wanted = {"nvcc": set(), **{step: set() for step in BUILDS}}
     for item in request.session.items:
         spec = getattr(item, "callspec", None)
@@ -318,7 +324,7 @@ def plans(kernel, target: str, shapes: dict) -> tuple:
     return (schedule(kernel, target, shapes=shapes),)
 
 
-@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not on the PATH")
+@pytest.mark.nvcc
 @pytest.mark.parametrize("name", steps("nvcc"))
 def test_sm80_build_has_no_spills(builds, name):
     with known_errors(name, "nvcc"):
@@ -331,7 +337,7 @@ def test_sm80_build_has_no_spills(builds, name):
 test_sm80_build_has_no_spills.build_step = "nvcc"
 
 
-@pytest.mark.skipif(not HAVE_CXX, reason="no host C++ compiler for the emulated kernels")
+@pytest.mark.cxx
 @pytest.mark.parametrize("name", steps("emulate"))
 def test_emulated_sm80_kernel_matches_the_formula(builds, name):
     kernel = kernel_of(name)
@@ -349,7 +355,7 @@ test_emulated_sm80_kernel_matches_the_formula.build_step = "emulate"
 CONFIGS_90 = (dict(), dict(order="reverse", eager_cp_async=True), dict(order="random", seed=7))
 
 
-@pytest.mark.skipif(not HAVE_CXX, reason="no host C++ compiler for the emulated kernels")
+@pytest.mark.cxx
 @pytest.mark.parametrize("name", steps("emulate90"))
 def test_emulated_sm90_kernel_matches_the_formula(builds, name):
     kernel = kernel_of(name)
@@ -364,7 +370,7 @@ def test_emulated_sm90_kernel_matches_the_formula(builds, name):
 test_emulated_sm90_kernel_matches_the_formula.build_step = "emulate90"
 
 
-@pytest.mark.skipif(not HAVE_CXX, reason="no host C++ compiler for the emulated kernels")
+@pytest.mark.cxx
 @pytest.mark.parametrize("name", steps("emulate_ws"))
 def test_emulated_warp_specialized_kernel_matches_the_formula(builds, name):
     kernel = kernel_of(name)
@@ -381,7 +387,7 @@ def test_emulated_warp_specialized_kernel_matches_the_formula(builds, name):
 test_emulated_warp_specialized_kernel_matches_the_formula.build_step = "emulate_ws"
 
 
-@pytest.mark.skipif(not HAVE_CXX, reason="no host C++ compiler for the emulated kernels")
+@pytest.mark.cxx
 @pytest.mark.parametrize("target", HIP_TARGETS)
 @pytest.mark.parametrize("name", NAMES)
 def test_emulated_hip_kernel_matches_the_formula(builds, name, target):

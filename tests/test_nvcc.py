@@ -14,6 +14,7 @@ build_module = importlib.import_module("ptc.runtime.build")
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = sorted(p.stem for p in (ROOT / "samples").glob("*.pt"))
 TARGETS = {"sm80": "sm_80", "sm90": "sm_90a"}
+pytestmark = pytest.mark.nvcc
 
 
 def cases():

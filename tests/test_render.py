@@ -65,6 +65,7 @@ kernel positive(X: f32[M, N]) -> (Z: bool[M, N], C: i32[M]) {
 """
 
 
+@pytest.mark.nvcc
 def test_bool_and_i32_outputs_build_with_nvcc(tmp_path):
     from ptc.runtime import prepare
     build = importlib.import_module("ptc.runtime.build")

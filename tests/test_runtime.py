@@ -40,8 +40,8 @@ AXPY_CU = HERE / "axpy.cu"
 AXPY_HOST = HERE / "axpy_host.cpp"
 FAKE_CUDA = HERE / "fake_cuda"
 
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+needs_nvcc = pytest.mark.nvcc       # conftest: skipped without nvcc, failed under CI
+needs_gxx = pytest.mark.cxx
 
 
 def has_gpu() -> bool:
@@ -283,6 +283,7 @@ def test_nvcc_builds_the_harness_and_exports_the_abi(nvcc_build):
     assert usage.returncode == 2 and "usage: ptc_run DIR" in usage.stderr
 
 
+@needs_nvcc
 def test_the_sass_of_the_build(nvcc_build):
     try:
         B.find_cuobjdump()
@@ -308,6 +309,7 @@ def test_without_a_gpu_a_call_says_no_cuda_device(nvcc_build, sig):
     assert run.returncode == 1 and "ptc_run: error: no CUDA device" in run.stderr
 
 
+@needs_nvcc
 def test_ptc_build_prints_the_resources(tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
@@ -322,6 +324,7 @@ def test_ptc_build_prints_the_resources(tmp_path):
     assert code == 0 and json.loads(stdout)["ptxas"]["spills"] == 0
 
 
+@needs_nvcc
 def test_a_rendered_sample_builds_with_tensor_cores(tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
@@ -337,6 +340,7 @@ def test_a_rendered_sample_builds_with_tensor_cores(tmp_path):
         pass                                   # no cuobjdump here
 
 
+@needs_nvcc
 def test_compile_caches_by_content(tmp_path, monkeypatch):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")

@@ -9,7 +9,6 @@ must build it for sm_90a with the instructions docs/sm90.md names, and no serial
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from functools import lru_cache
 from pathlib import Path
@@ -24,7 +23,7 @@ from ptc.render.emulate import (CORE_HEADERS, CUDA_TEMPLATES, EMULATE_HEADERS, E
 ROOT = Path(__file__).resolve().parent.parent
 WS_GEMM = (ROOT / "tests" / "sm90" / "ws_gemm.cu").read_text()
 CONFIGS = [dict(), dict(order="reverse", eager_cp_async=True), dict(order="random", seed=5)]
-needs_cxx = pytest.mark.skipif(shutil.which("g++") is None, reason="no host C++ compiler")
+needs_cxx = pytest.mark.cxx
 
 
 @lru_cache(maxsize=None)
@@ -92,7 +91,7 @@ def test_descriptors_encode_the_worked_examples(tmp_path):
                         0x4000004002000380]
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc")
+@pytest.mark.nvcc
 def test_nvcc_builds_it_for_sm90a_with_the_hopper_instructions(tmp_path):
     import importlib
     B = importlib.import_module("ptc.runtime.build")   # (ptc.runtime.build is also a function)
