@@ -21,6 +21,7 @@ conversions are written once over it (docs/lowering.md).
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -84,24 +85,12 @@ class Layout:
     # ---- the map ---------------------------------------------------------------------------
     @cached_property
     def table(self) -> np.ndarray:
-        """coords of every value: int array [warps, lanes, regs, rank]."""
-        def grid(ds: tuple[Digit, ...]) -> np.ndarray:
-            n = math.prod(d.size for d in ds)
-            out = np.zeros((n, self.rank), dtype=np.int64)
-            radix = 1
-            for d in ds:
-                value = (np.arange(n) // radix) % d.size
-                out += value[:, None] * np.array(d.stride, dtype=np.int64)[None, :]
-                radix *= d.size
-            return out
-        w, lanes, r = grid(self.warps), grid(self.lanes), grid(self.regs)
-        return w[:, None, None, :] + lanes[None, :, None, :] + r[None, None, :, :]
+        """coords of every value: int array [warps, lanes, regs, rank] (read-only)."""
+        return coordinate_table(self.rank, self.regs, self.lanes, self.warps)
 
     def same_map(self, other: "Layout") -> bool:
         """Thread by thread and register by register, the same elements."""
-        return (self.shape == other.shape and self.size == other.size
-                and self.lane_count == other.lane_count and self.warp_count == other.warp_count
-                and np.array_equal(self.table, other.table))
+        return self is other or same_map(self, other)
 
     def covers(self, shape: tuple[int, ...]) -> bool:
         """Every element of a tile of `shape` is held by some thread."""
@@ -174,14 +163,7 @@ class Layout:
     def slice(self, axis: int, name: str | None = None) -> "Layout":
         """The layout of a value reduced along `axis` (or broadcast along it): the register
         digits along it go, the lanes and warps along it replicate."""
-        def drop(d: Digit) -> Digit:
-            return Digit(d.size, d.stride[:axis] + d.stride[axis + 1:])
-
-        regs = [drop(d) for d in self.regs if d.along() != axis]
-        regs.sort(key=lambda d: max(d.stride, default=0))   # canonical: slot order
-        return Layout(name or f"{self.name}.slice{axis}", self.shape[:axis] + self.shape[axis + 1:],
-                      tuple(regs), tuple(drop(d) for d in self.lanes),
-                      tuple(drop(d) for d in self.warps), note=f"slice {axis} of {self.name}")
+        return sliced(self, axis, name)
 
     def transposed(self, name: str, note: str = "") -> "Layout":
         """The layout of the 2-D tile's transpose: the same threads and registers hold
@@ -200,6 +182,47 @@ class Layout:
             return " ".join(f"{d.size}x{list(d.stride)}" for d in x) or "-"
         return (f"{list(self.shape)} regs {ds(self.regs)} | lanes {ds(self.lanes)} | "
                 f"warps {ds(self.warps)}")
+
+
+# ---- memoized: layout assignment slices and compares the same layouts for every tiling ----
+@functools.lru_cache(maxsize=4096)
+def sliced(layout: Layout, axis: int, name: str | None = None) -> Layout:
+    """`layout.slice(axis, name)`."""
+    def drop(d: Digit) -> Digit:
+        return Digit(d.size, d.stride[:axis] + d.stride[axis + 1:])
+
+    regs = [drop(d) for d in layout.regs if d.along() != axis]
+    regs.sort(key=lambda d: max(d.stride, default=0))   # canonical: slot order
+    return Layout(name or f"{layout.name}.slice{axis}",
+                  layout.shape[:axis] + layout.shape[axis + 1:], tuple(regs),
+                  tuple(drop(d) for d in layout.lanes), tuple(drop(d) for d in layout.warps),
+                  note=f"slice {axis} of {layout.name}")
+
+
+@functools.lru_cache(maxsize=8192)
+def same_map(a: Layout, b: Layout) -> bool:
+    """`a.same_map(b)`: thread by thread and register by register, the same elements."""
+    return (a.shape == b.shape and a.size == b.size and a.lane_count == b.lane_count
+            and a.warp_count == b.warp_count and np.array_equal(a.table, b.table))
+
+
+@functools.lru_cache(maxsize=4096)
+def coordinate_table(rank: int, regs: tuple[Digit, ...], lanes: tuple[Digit, ...],
+                     warps: tuple[Digit, ...]) -> np.ndarray:
+    """A layout's `table`, shared by the layouts with the same digits (read-only)."""
+    def grid(ds: tuple[Digit, ...]) -> np.ndarray:
+        n = math.prod(d.size for d in ds)
+        out = np.zeros((n, rank), dtype=np.int64)
+        radix = 1
+        for d in ds:
+            value = (np.arange(n) // radix) % d.size
+            out += value[:, None] * np.array(d.stride, dtype=np.int64)[None, :]
+            radix *= d.size
+        return out
+    w, ls, r = grid(warps), grid(lanes), grid(regs)
+    table = w[:, None, None, :] + ls[None, :, None, :] + r[None, None, :, :]
+    table.flags.writeable = False
+    return table
 
 
 # ---- C expressions of a layout (printed into the kernel as a small struct) ----------------
