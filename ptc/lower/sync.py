@@ -43,9 +43,12 @@ class _Run:
     """One simulated run of the ops, reporting the ops that need a barrier before them and
     the wait counts."""
 
-    def __init__(self, kernel_buffers: dict, values: dict):
+    def __init__(self, kernel_buffers: dict, values: dict, touches: dict | None = None):
         self.buffers = kernel_buffers
         self.values = values
+        # id(op) -> (op, the shared values it reads, the scratch it touches): the same for
+        # every iteration, and for every run of place_sync, which shares this
+        self.touches = {} if touches is None else touches
         self.pending: list[_Access] = []
         self.groups: list[list[tuple[str, tuple]]] = []   # committed groups: (buffer, for-iteration)
         self.open: list[tuple[str, tuple]] = []
@@ -91,12 +94,18 @@ class _Run:
         self.pending = [a for a in self.pending
                         if a.group is not None and a.group >= self.done_groups]
 
-    def reads(self, op, names) -> None:
-        for name in names:
-            home = self.values.get(name)
-            if isinstance(home, ir.InShared):
-                lo, hi = self.bytes_of(home.buffer, self.slot(home.buffer, home.loop, 0))
-                self.access(op, _Access(id(op), lo, hi, False))
+    def touched(self, op) -> tuple[tuple[ir.InShared, ...], list[tuple[str, bool]]]:
+        found = self.touches.get(id(op))
+        if found is None:       # the entry keeps `op` alive: its id is not reused
+            homes = (self.values.get(name) for name in op_reads(op))
+            found = (op, tuple(h for h in homes if isinstance(h, ir.InShared)), op_scratch(op))
+            self.touches[id(op)] = found
+        return found[1], found[2]
+
+    def reads(self, op, homes) -> None:
+        for home in homes:
+            lo, hi = self.bytes_of(home.buffer, self.slot(home.buffer, home.loop, 0))
+            self.access(op, _Access(id(op), lo, hi, False))
 
     # ---- the run -----------------------------------------------------------------------------
     def run(self, ops) -> None:
@@ -137,8 +146,9 @@ class _Run:
         elif isinstance(op, ir.WaitGroups):
             self.done_groups = max(self.done_groups, len(self.groups) - op.pending)
         else:
-            self.reads(op, op_reads(op))
-            for buffer, write in op_scratch(op):
+            homes, scratch = self.touched(op)
+            self.reads(op, homes)
+            for buffer, write in scratch:
                 lo, hi = self.bytes_of(buffer, 0)
                 self.access(op, _Access(id(op), lo, hi, write))
 
@@ -203,24 +213,24 @@ def place_sync(body: tuple, buffers: dict, values: dict) -> tuple:
     barriers are added where a run finds a hazard until none is left, then each one is
     dropped again if the run stays clean without it (an earlier barrier, added for
     another hazard, may cover it)."""
+    touches: dict = {}
     current = body
     for _ in range(256):
-        run = _Run(buffers, values)
+        run = _Run(buffers, values, touches)
         run.run(current)
         if not run.needs_barrier:
             break
         current = _insert_barriers(current, run.needs_barrier)
     else:
         raise SyncError("barrier placement did not settle")
+    clean = run            # the run of `current`: its wait counts are the kernel's
     for barrier in [op for op in ir.walk(current) if isinstance(op, ir.Barrier)]:
         trial = _without(current, barrier)
-        run = _Run(buffers, values)
+        run = _Run(buffers, values, touches)
         run.run(trial)
         if not run.needs_barrier:
-            current = trial
-    run = _Run(buffers, values)
-    run.run(current)
-    return _finish(current, run.wait_counts)
+            current, clean = trial, run
+    return _finish(current, clean.wait_counts)
 
 
 def _without(ops, gone) -> tuple:
