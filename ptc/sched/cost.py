@@ -24,7 +24,7 @@ from ..devices import Device
 from ..stask.graph import STask, STaskGraph
 from ..sema.dtypes import DTYPE_BYTES
 from .plan import Estimate, Plan, walk_steps
-from .results import Results, dependences
+from .results import Dependences, Results, dependences
 from .turns import timed
 from .unroll import Exec, unroll
 
@@ -95,8 +95,17 @@ def _issued_cycles(task: STask, unit, device: Device, issue, warps: int,
     return unit.issue_latency_cycles + max(cycles, shared)
 
 
+def role_dependences(plan: Plan, graph: STaskGraph, device: Device) -> dict[str, Dependences]:
+    """Each role's Dependences (ptc.sched.results), by role name."""
+    placed = {r.name: {s.task: s.unit for s in walk_steps(r.body) if s.task != "sync"}
+              for r in plan.roles}
+    return {r: dependences(graph, device, units) for r, units in placed.items()}
+
+
 def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
-                      trips: Mapping[str, int], ctas: int = 1, record: bool = False) -> Timeline:
+                      trips: Mapping[str, int], ctas: int = 1, record: bool = False,
+                      deps: Mapping[str, Dependences] | None = None) -> Timeline:
+    """`deps`: role_dependences(plan, graph, device), where the caller has them."""
     tasks = {t.name: t for t in graph.tasks}
     roles = {r.name: r for r in plan.roles}
     run = timed(plan, unroll(plan, lambda v, outer: trips[v]),
@@ -115,9 +124,7 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
     wait_count: dict[tuple, int] = {}        # (cta, barrier, process) -> waits so far
     spans = []
     cost_cache: dict[tuple, float] = {}
-    placed = {r.name: {s.task: s.unit for s in walk_steps(r.body) if s.task != "sync"}
-              for r in plan.roles}
-    deps = {r: dependences(graph, device, units) for r, units in placed.items()}
+    deps = deps if deps is not None else role_dependences(plan, graph, device)
     results = {p: Results(deps[p[1]]) for p in procs}
 
     def phase_time(cta, bname, phase) -> float | None:
@@ -286,8 +293,11 @@ def estimate(plan: Plan, graph: STaskGraph, device: Device, dims: Mapping[str, i
     if longest is not None and sim_trips[longest] > SIM_ITERATIONS:
         n = sim_trips[longest]
         lo, hi = SIM_ITERATIONS // 2, SIM_ITERATIONS
-        t_lo = simulate_timeline(plan, graph, device, {**sim_trips, longest: lo}, ctas)
-        t_hi = simulate_timeline(plan, graph, device, {**sim_trips, longest: hi}, ctas, record)
+        deps = role_dependences(plan, graph, device)     # the same for both runs
+        t_lo = simulate_timeline(plan, graph, device, {**sim_trips, longest: lo}, ctas,
+                                 deps=deps)
+        t_hi = simulate_timeline(plan, graph, device, {**sim_trips, longest: hi}, ctas, record,
+                                 deps=deps)
         slope = (t_hi.cycles - t_lo.cycles) / (hi - lo)
         cycles = t_hi.cycles + (n - hi) * slope
         scale = cycles / t_hi.cycles if t_hi.cycles else 1.0

@@ -44,6 +44,13 @@ def dependences(graph: STaskGraph, device: Device, placed: dict[str, str]) -> De
     """`placed`: task -> unit, for the tasks of one role."""
     loops = {t.name: graph.region_path(t.region) for t in graph.tasks}
     found: dict[tuple[str, str, int, str], float] = {}   # (task, producer, distance, loop)
+    works: dict[str, list[int]] = {}    # task -> its statements' work, once per task
+
+    def lead(task: str, touches) -> float:
+        t = graph.task(task)
+        if task not in works:
+            works[task] = [w.simt_ops + w.sfu_ops for w in statement_works(graph, t)]
+        return _lead(t, works[task], touches)
 
     def add(task: str, p: Producer) -> None:
         key = (task, p.task, p.distance, p.loop)
@@ -58,13 +65,11 @@ def dependences(graph: STaskGraph, device: Device, placed: dict[str, str]) -> De
         common = [v for v in loops[e.src] if v in loops[e.dst]]
         loop = common[-1] if common else ""
         if src.is_async and not (src.name == dst.name and src.in_order):
-            lead = _lead(graph, e.dst, lambda s: e.value in reads(s)) \
-                if not dst.is_async else 0.0
-            add(e.dst, Producer(e.src, e.distance, loop, lead))
+            share = lead(e.dst, lambda s: e.value in reads(s)) if not dst.is_async else 0.0
+            add(e.dst, Producer(e.src, e.distance, loop, share))
         if dst.is_async and not src.is_async and e.distance == 0 and loop:
             # the next iteration of src overwrites what the async dst may still read
-            add(e.src, Producer(e.dst, 1, loop, _lead(graph, e.src,
-                                                      lambda s: e.value in writes(s))))
+            add(e.src, Producer(e.dst, 1, loop, lead(e.src, lambda s: e.value in writes(s))))
     producers: dict[str, tuple[Producer, ...]] = {}
     for (task, src, distance, loop), lead in found.items():
         producers[task] = producers.get(task, ()) + (Producer(src, distance, loop, lead),)
@@ -100,10 +105,9 @@ class Results:
         self.done[(e.step.task, iters)] = done
 
 
-def _lead(graph: STaskGraph, task: str, touches) -> float:
-    """The share of `task`'s work done before its first statement that `touches`."""
-    t = graph.task(task)
-    works = [w.simt_ops + w.sfu_ops for w in statement_works(graph, t)]
+def _lead(t, works: list[int], touches) -> float:
+    """The share of task `t`'s work (`works`: its statements') done before its first
+    statement that `touches`."""
     total = sum(works)
     first = next((i for i, s in enumerate(t.stmts) if touches(s)), len(t.stmts))
     return sum(works[:first]) / total if total else 0.0
