@@ -27,42 +27,10 @@ setup: $(VENV)/.installed
 # samples/SMOKE: one line per run, `FILE SHAPES TILES` (FILE relative to samples/), e.g.
 #   gemm.pt M=200,N=136,K=72 BM=64,BN=64,BK=32
 # Blank lines and lines starting with '#' are skipped; TILES may be left out.
+# tools/samples.py runs the `ptc` commands (check; run each SMOKE line; every sample's plan
+# and build for every target) on every core, a line per finished command.
 samples: setup hip-toolchain
-	$(PTC) check $(SAMPLES)
-	@test -f samples/SMOKE || { echo "make: samples/SMOKE is missing" >&2; exit 1; }
-	@while read -r file shapes tiles rest || [ -n "$$file" ]; do \
-	  case "$$file" in ''|'#'*) continue;; esac; \
-	  set -- samples/$$file $${shapes:+--shape $$shapes} $${tiles:+--tile $$tiles}; \
-	  echo "$(PTC) run $$*"; \
-	  $(PTC) run "$$@" || exit 1; \
-	done < samples/SMOKE
-	@mkdir -p out/plans
-	@for f in $(SAMPLES); do for t in $(TARGETS); do \
-	  name=$$(basename $$f .pt); \
-	  echo "$(PTC) compile $$f --target $$t --emit plan > out/plans/$$name.$$t.json"; \
-	  $(PTC) compile $$f --target $$t --emit plan > out/plans/$$name.$$t.json.tmp || exit 1; \
-	  mv out/plans/$$name.$$t.json.tmp out/plans/$$name.$$t.json; \
-	done; done
-	@for f in $(SAMPLES); do \
-	  name=$$(basename $$f .pt); \
-	  echo "$(PTC) build $$f --target sm80 -o out/cuda/$$name"; \
-	  $(PTC) build $$f --target sm80 -o out/cuda/$$name > out/cuda.$$name.log 2>&1 \
-	    || { cat out/cuda.$$name.log; exit 1; }; \
-	  tail -n 1 out/cuda.$$name.log; \
-	  echo "$(PTC) build $$f --target sm90 -o out/cuda-sm90/$$name"; \
-	  $(PTC) build $$f --target sm90 -o out/cuda-sm90/$$name > out/cuda-sm90.$$name.log 2>&1 \
-	    || { cat out/cuda-sm90.$$name.log; exit 1; }; \
-	  tail -n 1 out/cuda-sm90.$$name.log; \
-	done
-	@hip=$$(command -v hipcc || command -v clang++-19 || command -v clang++ || true); \
-	for f in $(SAMPLES); do for t in gfx90a gfx942; do \
-	  name=$$(basename $$f .pt); \
-	  if [ -n "$$hip$$PTC_HIPCC" ]; then verb=build; else verb=compile; fi; \
-	  echo "$(PTC) $$verb $$f --target $$t -o out/hip-$$t/$$name"; \
-	  $(PTC) $$verb $$f --target $$t -o out/hip-$$t/$$name > out/hip-$$t.$$name.log 2>&1 \
-	    || { cat out/hip-$$t.$$name.log; exit 1; }; \
-	  tail -n 1 out/hip-$$t.$$name.log; \
-	done; done
+	$(PY) tools/samples.py --ptc $(PTC)
 
 # Debian's hipcc and clang-19 build the HIP targets (docs/hip.md); idempotent, quiet
 hip-toolchain:

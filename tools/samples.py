@@ -1,0 +1,170 @@
+"""`make samples`, in parallel: check every sample, run the SMOKE lines on the reference
+interpreter, and for every sample and target write its plan (out/plans/NAME.TARGET.json)
+and build it (CUDA: out/cuda/ and out/cuda-sm90/; HIP: out/hip-gfx90a/, out/hip-gfx942/,
+built where a HIP compiler is installed, else written with their build.sh).
+
+Each job is a short list of `ptc` commands run in order (a sample's plan, then its build,
+so the build finds the search in the stage cache); jobs run at once on every core. A line
+per finished command says where the run is: `[7/46] 3.2 s  ptc build ...`. The first
+failure prints its output and stops the run (exit 1); outputs are written whole or not at
+all (a plan goes through a .tmp file).
+
+    python tools/samples.py [--ptc .venv/bin/ptc] [--jobs N] [--out out]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = sorted((ROOT / "samples").glob("*.pt"))
+TARGETS = ("sm80", "sm90", "gfx90a", "gfx942")
+CUDA_OUT = {"sm80": "cuda", "sm90": "cuda-sm90"}
+
+
+@dataclass(frozen=True)
+class Command:
+    argv: tuple[str, ...]
+    stdout: str = ""          # write stdout to this file (through FILE.tmp)
+    log: str = ""             # write stdout+stderr here; show its last line when done
+
+
+class Failed(Exception):
+    pass
+
+
+def smoke_lines() -> list[list[str]]:
+    path = ROOT / "samples" / "SMOKE"
+    if not path.is_file():
+        raise SystemExit("samples.py: samples/SMOKE is missing")
+    lines = []
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if parts and not parts[0].startswith("#"):
+            lines.append(parts)
+    return lines
+
+
+def hip_compiler_here() -> bool:
+    return bool(os.environ.get("PTC_HIPCC") or any(
+        shutil.which(c) for c in ("hipcc", "clang++-19", "clang++")))
+
+
+def jobs(ptc: str, out_dir: str = "out") -> list[list[Command]]:
+    out, o = [], out_dir
+    for file, *rest in smoke_lines():
+        argv = [ptc, "run", f"samples/{file}"]
+        if rest:
+            argv += ["--shape", rest[0]]
+        if len(rest) > 1:
+            argv += ["--tile", rest[1]]
+        out.append([Command(tuple(argv))])
+    verb = "build" if hip_compiler_here() else "compile"
+    for path in SAMPLES:
+        name, rel = path.stem, f"samples/{path.name}"
+        for target in TARGETS:
+            job = [Command((ptc, "compile", rel, "--target", target, "--emit", "plan"),
+                           stdout=f"{o}/plans/{name}.{target}.json")]
+            if target in CUDA_OUT:
+                folder = CUDA_OUT[target]
+                job.append(Command((ptc, "build", rel, "--target", target,
+                                    "-o", f"{o}/{folder}/{name}"), log=f"{o}/{folder}.{name}.log"))
+            else:
+                job.append(Command((ptc, verb, rel, "--target", target,
+                                    "-o", f"{o}/hip-{target}/{name}"),
+                                   log=f"{o}/hip-{target}.{name}.log"))
+            out.append(job)
+    return out
+
+
+class Progress:
+    def __init__(self, total: int):
+        self.total, self.done = total, 0
+        self.lock = threading.Lock()
+
+    def say(self, seconds: float, command: Command, tail: str = "") -> None:
+        with self.lock:
+            self.done += 1
+            shown = shlex.join(command.argv[1:])
+            redirect = f" > {command.stdout}" if command.stdout else ""
+            print(f"[{self.done}/{self.total}] {seconds:5.1f} s  ptc {shown}{redirect}"
+                  + (f"\n      {tail}" if tail else ""), flush=True)
+
+
+def run_command(command: Command, progress: Progress, stop: threading.Event) -> None:
+    if stop.is_set():
+        raise Failed("")
+    start = time.perf_counter()
+    # a log keeps stdout and stderr in the order they were written; a plan is stdout only
+    proc = subprocess.run(command.argv, cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT if command.log else subprocess.PIPE,
+                          text=True, errors="replace")
+    seconds = time.perf_counter() - start
+    text = proc.stdout + (proc.stderr or "")
+    tail = ""
+    if command.log:
+        (ROOT / command.log).write_text(text)
+        tail = (text.strip().splitlines() or [""])[-1]
+    if proc.returncode != 0:
+        raise Failed(f"samples.py: `{shlex.join(command.argv)}` failed (exit "
+                     f"{proc.returncode}):\n{text.rstrip()}")
+    if command.stdout:
+        target = ROOT / command.stdout
+        part = target.with_name(target.name + ".tmp")
+        part.write_text(proc.stdout)
+        part.replace(target)
+    progress.say(seconds, command, tail)
+
+
+def run_job(job: list[Command], progress: Progress, stop: threading.Event) -> None:
+    for command in job:
+        run_command(command, progress, stop)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ptc", default=str(ROOT / ".venv" / "bin" / "ptc"))
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--out", default="out", help="the output folder (relative to the "
+                                                     "repository, or absolute)")
+    args = parser.parse_args(argv)
+    for folder in ("plans", *CUDA_OUT.values(), *(f"hip-{t}" for t in TARGETS
+                                                  if t not in CUDA_OUT)):
+        (ROOT / args.out / folder).mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    check = subprocess.run([args.ptc, "check", *(f"samples/{p.name}" for p in SAMPLES)],
+                           cwd=ROOT)
+    if check.returncode != 0:
+        return 1
+    todo = jobs(args.ptc, args.out)
+    progress = Progress(sum(len(j) for j in todo))
+    stop = threading.Event()
+    failure = None
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(run_job, job, progress, stop) for job in todo]
+        for future in as_completed(futures):
+            try:
+                future.result()
+            except Failed as exc:
+                if failure is None and str(exc):
+                    failure = str(exc)
+                stop.set()
+    if failure:
+        print(failure, file=sys.stderr)
+        return 1
+    print(f"samples.py: {progress.done} commands in {time.perf_counter() - started:.0f} s "
+          f"on {args.jobs} job(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
