@@ -216,14 +216,14 @@ class Machine:
     def _region(self, index, shape):
         """Source (tensor) and destination (tile) slices of the in-bounds part, or None."""
         src, dst, tile_shape = [], [], []
+        inside = True     # the tile's whole shape is needed even where nothing is inside
         for item, n in zip(index, shape):
             if isinstance(item, T.TileSlice):
                 size = self.extent(item.size)
                 start = int(self.scalars[item.var]) * size
                 lo, hi = max(start, 0), min(start + size, n)
                 tile_shape.append(size)
-                if hi <= lo:
-                    return None, tile_shape
+                inside = inside and hi > lo
                 src.append(slice(lo, hi))
                 dst.append(slice(lo - start, hi - start))
             elif isinstance(item, T.WholeDim):
@@ -232,10 +232,9 @@ class Machine:
                 dst.append(slice(0, n))
             else:
                 i = int(self.eval(item.index))
-                if not 0 <= i < n:
-                    return None, tile_shape
+                inside = inside and 0 <= i < n
                 src.append(i)
-        return (tuple(src), tuple(dst)), tile_shape
+        return ((tuple(src), tuple(dst)) if inside else None), tile_shape
 
     def store(self, s: T.Store) -> None:
         out = self.arrays[s.tensor]
