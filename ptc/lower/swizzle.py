@@ -21,6 +21,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..sema.dtypes import DTYPE_BYTES
 
 BANKS = 32
@@ -174,6 +176,22 @@ def bank_conflicts(addresses: list[int | None], width: int) -> int:
     return total
 
 
+def word_conflicts(words: np.ndarray, vector: int) -> int:
+    """`bank_conflicts` summed over a warp's accesses, at once: `words` [lanes, accesses]
+    is the first 4-byte word each lane accesses, `vector` consecutive words from it."""
+    lanes, accesses = words.shape
+    per_phase = {1: 32, 2: 32, 4: 32, 8: 16, 16: 8}[BANK_BYTES * vector]
+    assert lanes % per_phase == 0, (lanes, per_phase)
+    # one row per (access, phase): the words its lanes touch
+    touched = (words.T[:, :, None] + np.arange(vector)).reshape(-1, per_phase * vector)
+    touched = np.sort(touched, axis=1)
+    distinct = np.ones(touched.shape, dtype=bool)
+    distinct[:, 1:] = touched[:, 1:] != touched[:, :-1]
+    row_bank = np.arange(len(touched))[:, None] * BANKS + touched % BANKS
+    per_bank = np.bincount(row_bank[distinct], minlength=len(touched) * BANKS)
+    return int((per_bank.reshape(-1, BANKS).max(axis=1) - 1).sum())
+
+
 @functools.lru_cache(maxsize=1024)    # the search lowers the same conversions many times
 def scratch_pad(spill, fill, vector: int, transposed: bool, cols: int, preferred: int) -> int:
     """Words of padding per row of a row-major f32 scratch tile of `cols` columns through
@@ -186,12 +204,11 @@ def scratch_pad(spill, fill, vector: int, transposed: bool, cols: int, preferred
         pitch = cols + pad
         total = 0
         for lay, flip in ((spill, False), (fill, transposed)):
-            coords = lay.table[0]                       # warp 0: [lanes, regs, rank]
-            for r in range(0, lay.size, vector):
-                c = coords[:, r, :]
-                rows, cs = (c[:, 1], c[:, 0]) if flip else (c[:, 0], c[:, 1])
-                total += bank_conflicts([4 * int(a * pitch + b) for a, b in zip(rows, cs)],
-                                        4 * vector)
+            # warp 0's (row, column) of the first value of each access: [lanes, accesses]
+            coords = lay.table[0][:, ::vector, :]
+            rows, cs = (coords[..., 1], coords[..., 0]) if flip else \
+                (coords[..., 0], coords[..., 1])
+            total += word_conflicts(rows * pitch + cs, vector)
         return total
     return min(sorted({preferred, 0, 1, 2, 4, 8}),
                key=lambda pad: (cost(pad), pad != preferred, pad))
