@@ -105,10 +105,13 @@ def estimate_registers(body, builder) -> int:
     plus an mma's operand fragments at the mma; the most over all ops, plus the base."""
     values = builder.values
     layouts = builder.layouts
+    # each register value's (tile, words): values that share registers (ptc.lower.inplace)
+    # have one tile, counted once
+    sized = {n: (v.name, words(v, layouts[v.layout])) for n, v in values.items()
+             if isinstance(v, ir.RegTile)}
 
-    def size(names) -> int:      # values that share registers (ptc.lower.inplace) once
-        tiles = {values[n].name: values[n] for n in names}
-        return sum(words(t, layouts[t.layout]) for t in tiles.values())
+    def size(names) -> int:
+        return sum(dict(sized[n] for n in names).values())
 
     ops, live_in, live_out = live_values(body, values)
     peak = 0
