@@ -39,18 +39,26 @@ def _trips(loop: ir.Loop) -> int:
     return 2 * loop.stages + 2
 
 
+class _Hazard(Exception):
+    """A trial run met an access that needs a barrier: the trial fails, whatever follows."""
+
+
 class _Run:
     """One simulated run of the ops, reporting the ops that need a barrier before them and
     the wait counts."""
 
-    def __init__(self, kernel_buffers: dict, values: dict, touches: dict | None = None):
+    def __init__(self, kernel_buffers: dict, values: dict, touches: dict | None = None,
+                 trial: bool = False):
         self.buffers = kernel_buffers
         self.values = values
+        self.trial = trial            # stop at the first hazard (_Hazard)
         # id(op) -> (op, the shared values it reads, the scratch it touches): the same for
         # every iteration, and for every run of place_sync, which shares this
         self.touches = {} if touches is None else touches
         self.pending: list[_Access] = []
-        self.groups: list[list[tuple[str, tuple]]] = []   # committed groups: (buffer, for-iteration)
+        self.committed = 0            # groups committed so far
+        # buffer -> (group, for-iteration) of each of its committed copies, oldest first
+        self.copies: dict[str, list[tuple[int, tuple]]] = {}
         self.open: list[tuple[str, tuple]] = []
         self.done_groups = 0          # groups [0, done) are complete
         self.needs_barrier: set[int] = set()
@@ -86,6 +94,8 @@ class _Run:
                 raise SyncError(f"{_describe(op)} touches shared memory that an async copy "
                                 "still writes (no wait covers the copy)")
             self.needs_barrier.add(id(op))
+            if self.trial:
+                raise _Hazard
             self.barrier()
             break
         self.pending.append(acc)
@@ -113,63 +123,73 @@ class _Run:
             self.one(op)
 
     def one(self, op) -> None:
-        if isinstance(op, ir.Barrier):
-            self.barrier()
-        elif isinstance(op, ir.Iteration):
+        STEPS.get(type(op), _Run.touch)(self, op)
+
+    def iteration(self, op: ir.Iteration) -> None:
+        self.run(op.body)
+
+    def loop(self, op: ir.Loop) -> None:
+        self.loop_stack.append(op.var)
+        self.iters[op.var] = 0
+        self.trips[op.var] = _trips(op)
+        self.run(op.fill)
+        for i in range(_trips(op)):
+            self.iters[op.var] = i
             self.run(op.body)
-        elif isinstance(op, ir.Loop):
-            self.loop_stack.append(op.var)
-            self.iters[op.var] = 0
-            self.trips[op.var] = _trips(op)
-            self.run(op.fill)
-            for i in range(_trips(op)):
-                self.iters[op.var] = i
-                self.run(op.body)
-            self.loop_stack.pop()
-            del self.iters[op.var], self.trips[op.var]
-        elif isinstance(op, ir.CopyTile) and op.guard and op.loop in self.trips and \
+        self.loop_stack.pop()
+        del self.iters[op.var], self.trips[op.var]
+
+    def copy(self, op: ir.CopyTile) -> None:
+        if op.guard and op.loop in self.trips and \
                 self.iters[op.loop] + op.ahead >= self.trips[op.loop]:
-            pass     # past the loop's last iteration: the guard skips it (an empty group)
-        elif isinstance(op, ir.CopyTile):
-            slot = self.slot(op.buffer, op.loop, op.ahead)
-            lo, hi = self.bytes_of(op.buffer, slot)
-            group = len(self.groups) if op.asynchronous else None
-            self.access(op, _Access(id(op), lo, hi, True, group))
-            if op.asynchronous:
-                self.open.append((op.buffer, self.for_iteration(op.loop, op.ahead)))
+            return     # past the loop's last iteration: the guard skips it (an empty group)
+        slot = self.slot(op.buffer, op.loop, op.ahead)
+        lo, hi = self.bytes_of(op.buffer, slot)
+        group = self.committed if op.asynchronous else None
+        self.access(op, _Access(id(op), lo, hi, True, group))
+        if op.asynchronous:
+            self.open.append((op.buffer, self.for_iteration(op.loop, op.ahead)))
 
-        elif isinstance(op, ir.CommitGroup):
-            self.groups.append(self.open)
-            self.open = []
-        elif isinstance(op, ir.PlanWait):
-            self.wait(op)
-        elif isinstance(op, ir.WaitGroups):
-            self.done_groups = max(self.done_groups, len(self.groups) - op.pending)
-        else:
-            homes, scratch = self.touched(op)
-            self.reads(op, homes)
-            for buffer, write in scratch:
-                lo, hi = self.bytes_of(buffer, 0)
-                self.access(op, _Access(id(op), lo, hi, write))
+    def commit(self, op: ir.CommitGroup) -> None:
+        for buffer, it in self.open:
+            self.copies.setdefault(buffer, []).append((self.committed, it))
+        self.committed += 1
+        self.open = []
 
-    def wait(self, op) -> None:
+    def wait_groups(self, op: ir.WaitGroups) -> None:
+        self.done_groups = max(self.done_groups, self.committed - op.pending)
+
+    def touch(self, op) -> None:
+        """Any other op: its reads of shared values and its scratch."""
+        homes, scratch = self.touched(op)
+        self.reads(op, homes)
+        for buffer, write in scratch:
+            lo, hi = self.bytes_of(buffer, 0)
+            self.access(op, _Access(id(op), lo, hi, write))
+
+    def wait(self, op: ir.PlanWait) -> None:
         """Complete the groups holding the copies the waiting op reads: the latest copy of
         each buffer made for the current iterations (or for an enclosing scope)."""
         now = self.for_iteration()
         targets = []
         for buffer in op.buffers:
-            # the latest group that holds such a copy: searched from the newest
-            found = next((g for g in range(len(self.groups) - 1, -1, -1)
-                          if any(b == buffer and now[:len(it)] == it
-                                 for b, it in self.groups[g])), None)
+            found = next((g for g, it in reversed(self.copies.get(buffer, ()))
+                          if now[:len(it)] == it), None)
             if found is not None:
                 targets.append(found)
         if not targets:
             return      # synchronous copies: nothing to wait for
-        after = len(self.groups) - 1 - max(targets)
+        after = self.committed - 1 - max(targets)
         key = id(op)
         self.wait_counts[key] = min(self.wait_counts.get(key, after), after)
         self.done_groups = max(self.done_groups, max(targets) + 1)
+
+
+# what a run does with each kind of op (by exact type: the ir classes inherit from none
+# of one another); any other op touches the shared values it reads and its scratch
+STEPS = {ir.Barrier: lambda run, op: run.barrier(), ir.Iteration: _Run.iteration,
+         ir.Loop: _Run.loop, ir.CopyTile: _Run.copy, ir.CommitGroup: _Run.commit,
+         ir.PlanWait: _Run.wait, ir.WaitGroups: _Run.wait_groups}
 
 
 def op_reads(op) -> list[str]:
@@ -226,10 +246,15 @@ def place_sync(body: tuple, buffers: dict, values: dict) -> tuple:
     clean = run            # the run of `current`: its wait counts are the kernel's
     for barrier in [op for op in ir.walk(current) if isinstance(op, ir.Barrier)]:
         trial = _without(current, barrier)
-        run = _Run(buffers, values, touches)
-        run.run(trial)
-        if not run.needs_barrier:
-            current, clean = trial, run
+        # A trial stops at its first hazard: the rest cannot make it clean, nor raise a
+        # SyncError -- barriers never change which async copies are in flight, and no
+        # access of the clean run of `current` meets one
+        run = _Run(buffers, values, touches, trial=True)
+        try:
+            run.run(trial)
+        except _Hazard:
+            continue
+        current, clean = trial, run
     return _finish(current, clean.wait_counts)
 
 
