@@ -139,15 +139,13 @@ def divisible(e: T.TExpr, n: int) -> tuple[bool, tuple[T.TExpr, ...]]:
     if isinstance(e, T.Scalar) and e.kind == "dim":
         return True, (e,)
     if isinstance(e, T.Elementwise) and e.op == "mul":
-        a, b = e.args
-        for x, y in ((a, b), (b, a)):
-            ok, cond = divisible(x, n)
-            if ok and not cond:
-                return True, ()
-        ok_a, cond_a = divisible(a, n)
+        # each factor once (asking again for each case made nested products exponential)
+        (ok_a, cond_a), (ok_b, cond_b) = (divisible(x, n) for x in e.args)
+        if ok_a and not cond_a or ok_b and not cond_b:
+            return True, ()
         if ok_a:
             return True, cond_a
-        return divisible(b, n)
+        return ok_b, cond_b
     if isinstance(e, T.Elementwise) and e.op == "add":
         conds: list[T.TExpr] = []
         for x in e.args:
