@@ -198,6 +198,7 @@ class Builder:
         self.units: dict[str, str] = {}
         self.hoisted: dict[tuple[str, str], str] = {}   # (task, value) -> fragments value
         self.alignment: list[str] = []
+        self.copy_tiles: dict[str, tuple] = {}    # load task -> copy_tile(task)
 
     # ---- homes ------------------------------------------------------------------------
     def k_along_rows(self, value: str) -> bool:
@@ -424,12 +425,8 @@ class Builder:
     def copy(self, t, loops, ahead: int = 0, guard: bool = False) -> list:
         (s,) = t.stmts
         buf = self.low.buffer_of[s.name]
-        try:
-            tile = global_tile(self.low.kernel, self.low.tiles, s.value.tensor, s.value.index)
-        except TileError as exc:
-            raise LoweringError(str(exc)) from None
         unit = self.device.unit(self.low.steps[t.name].unit)
-        vector, fallback, conditions = self.vector(tile, s.value.pad, unit.is_async)
+        tile, (vector, fallback, conditions) = self.copy_tile(t)
         self.alignment.extend(conditions)
         op = ir.CopyTile(t.name, buf.name, tile, vector, unit.is_async and vector > 0,
                          s.value.pad, loops[-1] if loops and (buf.stages > 1 or ahead) else "",
@@ -440,6 +437,20 @@ class Builder:
         elif self.low.caps is not None and self.low.caps.staged_copies:
             op = replace(op, staged=True)
         return [op] + ([ir.CommitGroup()] if op.asynchronous else [])
+
+    def copy_tile(self, t) -> tuple[ir.GlobalTile, tuple[int, int, list]]:
+        """(the global tile a load task copies, its `vector`): once per task, however many
+        copies of it the pipeline issues."""
+        if t.name not in self.copy_tiles:
+            (s,) = t.stmts
+            try:
+                tile = global_tile(self.low.kernel, self.low.tiles, s.value.tensor,
+                                   s.value.index)
+            except TileError as exc:
+                raise LoweringError(str(exc)) from None
+            unit = self.device.unit(self.low.steps[t.name].unit)
+            self.copy_tiles[t.name] = tile, self.vector(tile, s.value.pad, unit.is_async)
+        return self.copy_tiles[t.name]
 
     def vector(self, tile: ir.GlobalTile, pad: float, is_async: bool,
                widest: int = 0) -> tuple[int, int, list]:
