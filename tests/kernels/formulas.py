@@ -280,6 +280,21 @@ def _cross_entropy_ref(i, d):
     return {"loss": lse - x[np.arange(x.shape[0]), i["target"]]}
 
 
+def _w4a16_inputs(d, rng):
+    """Packed words over the whole i32 range: half of them negative."""
+    P, M, N, KP = d["P"], d["M"], d["N"], d["KP"]
+    return {"A": randn(rng, (P, M, KP), F16, (P * KP) ** -0.5),
+            "W": rng.integers(-2 ** 31, 2 ** 31, size=(KP, N)).astype(np.int32),
+            "S": (rng.random(N) + 0.5).astype(F16)}
+
+
+def _w4a16_ref(i, d):
+    """Nibble p of a word is its bits 4p..4p+3 (two's complement), less 8."""
+    words = i["W"].astype(np.int64)
+    acc = sum(f64(i["A"][p]) @ (((words >> (4 * p)) & 15) - 8) for p in range(d["P"]))
+    return {"C": acc * f64(i["S"])[None, :]}
+
+
 HALF = 1e-2      # an f16 / bf16 result (or one computed through f16 / bf16 values)
 SINGLE = 1e-4    # an f32 result from exact f16 / bf16 / f32 inputs
 
@@ -374,5 +389,8 @@ KERNELS: dict[str, Entry] = {
     "cross_entropy": Entry(
         _cross_entropy_inputs, _cross_entropy_ref,
         dict(M=50, N=1000), {"loss": SINGLE}),
+    "w4a16": Entry(
+        _w4a16_inputs, _w4a16_ref,
+        dict(P=8, M=100, N=72, KP=40), {"C": HALF}),
 }
 
