@@ -77,13 +77,16 @@ def interpret(path: str | Path, inputs: Mapping[str, np.ndarray] | None = None, 
     """
     from .interp import run_kernel
 
+    from .sema.tiles import pinned_tiles
+
     inputs = dict(inputs or {})
     module = parse_file(path)
     shapes = dict(shapes or {})
     program = check(module, {**dims_from_inputs(module, kernel, inputs), **shapes})
+    chosen = select_kernel(program, kernel)
+    pinned_tiles(chosen, dict(tiles or {}))     # a declared tile size takes its candidates
     # the interpreter binds the inputs' dims again, saying which input a size came from
-    return run_kernel(select_kernel(program, kernel), inputs, shapes=shapes,
-                      tiles=tiles or {}, seed=seed)
+    return run_kernel(chosen, inputs, shapes=shapes, tiles=tiles or {}, seed=seed)
 
 
 def dims_from_inputs(module: ast.Module, kernel: str | None,

@@ -17,9 +17,10 @@ import ml_dtypes
 import numpy as np
 
 from . import ops
-from .diagnostics import CompileError, Diagnostic, FlagError
+from .diagnostics import CompileError, Diagnostic
 from .dims import DimBinder
 from .sema import typed as T
+from .sema.tiles import pinned_tiles
 
 NUMPY_DTYPES = {
     "f16": np.dtype(np.float16),
@@ -59,14 +60,9 @@ def bind_dims(kernel: T.TypedKernel, inputs: Mapping[str, object],
 
 
 def bind_tiles(kernel: T.TypedKernel, tiles: Mapping[str, int]) -> dict[str, int]:
-    known = {t.name: t for t in kernel.tiles}
-    for name, value in tiles.items():
-        if name not in known:
-            raise FlagError(Diagnostic(f"kernel {kernel.name} has no tile size {name}",
-                                       hint="tile sizes: " + (", ".join(known) or "none")))
-        if value <= 0:
-            raise FlagError(Diagnostic(f"tile size {name} must be positive, not {value}"))
-    return {name: int(tiles.get(name, t.choices[0])) for name, t in known.items()}
+    """Every tile size, the given ones first: any positive size (a plan's, built by hand,
+    may be one the kernel does not declare; the driver checks what a user pins)."""
+    return pinned_tiles(kernel, tiles, declared=False)
 
 
 def coerce(name: str, value, dtype: str) -> np.ndarray:

@@ -4,6 +4,8 @@ and a store there is dropped -- checked against NumPy formulas, at shifts that r
 either end."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -106,3 +108,32 @@ def test_driver_interpret_takes_the_same_path(tmp_path):
     got = driver.interpret(path, {"X": x, "W": w})["Y"]
     np.testing.assert_array_equal(got[0], np.zeros(16, np.float32))
     np.testing.assert_array_equal(got[1:], np.full((2, 16), 4.0, np.float32))
+
+
+# ---- pinned tile sizes -------------------------------------------------------------------
+def test_a_pinned_tile_size_must_be_one_the_kernel_declares(tmp_path):
+    """`--tile BK=48` where the kernel declares `BK in [64, 32]`: a usage error naming the
+    candidates, from the interpreter and the scheduler alike; an undeclared tile size
+    takes any positive size."""
+    from click.testing import CliRunner
+
+    from ptc.cli import cli
+    gemm = str(Path(__file__).resolve().parent.parent / "samples" / "gemm.pt")
+    for args in (["run", gemm, "--shape", "M=64,N=64,K=96", "--tile", "BK=48"],
+                 ["compile", gemm, "-t", "sm80", "--tile", "BK=48", "--emit", "plan"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 2, result.output
+        assert "BK=48 is not one of the sizes kernel gemm declares for BK (64, 32)" in \
+            result.stderr
+        assert "tile BK in [64, 32, 48]" in result.stderr
+    implicit = tmp_path / "k.pt"
+    implicit.write_text("""
+kernel k(X: f32[M, N]) -> (Y: f32[M, N]) {
+  parallel i: BM of M {
+    store(Y[i, :], load(X[i, :]) * 2.0)
+  }
+}
+""")
+    x = np.ones((7, 3), np.float32)
+    got = driver.interpret(implicit, {"X": x}, tiles={"BM": 5})["Y"]
+    np.testing.assert_array_equal(got, x * 2)

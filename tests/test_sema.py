@@ -496,7 +496,7 @@ def test_out_of_bounds_loads_in_2d_and_with_whole_dims(run):
 def test_out_of_bounds_stores_are_dropped(run):
     src = """
         kernel k(X: f32[M, N]) -> (Y: f32[M, N]) {
-          tile BM = 4, BN = 8
+          tile BM in [4, 2, 16], BN in [8, 3, 16]
           parallel i: BM of M, j: BN of N {
             store(Y[i, j], load(X[i, j]) + 1.0)
           }

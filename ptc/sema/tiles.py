@@ -10,7 +10,9 @@ size (ptc.sched.search.tile_candidates).
 from __future__ import annotations
 
 from dataclasses import fields, is_dataclass
+from typing import Mapping
 
+from ..diagnostics import Diagnostic, FlagError
 from . import typed as T
 
 CANDIDATES = {"m": (64, 128, 32), "n": (64, 128, 32), "k": (32, 64),
@@ -35,6 +37,30 @@ def implicit_tiles(names: dict[str, str], grids) -> tuple[T.TileSize, ...]:
         role = next((r for r in ROLE_ORDER if r in roles[name]), "")
         out.append(T.TileSize(name, CANDIDATES[role], implicit=True, role=role, dim=dim))
     return tuple(out)
+
+
+def pinned_tiles(kernel: T.TypedKernel, pinned: Mapping[str, int], *,
+                 declared: bool = True) -> dict[str, int]:
+    """Every tile size of `kernel`: the pinned ones (`--tile`, `tiles=`), the others at their
+    first candidate. A pinned size must be a tile size of the kernel, positive, and -- where
+    a `tile` line declares its candidates -- one of them (an undeclared one takes any).
+    `declared=False` skips that last rule: for a plan built by hand (its graph, the
+    interpreter run it is checked against); the driver holds a user's pins to it."""
+    known = {t.name: t for t in kernel.tiles}
+    for name, value in pinned.items():
+        if name not in known:
+            raise FlagError(Diagnostic(f"kernel {kernel.name} has no tile size {name}",
+                                       hint="tile sizes: " + (", ".join(known) or "none")))
+        if value <= 0:
+            raise FlagError(Diagnostic(f"tile size {name} must be positive, not {value}"))
+        t = known[name]
+        if declared and not t.implicit and value not in t.choices:
+            listed = ", ".join(map(str, t.choices))
+            raise FlagError(Diagnostic(
+                f"{name}={value} is not one of the sizes kernel {kernel.name} declares for "
+                f"{name} ({listed})",
+                hint=f"pick one of them, or declare it: tile {name} in [{listed}, {value}]"))
+    return {name: int(pinned.get(name, t.choices[0])) for name, t in known.items()}
 
 
 def _nodes(root):

@@ -10,22 +10,18 @@ import math
 from dataclasses import replace
 from typing import Mapping
 
-from ..diagnostics import CompileError, Diagnostic, FlagError
 from ..ops import ELEMENTWISE
 from ..sema import typed as T
+from ..sema.tiles import pinned_tiles
 from ..sema.dtypes import DTYPE_BYTES  # noqa: F401  (re-exported; ptc.render reads it here)
 from .graph import STask, STaskGraph, Work, replace_tasks
 
 
-def resolve_tiles(kernel: T.TypedKernel, tile_shape: Mapping[str, int]) -> dict[str, int]:
-    known = {t.name: t.choices for t in kernel.tiles}
-    for name, value in tile_shape.items():
-        if name not in known:
-            raise FlagError(Diagnostic(f"kernel {kernel.name} has no tile size {name}",
-                                       hint="tile sizes: " + (", ".join(known) or "none")))
-        if value <= 0:
-            raise FlagError(Diagnostic(f"tile size {name} must be positive, not {value}"))
-    return {n: int(tile_shape.get(n, c[0])) for n, c in known.items()}
+def resolve_tiles(kernel: T.TypedKernel, tile_shape: Mapping[str, int], *,
+                  declared: bool = True) -> dict[str, int]:
+    """The pinned tile sizes checked (ptc.sema.tiles.pinned_tiles), every other at its first
+    candidate."""
+    return pinned_tiles(kernel, tile_shape, declared=declared)
 
 
 def extent_of(kernel: T.TypedKernel, tiles: Mapping[str, int], e: T.Extent) -> int:
@@ -39,7 +35,7 @@ def extent_of(kernel: T.TypedKernel, tiles: Mapping[str, int], e: T.Extent) -> i
 
 
 def propagate(graph: STaskGraph, tile_shape: Mapping[str, int]) -> STaskGraph:
-    tiles = resolve_tiles(graph.kernel, tile_shape)
+    tiles = resolve_tiles(graph.kernel, tile_shape, declared=False)
 
     def ext(shape) -> tuple[int, ...]:
         return tuple(extent_of(graph.kernel, tiles, e) for e in shape)
