@@ -121,9 +121,13 @@ Examples:
 @shape_option
 @tile_option
 @click.option("--inputs", "inputs_path", metavar="IN.npz",
-              help="Input arrays by parameter name (np.savez); missing ones are random. "
-                   "Each array holds its parameter's dtype; bf16 may also be raw bits "
-                   "(uint16) or float32 (rounded), as for the build's ptc_run.")
+              help="Input arrays and scalars by parameter name (np.savez); each one the "
+                   "kernel takes must be there, unless --random-inputs. Each array holds "
+                   "its parameter's dtype; bf16 may also be raw bits (uint16) or float32 "
+                   "(rounded), as for the build's ptc_run. Without --inputs every input is "
+                   "random (--seed).")
+@click.option("--random-inputs", is_flag=True,
+              help="With --inputs: draw the inputs it lacks at random (--seed).")
 @click.option("--output", "-o", "output_path", metavar="OUT.npz",
               help="Save the outputs by name (bf16 as exact float32) instead of "
                    "printing a summary.")
@@ -146,8 +150,8 @@ Examples:
 @click.option("--eager", is_flag=True,
               help="With --emulate: cp.async copies land when issued, not at the "
                    "cp.async.wait that covers them.")
-def run(file, kernel_name, shapes, tiles, inputs_path, output_path, seed, emulate, target,
-        order, eager):
+def run(file, kernel_name, shapes, tiles, inputs_path, random_inputs, output_path, seed,
+        emulate, target, order, eager):
     """Run a kernel of FILE on the reference interpreter (NumPy, no GPU), or with
     --emulate its rendered CUDA or HIP kernel on the CPU emulator.
 
@@ -169,7 +173,16 @@ def run(file, kernel_name, shapes, tiles, inputs_path, output_path, seed, emulat
     except CompileError as exc:
         report(exc, file, text)
         raise reported(exc) from None
+    if random_inputs and not inputs_path:
+        raise click.UsageError("--random-inputs applies with --inputs (without it every "
+                               "input is random)")
     inputs = load_inputs(inputs_path, kernel, shapes) if inputs_path else {}
+    missing = [str(p) for p in kernel.inputs if p.name not in inputs]
+    if inputs_path and missing and not random_inputs:
+        raise fail(f"{inputs_path} lacks {'input' if len(missing) == 1 else 'inputs'} "
+                   f"{', '.join(missing)} of kernel {kernel.name}",
+                   hint="add them to the file, or pass --random-inputs to draw them "
+                        "at random (--seed)")
     if output_path and not Path(output_path).resolve().parent.is_dir():
         raise fail(f"cannot write {output_path}: no such directory")
     if emulate:

@@ -372,11 +372,27 @@ def test_run_bf16_inputs(tmp_path):
 def test_run_scalar_param(tmp_path):
     rmsnorm = ROOT / "samples" / "rmsnorm.pt"
     np.savez(tmp_path / "in.npz", eps=np.float32(1e-5))
-    ptc("run", rmsnorm, "--shape", "M=8,N=64", "--inputs", tmp_path / "in.npz")
+    ptc("run", rmsnorm, "--shape", "M=8,N=64", "--inputs", tmp_path / "in.npz",
+        "--random-inputs")
     np.savez(tmp_path / "bad.npz", eps=np.ones(3, np.float32))
     result = ptc("run", rmsnorm, "--shape", "M=8,N=64", "--inputs", tmp_path / "bad.npz",
                  expect=1)
     assert "scalar" in result.stderr
+
+
+def test_run_inputs_must_give_every_input_unless_random_inputs(tmp_path):
+    """A scalar (or array) left out of --inputs is an error naming it, not a silent random
+    value; --random-inputs draws it; without --inputs everything is random."""
+    rmsnorm = ROOT / "samples" / "rmsnorm.pt"
+    np.savez(tmp_path / "x.npz", X=np.ones((8, 64), np.float16), W=np.ones(64, np.float16))
+    result = ptc("run", rmsnorm, "--shape", "M=8,N=64", "--inputs", tmp_path / "x.npz",
+                 expect=1)
+    assert "lacks input eps" in result.stderr and "--random-inputs" in result.stderr
+    ptc("run", rmsnorm, "--shape", "M=8,N=64", "--inputs", tmp_path / "x.npz",
+        "--random-inputs")
+    ptc("run", rmsnorm, "--shape", "M=8,N=64")
+    result = ptc("run", rmsnorm, "--shape", "M=8,N=64", "--random-inputs", expect=2)
+    assert "--random-inputs applies with --inputs" in result.stderr
 
 
 def test_run_input_with_wrong_name(tmp_path):
