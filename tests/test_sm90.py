@@ -68,27 +68,128 @@ def test_a_producer_that_does_not_wait_for_a_free_slot_is_caught():
         run(("WAIT_EMPTY=0",), dict(M=256, N=128, K=512), {})
 
 
+DESCRIPTOR_PROGRAM = r"""
+#include "cuda_runtime.h"
+#include "wgmma.cuh"
+#include <cstdio>
+using ptc::emu::decode_desc;
+using ptc::emu::operand_address;
+// CuTe's Swizzle<B, 4, 3> on a byte address: the 16-byte chunk bits [4, 4 + B) XOR the bits
+// [7, 7 + B)
+static unsigned swz(unsigned a, int b) { return a ^ ((a >> 3) & (((1u << b) - 1) << 4)); }
+static int failures = 0;
+static void expect(const char* what, unsigned long long got, unsigned long long want) {
+  if (got != want) {
+    ++failures;
+    printf("FAIL %s: %llx, not %llx\n", what, got, want);
+  }
+}
+// the descriptor of a 16-bit operand at `start`: element (mn, k) of the PTX ISA's worked
+// example `exact` (its "Exact layout", in bytes before the swizzle) is where the emulator
+// reads it
+template <class Exact>
+static void example(const char* what, uint64_t desc, bool mn_major, int mns, int ks, int b,
+                    Exact exact) {
+  const unsigned start = (desc & 0x3fff) << 4;
+  for (int mn = 0; mn < mns; ++mn)
+    for (int k = 0; k < ks; ++k) {
+      char w[96];
+      snprintf(w, sizeof w, "%s (%d, %d)", what, mn, k);
+      expect(w, operand_address(decode_desc(desc), mn, k, mn_major), swz(start + exact(mn, k), b));
+    }
+}
+// SmemOperand's descriptor of the tile TMA writes (column panels of PANEL bytes, rows of
+// SPAN bytes swizzled over it), decoded after the PTX ISA: every element of every m64 (or
+// n) block and k-step is where TMA put it
+template <bool MN, int SPAN, int PANEL>
+static void round_trip(const char* what, unsigned base, int mns, int kmax) {
+  const ptc::SmemOperand<MN, SPAN, PANEL> op{base, 0};
+  const int b = SPAN == 128 ? 3 : SPAN == 64 ? 2 : SPAN == 32 ? 1 : 0;
+  for (int mb = 0; mb < mns; mb += 64)
+    for (int ks = 0; ks < kmax; ks += 16)
+      for (int mn = 0; mn < 64 && mb + mn < mns; ++mn)
+        for (int k = 0; k < 16; ++k) {
+          char w[96];
+          snprintf(w, sizeof w, "%s (%d, %d)", what, mb + mn, ks + k);
+          expect(w, operand_address(decode_desc(op.desc(mb, ks)), mn, k, MN),
+                 swz(base + op.offset(mb + mn, ks + k), b));
+        }
+  printf("%s %llx\n", what, (unsigned long long)op.desc(0, 0));
+}
+int main() {
+  // docs/sm90.md's worked examples (CUTLASS's make_gmma_desc evaluated on the host)
+  for (int ks = 0; ks < 4; ++ks) {
+    expect("K-major 128B k-step", ptc::wgmma_desc(0x400 + 32 * ks, 16, 1024),
+           0x4000004000010040ull + 2 * ks);
+    expect("MN-major 128B k-step", ptc::wgmma_desc(0x2000 + 2048 * ks, 8192, 1024),
+           0x4000004002000200ull + 0x80 * ks);
+  }
+  // PTX ISA 9.7.15.5.1.2.1.3 "Canonical Layouts", its examples ("Exact layout" strides in
+  // elements; the tf32 ones read as pairs of 16-bit elements: K-major tf32 k is 16-bit 2k)
+  example("K-major none tf32", ptc::wgmma_desc<16>(0x400, 64 * 4, 32 * 4), false, 16, 32, 0,
+          [](int mn, int k) { const int t = k / 2;   // ((8,2),(4,4)):((4,32),(1,64))
+            return 4 * ((mn % 8) * 4 + (mn / 8) * 32 + (t % 4) + (t / 4) * 64) + 2 * (k % 2); });
+  example("K-major 32B tf32", ptc::wgmma_desc<32>(0x400, 16, 64 * 4), false, 16, 16, 1,
+          [](int mn, int k) { const int t = k / 2;   // ((8,2),(4,2)):((8,64),(1,4))
+            return 4 * ((mn % 8) * 8 + (mn / 8) * 64 + (t % 4) + (t / 4) * 4) + 2 * (k % 2); });
+  example("MN-major none bf16", ptc::wgmma_desc<16>(0x400, 128 * 2, 64 * 2), true, 16, 16, 0,
+          [](int mn, int k) {                        // ((8,1,2),(8,2)):((1,8,64),(8,128))
+            return 2 * ((mn % 8) + (mn / 8) * 64 + (k % 8) * 8 + (k / 8) * 128); });
+  example("MN-major 32B bf16", ptc::wgmma_desc<32>(0x800, 128 * 2, 256 * 2), true, 32, 16, 1,
+          [](int mn, int k) {                        // ((8,2,2),(8,2)):((1,8,128),(16,256))
+            return 2 * ((mn % 8) + ((mn / 8) % 2) * 8 + (mn / 16) * 128 + (k % 8) * 16 +
+                        (k / 8) * 256); });
+  example("MN-major 64B bf16", ptc::wgmma_desc<64>(0x800, 256 * 2, 512 * 2), true, 64, 16, 2,
+          [](int mn, int k) {                        // ((8,4,2),(8,2)):((1,8,256),(32,512))
+            return 2 * ((mn % 8) + ((mn / 8) % 4) * 8 + (mn / 32) * 256 + (k % 8) * 32 +
+                        (k / 8) * 512); });
+  // every swizzle mode x major-ness, in the layouts TMA writes (64 rows or k; 128 mn)
+  round_trip<false, 128, 64 * 128>("K-major 128B", 0x400, 128, 64);
+  round_trip<false, 64, 128 * 64>("K-major 64B", 0x400, 128, 32);
+  round_trip<false, 32, 128 * 32>("K-major 32B", 0x400, 128, 16);
+  round_trip<false, 16, 128 * 16>("K-major none", 0x400, 128, 64);
+  round_trip<true, 128, 64 * 128>("MN-major 128B", 0x2000, 128, 64);
+  round_trip<true, 64, 64 * 64>("MN-major 64B", 0x2000, 32, 64);
+  round_trip<true, 32, 64 * 32>("MN-major 32B", 0x2000, 16, 64);
+  round_trip<true, 16, 64 * 16>("MN-major none", 0x2000, 8, 64);
+  round_trip<true, 16, 64 * 16>("MN-major none, 16 wide", 0x2000, 16, 64);
+  return failures != 0;
+}
+"""
+
+
 @needs_cxx
 def test_descriptors_encode_the_worked_examples(tmp_path):
-    """docs/sm90.md: CUTLASS's make_gmma_desc gives these for a K-major 64x64 bf16 tile at
-    0x400 and a MN-major 64x128 one at 0x2000 (two 64-column panels)."""
+    """The descriptors SmemOperand builds and the emulator's reading of them, for every
+    swizzle mode and major-ness, against the PTX ISA ("Matrix Descriptor Format",
+    "Canonical Layouts" and their worked examples; docs/sm90.md): the emulator reads the
+    examples' elements where their exact layouts put them, and each operand tile in the
+    layout TMA writes is read back element for element through SmemOperand's descriptors.
+    The descriptors themselves, with LBO and SBO by the PTX ISA's definitions: swizzled,
+    K-major SBO = 8 rows (LBO unused: 1), MN-major LBO = a panel and SBO = 8 k rows; without
+    a swizzle, K-major LBO = a panel (the next 8 k) and SBO = 8 rows of 16 bytes, MN-major
+    LBO = 8 k rows of 16 bytes and SBO = a panel (the next 8 mn)."""
     src = tmp_path / "desc.cpp"
-    src.write_text('#include "cuda_runtime.h"\n#include "wgmma.cuh"\n#include <cstdio>\n'
-                   "int main() {\n"
-                   "  for (int ks = 0; ks < 4; ++ks)\n"
-                   '    printf("%llx %llx\\n", (unsigned long long)ptc::wgmma_desc(0x400 + 32 * ks, 16, 1024),\n'
-                   "           (unsigned long long)ptc::wgmma_desc(0x2000 + 2048 * ks, 8192, 1024));\n}\n")
+    src.write_text(DESCRIPTOR_PROGRAM)
     exe = tmp_path / "desc"
     subprocess.run(["g++", "-std=c++20", "-DPTC_EMULATE", f"-I{EMULATE_HEADERS}",
                     f"-I{CUDA_TEMPLATES}", f"-I{CORE_HEADERS}", "-w", str(src), "-o", str(exe)],
                    check=True)
-    lines = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")
-    k_major = [int(line.split()[0], 16) for line in lines if line]
-    mn_major = [int(line.split()[1], 16) for line in lines if line]
-    assert k_major == [0x4000004000010040, 0x4000004000010042, 0x4000004000010044,
-                       0x4000004000010046]
-    assert mn_major == [0x4000004002000200, 0x4000004002000280, 0x4000004002000300,
-                        0x4000004002000380]
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout[-3000:]
+    descs = dict(line.rsplit(" ", 1) for line in run.stdout.splitlines())
+    #             type   SBO >> 4     LBO >> 4     start >> 4
+    assert descs == {
+        "K-major 128B": "4000004000010040",      # 1: 128B, SBO 1024, LBO 16 (unused)
+        "K-major 64B": "8000002000010040",       # 2: 64B, SBO 512
+        "K-major 32B": "c000001000010040",       # 3: 32B, SBO 256
+        "K-major none": "800800040",             # 0, SBO 128, LBO 2048 (a panel)
+        "MN-major 128B": "4000004002000200",     # LBO 8192 (a panel), SBO 1024
+        "MN-major 64B": "8000002001000200",      # LBO 4096, SBO 512
+        "MN-major 32B": "c000001000800200",      # LBO 2048, SBO 256
+        "MN-major none": "4000080200",           # SBO 1024 (a panel), LBO 128
+        "MN-major none, 16 wide": "4000080200",
+    }
 
 
 @pytest.mark.nvcc

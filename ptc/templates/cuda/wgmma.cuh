@@ -5,13 +5,19 @@
 // written, wgmma_commit() closes a group, wgmma_wait<N>() leaves N groups in flight (the
 // accumulators may be read, and the operand slots released, only after the wait).
 //
-// Shared-memory operands are tiles written by TMA with the 128-byte swizzle, in panels of
-// 128-byte rows (64 16-bit elements): a K-major operand (A [m][k]) is K-panels of its rows, a
-// MN-major one (B [k][n]) N-panels of its k rows. Descriptors (docs/sm90.md):
-//   K-major:  SBO = 1024 (the next 8 rows), LBO unused; a k-step of 16 moves 32 bytes
-//             within a panel; 64 rows (the next m64 atom) are 64 * 128 bytes on.
-//   MN-major: LBO = the bytes of one N-panel (the next 64 columns), SBO = 1024 (the next 8
-//             k rows); a k-step of 16 moves 16 * 128 bytes.
+// Shared-memory operands are tiles written by TMA, in column panels of rows of SPAN bytes
+// (128, 64 or 32: swizzled over the span; 16: not swizzled): a K-major operand (A [m][k]) is
+// K-panels of its rows, a MN-major one (B [k][n]) N-panels of its k rows. The descriptor's
+// two offsets mean different things per major-ness and swizzle (PTX ISA, "Matrix
+// Descriptor Format" and "Canonical Layouts"; CUTLASS make_gmma_desc; docs/sm90.md):
+//   K-major, swizzled:   SBO = 8 * SPAN (the next 8 rows), LBO unused (1); a k-step of 16
+//                        moves 32 bytes within a row (the next panel for SPAN 32).
+//   K-major, no swizzle: SBO = 128 (the next 8 rows of 16 bytes), LBO = the bytes of one
+//                        panel (the next 8 k).
+//   MN-major, swizzled:  LBO = the bytes of one panel (the next SPAN / 2 columns), SBO =
+//                        8 * SPAN (the next 8 k rows).
+//   MN-major, no swizzle: the other way round: SBO = the bytes of one panel (the next 8
+//                        columns), LBO = 128 (the next 8 k rows of 16 bytes).
 #pragma once
 #include "ptc_types.cuh"
 #ifndef PTC_EMULATE
@@ -50,9 +56,12 @@ struct SmemOperand {
     const int row = MN_MAJOR ? k : mn, col = (MN_MAJOR ? mn : k) * 2;   // 16-bit elements
     return (col / SPAN) * PANEL_BYTES + row * SPAN + col % SPAN;
   }
+  // the leading and stride byte offsets (see the top of this file)
+  static constexpr uint32_t LBO = MN_MAJOR ? (SPAN == 16 ? 8 * 16 : PANEL_BYTES)
+                                           : (SPAN == 16 ? PANEL_BYTES : 16);
+  static constexpr uint32_t SBO = MN_MAJOR && SPAN == 16 ? PANEL_BYTES : 8 * SPAN;
   __device__ __forceinline__ uint64_t desc(int mn, int k) const {
-    const uint64_t origin =
-        wgmma_desc<SPAN>(base + offset(mn0, 0), MN_MAJOR ? PANEL_BYTES : 16, 8 * SPAN);
+    const uint64_t origin = wgmma_desc<SPAN>(base + offset(mn0, 0), LBO, SBO);
     return origin + (offset(mn, k) >> 4);
   }
 };
