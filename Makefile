@@ -41,6 +41,13 @@ hip-toolchain:
 test: setup hip-toolchain
 	$(PY) -m pytest -q -n auto
 
+# generated programs against the interpreter on every target (ptc.fuzz), for SECONDS from
+# SEED on; new findings are reduced into tests/generated/
+SECONDS ?= 600
+SEED ?= 0
+fuzz: setup
+	$(PY) -m ptc.fuzz --seconds $(SECONDS) --seed $(SEED)
+
 # the inner loop: front end, scheduler, lowering, goldens -- no nvcc, hipcc or g++ (a test
 # that starts one anyway fails, naming the marker it lacks: tests/conftest.py)
 test-fast: setup
@@ -65,4 +72,4 @@ gpu-wheels:
 gpu:
 	bash benchmarks/gpu.sh $(if $(QUICK),--quick) $(if $(OUT),--out $(OUT)) $(GPU_FLAGS)
 
-.PHONY: setup samples test test-fast hip-toolchain gpu gpu-wheels
+.PHONY: setup samples test test-fast fuzz hip-toolchain gpu gpu-wheels

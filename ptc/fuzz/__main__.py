@@ -1,0 +1,137 @@
+"""`python -m ptc.fuzz` (`make fuzz SECONDS=N SEED=S`): generate programs from seed S on,
+check each one on every target against the interpreter (ptc.fuzz.check), for N seconds on
+every core, and reduce each new kind of finding to a small reproducer written to
+--corpus (tests/generated/ by default: the suite runs every file there on every target).
+
+A line per finding as it comes; at the end a table of programs checked per kind and
+findings per target and kind. Exit 1 when anything was found.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+
+from .check import TARGETS, Finding, check_program
+from .generate import Program, generate
+from .reduce import reduce
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def _worker_init(cache: str) -> None:
+    # builds and searches of throwaway programs: not worth keeping, and 20,000 of them
+    # would fill a disk
+    os.environ["PTC_STAGE_CACHE"] = "0"
+    os.environ["PTC_EMULATE_CACHE"] = cache
+
+
+def _clean(cache: str) -> None:
+    for path in Path(cache).glob("kernel-*.so"):
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
+def run_seed(seed: int, targets: tuple[str, ...]) -> tuple[int, str, list[Finding]]:
+    program = generate(seed)
+    try:
+        return seed, program.kind, check_program(program, targets, seed=seed)
+    finally:
+        _clean(os.environ.get("PTC_EMULATE_CACHE", ""))
+
+
+def bug_key(f: Finding) -> tuple[str, str, str]:
+    """What makes two findings the same bug, roughly: target, kind and the message's
+    words without numbers."""
+    words = " ".join(w for w in f.message.split() if not any(c.isdigit() for c in w))
+    return f.target, f.kind, words[:80]
+
+
+def write_reproducer(corpus: Path, program: Program, finding: Finding) -> Path:
+    text = program.text
+    shapes = ",".join(f"{k}={v}" for k, v in program.shapes)
+    header = (f"# reduced from seed {program.seed}: {finding.line()}\n"
+              f"# shapes: {shapes}\n")
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    path = corpus / f"{finding.kind}-{digest}.pt"
+    path.write_text(header + text)
+    return path
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ptc.fuzz", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--seed", type=int, default=0, help="the first seed")
+    parser.add_argument("--count", type=int, default=0, help="stop after this many programs")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--targets", default=",".join(TARGETS))
+    parser.add_argument("--corpus", default=str(ROOT / "tests" / "generated"),
+                        help="where reduced reproducers go ('' : nowhere)")
+    parser.add_argument("--no-reduce", action="store_true")
+    args = parser.parse_args(argv)
+    targets = tuple(t for t in args.targets.split(",") if t)
+    corpus = Path(args.corpus) if args.corpus else None
+    if corpus:
+        corpus.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + args.seconds
+    checked: Counter = Counter()
+    found: Counter = Counter()
+    first_of: dict[tuple, tuple[int, Finding]] = {}
+    next_seed = args.seed
+    cache = tempfile.mkdtemp(prefix="ptc-fuzz-")
+    with ProcessPoolExecutor(max_workers=args.jobs, initializer=_worker_init,
+                             initargs=(cache,)) as pool:
+        running = set()
+
+        def more() -> bool:
+            return time.monotonic() < deadline and (
+                not args.count or next_seed < args.seed + args.count)
+        while True:
+            while more() and len(running) < args.jobs:
+                running.add(pool.submit(run_seed, next_seed, targets))
+                next_seed += 1
+            if not running:
+                break
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                seed, kind, findings = future.result()
+                checked[kind] += 1
+                for f in findings:
+                    found[(f.target, f.kind)] += 1
+                    key = bug_key(f)
+                    if key not in first_of:
+                        first_of[key] = (seed, f)
+                        print(f"seed {seed} ({kind}): {f.line()}", flush=True)
+    total = sum(checked.values())
+    print(f"\n{total} programs ({', '.join(f'{k} {n}' for k, n in sorted(checked.items()))}) "
+          f"x {len(targets)} targets = {total * len(targets)} kernels, seeds "
+          f"{args.seed}..{next_seed - 1}")
+    for (target, kind), n in sorted(found.items()):
+        print(f"  {target:7} {kind:10} {n} program(s)")
+    if not found:
+        print("  no findings")
+        return 0
+    if corpus and not args.no_reduce:
+        _worker_init(cache)
+        written: set[str] = set()
+        for seed, f in sorted({first_of[k][0]: first_of[k][1] for k in first_of}.items()):
+            small = reduce(generate(seed), f, seed=seed)
+            if small.text in written:
+                continue
+            written.add(small.text)
+            path = write_reproducer(corpus, small, f)
+            shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+            print(f"reduced seed {seed} ({f.target} {f.kind}) to {shown}")
+            _clean(cache)
+    return 1
+
+if __name__ == "__main__":
+    sys.exit(main())

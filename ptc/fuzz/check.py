@@ -1,0 +1,171 @@
+"""Differential check of one program: the reference interpreter against the kernel rendered
+for each target and run on the CPU emulator, on the same random inputs.
+
+Any difference beyond rounding, any internal error, any program that checks but does not
+build, and anything the emulator refuses (an access out of bounds, a barrier not every
+thread reaches, ...) is a Finding. `check_program` never raises for what the program does;
+only a program that does not check is the caller's mistake (ValueError).
+"""
+from __future__ import annotations
+
+import random
+import traceback
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..diagnostics import CompileError
+
+TARGETS = ("sm80", "sm90", "gfx90a", "gfx942")
+LOW_PRECISION = ("f16", "bf16")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A program as text with the dims to run it at (a reproducer of tests/generated/)."""
+
+    name: str
+    text: str
+    shapes: tuple[tuple[str, int], ...]
+
+    @property
+    def shape_dict(self) -> dict[str, int]:
+        return dict(self.shapes)
+
+
+def load_reproducer(path) -> Source:
+    """A .pt file with a `# shapes: M=2,N=1` line."""
+    from pathlib import Path
+
+    text = Path(path).read_text()
+    for line in text.splitlines():
+        if line.startswith("# shapes:"):
+            pairs = [p.split("=") for p in line.split(":", 1)[1].split(",") if p.strip()]
+            return Source(Path(path).stem, text, tuple(sorted((k.strip(), int(v))
+                                                              for k, v in pairs)))
+    raise ValueError(f"{path} has no '# shapes:' line")
+
+
+@dataclass(frozen=True)
+class Finding:
+    target: str
+    kind: str            # mismatch | build | internal | emulator | host-build
+    message: str         # one line: what differs or what failed
+    tiles: tuple[tuple[str, int], ...] = ()
+
+    def line(self) -> str:
+        tiles = " ".join(f"{k}={v}" for k, v in self.tiles)
+        return f"{self.target}: {self.kind}: {self.message}" + (f" [{tiles}]" if tiles else "")
+
+    def same_bug(self, other: "Finding") -> bool:
+        """The same target and kind (what a reduction must keep)."""
+        return self.target == other.target and self.kind == other.kind
+
+
+def typed_kernel(program):
+    from ..grammar import parse
+    from ..sema import check
+
+    try:
+        return check(parse(program.text, f"{program.name}.pt"), program.shape_dict).kernels[0]
+    except CompileError as exc:
+        raise ValueError(f"the program does not check: {exc}") from None
+
+
+def pinned_tiles(program, kernel, seed: int) -> dict[str, int]:
+    """Half the time every declared tile size pinned to a random candidate (so that every
+    candidate is built sometimes, not only the search's pick), else none."""
+    rng = random.Random(seed)
+    if rng.random() < 0.5:
+        return {}
+    return {t.name: rng.choice(t.choices) for t in kernel.tiles}
+
+
+def tolerance(kernel) -> float:
+    """Normwise: |got - want|_inf <= tol * max(1, |want|_inf)."""
+    low = any(getattr(p, "dtype", "") in LOW_PRECISION for p in kernel.inputs)
+    return 2e-2 if low else 2e-4
+
+
+def compare(kernel, got: dict, want: dict) -> str | None:
+    tol = tolerance(kernel)
+    for p in kernel.outputs:
+        g = np.asarray(got[p.name], dtype=np.float64)
+        w = np.asarray(want[p.name], dtype=np.float64)
+        if g.shape != w.shape:
+            return f"{p.name}: shape {g.shape}, the interpreter's {w.shape}"
+        nan_w, nan_g = np.isnan(w), np.isnan(g)
+        if (nan_g & ~nan_w).any():
+            where = tuple(int(i) for i in np.argwhere(nan_g & ~nan_w)[0])
+            return f"{p.name}: NaN at {where} where the interpreter has {w[where]:.6g}"
+        ok = ~nan_w
+        inf_w = np.isinf(w) & ok
+        if (g[inf_w] != w[inf_w]).any():
+            where = tuple(int(i) for i in np.argwhere(inf_w & (g != w))[0])
+            return f"{p.name}: {g[where]:.6g} at {where}, the interpreter has {w[where]:.6g}"
+        finite = ok & ~inf_w
+        if not finite.any():
+            continue
+        scale = max(1.0, float(np.abs(w[finite]).max()))
+        err = np.abs(g - w)
+        err[~finite] = 0
+        if float(err.max()) > tol * scale:
+            where = tuple(int(i) for i in np.unravel_index(int(err.argmax()), err.shape))
+            bad = int((err > tol * scale).sum())
+            return (f"{p.name}: {bad} of {w.size} elements differ; at {where} "
+                    f"{g[where]:.6g}, the interpreter has {w[where]:.6g} (tolerance "
+                    f"{tol:g} x {scale:.3g})")
+    return None
+
+
+def check_target(program, kernel, inputs: dict, want: dict, target: str,
+                 tiles: dict[str, int]) -> Finding | None:
+    from .. import driver
+    from ..interp import bind_dims
+    from ..render.emulate import EmulationError, build_emulated
+
+    pinned = tuple(sorted(tiles.items()))
+    try:
+        source, plans, _, device, _ = driver.render(kernel, target, shapes=program.shape_dict,
+                                                    tiles=tiles)
+    except CompileError as exc:
+        return Finding(target, "build", str(exc).splitlines()[0][:300], pinned)
+    except Exception as exc:  # noqa: BLE001 -- any other exception is a bug of ptc's
+        return Finding(target, "internal", _internal(exc), pinned)
+    built = tuple(sorted({k: v for p in plans for k, v in p.tiles}.items()))
+    try:
+        emulated = build_emulated(source, backend=device)
+    except EmulationError as exc:
+        return Finding(target, "host-build", str(exc).splitlines()[0][:300], built)
+    dims = bind_dims(kernel, {}, program.shape_dict)
+    try:
+        got = emulated(kernel, inputs, dims)
+    except EmulationError as exc:
+        return Finding(target, "emulator", str(exc).splitlines()[0][:300], built)
+    except Exception as exc:  # noqa: BLE001
+        return Finding(target, "internal", _internal(exc), built)
+    why = compare(kernel, got, want)
+    return Finding(target, "mismatch", why, built) if why else None
+
+
+def _internal(exc: BaseException) -> str:
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f" ({frame.filename.split('ptc/')[-1]}:{frame.lineno})" if frame else ""
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}{where}"
+
+
+def check_program(program, targets=TARGETS, *, seed: int = 0) -> list[Finding]:
+    """Every finding of `program` on `targets` (empty: it matches everywhere)."""
+    from ..interp import random_inputs, run_kernel, bind_dims
+
+    kernel = typed_kernel(program)
+    dims = bind_dims(kernel, {}, program.shape_dict)
+    inputs = random_inputs(kernel, dims, seed=seed)
+    tiles = pinned_tiles(program, kernel, seed)
+    want = run_kernel(kernel, inputs, shapes=dims, tiles=tiles)
+    findings = []
+    for target in targets:
+        found = check_target(program, kernel, inputs, want, target, tiles)
+        if found is not None:
+            findings.append(found)
+    return findings
