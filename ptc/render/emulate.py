@@ -30,10 +30,11 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -68,6 +69,7 @@ class Backend:
     access_kinds: tuple[str, ...]    # of ACCESS_KINDS, the ones its accesses are counted as
     prelude: str = ""                # the emulation runtime every kernel includes first:
                                      # precompiled once (`precompiled_prelude`)
+    device: object = field(default=None, compare=False, hash=False)   # backend_of(a Device)
 
     @property
     def source_name(self) -> str:
@@ -96,14 +98,37 @@ BACKENDS = {
 
 
 def backend_of(backend) -> Backend:
-    """The Backend of a name ("cuda", "hip"), a Device (its `backend`) or a Backend."""
+    """The Backend of a name ("cuda", "hip"), a Device (its `backend`; the Backend then
+    carries the device, whose limits the launches are checked against) or a Backend."""
     if isinstance(backend, Backend):
         return backend
     name = getattr(backend, "backend", backend)
     if name not in BACKENDS:
         raise EmulationError(f"the emulator runs {' and '.join(sorted(BACKENDS))} kernels, not "
                              f"{name}")
+    if hasattr(backend, "resources"):
+        return replace(BACKENDS[name], device=backend)
     return BACKENDS[name]
+
+
+# the renderer's header line naming the plan's device (ptc/render/cuda, ptc/render/hip)
+PLAN_DEVICE = re.compile(r"^// plan: .*; device (\S+)$", re.M)
+
+
+def device_of(source: str, back: Backend):
+    """The device a kernel source is built for: the Backend's (backend_of a Device), else
+    the one the rendered source's header names; None for hand-written kernels."""
+    if back.device is not None:
+        return back.device
+    found = PLAN_DEVICE.search(source[:2000])
+    if not found:
+        return None
+    from ..devices import get_device
+
+    try:
+        return get_device(found.group(1))
+    except Exception:       # a device description the caller passed as a file
+        return None
 
 
 @dataclass(frozen=True)
@@ -169,7 +194,8 @@ def build_emulated(source: str, *, backend="cuda", defines: Sequence[str] = (),
     device) for the CPU and load it. Builds are cached by the hash of the source, the
     headers and the flags. `header_overrides` replaces device headers by name (e.g.
     {"mma_sync.cuh": text}) -- they are put beside the source, which the includes search
-    first."""
+    first. Launches are checked against the limits of the device (`backend` a Device, or
+    the device the rendered source names)."""
     back = backend_of(backend)
     overrides = dict(header_overrides or {})
     cxx = compiler()
@@ -205,7 +231,7 @@ def build_emulated(source: str, *, backend="cuda", defines: Sequence[str] = (),
             part = lib.with_suffix(f".{os.getpid()}.tmp")
             shutil.copyfile(out, part)
             os.replace(part, lib)
-    return EmulatedKernel(lib, back)
+    return EmulatedKernel(lib, back, device_of(source, back))
 
 
 def precompiled_prelude(back: Backend, cxx: str, flags: Sequence[str]) -> list[str]:
@@ -249,6 +275,7 @@ def precompiled_prelude(back: Backend, cxx: str, flags: Sequence[str]) -> list[s
 class EmulatedKernel:
     path: Path
     backend: Backend = BACKENDS["cuda"]
+    device: object = None      # whose limits the launches are checked against (None: none)
 
     def __post_init__(self):
         lib = ctypes.CDLL(str(self.path), mode=os.RTLD_LOCAL)
@@ -257,6 +284,7 @@ class EmulatedKernel:
                                    ctypes.POINTER(ctypes.c_longlong), ctypes.c_void_p]
         lib.ptc_emulate_config.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                            ctypes.c_uint, ctypes.c_int]
+        lib.ptc_emulate_limits.argtypes = [ctypes.c_int, ctypes.c_char_p]
         lib.ptc_emulate_register_tensor.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         lib.ptc_emulate_error.restype = ctypes.c_char_p
         lib.ptc_emulate_error_count.restype = ctypes.c_longlong
@@ -338,6 +366,11 @@ class EmulatedKernel:
                 raise ValueError("the tensors must be C-contiguous NumPy arrays")
         lib = self.lib
         lib.ptc_emulate_config(ORDERS[order], int(eager_cp_async), int(break_layout), seed, fill)
+        if self.device is not None:
+            lib.ptc_emulate_limits(int(self.device.resources.shared_memory_bytes),
+                                   self.device.name.encode())
+        else:
+            lib.ptc_emulate_limits(0, b"")
         lib.ptc_emulate_clear_tensors()
         for a in tensors:
             lib.ptc_emulate_register_tensor(a.ctypes.data, max(a.nbytes, 1))

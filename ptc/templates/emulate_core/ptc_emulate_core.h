@@ -83,6 +83,8 @@ struct Config {
   int break_layout = 0;     // 1: a deliberately wrong matrix-fragment layout (self-test)
   unsigned seed = 1;
   int fill = 0xFF;          // shared memory bytes at the start of a block
+  int smem_limit = 0;       // the device's shared memory per block (0: the capacity)
+  const char* device = "";  // the device it comes from, for messages
 };
 Config config;
 
@@ -165,6 +167,9 @@ struct Runtime {
   std::function<void()> body;
   std::string error;
   long long errors = 0;
+  long long block_barriers = 0;  // block barriers completed in this block
+  // the backend's watch on shared-memory stores made through the door (shared_store)
+  void (*shared_written)(const void* p, size_t bytes) = nullptr;
   std::vector<std::pair<const unsigned char*, size_t>> tensors;
   // bank conflicts, per launch
   std::vector<WarpAccesses> accesses;
@@ -189,7 +194,7 @@ inline int bank_phase(int kind, int bytes, int lane);
 inline void fail(const char* fmt, ...) {
   ++rt.errors;
   if (!rt.error.empty()) return;
-  char msg[768];
+  char msg[1200];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
@@ -220,6 +225,7 @@ inline void block_barrier() {
   f.state = AT_BLOCK_BARRIER;
   if (++rt.block_arrived == rt.threads) {
     rt.block_arrived = 0;
+    ++rt.block_barriers;
     for (int w = 0; w < rt.threads / WARP; ++w) converge(w);
     for (Fiber& g : rt.fibers)
       if (g.state == AT_BLOCK_BARRIER) g.state = READY;
@@ -405,6 +411,7 @@ inline void shared_store(T* p, const T& v, const std::source_location& where) {
   if (!shared_access(p, "sts")) return;
   record(ACC_STS, where, p, sizeof(T));
   *p = v;
+  if (rt.shared_written) rt.shared_written(p, sizeof(T));
 }
 
 // ---- warp collectives ---------------------------------------------------------------------
@@ -449,7 +456,7 @@ inline void report_deadlock() {
     listed = true;
   }
   const Fiber& g = rt.fibers[first];
-  char detail[160] = "";
+  char detail[400] = "";
   state_detail(g, detail, sizeof detail);
   fail("%s (thread %d is %s%s)", msg.c_str(), first, state_name(g.state), detail);
 }
@@ -472,6 +479,15 @@ int launch(long long blocks, int threads, int smem_bytes, Body&& body) {
   if (smem_bytes < 0 || smem_bytes > PTC_EMU_SMEM_CAPACITY) {
     fail("%d bytes of %s, over the emulator's %d", smem_bytes, PTC_EMU_SMEM_NAME,
          PTC_EMU_SMEM_CAPACITY);
+    return 1;
+  }
+  // the device's limit (its description's resources.shared_memory_bytes, which the caller
+  // passes: ptc_emulate_limits): a launch asking for more fails on the device, as
+  // cudaFuncSetAttribute(MaxDynamicSharedMemorySize) / hipFuncSetAttribute does
+  if (config.smem_limit > 0 && smem_bytes > config.smem_limit) {
+    fail("%d bytes of %s per block, over the %d a block of %s may have (its device "
+         "description's resources.shared_memory_bytes; the launch would fail)", smem_bytes,
+         PTC_EMU_SMEM_NAME, config.smem_limit, config.device);
     return 1;
   }
   const int nwarps = threads / WARP;
@@ -503,6 +519,7 @@ int launch(long long blocks, int threads, int smem_bytes, Body&& body) {
     memset(ptc_smem, config.fill, smem_bytes);
     memset(ptc_smem + smem_bytes, 0xA5, PTC_EMU_CANARY_BYTES);
     rt.block_arrived = 0;
+    rt.block_barriers = 0;
     std::fill(rt.warp_arrived.begin(), rt.warp_arrived.end(), 0);
     for (Fiber& f : rt.fibers) {
       getcontext(&f.ctx);
@@ -578,6 +595,14 @@ void ptc_emulate_config(int order, int eager, int break_layout, unsigned seed, i
   ptc::emu::config.break_layout = break_layout;
   ptc::emu::config.seed = seed;
   ptc::emu::config.fill = fill;
+}
+// the device's limits the launches are checked against: shared memory per block (bytes;
+// 0: only the emulator's capacity) and the device's name for the messages
+void ptc_emulate_limits(int smem_per_block, const char* device) {
+  static std::string name;
+  name = device ? device : "";
+  ptc::emu::config.smem_limit = smem_per_block;
+  ptc::emu::config.device = name.c_str();
 }
 void ptc_emulate_clear_tensors(void) { ptc::emu::rt.tensors.clear(); }
 void ptc_emulate_register_tensor(const void* p, size_t bytes) {
