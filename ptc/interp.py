@@ -307,7 +307,11 @@ class Machine:
         dtype = NUMPY_DTYPES[e.type.dtype]
         if dtype == NUMPY_DTYPES["bf16"] and a.dtype != _F32:
             a = a.astype(_F32)  # round once, from the exact f32 value
-        return a.astype(dtype)
+        a = a.astype(dtype)
+        shape = tuple(self.extent(x) for x in e.type.shape)
+        if a.shape != shape:    # a store's conversion stretches extent-1 axes to the tile
+            a = np.broadcast_to(a, shape).copy()   # (ptc.sema.calls)
+        return a
 
     def _Expand(self, e: T.Expand):
         return np.expand_dims(self.eval(e.arg), e.axes)

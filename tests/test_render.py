@@ -79,6 +79,7 @@ def test_bool_and_i32_outputs_build_with_nvcc(tmp_path):
     assert result.ptxas.spills == 0
 
 
+@pytest.mark.cxx
 def test_bool_and_i32_outputs_match_the_interpreter_on_the_emulator(tmp_path):
     import numpy as np
     from ptc.interp import run_kernel
@@ -94,6 +95,7 @@ def test_bool_and_i32_outputs_match_the_interpreter_on_the_emulator(tmp_path):
     assert np.array_equal(got["Z"], want["Z"]) and np.array_equal(got["C"], want["C"])
 
 
+@pytest.mark.cxx
 @pytest.mark.parametrize("name", ["flash_attn", "flash_attn_causal"])
 def test_head_dim_256_attention_matches_the_interpreter_on_the_emulator(name):
     import numpy as np

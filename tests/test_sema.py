@@ -775,6 +775,7 @@ def test_undeclared_tile_sizes_take_candidates_from_their_role(tmp_path):
     assert tile_candidates(tiles["RB"], sm80, {"M": 20}) == (16, 32, 8, 4)
 
 
+@pytest.mark.cxx
 def test_a_kernel_without_tile_lines_runs_plans_and_emulates(tmp_path):
     from ptc.render.emulate import build_emulated
 

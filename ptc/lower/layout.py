@@ -165,6 +165,13 @@ class Layout:
         digits along it go, the lanes and warps along it replicate."""
         return sliced(self, axis, name)
 
+    def collapsed(self, axis: int, name: str | None = None) -> "Layout":
+        """The layout of a value of extent 1 along `axis` read where the tile is wider (a
+        named broadcast, `c = x[:, None]` used with a full tile): the slice along `axis`
+        with the axis kept at extent 1, so every thread holds the value of each of its
+        other coordinates."""
+        return collapsed(self, axis, name)
+
     def transposed(self, name: str, note: str = "") -> "Layout":
         """The layout of the 2-D tile's transpose: the same threads and registers hold
         element (c, r) that held (r, c)."""
@@ -197,6 +204,20 @@ def sliced(layout: Layout, axis: int, name: str | None = None) -> Layout:
                   layout.shape[:axis] + layout.shape[axis + 1:], tuple(regs),
                   tuple(drop(d) for d in layout.lanes), tuple(drop(d) for d in layout.warps),
                   note=f"slice {axis} of {layout.name}")
+
+
+@functools.lru_cache(maxsize=4096)
+def collapsed(layout: Layout, axis: int, name: str | None = None) -> Layout:
+    """`layout.collapsed(axis, name)`."""
+    def flat(d: Digit) -> Digit:
+        return Digit(d.size, d.stride[:axis] + (0,) + d.stride[axis + 1:])
+
+    regs = [d for d in layout.regs if d.along() != axis]
+    regs.sort(key=lambda d: max(d.stride, default=0))   # canonical: slot order
+    return Layout(name or f"{layout.name}.bcast{axis}",
+                  layout.shape[:axis] + (1,) + layout.shape[axis + 1:], tuple(regs),
+                  tuple(flat(d) for d in layout.lanes), tuple(flat(d) for d in layout.warps),
+                  note=f"{layout.name} broadcast along axis {axis}")
 
 
 @functools.lru_cache(maxsize=8192)

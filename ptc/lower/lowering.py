@@ -520,6 +520,13 @@ class Builder:
                 want = target
                 for axis in sorted(axes, reverse=True):
                     want = want.slice(axis, f"{want.name}_s{axis}")
+                while want.rank > len(home.shape):   # a lower rank aligns on the right
+                    want = want.slice(0, f"{want.name}_s0")
+                # a value of extent 1 where the statement is wider is broadcast along
+                # that axis (NumPy's rule): every thread needs it at its other coordinates
+                for axis, extent in enumerate(home.shape):
+                    if extent == 1 and want.shape[axis] > 1:
+                        want = want.collapsed(axis, f"{want.name}_b{axis}")
                 if not self.layouts[home.layout].same_map(want):
                     wanted.append((r, want, False))
         ops: list = []

@@ -251,8 +251,11 @@ class CBodyPrinter:
                     reg = r
                 else:
                     slots = []
-                    for token in idx:
-                        if token in coords:
+                    for axis, token in enumerate(idx):
+                        if token in coords and vlay.shape[axis] == 1 < \
+                                lay.shape[coords.index(token)]:
+                            slots.append("0")           # broadcast along this axis
+                        elif token in coords:
                             slots.append(f"{struct_name(layout)}::slot{coords.index(token)}({r})")
                         elif token == "0":
                             slots.append("0")

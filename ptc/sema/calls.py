@@ -189,8 +189,11 @@ class CallChecker:
                       "differ", value_ast.span)
         self.written.add(tensor.name)
         expr = value.expr
-        if value.type.dtype != tensor.dtype:
-            expr = T.Convert(expr, T.TileType(tensor.dtype, value.type.shape))
+        if value.type.dtype != tensor.dtype or value.type.shape != shape:
+            # the output's dtype, and the tile's shape: a value of extent 1 along an axis is
+            # stored into every position along it (NumPy's broadcast), made explicit here
+            # so that every back end stores a whole tile
+            expr = T.Convert(expr, target_type)
         return T.Store(tensor.name, index, expr, atomic, call.span)
 
     def _fill(self, call: ast.Call) -> V:
