@@ -271,6 +271,12 @@ def precompiled_prelude(back: Backend, cxx: str, flags: Sequence[str]) -> list[s
     return use if (folder / "ptc_prelude.h.gch").exists() else []
 
 
+# what the emulator puts in the accumulator registers of a wgmma in flight (an f32 NaN with
+# a payload; ptc_emulate_sm90.h): an output holding it was read from them before the
+# wgmma.wait_group that retires the wgmma
+IN_FLIGHT_F32 = 0x7FE1F00D
+
+
 @dataclass
 class EmulatedKernel:
     path: Path
@@ -388,6 +394,14 @@ class EmulatedKernel:
             raise EmulationError(f"the emulated kernel {what or self.name} failed (code {rc}): "
                                  f"{message}" + (f" (and {count - 1} more errors)" if count > 1
                                                  else ""))
+        for a in tensors:
+            if a.dtype == np.float32 and a.size and \
+                    np.any((a.view(np.uint32) & 0x7FFFFFFF) == IN_FLIGHT_F32):
+                raise EmulationError(
+                    f"the emulated kernel {what or self.name} stored a value read from the "
+                    "accumulator registers of a wgmma.mma_async in flight, before the "
+                    "wgmma.wait_group that retires it (PTX ISA 9.7.15.7.3 wgmma.wait_group: "
+                    "accessing them before is undefined)")
 
 
 def run_emulated(source: str, kernel: T.TypedKernel, inputs: Mapping[str, object],

@@ -20,7 +20,9 @@ __device__ __forceinline__ void mbarrier_init(uint32_t bar, int count) {
 // after one thread initialized the barriers: make them visible to the async proxy (TMA)
 // before the __syncthreads that lets the other threads use them
 __device__ __forceinline__ void mbarrier_init_fence() {
-#ifndef PTC_EMULATE
+#ifdef PTC_EMULATE
+  ::ptc::emu::mbarrier_init_fence();
+#else
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 #endif
 }

@@ -21,6 +21,16 @@
 extern __shared__ __align__(1024) unsigned char ptc_smem[];
 #endif
 
+// In the emulation, a conversion reports a value read from the registers of a wgmma in
+// flight (ptc_emulate_sm90.h: they hold a marker until the wgmma.wait_group).
+#ifdef PTC_EMULATE
+#define PTC_IN_FLIGHT_F32(x) ::ptc::emu::check_f32((x), "a conversion to 16 bits")
+#define PTC_IN_FLIGHT_B16(h) ::ptc::emu::check_b16((h), "a conversion from 16 bits")
+#else
+#define PTC_IN_FLIGHT_F32(x) ((void)0)
+#define PTC_IN_FLIGHT_B16(h) ((void)0)
+#endif
+
 namespace ptc {
 
 // Shared addresses are 32-bit offsets from here (0 in the emulation).
@@ -62,8 +72,14 @@ __device__ __forceinline__ float f32(long long x) { return static_cast<float>(x)
 __device__ __forceinline__ float f32(bool x) { return x ? 1.0f : 0.0f; }
 
 // round an f32 value to the precision of a dtype, staying in f32
-__device__ __forceinline__ float round_f16(float x) { return __half2float(__float2half_rn(x)); }
-__device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+__device__ __forceinline__ float round_f16(float x) {
+  PTC_IN_FLIGHT_F32(x);
+  return __half2float(__float2half_rn(x));
+}
+__device__ __forceinline__ float round_bf16(float x) {
+  PTC_IN_FLIGHT_F32(x);
+  return __bfloat162float(__float2bfloat16_rn(x));
+}
 // TF32: 10 mantissa bits, to nearest with ties away from zero (cvt.rna.tf32.f32); the low
 // 13 bits cleared, so the f32 holds exactly the value the tensor core multiplies
 __device__ __forceinline__ float round_tf32(float x) {
@@ -79,8 +95,14 @@ __device__ __forceinline__ float round_tf32(float x) {
 
 template <typename T> __device__ __forceinline__ T from_f32(float x);
 template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <> __device__ __forceinline__ __half from_f32<__half>(float x) {
+  PTC_IN_FLIGHT_F32(x);
+  return __float2half_rn(x);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
+  PTC_IN_FLIGHT_F32(x);
+  return __float2bfloat16_rn(x);
+}
 template <> __device__ __forceinline__ int from_f32<int>(float x) { return static_cast<int>(x); }
 template <> __device__ __forceinline__ bool from_f32<bool>(float x) { return x != 0.0f; }
 
@@ -112,22 +134,44 @@ __device__ __forceinline__ float exp_sfu(float x) { return exp2_sfu(x * 1.442695
 // 16-bit register tiles hold two values per 32-bit register, the lower index in the low half.
 template <typename T> struct Half16;
 template <> struct Half16<__half> {
-  __device__ __forceinline__ static float lo(uint32_t r) { return __half2float(__ushort_as_half(static_cast<unsigned short>(r & 0xffffu))); }
-  __device__ __forceinline__ static float hi(uint32_t r) { return __half2float(__ushort_as_half(static_cast<unsigned short>(r >> 16))); }
+  __device__ __forceinline__ static float lo(uint32_t r) {
+    PTC_IN_FLIGHT_B16(static_cast<uint16_t>(r & 0xffffu));
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(r & 0xffffu)));
+  }
+  __device__ __forceinline__ static float hi(uint32_t r) {
+    PTC_IN_FLIGHT_B16(static_cast<uint16_t>(r >> 16));
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(r >> 16)));
+  }
   __device__ __forceinline__ static uint32_t pack(float a, float b) {
+    PTC_IN_FLIGHT_F32(a);
+    PTC_IN_FLIGHT_F32(b);
     return static_cast<uint32_t>(__half_as_ushort(__float2half_rn(a))) |
            (static_cast<uint32_t>(__half_as_ushort(__float2half_rn(b))) << 16);
   }
-  __device__ __forceinline__ static uint32_t one(float a) { return __half_as_ushort(__float2half_rn(a)); }
+  __device__ __forceinline__ static uint32_t one(float a) {
+    PTC_IN_FLIGHT_F32(a);
+    return __half_as_ushort(__float2half_rn(a));
+  }
 };
 template <> struct Half16<__nv_bfloat16> {
-  __device__ __forceinline__ static float lo(uint32_t r) { return __uint_as_float(r << 16); }
-  __device__ __forceinline__ static float hi(uint32_t r) { return __uint_as_float(r & 0xffff0000u); }
+  __device__ __forceinline__ static float lo(uint32_t r) {
+    PTC_IN_FLIGHT_B16(static_cast<uint16_t>(r & 0xffffu));
+    return __uint_as_float(r << 16);
+  }
+  __device__ __forceinline__ static float hi(uint32_t r) {
+    PTC_IN_FLIGHT_B16(static_cast<uint16_t>(r >> 16));
+    return __uint_as_float(r & 0xffff0000u);
+  }
   __device__ __forceinline__ static uint32_t pack(float a, float b) {
+    PTC_IN_FLIGHT_F32(a);
+    PTC_IN_FLIGHT_F32(b);
     return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(a))) |
            (static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(b))) << 16);
   }
-  __device__ __forceinline__ static uint32_t one(float a) { return __bfloat16_as_ushort(__float2bfloat16_rn(a)); }
+  __device__ __forceinline__ static uint32_t one(float a) {
+    PTC_IN_FLIGHT_F32(a);
+    return __bfloat16_as_ushort(__float2bfloat16_rn(a));
+  }
 };
 template <typename T> __device__ __forceinline__ float unpack(const uint32_t* v, int i) {
   return (i & 1) ? Half16<T>::hi(v[i >> 1]) : Half16<T>::lo(v[i >> 1]);

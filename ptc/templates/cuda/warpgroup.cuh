@@ -56,7 +56,9 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int count) {
 // generic-proxy writes to shared memory (st.shared) made visible to the async proxy
 // (wgmma operands, TMA stores) that reads them next; each writing thread, before the barrier
 __device__ __forceinline__ void fence_proxy_async() {
-#ifndef PTC_EMULATE
+#ifdef PTC_EMULATE
+  ::ptc::emu::fence_proxy_async();
+#else
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
 }

@@ -76,7 +76,9 @@ struct RegOperand {
 };
 
 __device__ __forceinline__ void wgmma_fence() {
-#ifndef PTC_EMULATE
+#ifdef PTC_EMULATE
+  ::ptc::emu::wgmma_fence();
+#else
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #endif
 }

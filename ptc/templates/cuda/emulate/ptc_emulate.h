@@ -54,7 +54,7 @@ namespace ptc {
 namespace emu {
 
 enum State { READY, AT_BLOCK_BARRIER, AT_WARP_BARRIER, AT_MBARRIER, AT_NAMED_BARRIER,
-             AT_GROUP_BARRIER, DONE, STATES };
+             AT_GROUP_BARRIER, AT_REGISTERS, DONE, STATES };
 enum Kind { NONE = 0, LDM_X1, LDM_X2, LDM_X4, LDM_X1_T, LDM_X2_T, LDM_X4_T, MMA_F16, MMA_BF16,
             MMA_TF32, SHFL, VOTE, SYNCWARP, STM_X1, STM_X2, STM_X4 };
 
@@ -76,9 +76,16 @@ struct FiberExt {
   unsigned wait_parity = 0;
   int named = -1;
   int maxnreg = 0;
+  int maxnreg_wanted = 0;       // what a blocked setmaxnreg.inc asks for
   long long wgmma_commits = 0;
   long long wgmma_issued = 0;
   long long group_collectives = 0;
+  // wgmma.fence: how many, and this thread's stack (its registers) as the last one saw it
+  long long wgmma_fences = 0;
+  const unsigned char* fence_lo = nullptr;
+  std::vector<unsigned char> fence_stack;
+  // fence.proxy.async (and fence.mbarrier_init) executed so far
+  long long proxy_fences = 0;
 };
 
 }  // namespace emu
@@ -94,6 +101,10 @@ dim3 blockDim, gridDim;
 namespace ptc {
 namespace emu {
 
+// ptc_emulate_sm90.h: generic-proxy writes of shared memory, and values of the registers
+// of a wgmma in flight
+inline void generic_write(const void* p, size_t bytes);
+inline void check_f32(float x, const char* what);
 
 // ---- cp.async ---------------------------------------------------------------------------
 // cp.async.{ca,cg}.shared.global [smem], [gmem], BYTES, src-size: BYTES of 4, 8 or 16, both
@@ -102,6 +113,7 @@ namespace emu {
 inline void do_copy(const Copy& c) {
   if (c.valid) memcpy(c.dst, c.src, c.bytes);
   else memset(c.dst, 0, c.bytes);
+  generic_write(c.dst, c.bytes);     // cp.async is a generic-proxy write (PTX: weak)
 }
 
 template <int BYTES>
@@ -240,6 +252,7 @@ inline void stmatrix(const void* p, const unsigned* r,
     q[2 * t] = static_cast<uint16_t>(v & 0xffffu);
     q[2 * t + 1] = static_cast<uint16_t>(v >> 16);
   }
+  generic_write(q, 16);               // a generic-proxy write
 }
 
 // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 d, a, b, d
@@ -359,6 +372,11 @@ inline T shfl(ShflMode mode, unsigned mask, T var, unsigned b, int width, const 
   const int buf = deposit(SHFL);
   unsigned long long bits = 0;
   memcpy(&bits, &var, sizeof(T));
+  if (sizeof(T) == 4) {
+    float x;
+    memcpy(&x, &bits, 4);
+    check_f32(x, what);
+  }
   s.v[buf][lane] = bits;
   warp_barrier(what);
   if (!same_kind(s, buf, SHFL, what)) return var;
@@ -407,6 +425,7 @@ namespace emu {
 inline void backend_launch(long long blocks, int threads) {
   gridDim = dim3(static_cast<unsigned>(blocks));
   blockDim = dim3(static_cast<unsigned>(threads));
+  rt.shared_written = shared_written;     // generic-proxy stores (ptc_emulate_sm90.h)
 }
 inline void backend_block_start(int threads) {
   blockIdx = {static_cast<unsigned>(rt.block), 0, 0};
@@ -423,6 +442,9 @@ inline const char* state_count_label(State s) {
     case AT_MBARRIER: return "waiting on mbarriers";
     case AT_NAMED_BARRIER: return "at named barriers";
     case AT_GROUP_BARRIER: return "at warpgroup collectives";
+    case AT_REGISTERS: return "at setmaxnreg.inc, waiting for registers the CTA's pool does "
+                              "not have (PTX ISA 9.7.19.5 setmaxnreg: the pool is the "
+                              "registers the CTA was launched with)";
     case DONE: return "finished";
     default: return nullptr;
   }
@@ -436,6 +458,7 @@ inline const char* state_name(State s) {
     case AT_MBARRIER: return "waiting on an mbarrier";
     case AT_NAMED_BARRIER: return "at a named barrier";
     case AT_GROUP_BARRIER: return "at a warpgroup-collective instruction";
+    case AT_REGISTERS: return "at setmaxnreg.inc";
     default: return "finished";
   }
 }
@@ -443,6 +466,8 @@ inline const char* state_name(State s) {
 inline void state_detail(const Fiber& g, char* out, size_t n) {
   if (g.state == AT_WARP_BARRIER || g.state == AT_GROUP_BARRIER)
     snprintf(out, n, ": %s", g.waiting_at);
+  else if (g.state == AT_REGISTERS)
+    snprintf(out, n, " %d", g.maxnreg_wanted);
   else if (g.state == AT_MBARRIER)
     snprintf(out, n, " at shared offset %u for parity %u", g.wait_bar, g.wait_parity);
   else if (g.state == AT_NAMED_BARRIER)
