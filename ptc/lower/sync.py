@@ -129,15 +129,23 @@ class _Run:
         self.run(op.body)
 
     def loop(self, op: ir.Loop) -> None:
+        """The loop's fill, then a few iterations. The real loop may stop after any
+        iteration (or run none), and each iteration touches its own ring slots: what
+        follows is ordered after the accesses any iteration left pending, not only the last
+        simulated one's (a tile placed over ring slot 0 after the loop met the reads of
+        slot 0 when the loop ran once: issue 20, mismatch-eeab196187)."""
         self.loop_stack.append(op.var)
         self.iters[op.var] = 0
         self.trips[op.var] = _trips(op)
         self.run(op.fill)
+        exits = [list(self.pending)]
         for i in range(_trips(op)):
             self.iters[op.var] = i
             self.run(op.body)
+            exits.append(list(self.pending))
         self.loop_stack.pop()
         del self.iters[op.var], self.trips[op.var]
+        self.pending = _union(exits)
 
     def copy(self, op: ir.CopyTile) -> None:
         if op.guard and op.loop in self.trips and \
@@ -190,6 +198,15 @@ class _Run:
 STEPS = {ir.Barrier: lambda run, op: run.barrier(), ir.Iteration: _Run.iteration,
          ir.Loop: _Run.loop, ir.CopyTile: _Run.copy, ir.CommitGroup: _Run.commit,
          ir.PlanWait: _Run.wait, ir.WaitGroups: _Run.wait_groups}
+
+
+def _union(exits: list[list[_Access]]) -> list[_Access]:
+    """The accesses pending at any of the exits, each once."""
+    seen: dict[tuple, _Access] = {}
+    for pending in exits:
+        for a in pending:
+            seen.setdefault((a.op, a.lo, a.hi, a.write, a.group), a)
+    return list(seen.values())
 
 
 def op_reads(op) -> list[str]:

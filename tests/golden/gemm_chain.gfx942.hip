@@ -152,6 +152,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
         }
         t_acc[j] = ptc::Half16<ptc::f16>::pack(x[0], x[1]);
       }
+      ptc::syncthreads();  // every thread is done with the bytes load_D overwrites
       // load_D: D[128x64] -> D_lds
       {
         const ptc::f16* g = g_D + ((((i_n * 128) * d_L) + (i_j * 64)));

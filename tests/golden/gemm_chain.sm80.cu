@@ -180,6 +180,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         }
         t_acc[j] = ptc::Half16<__half>::pack(x[0], x[1]);
       }
+      __syncthreads();  // every thread is done with the bytes load_D overwrites
       // load_D: D[128x64] -> D_smem
       {
         const __half* g = g_D + ((((i_n * 128) * d_L) + (i_j * 64)));

@@ -294,6 +294,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 49152u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
+  __syncthreads();  // every thread is done with the bytes load_D overwrites
   // load_D: D[1x1] -> D_smem
   {
     const float* g = g_D + (i_h);

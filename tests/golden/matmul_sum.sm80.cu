@@ -157,6 +157,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       }
     }
   }
+  __syncthreads();  // Reduce of simt_S reads what other threads wrote
   // %S = sum over axis 1  (simt_S)
   #pragma unroll
   for (int sk = 0; sk < L_acc_c::SLOTS0; ++sk) {
