@@ -207,3 +207,20 @@ kernel w(X: f16[M, N]) -> (S: f32[M]) {
     x = low.layout(homes["x"].layout)
     for name in ("%r1", "ss"):
         assert low.layout(homes[name].layout).same_map(x.slice(1)), name
+
+
+def test_a_named_mask_is_computed_where_the_reduction_reads_it(tmp_path):
+    """`valid = index(n)[None, :] < N - 10` read by `rowmax(where(valid, x, -inf))`: the
+    [1, BN] mask had no layout (no plan fitted, issue 20); it takes the reduction's layout
+    collapsed along the rows, so nothing converts it."""
+    path = tmp_path / "m.pt"
+    path.write_text((Path(__file__).resolve().parent / "generated" /
+                     "issue20-named-mask.pt").read_text())
+    shapes = {"M": 40, "N": 100}
+    k = check_file(path, shapes).kernels[0]
+    (low,), *_ = lowered(k, "sm80", shapes=shapes)
+    homes = dict(low.values)
+    (reduce,) = [op for op in ir.walk(low.body) if isinstance(op, ir.Reduce)]
+    source = low.layout(reduce.source_layout)
+    assert low.layout(homes["valid"].layout).same_map(source.collapsed(0))
+    assert not any(isinstance(op, (ir.SpillTile, ir.FillTile)) for op in ir.walk(low.body))

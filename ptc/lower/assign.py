@@ -31,7 +31,7 @@ from typing import Mapping
 
 from ..sema import typed as T
 from .atoms import Tiling, tilings  # noqa: F401 (re-exported)
-from .layout import Layout, blocked, digits, scalar
+from .layout import Layout, blocked, digits, read_layout, scalar
 from .program import Stmt, mma_parts
 
 
@@ -150,8 +150,7 @@ class Solution:
     shared: frozenset[str]              # values that stay in shared memory (loaded tiles)
     conversions: tuple[tuple[int, str], ...]  # (statement position, value) read in another layout
     defaults: tuple[str, ...]           # values nothing decided (blocked layouts)
-    # reductions of values that are not in registers (loaded tiles): the layout their
-    # operand is read in, by the reduction's name
+    # every reduction's operand: the layout it is computed in, by the reduction's name
     reduce_sources: Mapping[str, Layout]
 
 
@@ -180,14 +179,14 @@ class _Solver:
         self.slice_of: dict[str, tuple[Layout, int]] = {}   # reduction -> (source, axis)
         self.shapes: dict[str, tuple[int, ...]] = {}
         self.reduced: set[str] = set()      # values a reduction computes
-        self.reduced_from: set[str] = set()  # values a reduction reads directly
+        self.reduced_from: set[str] = set()  # values a reduction reads element for element
         for s in self.stmts:
             if isinstance(s.stmt, T.Let):
                 self.shapes[s.stmt.name] = self.of(s.stmt.value).shape
-                if isinstance(s.stmt.value, T.Reduce):
-                    self.reduced.add(s.stmt.name)
-                    self.reduced_from.update(r for r, d in self.of(s.stmt.value.arg).direct
-                                             if d)
+        for s in self.stmts:
+            if isinstance(s.stmt, T.Let) and isinstance(s.stmt.value, T.Reduce):
+                self.reduced.add(s.stmt.name)
+                self.reduced_from.update(self.full_reads(s.stmt.value))
 
     def is_register(self, name: str) -> bool:
         return name not in self.shared
@@ -218,22 +217,43 @@ class _Solver:
                 if name is not None and not transposed:
                     self.put(name, lay)
 
+    def full_reads(self, value: T.Reduce) -> list[str]:
+        """The register values a reduction's operand reads element for element: of its
+        shape, not broadcast."""
+        arg = self.of(value.arg)
+        return [r for r, direct in arg.direct
+                if direct and self.is_register(r) and self.shapes.get(r) == arg.shape]
+
     def reduce_source(self, e: T.Reduce) -> Layout | None:
-        """The layout a reduction's operand is computed in."""
-        arg = self.of(e.arg)
-        for name, direct in arg.direct:
-            if direct and name in self.layout and self.shapes.get(name) == arg.shape:
+        """The layout a reduction's operand is computed in: that of a value it reads
+        element for element."""
+        for name in self.full_reads(e):
+            if name in self.layout:
                 return self.layout[name]
         return None
 
     def reads_no_register_tile(self, value: T.Reduce) -> bool:
-        return not any(d and self.is_register(r) and r in self.shapes
-                       for r, d in self.of(value.arg).direct)
+        return not self.full_reads(value)
 
     def broadcast_reads(self, value: T.Reduce):
-        """(register value, axes it is broadcast along) the reduction's operand reads."""
-        return [(r, axes) for r, axes in self.of(value.arg).expanded
-                if axes and self.is_register(r) and r in self.shapes]
+        """(register value, axes it is broadcast along) the reduction's operand reads:
+        under an expand, or narrower than the operand (a lower rank, extents of 1)."""
+        arg = self.of(value.arg)
+        return [(r, axes) for r, axes in arg.expanded
+                if self.is_register(r) and r in self.shapes
+                and (axes or self.shapes[r] != arg.shape)]
+
+    def pull_broadcasts(self, target: Layout, shape: tuple[int, ...], reads) -> bool:
+        """Values a statement computing in `target` reads broadcast, that nothing placed
+        yet, take the layout it reads them in (no conversion); a reduction's result keeps
+        the slice of its operand's layout, and its reader converts it instead."""
+        changed = False
+        for r, axes in reads:
+            if not self.is_register(r) or r in self.layout or r not in self.shapes \
+                    or r in self.reduced:
+                continue
+            changed |= self.put(r, read_layout(target, shape, axes, self.shapes[r]))
+        return changed
 
     def new_source(self, name: str, value: T.Reduce) -> Layout:
         """The layout a reduction of loaded tiles computes its operand in: the one its
@@ -249,12 +269,14 @@ class _Solver:
         if src is None:
             src = blocked(arg_shape, self.warps, self.warp_size, 4,
                           name=f"blocked_{'x'.join(map(str, arg_shape))}")
-        self.reduce_sources[name] = src
         return src
 
     def put_reduction(self, name: str, value: T.Reduce, src: Layout) -> bool:
         self.slice_of[name] = (src, value.axis)
-        return self.put(name, src.slice(value.axis, f"{src.name}_s{value.axis}"))
+        self.reduce_sources[name] = src
+        changed = self.put(name, src.slice(value.axis, f"{src.name}_s{value.axis}"))
+        return self.pull_broadcasts(src, self.of(value.arg).shape,
+                                    self.broadcast_reads(value)) or changed
 
     def step(self) -> bool:
         changed = False
@@ -266,11 +288,15 @@ class _Solver:
                 continue
             shape = self.shapes[name]
             if isinstance(value, T.Reduce):
-                src = self.reduce_source(value) or self.reduce_sources.get(name)
+                if name in self.reduce_sources:
+                    continue
+                src = self.reduce_source(value)
                 if src is None and self.reads_no_register_tile(value):
                     # it reads loaded tiles, scalars and broadcasts only: compute it in the
-                    # layout its broadcasts are slices of, else in a blocked layout
-                    if all(r in self.layout for r, _ in self.broadcast_reads(value)):
+                    # layout the reductions it reads broadcast are slices of, else in a
+                    # blocked layout (its other broadcast operands then follow it)
+                    if all(r in self.layout for r, _ in self.broadcast_reads(value)
+                           if r in self.reduced):
                         src = self.new_source(name, value)
                 if src is not None:
                     changed |= self.put_reduction(name, value, src)
@@ -281,19 +307,8 @@ class _Solver:
                         changed |= self.put(name, self.layout[r])
                         break
             if name in self.layout:
-                mine = self.layout[name]
-                for r, axes in self.of(value).expanded:
-                    if not self.is_register(r) or r in self.layout or r not in self.shapes:
-                        continue
-                    if r in self.reduced:
-                        # a reduction's result is the slice of its operand's layout, never
-                        # what a reader would like: that reader converts it instead
-                        continue
-                    lay = mine
-                    for axis in sorted(axes, reverse=True):
-                        lay = lay.slice(axis, f"{lay.name}_s{axis}")
-                    if self.shapes[r] == tuple(x for i, x in enumerate(shape) if i not in axes):
-                        changed |= self.put(r, lay)
+                changed |= self.pull_broadcasts(self.layout[name], shape,
+                                                self.of(value).expanded)
         return changed
 
     def default(self) -> bool:
@@ -390,27 +405,24 @@ def solve_layouts(problem: LayoutProblem) -> Solution:
         target = layouts.get(s.stmt.name)
         value = s.stmt.value
         if isinstance(value, T.Reduce):
-            src = solver.reduce_source(value) or solver.reduce_sources.get(s.stmt.name)
+            src = solver.reduce_sources.get(s.stmt.name)
             # the reduction writes its result in the slice of the layout it reads
             assert src is None or target is None or target.same_map(src.slice(value.axis)), \
                 f"{s.stmt.name} is a reduction of {src.name} but lives in {target.name}"
-            expanded = dict(solver.of(value.arg).expanded)
-            for r, direct in solver.of(value.arg).direct:
+            arg = solver.of(value.arg)
+            expanded = dict(arg.expanded)
+            for r, direct in arg.direct:
                 if r not in layouts:
                     continue
-                want = src
-                for axis in sorted(expanded.get(r, ()), reverse=True):
-                    want = want.slice(axis) if want is not None else None
-                if want is None or r not in expanded or not layouts[r].same_map(want):
+                if src is None or r not in expanded or not layouts[r].same_map(
+                        read_layout(src, arg.shape, expanded[r], solver.shapes[r])):
                     conversions.append((s.position, r))
             continue
+        shape = solver.of(value).shape
         for r, axes in solver.of(value).expanded:
             if r not in layouts or target is None:
                 continue
-            want = target
-            for axis in sorted(axes, reverse=True):
-                want = want.slice(axis)
-            if not layouts[r].same_map(want):
+            if not layouts[r].same_map(read_layout(target, shape, axes, solver.shapes[r])):
                 conversions.append((s.position, r))
         for r in solver.of(value).transposed:
             if r in layouts:

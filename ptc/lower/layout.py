@@ -191,6 +191,26 @@ class Layout:
                 f"warps {ds(self.warps)}")
 
 
+def read_layout(target: Layout, stmt_shape: tuple[int, ...], axes: tuple[int, ...],
+                shape: tuple[int, ...]) -> Layout:
+    """The layout in which a statement of `stmt_shape` computing in `target` reads a value
+    of `shape` that it broadcasts along `axes` (its expands): sliced along each of those
+    axes, then along the leading ones where the value has a lower rank (NumPy aligns on
+    the right), then collapsed along each axis where the value has extent 1 and the
+    statement more (every thread needs the value at its other coordinates)."""
+    want = target
+    for axis in sorted(axes, reverse=True):
+        want = want.slice(axis, f"{want.name}_s{axis}")
+    outer = [x for i, x in enumerate(stmt_shape) if i not in axes]
+    while want.rank > len(shape):
+        want = want.slice(0, f"{want.name}_s0")
+        outer = outer[1:]
+    for axis, extent in enumerate(shape):
+        if extent == 1 and outer[axis] != 1:
+            want = want.collapsed(axis, f"{want.name}_b{axis}")
+    return want
+
+
 # ---- memoized: layout assignment slices and compares the same layouts for every tiling ----
 @functools.lru_cache(maxsize=4096)
 def sliced(layout: Layout, axis: int, name: str | None = None) -> Layout:

@@ -35,7 +35,7 @@ from .arith import base2_exponentials
 from .assign import (LayoutProblem, Tiling, assign_layouts, layout_problem,
                      reads_with_expands, register_words, tiling_layouts, tilings)
 from .atoms import atoms_for, mma_atom
-from .layout import Layout
+from .layout import Layout, read_layout
 from .program import Stmt, flatten, mma_parts, reads
 from .swizzle import ALIGN, scratch_pad, smem_layout, transposed_layout
 from .tiles import TileError, divisible, extent_value, global_tile
@@ -517,16 +517,7 @@ class Builder:
                 home = self.values.get(r)
                 if not isinstance(home, ir.RegTile):
                     continue
-                want = target
-                for axis in sorted(axes, reverse=True):
-                    want = want.slice(axis, f"{want.name}_s{axis}")
-                while want.rank > len(home.shape):   # a lower rank aligns on the right
-                    want = want.slice(0, f"{want.name}_s0")
-                # a value of extent 1 where the statement is wider is broadcast along
-                # that axis (NumPy's rule): every thread needs it at its other coordinates
-                for axis, extent in enumerate(home.shape):
-                    if extent == 1 and want.shape[axis] > 1:
-                        want = want.collapsed(axis, f"{want.name}_b{axis}")
+                want = read_layout(target, self.low.shape(expr), axes, home.shape)
                 if not self.layouts[home.layout].same_map(want):
                     wanted.append((r, want, False))
         ops: list = []
@@ -586,14 +577,10 @@ class Builder:
             return T.Var(self.renames[e.name], e.type)
         return T.map_children(e, self.renamed)
 
-    def reduce_layout(self, value: T.Reduce, name: str = "") -> Layout | None:
-        if name in self.low.solution.reduce_sources:
-            return self.low.solution.reduce_sources[name]
-        for v in reads(value.arg):
-            home = self.values.get(v)
-            if isinstance(home, ir.RegTile) and len(home.shape) == value.arg.type.rank:
-                return self.layouts[home.layout]
-        return None
+    def reduce_layout(self, value: T.Reduce, name: str) -> Layout | None:
+        """The layout the reduction `name` computes its operand in (layout assignment
+        decided it)."""
+        return self.low.solution.reduce_sources.get(name)
 
     def compute(self, s: Stmt) -> ir.Compute:
         name = s.stmt.name
