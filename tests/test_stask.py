@@ -53,6 +53,31 @@ def test_flash_attention_fuses_the_softmax_into_one_simt_task():
     assert g.task("mma_s").work.mma_flops == 2 * 128 * 64 * 128
 
 
+def test_fusion_never_moves_a_statement_above_what_it_reads(tmp_path):
+    """`x`, `dy = load(dY) ..`, `r = f(x)`: r joins x (it reads x), then dy's group (they
+    are adjacent); that join put dy at x's place, above the load of dY it reads, and left
+    the load with no edge (issue 20: RMSNorm backward's dgamma had no plan)."""
+    path = tmp_path / "d.pt"
+    path.write_text("""
+kernel d(X: f32[M, N], dY: f32[M, N]) -> (dG: f32[N]) {
+  dims M = 64, N = 64
+  tile BM = 16
+  parallel i: BM of M {
+    x = load(X[i, :]) * 1.0
+    dy = load(dY[i, :]) * 1.0
+    r = rsqrt(rowsum(x * x) / N + 1e-5)
+    atomic_add(dG[:], sum(dy * x * r[:, None], axis=0))
+  }
+}
+""")
+    (g,) = build_graphs(check_file(path).kernels[0])
+    order = [t.name for t in g.tasks]
+    for e in g.edges:
+        assert order.index(e.src) < order.index(e.dst), e
+    (dy,) = [t for t in g.tasks if "dy" in t.defines]
+    assert ("load_dY", dy.name, "%dY", 0) in edges(g)
+
+
 def test_nested_loops_keep_their_regions():
     g = graph("gemm_chain")
     assert {r.name for r in g.loop_regions()} == {"n", "k"}

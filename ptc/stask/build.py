@@ -226,12 +226,14 @@ def fuse_simt(stmts: list) -> list[list[int]]:
     owner = list(range(len(stmts)))
 
     def can_join(g: list[int], h: list[int]) -> bool:
-        # moving h's statements up to g's position must not cross a dependence
-        first = g[0]
-        moved = set(h)
-        for j in h:
+        # the joined task runs where its first statement is: moving every other statement
+        # of it up there must not cross a dependence (either group may come first: a
+        # later group can hold an earlier statement, fused in by a dependence)
+        merged = set(g) | set(h)
+        first = min(merged)
+        for j in merged:
             for x in range(first + 1, j):
-                if x in moved or owner[x] == owner[g[0]]:
+                if x in merged:
                     continue
                 sx, sj = stmts[x], stmts[j]
                 if (reads(sx) & writes(sj) or writes(sx) & (reads(sj) | writes(sj))):
