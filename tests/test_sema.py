@@ -366,9 +366,9 @@ def test_nested_loops_carry_outer_variables_through_both():
           parallel i: BM of M {
             acc = zeros(f32[BM])
             for n: BN of N {
-              t = zeros(f32[BM, BN])
+              t = zeros(f32[BM, BK])
               for k: BK of K {
-                t += sum(load(X[i, n, k]), axis=2)
+                t += load(X[i, n * BN, k])
                 acc += rowsum(t)
               }
             }

@@ -11,6 +11,8 @@ what they share.
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from .. import ast
 from ..diagnostics import Collector, Diagnostic, FlagError, Span
 from . import typed as T
@@ -75,7 +77,10 @@ class KernelChecker(SignatureChecker, StmtChecker, ExprChecker, CallChecker, Ind
         self.expired: dict[str, Span] = {}   # names local to a finished block -> block span
         self.expired_indices: set[str] = set()   # the indices among them
         self.written: set[str] = set()
-        self.assigned_anywhere = _assigned_names(kernel.body)
+        self.assignment_counts = _assignment_counts(kernel.body)
+        self.assigned_anywhere = set(self.assignment_counts)
+        self.index_values: dict[str, T.TExpr] = {}   # variables an index may read
+        self.not_index_values: dict[str, T.TExpr] = {}  # other scalars: what computes them
         self.store_targets = _store_targets(kernel.body)
         self.errors_before = len(collector.diagnostics)
 
@@ -148,14 +153,15 @@ class KernelChecker(SignatureChecker, StmtChecker, ExprChecker, CallChecker, Ind
         raise Abandon()
 
 
-def _assigned_names(stmts) -> set[str]:
-    names: set[str] = set()
+def _assignment_counts(stmts, counts: Counter | None = None) -> Counter:
+    """How many assignments (`=`, `+=`, ...) write each name, anywhere in the kernel."""
+    counts = Counter() if counts is None else counts
     for s in stmts:
         if isinstance(s, ast.Assign):
-            names.add(s.name)
+            counts[s.name] += 1
         elif isinstance(s, (ast.Parallel, ast.For)):
-            names |= _assigned_names(s.body)
-    return names
+            _assignment_counts(s.body, counts)
+    return counts
 
 
 def _store_targets(stmts) -> set[str]:

@@ -11,11 +11,22 @@ from . import typed as T
 from .shapes import broadcast_shapes, same_extent
 from .support import Abandon, V, source_text, suggest
 
+# the register layouts of the back ends (ptc.lower.layout) are 1-D and 2-D
+MAX_TILE_RANK = 2
+
 
 class ExprChecker:
     """The expression part of KernelChecker (mixed into it; uses its state)."""
 
     def expr(self, e: ast.Expr) -> V:
+        v = self._expr(e)
+        if v.type.rank > MAX_TILE_RANK:
+            self.fail(f"a tile has at most {MAX_TILE_RANK} axes; this one is {v.type}", e.span,
+                      "select one element of the other dims (a single index, `b of B`, or "
+                      "an integer) or walk their tiles with a `for` loop")
+        return v
+
+    def _expr(self, e: ast.Expr) -> V:
         if isinstance(e, ast.IntLit):
             return V(T.Const(e.value, T.TileType("i32")), weak=True, span=e.span)
         if isinstance(e, ast.FloatLit):

@@ -68,9 +68,47 @@ class IndexChecker:
                     items.append(T.Point(T.Scalar(axis.var, "index", T.TileType("i32"))))
                 continue
             v = self.expr(item)
-            self._require_int_scalar(v, item.span, "a tensor index")
-            items.append(T.Point(self._as_dtype(v, "i32").expr))
+            items.append(T.Point(self._index_scalar(v, item.span, "a tensor index")))
         return tensor, tuple(items), tuple(shape)
+
+    def _index_scalar(self, v: V, span: Span, what: str) -> T.TExpr:
+        """An i32 scalar that indexes a tensor or bounds a loop, as every back end computes
+        it: before any tile is loaded, from tile indices, dims, tile sizes, scalar
+        parameters and integers. A variable bound once to such an expression stands for
+        it (and is replaced by it); anything read from memory or computed from tiles is
+        an error here, not a kernel that does not build."""
+        self._require_int_scalar(v, span, what)
+        e = inline_index_vars(self._as_dtype(v, "i32").expr, self.index_values)
+        bad = first_non_index(e)
+        if isinstance(bad, T.Var) and isinstance(self.not_index_values.get(bad.name), T.Load):
+            bad = self.not_index_values[bad.name]        # `row = load(ids[t])`: a gather too
+        if isinstance(bad, T.Load):
+            self.fail(f"{what} cannot be read from tensor {bad.tensor} (a gather)", span,
+                      "ptc does not gather yet: build the index from tile indices, dims, "
+                      "tile sizes, scalar parameters and integers")
+        if isinstance(bad, T.Var):
+            why = ("is assigned more than once" if self.assignment_counts[bad.name] > 1
+                   else "is computed from tiles")
+            self.fail(f"{what} cannot depend on {bad.name!r}: it {why}", span,
+                      "an index is known before any tile is loaded: build it from tile "
+                      "indices, dims, tile sizes, scalar parameters and integers, or from a "
+                      "variable assigned once to such an expression")
+        if bad is not None:
+            self.fail(f"{what} must be computed from tile indices, dims, tile sizes, scalar "
+                      "parameters and integers", span)
+        return e
+
+    def _note_index_value(self, name: str, value: T.TExpr) -> None:
+        """Remember a variable assigned once in the kernel, to an index expression: an
+        index may read it (`_index_scalar`)."""
+        if self.assignment_counts.get(name) != 1 or value.type.rank != 0:
+            return
+        value = inline_index_vars(value, self.index_values)
+        bad = first_non_index(value)
+        if bad is None:
+            self.index_values[name] = value
+        else:
+            self.not_index_values[name] = bad
 
     def _require_int_scalar(self, v: V, span: Span, what: str) -> None:
         if v.type.rank != 0 or v.type.dtype != "i32":
@@ -81,3 +119,20 @@ class IndexChecker:
                 hint = ("tile indices, dims, tile sizes and integers combine with + - * // %; "
                         "or convert with `as i32`")
             self.fail(f"{what} must be an i32 scalar, not {v.type}", span, hint)
+
+
+def inline_index_vars(e: T.TExpr, values: dict[str, T.TExpr]) -> T.TExpr:
+    """e with every variable of `values` replaced by the expression it stands for."""
+    if isinstance(e, T.Var) and e.name in values:
+        return values[e.name]
+    return T.map_children(e, lambda c: inline_index_vars(c, values))
+
+
+def first_non_index(e: T.TExpr) -> T.TExpr | None:
+    """The first part of a scalar expression that is not computed from kernel-level
+    scalars and constants alone (None: all of it is)."""
+    if isinstance(e, (T.Scalar, T.Const)):
+        return None
+    if isinstance(e, (T.Elementwise, T.Convert)) and e.type.rank == 0:
+        return next((b for b in map(first_non_index, T.children(e)) if b is not None), None)
+    return e

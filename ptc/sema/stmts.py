@@ -87,9 +87,8 @@ class StmtChecker:
         until = None
         if stmt.until is not None:
             try:
-                v = self.expr(stmt.until)
-                self._require_int_scalar(v, stmt.until.span, "an `until` bound")
-                until = self._as_dtype(v, "i32").expr
+                until = self._index_scalar(self.expr(stmt.until), stmt.until.span,
+                                           "an `until` bound")
             except Abandon:
                 pass
         axis = self._axis(stmt.axis)
@@ -179,6 +178,7 @@ class StmtChecker:
                 value = V(value.expr)
             self.scopes[-1].vars[s.name] = value.type
             self.poisoned.discard(s.name)
+            self._note_index_value(s.name, value.expr)
             return T.Let(s.name, value.expr, s.span)
         depth, old = found
         if value.weak:
