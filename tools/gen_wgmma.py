@@ -1,12 +1,17 @@
 """Writes ptc/templates/cuda/wgmma_instructions.cuh: the inline-PTX wrappers of
-wgmma.mma_async m64nNk16 (f16/bf16 in, f32 accumulate) for the N ptc issues, with A from
-shared memory (SS) or registers (RS). An asm statement names each accumulator register, so
-every N needs its own operand list; this script spells them out (run it after changing
-N_VALUES: `python tools/gen_wgmma.py`).
+wgmma.mma_async m64nNk16 (f16/bf16 in, f32 accumulate) for every N the PTX ISA allows with
+f16/bf16 inputs (8 to 256 in steps of 8: the N the lowering may choose, atoms.why_no_wgmma),
+with A from shared memory (SS) or registers (RS), and `Wgmma<N>`, which wgmma.cuh issues
+them through. An asm statement names each accumulator register, so every N needs its own
+operand list; this script spells them out (`python tools/gen_wgmma.py`).
+
+Issue 20's coverage (ptc.coverage) found the lowering issuing N = 24, 40, ... (a tile of
+24 columns) where the header had wrappers for 8, 16, 32, 64, 96, 128, 192 and 256 only: the
+emulator ran them, nvcc stopped at a static_assert.
 """
 from pathlib import Path
 
-N_VALUES = (8, 16, 32, 64, 96, 128, 192, 256)
+N_VALUES = tuple(range(8, 257, 8))
 OUT = Path(__file__).resolve().parent.parent / "ptc" / "templates" / "cuda" / "wgmma_instructions.cuh"
 
 
@@ -64,7 +69,22 @@ def main() -> None:
         parts.append("")
         parts.append(wrapper(n, rs=True))
         parts.append("")
-    parts += ["}  // namespace ptx", "}  // namespace ptc", ""]
+    parts += ["// Wgmma<N>::ss / ::rs: the wrappers of one N (an N without them does not compile)",
+              "template <int N> struct Wgmma;"]
+    for n in N_VALUES:
+        parts += [f"template <> struct Wgmma<{n}> {{",
+                  "  template <bool BF16, int TRANS_A, int TRANS_B>",
+                  "  static __device__ __forceinline__ void ss(float* d, uint64_t desc_a, "
+                  "uint64_t desc_b, int scale_d) {",
+                  f"    wgmma_ss_n{n}<BF16, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);",
+                  "  }",
+                  "  template <bool BF16, int TRANS_B>",
+                  "  static __device__ __forceinline__ void rs(float* d, const uint32_t* a, "
+                  "uint64_t desc_b, int scale_d) {",
+                  f"    wgmma_rs_n{n}<BF16, TRANS_B>(d, a, desc_b, scale_d);",
+                  "  }",
+                  "};"]
+    parts += ["", "}  // namespace ptx", "}  // namespace ptc", ""]
     OUT.write_text("\n".join(parts))
 
 

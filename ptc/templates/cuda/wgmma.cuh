@@ -131,15 +131,7 @@ __device__ __forceinline__ void wgmma_ss(float* d, uint64_t desc_a, uint64_t des
 #ifdef PTC_EMULATE
   ::ptc::emu::wgmma_issue<N, BF16>(d, nullptr, desc_a, desc_b, scale_d, TRANS_A, TRANS_B);
 #else
-  if constexpr (N == 8) ptx::wgmma_ss_n8<BF16, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
-  else if constexpr (N == 16) ptx::wgmma_ss_n16<BF16, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
-  else if constexpr (N == 32) ptx::wgmma_ss_n32<BF16, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
-  else if constexpr (N == 64) ptx::wgmma_ss_n64<BF16, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
-  else if constexpr (N == 96) ptx::wgmma_ss_n96<BF16, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
-  else if constexpr (N == 128) ptx::wgmma_ss_n128<BF16, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
-  else if constexpr (N == 192) ptx::wgmma_ss_n192<BF16, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
-  else if constexpr (N == 256) ptx::wgmma_ss_n256<BF16, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
-  else static_assert(N == 0, "wgmma_instructions.cuh has no wrapper for this N");
+  ptx::Wgmma<N>::template ss<BF16, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
 #endif
 }
 
@@ -150,15 +142,7 @@ __device__ __forceinline__ void wgmma_rs(float* d, const uint32_t* a, uint64_t d
 #ifdef PTC_EMULATE
   ::ptc::emu::wgmma_issue<N, BF16>(d, a, 0, desc_b, scale_d, 0, TRANS_B);
 #else
-  if constexpr (N == 8) ptx::wgmma_rs_n8<BF16, TRANS_B>(d, a, desc_b, scale_d);
-  else if constexpr (N == 16) ptx::wgmma_rs_n16<BF16, TRANS_B>(d, a, desc_b, scale_d);
-  else if constexpr (N == 32) ptx::wgmma_rs_n32<BF16, TRANS_B>(d, a, desc_b, scale_d);
-  else if constexpr (N == 64) ptx::wgmma_rs_n64<BF16, TRANS_B>(d, a, desc_b, scale_d);
-  else if constexpr (N == 96) ptx::wgmma_rs_n96<BF16, TRANS_B>(d, a, desc_b, scale_d);
-  else if constexpr (N == 128) ptx::wgmma_rs_n128<BF16, TRANS_B>(d, a, desc_b, scale_d);
-  else if constexpr (N == 192) ptx::wgmma_rs_n192<BF16, TRANS_B>(d, a, desc_b, scale_d);
-  else if constexpr (N == 256) ptx::wgmma_rs_n256<BF16, TRANS_B>(d, a, desc_b, scale_d);
-  else static_assert(N == 0, "wgmma_instructions.cuh has no wrapper for this N");
+  ptx::Wgmma<N>::template rs<BF16, TRANS_B>(d, a, desc_b, scale_d);
 #endif
 }
 
