@@ -74,15 +74,20 @@ __device__ __forceinline__ void copy_tile_async(uint32_t smem, const T* g, int r
 
 // The same copy with every thread's offsets computed once, before the loop that repeats
 // it: a thread's chunks are rows r0, r0 + RSTEP, ... of one column c0 (THREADS is a
-// multiple of the chunks per row), and when RSTEP is a multiple of 8 rows the swizzle
-// pattern repeats, so chunk i is at a fixed stride from chunk 0 in both memories.
+// multiple of the chunks per row), and when RSTEP is a multiple of the rows over which
+// the swizzle pattern repeats -- 8 lines: 8 rows of whole 128-byte lines, 1024 bytes of
+// shorter rows (16 rows of 64 bytes, 32 of 32) -- chunk i is at a fixed stride from chunk 0
+// in both memories. (Issue 20's coverage: with 4-byte copies by 4 warps, RSTEP is 8 rows
+// of 64 bytes, half the pattern, and 8 rows was taken for the period.)
 template <typename T, int ROWS, int COLS, int VEC, int THREADS, int ROW_BYTES, bool SWIZZLE>
 struct TileCopy {
   static constexpr int PER_ROW = COLS / VEC;
   static constexpr int CHUNKS = ROWS * PER_ROW;
   static constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
   static constexpr int RSTEP = THREADS / PER_ROW;
-  static constexpr bool REGULAR = THREADS % PER_ROW == 0 && (RSTEP % 8 == 0 || ITERS == 1 || !SWIZZLE);
+  static constexpr int SWIZZLE_ROWS = ROW_BYTES >= 128 ? 8 : 1024 / ROW_BYTES;
+  static constexpr bool REGULAR =
+      THREADS % PER_ROW == 0 && (RSTEP % SWIZZLE_ROWS == 0 || ITERS == 1 || !SWIZZLE);
   uint32_t soff;    // shared offset of chunk 0
   int goff;         // element offset of chunk 0
   int gstep;        // element offset from one chunk to the next
