@@ -180,6 +180,34 @@ __device__ __forceinline__ float exp2_sfu(float x) {
 }
 __device__ __forceinline__ float exp_sfu(float x) { return exp2_sfu(x * 1.4426950408889634f); }
 
+// atomic_add into 16-bit outputs: HIP's atomicAdd takes 32-bit values, so a 16-bit element
+// is added by a compare-and-swap loop on the aligned 32-bit word that holds it (as CK adds
+// half_t), the sum rounded once to the element's dtype, as CUDA's 16-bit atomicAdd does.
+// In the CPU emulation a block's threads are fibers of one OS thread: a read-modify-write
+// is atomic. (Issue 20's coverage: the renderer's atomicAdd of ptc::f16 / ptc::bf16 had
+// no overload and built neither with clang nor with the emulator.)
+template <typename T>
+__device__ __forceinline__ void atomic_add16(T* p, T v) {
+#ifdef PTC_EMULATE
+  T* q = ::ptc::emu::atomic_target(p);
+  *q = from_f32<T>(f32(*q) + f32(v));
+#else
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+  unsigned* word = reinterpret_cast<unsigned*>(at & ~static_cast<uintptr_t>(3));
+  const unsigned shift = (at & 2) ? 16u : 0u;
+  unsigned old = *word, seen;
+  do {
+    seen = old;
+    const T now{static_cast<uint16_t>(seen >> shift)};
+    const unsigned sum = from_f32<T>(f32(now) + f32(v)).bits;
+    old = atomicCAS(word, seen, (seen & ~(0xffffu << shift)) | (sum << shift));
+  } while (old != seen);
+#endif
+}
+// found by argument-dependent lookup where the kernel adds a 16-bit value into an output
+__device__ __forceinline__ void atomicAdd(f16* p, f16 v) { atomic_add16(p, v); }
+__device__ __forceinline__ void atomicAdd(bf16* p, bf16 v) { atomic_add16(p, v); }
+
 // 16-bit register tiles hold two values per 32-bit register, the lower index in the low half.
 template <typename T> struct Half16;
 template <> struct Half16<f16> {
