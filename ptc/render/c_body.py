@@ -676,7 +676,12 @@ class CBodyPrinter:
         else:
             value = f"{home.name}[r]"
         if vec == 1:
-            v = f"ptc::from_f32<{ctype}>({'ptc::f32(' + value + ')'})" if ctype != "float" else f"ptc::f32({value})"
+            if home.dtype == dtype and dtype in ("i32", "bool"):
+                v = value     # as it is: through f32, an i32 past 2^24 would be rounded
+            elif ctype != "float":
+                v = f"ptc::from_f32<{ctype}>(ptc::f32({value}))"
+            else:
+                v = f"ptc::f32({value})"
             if op.atomic:
                 self.emit(f"atomicAdd({where}, {v});")
             else:
