@@ -36,6 +36,11 @@ class CudaRenderer(CSourceRenderer):
     template = "kernel.cu.j2"
     suffix = ".cu"
     printer = BodyPrinter
+    # how the IR's choices are spelled (ptc.coverage names the instruction forms by these):
+    # shared mma operands by ldmatrix(.trans) .x4 / .x2 (shared_to_register_ldmatrix.cuh);
+    # lane exchanges, by the largest xor mask each instruction serves
+    operand_reads = "ldmatrix"
+    lane_exchanges = ((16, "shfl.sync.bfly"),)
 
     def includes(self) -> tuple[str, ...]:
         return SPECIALIZED_HEADERS if any(_specialized(low) for low in self.lows) else ()

@@ -40,6 +40,11 @@ class HipRenderer(CSourceRenderer):
     template = "kernel.hip.j2"
     suffix = ".hip"
     printer = HipBodyPrinter
+    # how the IR's choices are spelled (ptc.coverage names the instruction forms by these):
+    # shared mma operands by LDS reads, 8 bytes where k is contiguous, else four 2-byte
+    # reads (mfma.h); lane exchanges by the largest xor mask each serves (cross_lane.h)
+    operand_reads = "lds"
+    lane_exchanges = ((2, "dpp.quad_perm"), (16, "ds_swizzle"), (32, "ds_bpermute"))
 
     def constants(self, low: LoweredKernel) -> list[tuple[str, int]]:
         warp = low.launch.threads // max(low.launch.warps, 1)

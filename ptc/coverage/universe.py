@@ -1,0 +1,245 @@
+"""Every instruction form a target can produce, from data: the device description (its
+features, copy units, warp size), ptc.lower.atoms (the matrix instructions and their
+dtypes; wgmma's N), the plan choices the search offers (ptc.sched.search.choices_for) and
+the target renderer's declared capabilities (styles, atoms, copy units, swapped and
+transposed operands, how it spells operand reads and lane exchanges).
+
+    table = universe(device)      # Form -> None (reachable) or why the lowering never
+                                  # produces it
+    forms = reachable(device)
+
+`UNREACHABLE` is the one place that says which combinations the lowering never produces,
+and why; every other form of the universe must be covered by a case (ptc.coverage.cases).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..lower.atoms import ATOMS, atoms_for, wgmma, why_no_wgmma
+from ..sema.dtypes import ATOMIC_DTYPES, DTYPE_BYTES, DTYPES
+from .forms import RING_STYLES, Form, exchange, form
+
+# cp.async copies 4, 8 or 16 bytes (PTX ISA cp.async; the lowering's `vector` tries them
+# widest first, global_to_shared.cuh asserts them); CDNA's staged loads the same widths
+# (global_load_dword / dwordx2 / dwordx4: global_to_shared.h's Chunk)
+COPY_BYTES = (4, 8, 16)
+# vector stores take 2, 4 or 8 elements of at most 16 bytes (Lowering.store)
+STORE_VECTORS = (2, 4, 8)
+# the swizzle spans a wgmma descriptor and a TMA box name (16: not swizzled)
+SPANS = (16, 32, 64, 128)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Forms of `instruction` whose parameters match `where` (a value, or a tuple of
+    values) are never produced, for `reason`."""
+
+    instruction: str
+    where: dict
+    reason: str
+
+    def matches(self, f: Form) -> bool:
+        if f.instruction != self.instruction:
+            return False
+        args = f.args
+        return all(args[k] in (v if isinstance(v, tuple) else (v,))
+                   for k, v in self.where.items())
+
+
+UNREACHABLE = (
+    Rule("wgmma", dict(n=tuple(range(224, 257, 8))),
+         "the plan construction refuses them: its register estimate for the consumers "
+         "(ptc.sched.construct.consumer_registers) counts the accumulator's zeros and its "
+         "store beside it, 2 x 64 x N f32 words over a warpgroup's 128 threads plus 32, "
+         "over the 255 a thread has from N = 224 on (two consumers have less each)"),
+    Rule("wgmma.operand", dict(major="K", span=16),
+         "a K-major operand's rows run along k: 16-byte rows are BK = 8 (of 16-bit "
+         "elements), and wgmma's k-step is 16 (atoms.why_no_wgmma wants k % 16 == 0)"),
+    Rule("wgmma.operand", dict(operand="a", major="MN", span=(16, 32, 64)),
+         "an MN-major A tile's rows run along m, a multiple of 64 elements (wgmma is m64): "
+         "rows of 128 bytes and more, so 128-byte panels"),
+    Rule("mma.operand", dict(atom=tuple(a.name for a in ATOMS if "tf32" in a.dtypes),
+                             source=("shared", "hoisted")),
+         "tf32 operands are `x as tf32` conversions, computed in registers: no tile in shared "
+         "memory holds tf32"),
+    Rule("lds.fragment", dict(tile="k8t", read="u16x4"),
+         "a tile is stored transposed (k8t) only when each of its readers reads its k "
+         "along the tile's rows, which the transposed storage makes contiguous "
+         "(Lowering.k_along_rows): the read is then one 8-byte read"),
+    Rule("convert", dict(vector=2, transposed=True),
+         "a conversion that transposes reads one value at a time (Lowering.conversions "
+         "takes pairs only for untransposed tiles)"),
+    Rule("tma.load", dict(layout=("tma16", "tma32", "tma64", "rows"), boxes="several"),
+         "rows of 16, 32 or 64 bytes, and dense rows (at most 256 elements), are one panel: "
+         "one box (swizzle.tma_layout)"),
+    Rule("tma.store", dict(layout=("tma16", "tma32", "tma64", "rows"), boxes="several"),
+         "rows of 16, 32 or 64 bytes, and dense rows (at most 256 elements), are one panel: "
+         "one box (swizzle.tma_layout)"),
+    Rule("wgmma.stage_b", dict(via="stmatrix"),
+         "a B operand computed in registers is given wgmma's B layout (a lane per column: "
+         "specialized.wgmma_layouts), converted there from an accumulator, and stmatrix "
+         "stores the accumulator layout only (stmatrix.stmatrix_blocks): it is staged with "
+         "st.shared"),
+    Rule("stmatrix.x4", dict(purpose="wgmma.b"),
+         "B operands are staged with st.shared (see wgmma.stage_b via=stmatrix)"),
+    Rule("tma.store", dict(layout="tma16", via="stmatrix"),
+         "stmatrix.x4 stores 16 x 16 blocks of 16-bit values: a 16-byte row is 8 columns, "
+         "half a block (stmatrix.stmatrix_blocks wants an even number of 8-column blocks)"),
+    Rule("tma.store", dict(layout="rows", via="stmatrix"),
+         "stmatrix writes 16-byte rows of the TMA layouts; a dense tile is staged by "
+         "st.shared (stmatrix.stmatrix_blocks)"),
+)
+
+
+def why_unreachable(f: Form) -> str | None:
+    return next((r.reason for r in UNREACHABLE if r.matches(f)), None)
+
+
+def universe(device) -> dict[Form, str | None]:
+    """Every form `device`'s renderer can produce: Form -> None where the lowering can
+    produce it, else why it never does. {} for a device without a renderer."""
+    from ..render import RENDERERS
+
+    renderer = RENDERERS.get(device.backend)
+    if renderer is None:
+        return {}
+    forms = sorted(set(_candidates(device, renderer)), key=_order)
+    return {f: why_unreachable(f) for f in forms}
+
+
+def _order(f: Form) -> tuple:
+    """Family, then parameters, numbers by value."""
+    return (f.instruction, tuple((0, v, "") if isinstance(v, int) and not isinstance(v, bool)
+                                 else (1, 0, str(v)) for _, v in f.params))
+
+
+def reachable(device) -> list[Form]:
+    return [f for f, why in universe(device).items() if why is None]
+
+
+def _candidates(device, renderer):
+    from ..sched.construct import Unfit, copy_unit
+    from ..sched.search import choices_for
+
+    caps = renderer.capabilities
+    t = device.name
+    res = device.resources
+    try:
+        copy_unit(device, "warp_specialized")
+        specialized = "warp_specialized" in caps.styles
+    except Unfit:
+        specialized = False
+
+    # plans: the choices the search offers that this renderer builds
+    for c in choices_for(device, True):
+        if c.style == "warp_specialized":
+            if specialized:
+                yield form(t, "plan.ws", consumers=c.consumers, pingpong=c.pingpong,
+                           overlap=c.overlap)
+        elif c.style in caps.styles and not (caps.staged_copies and c.stages > 2):
+            # (Capabilities.refuses: register-staged copies keep one in flight)
+            yield form(t, "plan", style=c.style,
+                       stages=c.stages if c.style in RING_STYLES else 1, warps=c.warps)
+
+    # matrix instructions of one warp (wave), and their operands
+    atoms = [a for a in atoms_for(device.features, caps.atoms) if a.threads == res.warp_size]
+    swaps = (False, True) if caps.swapped_operands else (False,)
+    for atom in atoms:
+        for dtype in atom.dtypes:
+            for swapped in swaps:
+                yield form(t, "mma", atom=atom.name, dtype=dtype, swapped=swapped)
+        for operand in ("a", "b"):
+            for source in ("registers", "shared", "hoisted"):
+                yield form(t, "mma.operand", atom=atom.name, operand=operand, source=source)
+    k8t = ("k8t",) if caps.transposed_operands else ()
+    if atoms:
+        yield from _operand_reads(t, renderer.operand_reads, k8t)
+
+    # copies: the per-thread copy units the renderer issues on
+    for unit in device.units_of("copy"):
+        if unit.name not in caps.copy_units or unit.name == "tma" or not unit.is_async:
+            continue
+        for nbytes in COPY_BYTES:
+            if caps.staged_copies:
+                for layout in ("row-major",) + k8t:
+                    yield form(t, "global_load.staged", bytes=nbytes, layout=layout)
+            else:
+                yield form(t, "cp.async", bytes=nbytes)
+    for layout in ("row-major",) + k8t:
+        yield form(t, "copy.elementwise", layout=layout)
+
+    # stores: an element of each dtype, or vectors of 16 bytes at most
+    widths = {DTYPE_BYTES[d] for d in DTYPES}
+    widths |= {v * DTYPE_BYTES[d] for d in ("f32", "f16") for v in STORE_VECTORS
+               if v * DTYPE_BYTES[d] <= 16}
+    for nbytes in sorted(widths):
+        yield form(t, "store", bytes=nbytes)
+    for dtype in ATOMIC_DTYPES:
+        yield form(t, "atomic_add", dtype=dtype)
+
+    # register work
+    mask = 1
+    while mask < res.warp_size:
+        yield form(t, "lane.xor", mask=mask, via=exchange(renderer, mask))
+        mask *= 2
+    yield form(t, "reduce.cross_warp")
+    for vector in (1, 2):
+        for transposed in (False, True):
+            yield form(t, "convert", vector=vector, transposed=transposed)
+    yield form(t, "simt_matmul")
+
+    if specialized:
+        yield from _specialized(device, t)
+
+
+def _operand_reads(t: str, spelling: str, k8t: tuple[str, ...]):
+    """The shared reads of mma operands, as the renderer spells them (forms._operand_reads):
+    ldmatrix addresses rows of whole 128-byte lines its own way; MFMA fragments read
+    transposed tiles too where the renderer stores them."""
+    if spelling == "ldmatrix":
+        for count in (2, 4):
+            for trans in (False, True):
+                for tile in ("xor.lines", "xor", "rows") + k8t:
+                    yield form(t, "ldmatrix", count=count, trans=trans, tile=tile)
+    else:
+        for operand in ("a", "b"):
+            for read in ("b64", "u16x4"):
+                for tile in ("xor", "rows") + k8t:
+                    yield form(t, "lds.fragment", operand=operand, read=read, tile=tile)
+
+
+def _specialized(device, t: str):
+    """The forms of warp-specialized kernels: wgmma, TMA, stmatrix, mbarriers."""
+    atom = wgmma(8)
+    widths = [n for n in range(1, 257) if why_no_wgmma(atom.dtypes[0], 64, n, 16) is None]
+    for n in widths:
+        for a in ("registers", "shared"):
+            for dtype in atom.dtypes:
+                yield form(t, "wgmma", n=n, a=a, dtype=dtype)
+    for operand in ("a", "b"):
+        for major in ("K", "MN"):
+            for span in SPANS:
+                yield form(t, "wgmma.operand", operand=operand, major=major, span=span)
+    vias = (("stmatrix",) if "stmatrix" in device.features else ()) + ("st.shared",)
+    for via in vias:
+        yield form(t, "wgmma.stage_b", via=via)
+    for pending in (0, 1):
+        yield form(t, "wgmma.wait", pending=pending)
+    layouts = tuple(f"tma{s}" for s in SPANS) + ("rows",)
+    for layout in layouts:
+        for boxes in ("one", "several"):
+            yield form(t, "tma.load", layout=layout, boxes=boxes)
+            for via in vias:
+                yield form(t, "tma.store", layout=layout, boxes=boxes, via=via)
+    for layout in ("tma", "rows"):
+        yield form(t, "tma.load.elementwise", layout=layout)
+    for nbytes in sorted({DTYPE_BYTES[d] for d in DTYPES if DTYPE_BYTES[d] >= 4}):
+        yield form(t, "producer.cp_async", bytes=nbytes)
+    if "stmatrix" in device.features:
+        for purpose in ("tma.store", "wgmma.b"):
+            yield form(t, "stmatrix.x4", purpose=purpose)
+    for by in ("warpgroup", "warp", "lagged"):
+        yield form(t, "mbarrier.release", by=by)
+
+
+__all__ = ["universe", "reachable", "UNREACHABLE", "Rule", "why_unreachable"]
