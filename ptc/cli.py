@@ -2,8 +2,8 @@
 
 This module holds `check` and `run` and gathers the other commands: compile, devices and
 explain (ptc.cli_schedule), build and bench (ptc.cli_build), tune and calibrate
-(ptc.cli_tune), all on the one command group of ptc.cli_common, which also documents the
-exit statuses.
+(ptc.cli_tune), coverage (ptc.cli_coverage), all on the one command group of
+ptc.cli_common, which also documents the exit statuses.
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from typing import Mapping
 
 import click
 
-from . import cli_build, cli_schedule, cli_tune  # noqa: F401  (they register their commands)
+# the other modules register their commands on the group
+from . import cli_build, cli_coverage, cli_schedule, cli_tune  # noqa: F401
 from . import driver
 from .cli_common import Assignments, check_source  # noqa: F401  (re-exported)
 from .cli_common import (Reported, checked, cli, fail, report, reported, save_atomic,

@@ -1,8 +1,8 @@
 """What the `ptc` commands share: the command group itself (its error handling and exit
 statuses), the NAME=INT, target and kernel options, reading and checking a file with its
 errors shown, and writing files atomically. The commands live in ptc.cli (check, run),
-ptc.cli_schedule (compile, devices, explain) and ptc.cli_build (build, bench); ptc.cli
-gathers them.
+ptc.cli_schedule (compile, devices, explain), ptc.cli_build (build, bench), ptc.cli_tune
+(tune, calibrate) and ptc.cli_coverage (coverage); ptc.cli gathers them.
 
 Exit status: 0 ok; 1 an error in the user's program or data (rendered by `ptc.report`);
 2 a usage error (click); 3 an internal error (a bug in ptc: never a traceback unless

@@ -15,11 +15,14 @@ none it calls unreachable. The cxx ones build and run it, one target per test.
 """
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 
 import pytest
+from click.testing import CliRunner
 
+from ptc.cli import cli
 from ptc.coverage import forms_of, universe
 from ptc.coverage.cases import (CATALOGUE, ROOT, case, coverage, lowered, lowered_result,
                                 run_case, uncovered, MS3)
@@ -131,6 +134,38 @@ def test_a_form_takes_exactly_the_parameters_of_its_family():
         "wgmma n=8 a=shared dtype=f16"
     with pytest.raises(ValueError, match="takes n, a, dtype"):
         form("sm90", "wgmma", n=8)
+
+
+# ---- the command ------------------------------------------------------------------------
+def test_ptc_coverage_lower_only_prints_the_table_as_json():
+    result = CliRunner().invoke(cli, ["coverage", "--lower-only", "--json", "-t", "sm80"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["lower_only"] is True
+    summary = data["targets"]["sm80"]
+    assert summary["reachable"] == summary["covered"] > 0 and summary["unreachable"] > 0
+    forms = {(f["instruction"], tuple(sorted(f["params"].items()))): f for f in data["forms"]}
+    ldmatrix = forms[("ldmatrix", (("count", 2), ("tile", "rows"), ("trans", False)))]
+    assert ldmatrix["status"] == "lowered" and ldmatrix["cases"]
+    assert all(c["target"] == "sm80" for c in data["cases"])
+
+
+def test_ptc_coverage_names_a_form_no_case_covers_and_exits_1(monkeypatch):
+    import ptc.coverage.cases as cases
+
+    monkeypatch.setattr(cases, "CATALOGUE",
+                        tuple(c for c in CATALOGUE if c.target == "sm80"
+                              and not c.name.startswith("atomics.")))
+    result = CliRunner().invoke(cli, ["coverage", "--lower-only", "-t", "sm80", "--missing"])
+    assert result.exit_code == 1
+    assert "atomic_add dtype=i32" in result.stdout
+    assert "covered by no case that lowers" in result.stderr
+
+
+def test_ptc_coverage_refuses_a_target_without_a_renderer():
+    result = CliRunner().invoke(cli, ["coverage", "-t", "h100"])
+    assert result.exit_code == 2
+    assert "not a target with a renderer" in result.output
 
 
 # ---- the emulated catalogue ---------------------------------------------------------------
