@@ -121,7 +121,8 @@ class Result:
 class Built:
     kernel: object
     device: object
-    lows: tuple
+    lows: tuple          # per grid: the lowered kernel
+    plans: tuple         # per grid: the plan as built (its launch from the lowering)
     source: str
 
 
@@ -150,7 +151,7 @@ def lowered(c: Case) -> Built:
         plan = construct(graph, device, choice)
         plans.append(built_plan(plan, graph, device))   # refused as the search would
         lows.append(lower(plan, graph, device, capabilities(device)))
-    return Built(kernel, device, tuple(lows), render(lows, kernel, plans, device))
+    return Built(kernel, device, tuple(lows), tuple(plans), render(lows, kernel, plans, device))
 
 
 def inputs_of(c: Case, kernel, dims: Mapping[str, int], seed: int = 1) -> dict:
