@@ -35,7 +35,7 @@ def build(seed: int, target: str, folder: str):
     from ptc.fuzz.generate import generate
 
     program = generate(seed)
-    path = Path(folder) / f"gen{seed}.pt"
+    path = Path(folder) / f"gen{seed}-{target}.pt"    # one per build: they run at once
     path.write_text(program.text)
     try:
         kernel = R.compile(path, target, shapes=program.shape_dict,
