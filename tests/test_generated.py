@@ -59,3 +59,22 @@ def test_the_generator_is_deterministic_and_checks():
         program = generate(seed)
         assert generate(seed).text == program.text
         typed_kernel(program)         # every generated program checks
+
+
+def test_the_interpreter_runs_at_the_tiles_the_kernel_was_built_with():
+    """A pad that enters a reduction makes the result depend on the tile sizes; unpinned,
+    the search picks BN = 16 where the interpreter took the first candidate, 32: every
+    row sum differed by 16 pads (seeds 1020 and 1038 of the first long run)."""
+    from ptc.fuzz.check import Source, pinned_tiles, typed_kernel
+    program = Source("pad_rowsum", """
+kernel pad_rowsum(X: f32[M, N]) -> (R: f32[M]) {
+  tile BM = 1, BN in [32, 16]
+  parallel i: BM of M, j: BN of N {
+    atomic_add(R[i], rowsum(load(X[i, j], pad=-2.0)))
+  }
+}
+""", (("M", 25), ("N", 45)))
+    seed = 1
+    assert pinned_tiles(program, typed_kernel(program), seed) == {}    # the search picks
+    findings = check_program(program, ("sm80",), seed=seed)
+    assert not findings, findings[0].line()
