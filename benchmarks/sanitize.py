@@ -157,7 +157,8 @@ def _reference(prepared, inputs, shapes) -> dict:
     from ptc.interp import run_kernel
 
     with np.errstate(all="ignore"):
-        out = run_kernel(prepared.kernel, inputs, shapes=shapes, tiles=prepared.tiles)
+        out = run_kernel(prepared.kernel, inputs, shapes=shapes,
+                         grid_tiles=[dict(p.tiles) for p in prepared.plans])
     return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
 
 
