@@ -78,3 +78,28 @@ kernel pad_rowsum(X: f32[M, N]) -> (R: f32[M]) {
     assert pinned_tiles(program, typed_kernel(program), seed) == {}    # the search picks
     findings = check_program(program, ("sm80",), seed=seed)
     assert not findings, findings[0].line()
+
+
+def test_the_reducer_keeps_the_property_and_drops_the_rest():
+    """ptc.fuzz.reduce's passes, with a property in place of a finding: the program must
+    still check and still compute a row minimum of the loaded tile."""
+    from ptc.fuzz.check import typed_kernel
+    from ptc.fuzz.reduce import greedy, simpler_assignments, smaller_dims, without_lines
+
+    def keeps(candidate) -> bool:
+        try:
+            typed_kernel(candidate)
+        except ValueError:
+            return False
+        return any("rowmin(x1)" in line for _, body, _ in candidate.grids for line in body)
+
+    program = generate(3)
+    assert keeps(program)
+    small = program
+    for candidates in (without_lines, simpler_assignments, without_lines, smaller_dims):
+        small = greedy(small, candidates, keeps)
+    assert keeps(small)
+    lines = [line for _, body, _ in small.grids for line in body]
+    before = [line for _, body, _ in program.grids for line in body]
+    assert len(lines) < len(before) and len(lines) <= 5, lines
+    assert all(v == 1 for v in small.shape_dict.values())

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Iterator
 
 from .check import Finding, check_program, typed_kernel
 from .generate import Program
@@ -56,71 +56,51 @@ def blocks(body: tuple[str, ...]) -> list[tuple[int, int]]:
     return out
 
 
-def remove_lines(program: Program, test) -> Program:
-    changed = True
-    while changed:
-        changed = False
-        for g, (_, body, _) in enumerate(program.grids):
-            for start, end in reversed(blocks(body)):
-                candidate = program.with_body(g, body[:start] + body[end:])
-                if test(candidate):
-                    program, changed = candidate, True
-                    break
-            if changed:
+def greedy(program: Program, candidates: Callable[[Program], Iterator[Program]],
+           test) -> Program:
+    """Take the first candidate that still fails, again and again, until none does."""
+    while True:
+        for candidate in candidates(program):
+            if test(candidate):
+                program = candidate
                 break
-    return program
+        else:
+            return program
+
+
+def without_lines(program: Program) -> Iterator[Program]:
+    """The program less one line (or one `for` block), the last ones first."""
+    for g, (_, body, _) in enumerate(program.grids):
+        for start, end in reversed(blocks(body)):
+            yield program.with_body(g, body[:start] + body[end:])
 
 
 ASSIGN = re.compile(r"^(\s*)(\w+) = (.+)$")
-
-
-def simplify_assignments(program: Program, test) -> Program:
-    changed = True
-    while changed:
-        changed = False
-        for g, (_, body, _) in enumerate(program.grids):
-            for n, line in enumerate(body):
-                m = ASSIGN.match(line)
-                if not m:
-                    continue
-                indent, name, expr = m.groups()
-                reads = [w for w in dict.fromkeys(re.findall(r"\b[a-z_]\w*\b", expr))
-                         if w != name and w not in _FUNCTIONS]
-                for read in reads:
-                    if read == expr:
-                        continue
-                    candidate = program.with_body(
-                        g, body[:n] + (f"{indent}{name} = {read}",) + body[n + 1:])
-                    if test(candidate):
-                        program, changed = candidate, True
-                        break
-                if changed:
-                    break
-            if changed:
-                break
-    return program
-
-
 _FUNCTIONS = {"load", "store", "exp", "exp2", "log", "sqrt", "rsqrt", "abs", "max", "min",
               "where", "rowsum", "rowmax", "rowmin", "sum", "index", "zeros", "full", "as",
               "pad", "axis", "inf", "until", "atomic_add"}
 
 
-def shrink_dims(program: Program, test) -> Program:
-    changed = True
-    while changed:
-        changed = False
-        for name, size in program.shapes:
-            for smaller in sorted({1, 2, size // 2, size - 1} - {size}):
-                if smaller < 1 or smaller >= size:
-                    continue
-                candidate = program.with_shapes({**program.shape_dict, name: smaller})
-                if test(candidate):
-                    program, changed = candidate, True
-                    break
-            if changed:
-                break
-    return program
+def simpler_assignments(program: Program) -> Iterator[Program]:
+    """The program with one assignment's right-hand side replaced by a name it reads."""
+    for g, (_, body, _) in enumerate(program.grids):
+        for n, line in enumerate(body):
+            m = ASSIGN.match(line)
+            if not m:
+                continue
+            indent, name, expr = m.groups()
+            for read in dict.fromkeys(re.findall(r"\b[a-z_]\w*\b", expr)):
+                if read not in (name, expr) and read not in _FUNCTIONS:
+                    yield program.with_body(
+                        g, body[:n] + (f"{indent}{name} = {read}",) + body[n + 1:])
+
+
+def smaller_dims(program: Program) -> Iterator[Program]:
+    """The program run at one dim smaller (1, 2, half, one less)."""
+    for name, size in program.shapes:
+        for smaller in sorted({1, 2, size // 2, size - 1}):
+            if 1 <= smaller < size:
+                yield program.with_shapes({**program.shape_dict, name: smaller})
 
 
 def reduce(program: Program, finding: Finding, seed: int = 0) -> Program:
@@ -129,6 +109,6 @@ def reduce(program: Program, finding: Finding, seed: int = 0) -> Program:
     pinned = pin_tiles(program, finding.tiles)
     if test(pinned):
         program = pinned
-    for step in (remove_lines, simplify_assignments, remove_lines, shrink_dims):
-        program = step(program, test)
+    for candidates in (without_lines, simpler_assignments, without_lines, smaller_dims):
+        program = greedy(program, candidates, test)
     return program
