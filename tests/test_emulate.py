@@ -667,3 +667,40 @@ def test_to_tf32_rounds_to_nearest_ties_away():
     np.testing.assert_array_equal(got[:3], [one + ulp, one, -(one + ulp)])
     assert np.isinf(got[3]) and np.isinf(got[4]) and got[5] == 3.0
     assert np.isnan(to_tf32(np.array([np.nan], np.float32)))[0]
+
+
+def test_two_consumer_warpgroups_convert_through_their_own_scratch(tmp_path):
+    """A layout conversion in the consumers of a warp-specialized plan (the row maxima of
+    a loaded tile added to the product): each consumer warpgroup has its copy of the
+    scratch, and the spill, the fill and the cross-warp partials address it; they used the
+    first copy, so the two warpgroups overwrote each other's rows (issue 20)."""
+    path = tmp_path / "rowbias.pt"
+    path.write_text("""
+kernel gemm_rowbias(A: f16[M, K], B: f16[K, N], R: f32[M, N]) -> (C: f32[M, N]) {
+  tile BM = 128, BN = 128, BK = 64
+  parallel i: BM of M, j: BN of N {
+    acc = zeros(f32[BM, BN])
+    for k: BK of K {
+      acc += load(A[i, k]) @ load(B[k, j])
+    }
+    m = rowmax(load(R[i, j]))
+    store(C[i, j], acc + m[:, None])
+  }
+}
+""")
+    shapes = dict(M=256, N=128, K=64)
+    kernel = check_file(path, shapes).kernels[0]
+    (g,) = build_graphs(kernel)
+    g = propagate(g, dict(BM=128, BN=128, BK=64))
+    plan = construct(g, SM90, Choice("warp_specialized", 2, 2))
+    source = render_kernel(kernel, plan, g, SM90)
+    assert "spill m" in source
+    rng = np.random.default_rng(5)
+    inputs = {"A": rng.standard_normal((256, 64)).astype(np.float16),
+              "B": rng.standard_normal((64, 128)).astype(np.float16),
+              "R": rng.standard_normal((256, 128)).astype(np.float32)}
+    want = run_kernel(kernel, inputs, shapes=shapes, tiles=dict(plan.tiles))["C"]
+    emulated = build_emulated(source, backend=SM90)
+    for config in CONFIGS:
+        got = emulated(kernel, inputs, shapes, **config)["C"]
+        assert np.abs(got - want).max() < 1e-2, config

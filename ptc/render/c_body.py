@@ -558,10 +558,10 @@ class CBodyPrinter:
             reg = f"{d}::reg(sk)" if keep else "0"
             self.emit(self.store_register(home, reg, "acc"))
             if op.scratch:
-                scratch = self.buffers[op.scratch]
                 coord = f"{s}::base{keep[0]}(lane, warp) + {s}::off{keep[0]}(sk)" if keep else "0"
                 widx = self.warp_index(src, op.axis)
-                addr = f"smem + {scratch.offset}u + (({coord}) * {op.cross_warps} + {widx}) * 4u"
+                addr = (f"{self.slot_address(op.scratch)} + "
+                        f"(({coord}) * {op.cross_warps} + {widx}) * 4u")
                 self.emit(f"ptc::st_shared<{acc_t}>({addr}, acc);")
 
     @staticmethod
@@ -580,7 +580,6 @@ class CBodyPrinter:
     def WarpCombine(self, op: ir.WarpCombine) -> None:
         home, lay = self.register_tile(op.target)
         d = struct_name(home.layout)
-        scratch = self.buffers[op.scratch]
         dtype = "f32" if home.dtype in ("f32", "f16", "bf16") else "i32"
         acc_t = "float" if dtype == "f32" else "int"
         self.emit(f"// {op.target}: {op.op} of {op.cross_warps} warps' partials  ({op.task})")
@@ -588,7 +587,8 @@ class CBodyPrinter:
             if lay.rank else self.block("")
         with loop:
             coord = f"{d}::base0(lane, warp) + {d}::off0(s)" if lay.rank else "0"
-            self.emit(f"const uint32_t at = smem + {scratch.offset}u + ({coord}) * {op.cross_warps * 4}u;")
+            self.emit(f"const uint32_t at = {self.slot_address(op.scratch)} + "
+                      f"({coord}) * {op.cross_warps * 4}u;")
             self.emit(f"{acc_t} acc = ptc::ld_shared<{acc_t}>(at);")
             for w in range(1, op.cross_warps):
                 self.emit(f"acc = {self.combine(op.op, 'acc', f'ptc::ld_shared<{acc_t}>(at + {w * 4}u)', dtype)};")
@@ -710,7 +710,7 @@ class CBodyPrinter:
         elif lay.rank == 1:
             index = "c0"
         word = "int" if b.dtype == "i32" else "float"
-        return " && ".join(conds), f"smem + {b.offset}u + {index} * 4u", word
+        return " && ".join(conds), f"{self.slot_address(scratch)} + {index} * 4u", word
 
     @staticmethod
     def only_if(cond: str) -> str:
