@@ -170,13 +170,13 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     acc = acc + __shfl_xor_sync(0xffffffffu, acc, 1);
     acc = acc + __shfl_xor_sync(0xffffffffu, acc, 2);
     t_S[L_acc_c_s1::reg(sk)] = acc;
-    ptc::st_shared<float>(smem + 0u + ((L_acc_c::base0(lane, warp) + L_acc_c::off0(sk)) * 4 + (warp % 4)) * 4u, acc);
+    ptc::st_shared<float>(smem + ((L_acc_c::base0(lane, warp) + L_acc_c::off0(sk)) * 4 + (warp % 4)) * 4u, acc);
   }
   __syncthreads();  // the warps' partial results are in shared memory
   // %S: sum of 4 warps' partials  (simt_S)
   #pragma unroll
   for (int s = 0; s < L_acc_c_s1::SLOTS0; ++s) {
-    const uint32_t at = smem + 0u + (L_acc_c_s1::base0(lane, warp) + L_acc_c_s1::off0(s)) * 16u;
+    const uint32_t at = smem + (L_acc_c_s1::base0(lane, warp) + L_acc_c_s1::off0(s)) * 16u;
     float acc = ptc::ld_shared<float>(at);
     acc = acc + ptc::ld_shared<float>(at + 4u);
     acc = acc + ptc::ld_shared<float>(at + 8u);

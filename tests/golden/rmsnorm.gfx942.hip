@@ -109,13 +109,13 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
     acc = acc + ptc::lane_xor<16>(acc);
     acc = acc + ptc::lane_xor<32>(acc);
     t_r1[L_blocked_1x4096_s1::reg(sk)] = acc;
-    ptc::st_shared<float>(smem + 0u + ((L_blocked_1x4096::base0(lane, warp) + L_blocked_1x4096::off0(sk)) * 4 + (warp % 4)) * 4u, acc);
+    ptc::st_shared<float>(smem + ((L_blocked_1x4096::base0(lane, warp) + L_blocked_1x4096::off0(sk)) * 4 + (warp % 4)) * 4u, acc);
   }
   ptc::syncthreads();  // the warps' partial results are in shared memory
   // %r1: sum of 4 warps' partials  (simt_x)
   #pragma unroll
   for (int s = 0; s < L_blocked_1x4096_s1::SLOTS0; ++s) {
-    const uint32_t at = smem + 0u + (L_blocked_1x4096_s1::base0(lane, warp) + L_blocked_1x4096_s1::off0(s)) * 16u;
+    const uint32_t at = smem + (L_blocked_1x4096_s1::base0(lane, warp) + L_blocked_1x4096_s1::off0(s)) * 16u;
     float acc = ptc::ld_shared<float>(at);
     acc = acc + ptc::ld_shared<float>(at + 4u);
     acc = acc + ptc::ld_shared<float>(at + 8u);

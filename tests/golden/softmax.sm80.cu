@@ -100,13 +100,13 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     acc = fmaxf(acc, __shfl_xor_sync(0xffffffffu, acc, 8));
     acc = fmaxf(acc, __shfl_xor_sync(0xffffffffu, acc, 16));
     t_r1[L_blocked_2x4096_s1::reg(sk)] = acc;
-    ptc::st_shared<float>(smem + 0u + ((L_blocked_2x4096::base0(lane, warp) + L_blocked_2x4096::off0(sk)) * 2 + (warp % 2)) * 4u, acc);
+    ptc::st_shared<float>(smem + ((L_blocked_2x4096::base0(lane, warp) + L_blocked_2x4096::off0(sk)) * 2 + (warp % 2)) * 4u, acc);
   }
   __syncthreads();  // the warps' partial results are in shared memory
   // %r1: max of 2 warps' partials  (simt_x)
   #pragma unroll
   for (int s = 0; s < L_blocked_2x4096_s1::SLOTS0; ++s) {
-    const uint32_t at = smem + 0u + (L_blocked_2x4096_s1::base0(lane, warp) + L_blocked_2x4096_s1::off0(s)) * 8u;
+    const uint32_t at = smem + (L_blocked_2x4096_s1::base0(lane, warp) + L_blocked_2x4096_s1::off0(s)) * 8u;
     float acc = ptc::ld_shared<float>(at);
     acc = fmaxf(acc, ptc::ld_shared<float>(at + 4u));
     t_r1[L_blocked_2x4096_s1::reg(s)] = acc;
@@ -132,13 +132,13 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     acc = acc + __shfl_xor_sync(0xffffffffu, acc, 8);
     acc = acc + __shfl_xor_sync(0xffffffffu, acc, 16);
     t_r2[L_blocked_2x4096_s1::reg(sk)] = acc;
-    ptc::st_shared<float>(smem + 0u + ((L_blocked_2x4096::base0(lane, warp) + L_blocked_2x4096::off0(sk)) * 2 + (warp % 2)) * 4u, acc);
+    ptc::st_shared<float>(smem + ((L_blocked_2x4096::base0(lane, warp) + L_blocked_2x4096::off0(sk)) * 2 + (warp % 2)) * 4u, acc);
   }
   __syncthreads();  // the warps' partial results are in shared memory
   // %r2: sum of 2 warps' partials  (simt_x)
   #pragma unroll
   for (int s = 0; s < L_blocked_2x4096_s1::SLOTS0; ++s) {
-    const uint32_t at = smem + 0u + (L_blocked_2x4096_s1::base0(lane, warp) + L_blocked_2x4096_s1::off0(s)) * 8u;
+    const uint32_t at = smem + (L_blocked_2x4096_s1::base0(lane, warp) + L_blocked_2x4096_s1::off0(s)) * 8u;
     float acc = ptc::ld_shared<float>(at);
     acc = acc + ptc::ld_shared<float>(at + 4u);
     t_r2[L_blocked_2x4096_s1::reg(s)] = acc;
