@@ -289,7 +289,18 @@ def _run_parallel(steps: list[Step], folder: Path, echo: Callable[[str], None] |
                   chain: Toolchain, compiler: Compiler) -> dict[str, str]:
     """Run steps at once in `folder`; each one's combined stdout+stderr by its output. The
     first failure (in order) raises BuildError with its output, the sources kept."""
-    env = {**os.environ, **chain.environment(compiler)}
+    # the compilers' own temporaries (clang's HIP driver leaves empty `kernel-XXXXXX`
+    # folders in $TMPDIR) go to a folder of ours that is removed after the steps
+    scratch = tempfile.mkdtemp(prefix=".compiler-tmp-", dir=folder)
+    env = {**os.environ, **chain.environment(compiler), "TMPDIR": scratch}
+    try:
+        return _run_steps(steps, folder, echo, chain, compiler, env)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_steps(steps: list[Step], folder: Path, echo: Callable[[str], None] | None,
+               chain: Toolchain, compiler: Compiler, env: dict[str, str]) -> dict[str, str]:
     keys = {s.output: object_cache.step_key(s, compiler, folder) for s in steps
             if object_cache.cacheable(s)}
     cached = {}
