@@ -169,7 +169,7 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
             if why_no_wgmma(t.mma_dtype, m, n, k) is None:
                 on_wgmma.add(t.name)
     operands = _mma_operand_loads(graph, on_wgmma)
-    for t in graph.tasks:
+    for t in program_order(graph, lambda t: t.name in on_wgmma):
         if t.op == "load":
             box = tma_box(graph.kernel, graph.tiles, t.stmts[0].value)
             if t.name in operands and (isinstance(box, str) or box.layout.swizzle != "tma"):
@@ -206,6 +206,40 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
         if isinstance(where, str):
             raise Unfit(where)
     return _fits(plan, device)
+
+
+def program_order(graph: STaskGraph, on_async_unit) -> list:
+    """The graph's tasks in the order a role issues them: program order, except that a
+    task on a synchronous unit that reads a loaded tile an earlier asynchronous task (a
+    wgmma) also reads moves up to just before that reader, when it neither depends on
+    nor feeds any task it passes. The slot is released after its last reader; a wgmma
+    still reads it after a later CUDA-core reader is done, so with the CUDA-core reader
+    last no release was safe and no plan was verified (`acc += a @ b; mx = max(mx,
+    rowmax(a))` on sm90). `on_async_unit(task)`: where the construction places it."""
+    order = list(graph.tasks)
+    loads = {t.name for t in graph.tasks if t.op == "load"}
+    tiles_read = {t.name: set() for t in graph.tasks}
+    linked: dict[str, set[str]] = {t.name: set() for t in graph.tasks}
+    for e in graph.edges:
+        linked[e.src].add(e.dst)
+        linked[e.dst].add(e.src)
+        if e.src in loads and e.distance == 0:
+            tiles_read[e.dst].add(e.src)
+    for task in list(order):
+        if task.op == "load" or on_async_unit(task) or not tiles_read[task.name]:
+            continue
+        at = order.index(task)
+        first = next((i for i, t in enumerate(order[:at]) if t.region == task.region
+                      and on_async_unit(t) and tiles_read[t.name] & tiles_read[task.name]),
+                     None)
+        if first is None:
+            continue
+        passed = order[first:at]
+        if any(t.name in linked[task.name] or set(t.defines) & set(task.defines)
+               for t in passed):
+            continue
+        order.insert(first, order.pop(at))
+    return order
 
 
 def _mma_operand_loads(graph: STaskGraph, mmas: set[str]) -> set[str]:
@@ -260,7 +294,10 @@ def _single_role(graph, device, choice, loop) -> Plan:
         else:
             b.Append(t.name, ("main", simt.name))
 
-    for t in graph.tasks:
+    def on_async_unit(t) -> bool:
+        return t.kind == "mma" and mma_unit(graph, device, t, choice.warps).is_async
+
+    for t in program_order(graph, on_async_unit):
         if t.name in issue_before:
             continue
         for load, (reader, _) in issue_before.items():
