@@ -104,3 +104,18 @@ def test_the_reducer_keeps_the_property_and_drops_the_rest():
     before = [line for _, body, _ in program.grids for line in body]
     assert len(lines) < len(before) and len(lines) <= 5, lines
     assert all(v == 1 for v in small.shape_dict.values())
+
+
+def test_the_fuzz_command_counts_what_it_checked_and_leaves_no_build_folder(
+        tmp_path, monkeypatch, capsys):
+    import tempfile
+
+    from ptc.fuzz.__main__ import main
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    status = main(["--count", "1", "--seed", "1", "--jobs", "1", "--targets", "sm80",
+                   "--corpus", ""])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "1 programs (elementwise 1) x 1 targets = 1 kernels, seeds 1..1" in out
+    assert "no findings" in out
+    assert list(tmp_path.iterdir()) == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -67,6 +68,14 @@ def write_reproducer(corpus: Path, program: Program, finding: Finding) -> Path:
 
 
 def main(argv=None) -> int:
+    cache = tempfile.mkdtemp(prefix="ptc-fuzz-")    # its builds are used once
+    try:
+        return fuzz(argv, cache)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def fuzz(argv, cache: str) -> int:
     parser = argparse.ArgumentParser(prog="python -m ptc.fuzz", description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=0, help="the first seed")
@@ -86,7 +95,6 @@ def main(argv=None) -> int:
     found: Counter = Counter()
     first_of: dict[tuple, tuple[int, Finding]] = {}
     next_seed = args.seed
-    cache = tempfile.mkdtemp(prefix="ptc-fuzz-")
     with ProcessPoolExecutor(max_workers=args.jobs, initializer=_worker_init,
                              initargs=(cache,)) as pool:
         running = set()
