@@ -655,3 +655,15 @@ def test_compile_build_writes_and_builds_the_directory(tmp_path):
     assert (out / "libptc_kernel.so").is_file() and (out / "ptc_run").is_file()
     usage = ptc("compile", softmax, "-t", "sm80", "--build", expect=2).output
     assert "--build needs -o DIR" in usage
+
+
+@pytest.mark.nvcc
+def test_a_build_into_a_relative_folder_runs_the_compiler_there(tmp_path, monkeypatch):
+    """`ptc build -o out/x` (as `make samples` runs it): the compilers run in that folder
+    with their temporaries in a folder of ours, which must be named absolutely (a relative
+    TMPDIR made nvcc look for out/x/out/x/...) and is gone afterwards."""
+    monkeypatch.chdir(tmp_path)
+    ptc("build", GEMM, "-t", "sm80", "-o", "out/gemm", env={"PTC_STAGE_CACHE": "0"})
+    built = tmp_path / "out" / "gemm"
+    assert (built / "libptc_kernel.so").is_file()
+    assert not list(built.glob(".compiler-tmp-*"))

@@ -291,7 +291,7 @@ def _run_parallel(steps: list[Step], folder: Path, echo: Callable[[str], None] |
     first failure (in order) raises BuildError with its output, the sources kept."""
     # the compilers' own temporaries (clang's HIP driver leaves empty `kernel-XXXXXX`
     # folders in $TMPDIR) go to a folder of ours that is removed after the steps
-    scratch = tempfile.mkdtemp(prefix=".compiler-tmp-", dir=folder)
+    scratch = tempfile.mkdtemp(prefix=".compiler-tmp-", dir=Path(folder).resolve())
     env = {**os.environ, **chain.environment(compiler), "TMPDIR": scratch}
     try:
         return _run_steps(steps, folder, echo, chain, compiler, env)
