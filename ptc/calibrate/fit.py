@@ -92,8 +92,17 @@ def fit(observations: Sequence[Observation], device, figures: Sequence[Figure]) 
     """Fit `figures` of `device` to `observations` (see the module's docstring)."""
     figures = tuple(figures)
     evaluations = 0
+    seen: dict[tuple[float, ...], float] = {}
 
     def loss(logs) -> float:
+        # the pattern search steps back to points it has been at (a move of +step is tried
+        # -step on the next sweep): each point is simulated once
+        key = tuple(round(m, 12) for m in logs)
+        if key not in seen:
+            seen[key] = simulated_loss(logs)
+        return seen[key]
+
+    def simulated_loss(logs) -> float:
         nonlocal evaluations
         evaluations += 1
         dev = with_values(device, values_of(figures, logs))
