@@ -20,6 +20,7 @@ from . import ops
 from .diagnostics import CompileError, Diagnostic
 from .dims import DimBinder
 from .sema import typed as T
+from .sema.dtypes import INT_RANGES
 from .sema.tiles import pinned_tiles
 
 NUMPY_DTYPES = {
@@ -27,6 +28,8 @@ NUMPY_DTYPES = {
     "bf16": np.dtype(ml_dtypes.bfloat16),
     "f32": np.dtype(np.float32),
     "i32": np.dtype(np.int32),
+    "i8": np.dtype(np.int8),
+    "u8": np.dtype(np.uint8),
     "bool": np.dtype(np.bool_),
     "tf32": np.dtype(np.float32),   # an mma operand format, held in f32 (to_tf32)
 }
@@ -40,6 +43,17 @@ def to_tf32(x) -> np.ndarray:
     finite = (bits & 0x7F800000) != 0x7F800000
     rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).astype(np.uint32)
     return np.where(finite, rounded, bits).astype(np.uint32).view(_F32)
+
+
+def to_narrow_int(x, dtype: str) -> np.ndarray:
+    """Values converted to i8 or u8 as the hardware's cvt.rni.sat does: floats round to
+    nearest even, everything saturates to the range, NaN gives 0 (docs/language.md)."""
+    lo, hi = INT_RANGES[dtype]
+    x = np.asarray(x)
+    if x.dtype.kind == "f" or x.dtype == NUMPY_DTYPES["bf16"]:
+        x = x.astype(_F32)
+        x = np.where(np.isnan(x), np.float32(0), np.rint(np.clip(x, lo, hi)))
+    return np.clip(x.astype(np.int64), lo, hi).astype(NUMPY_DTYPES[dtype])
 
 
 def _err(message: str, hint: str | None = None) -> CompileError:
@@ -75,9 +89,10 @@ def coerce(name: str, value, dtype: str) -> np.ndarray:
     if dtype in ("f16", "bf16", "f32"):
         if kind in "fiub" or arr.dtype == NUMPY_DTYPES["bf16"]:
             return arr.astype(np.float32).astype(target) if dtype == "bf16" else arr.astype(target)
-    elif dtype == "i32" and kind in "iub":
-        if arr.size and (arr.max() > np.iinfo(np.int32).max or arr.min() < np.iinfo(np.int32).min):
-            raise _err(f"input {name} has values outside the i32 range")
+    elif dtype in INT_RANGES and kind in "iub":
+        lo, hi = INT_RANGES[dtype]
+        if arr.size and (arr.max() > hi or arr.min() < lo):
+            raise _err(f"input {name} has values outside the {dtype} range ({lo}..{hi})")
         return arr.astype(target)
     elif dtype == "bool" and kind == "b":
         return arr.astype(target)
@@ -87,6 +102,9 @@ def coerce(name: str, value, dtype: str) -> np.ndarray:
 def random_input(rng: np.random.Generator, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
     if dtype == "i32":
         return rng.integers(0, 16, size=shape, dtype=np.int32)
+    if dtype in ("i8", "u8"):   # the whole range: sums and products leave 8 bits
+        lo, hi = INT_RANGES[dtype]
+        return rng.integers(lo, hi + 1, size=shape).astype(NUMPY_DTYPES[dtype])
     if dtype == "bool":
         return rng.random(shape) < 0.5
     if not shape:
@@ -311,6 +329,8 @@ class Machine:
         a = self.eval(e.arg)
         if e.type.dtype == "tf32":
             return to_tf32(a)
+        if e.type.dtype in ("i8", "u8"):
+            a = to_narrow_int(a, e.type.dtype)
         dtype = NUMPY_DTYPES[e.type.dtype]
         if dtype == NUMPY_DTYPES["bf16"] and a.dtype != _F32:
             a = a.astype(_F32)  # round once, from the exact f32 value

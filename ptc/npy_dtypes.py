@@ -1,7 +1,7 @@
 """Which stored dtypes an input array may have for a tensor parameter, and how each is read.
 
 One rule for `ptc run --inputs` (here) and for the build harness's `ptc_run DIR`
-(`convert_input` in templates/cuda/harness.cu.j2, tested against this table): an array
+(`convert_input` in templates/host/harness.j2, tested against this table): an array
 holds the parameter's own dtype, except that bf16 -- which NumPy lacks -- may be stored as
 raw bits (`<u2`, or ml_dtypes' `V2` that np.save writes) or as f32, rounded to nearest even.
 Anything else is refused: an integer array for a float parameter is ambiguous (bits or
@@ -16,6 +16,8 @@ ACCEPTED: dict[str, dict[str, str]] = {
              "<f4": "rounded to nearest even"},
     "f32": {"<f4": "as is"},
     "i32": {"<i4": "as is"},
+    "i8": {"|i1": "as is"},
+    "u8": {"|u1": "as is"},
     "bool": {"|b1": "as is"},
 }
 

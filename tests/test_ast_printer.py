@@ -183,6 +183,21 @@ def test_empty_module_prints_nothing():
     ("a | b & c", "a | b & c"),
     ("(a | b) & c", "(a | b) & c"),
     ("!(a & b)", "!(a & b)"),
+    # the bit operators, loosest first: | ^ & (comparisons) << >> (then + -), as in C
+    ("a | b ^ c & d", "a | b ^ c & d"),
+    ("((a | b) ^ c) & d", "((a | b) ^ c) & d"),
+    ("a ^ (b | c)", "a ^ (b | c)"),
+    ("(a ^ b) ^ c", "a ^ b ^ c"),
+    ("x & 1 == 0", "x & 1 == 0"),               # x & (1 == 0): comparisons bind tighter
+    ("(x & 1) == 0", "(x & 1) == 0"),
+    ("a < b << c", "a < b << c"),
+    ("(a < b) << c", "(a < b) << c"),
+    ("x << 1 + 2", "x << 1 + 2"),               # x << (1 + 2)
+    ("(x << 1) + 2", "(x << 1) + 2"),
+    ("(a << b) >> c", "a << b >> c"),           # left-associative
+    ("a << (b >> c)", "a << (b >> c)"),
+    ("x >> -1", "x >> -1"),
+    ("a<<b<=c>>d", "a << b <= c >> d"),         # `<<` lexes as one shift, `<=` as one compare
     ("(1).T", "(1).T"),                          # `1.T` would lex as the number `1.`
     ("(1)[0]", "1[0]"),
     ("1e-05 + 2.5E+20 + 1.0 + .5", "1e-5 + 2.5e20 + 1.0 + 0.5"),
@@ -198,7 +213,8 @@ def test_parentheses_and_literals(src, expected):
 # ---- generated expression trees ------------------------------------------------------
 RESERVED = {"kernel", "dims", "tile", "parallel", "for", "until", "of", "in", "as", "inf",
             "None"}
-BINARY_OPS = ["+", "-", "*", "/", "//", "%", "@", "<", "<=", ">", ">=", "==", "!=", "&", "|"]
+BINARY_OPS = ["+", "-", "*", "/", "//", "%", "@", "<", "<=", ">", ">=", "==", "!=", "&", "|",
+              "^", "<<", ">>"]
 
 names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,5}", fullmatch=True).filter(
     lambda s: s not in RESERVED)
@@ -225,7 +241,7 @@ def _extend(children):
         st.builds(lambda op, a: _fold(ast.Unary(op, a, NOWHERE)), st.sampled_from("-!"),
                   children),
         st.builds(lambda a, t: ast.Cast(a, t, NOWHERE, NOWHERE), children,
-                  st.sampled_from(["f16", "bf16", "f32", "i32", "bool"])),
+                  st.sampled_from(["f16", "bf16", "f32", "i32", "i8", "u8", "bool"])),
         st.builds(lambda a, items: ast.Subscript(a, tuple(items), NOWHERE), children,
                   st.lists(_item(children), min_size=1, max_size=3)),
         st.builds(lambda a, n: ast.Attribute(a, n, NOWHERE), children, names),

@@ -20,8 +20,11 @@ def test_the_language_operators():
     assert {s: o.name for s, o in ops.BINARY_OPERATORS.items()} == {
         "+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod",
         "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne",
-        "&": "and", "|": "or"}
-    assert ops.UNARY_FUNCTIONS == ("exp", "exp2", "log", "sqrt", "rsqrt", "abs")
+        "&": "bitand", "|": "bitor", "^": "xor", "<<": "shl", ">>": "shr"}
+    # `&` and `|` of two bools are the logic ops
+    assert {s: o.name for s, o in ops.LOGIC_OPERATORS.items()} == {"&": "and", "|": "or"}
+    assert ops.UNARY_FUNCTIONS == ("exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
+                                   "erf", "abs")
 
 
 @pytest.mark.parametrize("op, dtypes, result", [
@@ -35,6 +38,10 @@ def test_the_language_operators():
     ("abs", ("i32",), "i32"),
     ("where", ("bool", "bf16", "bf16"), "bf16"),
     ("mod", ("i32", "i32"), "i32"),
+    ("bitand", ("i32", "i32"), "i32"),
+    ("shr", ("i32", "i32"), "i32"),
+    ("tanh", ("i32",), "f32"),
+    ("erf", ("bf16",), "bf16"),
 ])
 def test_result_dtypes(op, dtypes, result):
     assert ops.ELEMENTWISE[op].result_dtype(*dtypes) == result
@@ -48,7 +55,9 @@ def test_sum_accumulates_halves_in_f32_and_max_keeps_the_dtype(dtype, result):
 
 
 def test_sfu_ops_are_the_transcendentals():
-    assert {o.name for o in ops.OPS if o.sfu} == {"exp", "exp2", "log", "sqrt", "rsqrt"}
+    assert {o.name for o in ops.OPS if o.sfu} == {"exp", "exp2", "log", "sqrt", "rsqrt",
+                                                  "tanh", "sigmoid"}
+    assert set(ops.SFU_OPS) == {o.name for o in ops.OPS if o.sfu}
 
 
 def test_numpy_functions():
@@ -61,7 +70,7 @@ def test_the_cuda_renderer_spells_ops_from_the_table():
     r = ExprRenderer(lambda name, idx: name, lambda name: name, lambda e: e)
     f32 = T.TileType("f32")
     x = T.Var("x", f32)
-    for name in ("exp", "log", "sqrt", "rsqrt", "abs"):
+    for name in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "abs"):
         assert ops.ELEMENTWISE[name].c + "(" in r.render(T.Elementwise(name, (x,), f32), [])
     for name in ("add", "mul", "lt", "and"):
         e = T.Elementwise(name, (x, x), f32)

@@ -168,6 +168,9 @@ class BuildAst(Transformer):
     def and_(self, meta, c):
         return self._logic(meta, c, "&")
 
+    def xor_(self, meta, c):
+        return self._logic(meta, c, "^")
+
     def neg(self, meta, c):
         operand = c[0]
         if isinstance(operand, (ast.IntLit, ast.FloatLit)):  # fold -1, -inf into literals

@@ -22,7 +22,8 @@ _TERMINAL_NAMES = {
     "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "LBRACE": "'{'", "RBRACE": "'}'",
     "COMMA": "','", "COLON": "':'", "SEMICOLON": "';'", "EQUAL": "'='", "DOT": "'.'",
     "CMPOP": "a comparison", "ADDOP": "'+' or '-'", "MULOP": "an operator", "AUGOP": "'+='",
-    "MINUS": "'-'", "BANG": "'!'", "VBAR": "'|'", "AMPERSAND": "'&'", "$END": "end of file",
+    "MINUS": "'-'", "BANG": "'!'", "VBAR": "'|'", "AMPERSAND": "'&'", "CIRCUMFLEX": "'^'",
+    "SHIFTOP": "'<<' or '>>'", "$END": "end of file",
 }
 
 

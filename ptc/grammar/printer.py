@@ -14,11 +14,12 @@ from .. import ast
 INDENT = "  "
 
 # Binding strength, loosest first, following the rule nesting of pt.lark.
-OR, AND, CMP, SUM, TERM, UNARY, CAST, POSTFIX, ATOM = range(1, 10)
+OR, XOR, AND, CMP, SHIFT, SUM, TERM, UNARY, CAST, POSTFIX, ATOM = range(1, 12)
 
 _BINARY_LEVEL = {
-    "|": OR, "&": AND,
+    "|": OR, "^": XOR, "&": AND,
     "<": CMP, "<=": CMP, ">": CMP, ">=": CMP, "==": CMP, "!=": CMP,
+    "<<": SHIFT, ">>": SHIFT,
     "+": SUM, "-": SUM,
     "*": TERM, "/": TERM, "//": TERM, "%": TERM, "@": TERM,
 }

@@ -19,11 +19,12 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from ..ops import SFU_OPS
 from ..sema import typed as T
 from ..stask.graph import STaskGraph
 from . import ir
 
-SFU = ("exp", "exp2", "log", "sqrt", "rsqrt")
+SFU = SFU_OPS           # the op table's transcendentals (ptc.ops)
 COPY_INSTRUCTIONS_PER_CHUNK = 3   # address, predicate, the copy
 
 

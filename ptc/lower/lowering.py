@@ -528,7 +528,7 @@ class Builder:
             shape_t = tuple(reversed(home.shape)) if transposed else home.shape
             self.values[new] = ir.RegTile(c_name(r) + ("_T_" if transposed else "_") + lay_name,
                                           home.dtype, shape_t, lay_name)
-            dtype = "i32" if home.dtype in ("i32", "bool") else "f32"
+            dtype = "i32" if home.dtype in ("i32", "i8", "u8", "bool") else "f32"
             src = self.layouts[home.layout]
             shape = tuple(src.shape)
             # pairs of consecutive values move as 8-byte words when both layouts hold
@@ -561,7 +561,7 @@ class Builder:
             home = self.values.get(name)
             if not isinstance(home, ir.RegTile) or name in self.renames:
                 continue
-            dtype = "i32" if home.dtype in ("i32", "bool") else "f32"
+            dtype = "i32" if home.dtype in ("i32", "i8", "u8", "bool") else "f32"
             scratch = self.scratch_buffer(f"{name} for the CUDA-core matmul {s.task}", dtype,
                                           tuple(home.shape))
             new = f"{name}@{scratch}"

@@ -14,6 +14,7 @@ import re
 
 from ..lower import ir
 from ..lower.layout import Layout
+from ..ops import ELEMENTWISE
 from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
 from .cexpr import CTYPES, ExprRenderer
@@ -153,6 +154,11 @@ class CBodyPrinter:
 
     INDEX_OPS = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">",
                  "ge": ">=", "eq": "==", "ne": "!=", "and": "&&", "or": "||"}
+    BIT_OPS = {"bitand": "&", "bitor": "|", "xor": "^"}
+
+    def function(self, op: str) -> str:
+        """The backend's spelling of a function of the op table."""
+        return getattr(ELEMENTWISE[op], self.SPELLING)
 
     def index_expr(self, e: T.TExpr) -> str | None:
         if isinstance(e, T.Const):
@@ -165,6 +171,10 @@ class CBodyPrinter:
                 return None
             if e.op in self.INDEX_OPS:
                 return f"({args[0]} {self.INDEX_OPS[e.op]} {args[1]})"
+            if e.op in self.BIT_OPS:        # on i32 values, as the language defines them
+                return f"((int)({args[0]}) {self.BIT_OPS[e.op]} (int)({args[1]}))"
+            if e.op in ("shl", "shr"):
+                return f"{self.function(e.op)}((int)({args[0]}), (int)({args[1]}))"
             if e.op == "floordiv":
                 return f"ptc::floordiv({args[0]}, {args[1]})"
             if e.op == "mod":
@@ -676,7 +686,7 @@ class CBodyPrinter:
         else:
             value = f"{home.name}[r]"
         if vec == 1:
-            if home.dtype == dtype and dtype in ("i32", "bool"):
+            if home.dtype == dtype and dtype in ("i32", "i8", "u8", "bool"):
                 v = value     # as it is: through f32, an i32 past 2^24 would be rounded
             elif ctype != "float":
                 v = f"ptc::from_f32<{ctype}>(ptc::f32({value}))"

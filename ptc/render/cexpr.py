@@ -12,10 +12,14 @@ from typing import Callable
 from ..ops import ELEMENTWISE
 from ..sema import typed as T
 
-CTYPES = {"f32": "float", "f16": "__half", "bf16": "__nv_bfloat16", "i32": "int", "bool": "bool"}
+CTYPES = {"f32": "float", "f16": "__half", "bf16": "__nv_bfloat16", "i32": "int",
+          "i8": "int8_t", "u8": "uint8_t", "bool": "bool"}
+# conversions to i8 and u8: round to nearest even and saturate, NaN -> 0 (cvt.rni.sat)
+_NARROW = {"i8": "ptc::to_i8", "u8": "ptc::to_u8"}
 _ROUND = {"f16": "ptc::round_f16", "bf16": "ptc::round_bf16", "tf32": "ptc::round_tf32"}
 _BINARY = {o.name: o.c for o in ELEMENTWISE.values() if o.c_form == "infix"}
 _UNARY = {o.name for o in ELEMENTWISE.values() if o.c_form == "call" and o.arity == 1}
+_CALLS = {o.name for o in ELEMENTWISE.values() if o.c_form == "call" and o.arity == 2}
 
 
 def is_float(dtype: str) -> bool:
@@ -25,7 +29,7 @@ def is_float(dtype: str) -> bool:
 def literal(value, dtype: str) -> str:
     if dtype == "bool":
         return "true" if value else "false"
-    if dtype == "i32":
+    if dtype in ("i32", "i8", "u8"):
         return f"{int(value)}"
     v = float(value)
     if math.isinf(v):
@@ -110,6 +114,8 @@ class ExprRenderer:
             out = f"ptc::floordiv({args[0]}, {args[1]})"
         elif op == "mod":
             out = f"ptc::floormod({args[0]}, {args[1]})"
+        elif op in _CALLS:
+            out = f"{self.function(op)}({args[0]}, {args[1]})"
         else:
             out = f"({args[0]} {_BINARY[op]} {args[1]})"
         if dtype in _ROUND:
@@ -126,6 +132,8 @@ class ExprRenderer:
             return value
         if dst in _ROUND:
             return f"{_ROUND[dst]}((float)({value}))"
+        if dst in _NARROW:
+            return f"{_NARROW[dst]}({value})"
         if dst == "f32":
             return f"((float)({value}))"
         if dst == "i32":

@@ -23,7 +23,8 @@ def c_storage(home: ir.RegTile, lay: Layout) -> tuple[str, int, bool]:
     if home.dtype in SIXTEEN_BIT:
         packed = lay.size % 2 == 0
         return "uint32_t", (lay.size // 2 if packed else lay.size), packed
-    ctype = {"f32": "float", "tf32": "float", "i32": "int", "bool": "bool"}[home.dtype]
+    ctype = {"f32": "float", "tf32": "float", "i32": "int", "i8": "int8_t", "u8": "uint8_t",
+             "bool": "bool"}[home.dtype]
     return ctype, max(lay.size, 1), False
 
 

@@ -19,10 +19,12 @@ import numpy as np
 from ..interp import NUMPY_DTYPES
 
 # __cuda_array_interface__ typestr -> ptc dtype
-_TYPESTR = {"<f2": "f16", "<f4": "f32", "<i4": "i32", "|b1": "bool", "<b1": "bool"}
+_TYPESTR = {"<f2": "f16", "<f4": "f32", "<i4": "i32", "|i1": "i8", "|u1": "u8", "|b1": "bool",
+            "<b1": "bool"}
 _RAW_TWO_BYTES = ("<V2", "|V2")   # bf16 as torch and ml_dtypes export it: untyped 2-byte words
 # DLPack (type code, bits) -> ptc dtype: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6
-_DLPACK = {(2, 16): "f16", (4, 16): "bf16", (2, 32): "f32", (0, 32): "i32", (6, 8): "bool"}
+_DLPACK = {(2, 16): "f16", (4, 16): "bf16", (2, 32): "f32", (0, 32): "i32", (0, 8): "i8",
+           (1, 8): "u8", (6, 8): "bool"}
 _DLPACK_NAMES = {0: "int", 1: "uint", 2: "float", 3: "opaque", 4: "bfloat", 5: "complex",
                  6: "bool"}
 KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED = 1, 2, 3, 13
@@ -199,7 +201,8 @@ class DeviceArray:
 
     @property
     def __cuda_array_interface__(self) -> dict:
-        typestr = {"f16": "<f2", "bf16": "<V2", "f32": "<f4", "i32": "<i4", "bool": "|b1"}
+        typestr = {"f16": "<f2", "bf16": "<V2", "f32": "<f4", "i32": "<i4", "i8": "|i1",
+                   "u8": "|u1", "bool": "|b1"}
         return {"shape": self.shape, "typestr": typestr[self.dtype], "data": (self.ptr, False),
                 "strides": None, "version": 3}
 

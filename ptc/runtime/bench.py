@@ -21,7 +21,8 @@ import numpy as np
 from ..interp import bind_dims, random_inputs, run_kernel  # noqa: F401  (random_inputs re-exported)
 from .kernel import CompiledKernel, Timing
 
-TOLERANCE = {"f32": 1e-3, "f16": 5e-3, "bf16": 2e-2, "i32": 0.0, "bool": 0.0}
+TOLERANCE = {"f32": 1e-3, "f16": 5e-3, "bf16": 2e-2, "i32": 0.0, "i8": 0.0, "u8": 0.0,
+             "bool": 0.0}
 
 
 @dataclass(frozen=True)

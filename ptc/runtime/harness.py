@@ -15,7 +15,8 @@ from ..version import __version__
 from .signature import Signature
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
-DTYPE_ENUM = {"f16": "F16", "bf16": "BF16", "f32": "F32", "i32": "I32", "bool": "BOOL"}
+DTYPE_ENUM = {"f16": "F16", "bf16": "BF16", "f32": "F32", "i32": "I32", "bool": "BOOL",
+              "i8": "I8", "u8": "U8"}
 
 
 @functools.lru_cache(maxsize=None)

@@ -363,7 +363,7 @@ def _poison(dtype: np.dtype, shape) -> np.ndarray:
         return np.full(shape, np.nan, dtype=_F32).astype(dtype)
     if dtype == np.bool_:
         return np.ones(shape, dtype=np.bool_)
-    return np.full(shape, np.iinfo(np.int32).min, dtype=dtype)
+    return np.full(shape, np.iinfo(dtype).min, dtype=dtype)   # i32, i8 or u8
 
 
 def _poison_like(a) -> np.ndarray:

@@ -61,6 +61,7 @@ class CallChecker:
             self._no_tf32(v, call.args[0].span, f"{call.func}()")
             if v.type.dtype == "bool":
                 self.fail(f"{f} does not apply to bool values", call.args[0].span)
+            v = self._widen(v)
             spec = ops.ELEMENTWISE[f]
             if spec.rule == "same":
                 return V(T.Elementwise(f, (v.expr,), v.type), v.weak)
@@ -103,7 +104,7 @@ class CallChecker:
                 self._no_tf32(x, node.span, f"{call.func}()")
             if "bool" in (a.type.dtype, b.type.dtype):
                 self.fail(f"{f} does not apply to bool values", call.span)
-            a, b, dtype = self._unify(a, b, call.span, f"{f}()")
+            a, b, dtype = self._unify(self._widen(a), self._widen(b), call.span, f"{f}()")
             shape = self._broadcast([a.type, b.type], call.span)
             return V(T.Elementwise(f, (a.expr, b.expr), T.TileType(dtype, shape)),
                      a.weak and b.weak)
@@ -120,7 +121,7 @@ class CallChecker:
                 self._no_tf32(x, node.span, f"{call.func}()")
             if "bool" in (a.type.dtype, b.type.dtype) and a.type.dtype != b.type.dtype:
                 self.fail("where mixes bool and numeric values", call.span)
-            a, b, dtype = self._unify(a, b, call.span, "where()")
+            a, b, dtype = self._unify(self._widen(a), self._widen(b), call.span, "where()")
             shape = self._broadcast([c.type, a.type, b.type], call.span)
             return V(T.Elementwise("where", (c.expr, a.expr, b.expr), T.TileType(dtype, shape)),
                      a.weak and b.weak)
@@ -130,6 +131,7 @@ class CallChecker:
     def _reduce(self, op: str, v: V, axis: int, call: ast.Call) -> V:
         if v.type.dtype == "bool":
             self.fail(f"{call.func} does not apply to bool values", call.span)
+        v = self._widen(v)
         shape = v.type.shape[:axis] + v.type.shape[axis + 1:]
         dtype = ops.REDUCTIONS[op].result_dtype(v.type.dtype)
         return V(T.Reduce(op, v.expr, axis, T.TileType(dtype, shape)))
@@ -147,10 +149,14 @@ class CallChecker:
             if not isinstance(p, (ast.IntLit, ast.FloatLit)):
                 self.fail("pad= takes a number, e.g. pad=-inf", p.span)
             pad = float(p.value)
-            if tensor.dtype == "i32" and not (pad.is_integer() and -2**31 <= pad < 2**31):
-                self.fail(f"pad={source_text(self.source, p.span)} is not an i32 value, and "
-                          f"{tensor.name} is {tensor.dtype}", p.span,
-                          "pad an i32 tensor with an integer")
+            if tensor.dtype in dt.INT_RANGES and (
+                    not pad.is_integer() or dt.literal_problem(pad, tensor.dtype)):
+                lo, hi = dt.INT_RANGES[tensor.dtype]
+                self.fail(f"pad={source_text(self.source, p.span)} is not "
+                          f"{with_article(tensor.dtype)} value, and {tensor.name} is "
+                          f"{tensor.dtype}", p.span,
+                          f"pad {with_article(tensor.dtype)} tensor with an integer"
+                          + (f" in {lo}..{hi}" if tensor.dtype in dt.NARROW_INTS else ""))
             if tensor.dtype == "bool" and pad not in (0.0, 1.0):
                 self.fail(f"pad={source_text(self.source, p.span)} is not a bool value, and "
                           f"{tensor.name} is bool", p.span, "pad a bool tensor with 0 or 1")

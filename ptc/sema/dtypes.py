@@ -2,15 +2,19 @@
 result dtype is in the op table, ptc.ops)."""
 from __future__ import annotations
 
-DTYPES = ("f16", "bf16", "f32", "i32", "bool")
+DTYPES = ("f16", "bf16", "f32", "i32", "i8", "u8", "bool")
+# Storage dtypes of quantized data: loaded, stored and converted (`as`), but every operation
+# on them computes on i32 (ptc.sema.exprs widens them first; docs/language.md, rule 8).
+NARROW_INTS = ("i8", "u8")
+INT_RANGES = {"i32": (-2 ** 31, 2 ** 31 - 1), "i8": (-128, 127), "u8": (0, 255)}
 # An operand format, not a storage dtype: `x as tf32` rounds f32 values to 10 mantissa bits
 # (to nearest, ties away from zero, as cvt.rna.tf32.f32), and tf32 values only feed `@`
 # (f32 accumulate), which may then run on TF32 tensor cores (docs/language.md).
 OPERAND_DTYPES = ("tf32",)
 # Named so the error can say "not yet supported" rather than "unknown".
-FUTURE_DTYPES = ("f8e4m3", "f8e5m2", "i8", "i4", "f64")
+FUTURE_DTYPES = ("f8e4m3", "f8e5m2", "i4", "u4", "f64")
 FLOATS = ("f16", "bf16", "f32")
-DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "bool": 1, "tf32": 4}
+DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "i8": 1, "u8": 1, "bool": 1, "tf32": 4}
 MMA_DTYPES = ("f16", "bf16", "f32", "tf32")
 ATOMIC_DTYPES = ("f16", "bf16", "f32", "i32")
 
@@ -21,6 +25,8 @@ def is_float(dtype: str) -> bool:
 
 def widens_to(src: str, dst: str) -> bool:
     """True when every `src` value is exactly a `dst` value (storing without `as`)."""
+    if src in NARROW_INTS:      # 8 significant bits: exact in every wider number format
+        return src == dst or dst in ("i32", "f32", "f16", "bf16")
     return src == dst or (src in ("f16", "bf16") and dst == "f32")
 
 
@@ -42,7 +48,7 @@ def promote(a: str, b: str) -> str | None:
 
 
 
-I32_RANGE = (-2 ** 31, 2 ** 31 - 1)
+I32_RANGE = INT_RANGES["i32"]
 
 
 def literal_value(expr) -> float | int | None:
@@ -64,9 +70,12 @@ def literal_problem(value: float | int, dtype: str) -> str | None:
     import ml_dtypes
     import numpy as np
 
-    if dtype == "i32":
-        if float(value).is_integer() and not I32_RANGE[0] <= value <= I32_RANGE[1]:
-            return f"is outside its range ({I32_RANGE[0]}..{I32_RANGE[1]})"
+    if dtype in INT_RANGES:
+        lo, hi = INT_RANGES[dtype]
+        if dtype in NARROW_INTS and not float(value).is_integer():
+            return "is not an integer"
+        if float(value).is_integer() and not lo <= value <= hi:
+            return f"is outside its range ({lo}..{hi})"
         return None
     if not math.isfinite(value):
         return None

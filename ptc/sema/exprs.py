@@ -9,7 +9,7 @@ from ..diagnostics import Span
 from . import dtypes as dt
 from . import typed as T
 from .shapes import broadcast_shapes, same_extent
-from .support import Abandon, V, source_text, suggest
+from .support import Abandon, V, source_text, suggest, with_article
 
 # the register layouts of the back ends (ptc.lower.layout) are 1-D and 2-D
 MAX_TILE_RANK = 2
@@ -189,22 +189,26 @@ class ExprChecker:
             self.fail(f"cannot broadcast {shown}", span, hint)
         return shape
 
+    def _widen(self, v: V) -> V:
+        """An i8 or u8 operand as i32: every operation on them computes on i32 (rule 8 of
+        docs/language.md), so a sum of bytes cannot wrap at 8 bits."""
+        if v.type.dtype in dt.NARROW_INTS:
+            return V(T.Convert(v.expr, T.TileType("i32", v.type.shape)))
+        return v
+
     def _binary(self, op: str, a: V, b: V, span: Span, op_span: Span, operands=None) -> V:
         if op == "@":
             return self._matmul(a, b, span, op_span)
         for v in (a, b):
             self._no_tf32(v, op_span, f"`{op}`")
-        spec = ops.BINARY_OPERATORS[op]
-        if spec.rule == "logic":
+        a, b = self._widen(a), self._widen(b)
+        if op in ops.LOGIC_OPERATORS or op == "^":
             op_span = self._find_op(op_span, op)  # the parser gives the gap between operands
-            for v in (a, b):
-                if v.type.dtype != "bool":
-                    self.fail(f"`{op}` needs bool operands, not {v.type.dtype}", op_span,
-                              "compare first, e.g. (x > 0) & (y > 0)")
-            a, b, dtype = self._unify(a, b, op_span, f"`{op}`")
-            shape = self._broadcast([a.type, b.type], span, operands)
-            return V(T.Elementwise(spec.name, (a.expr, b.expr), T.TileType(dtype, shape)),
-                     a.weak and b.weak)
+        if op in ops.LOGIC_OPERATORS and "bool" in (a.type.dtype, b.type.dtype):
+            return self._logic(ops.LOGIC_OPERATORS[op], a, b, span, op_span, operands)
+        spec = ops.BINARY_OPERATORS[op]
+        if spec.rule in ("bitwise", "shift"):
+            return self._bits(spec, a, b, span, op_span, operands)
         for v in (a, b):
             if v.type.dtype == "bool":
                 self.fail(f"`{op}` does not apply to bool values", op_span,
@@ -224,6 +228,46 @@ class ExprChecker:
         return V(T.Elementwise(spec.name, (a.expr, b.expr), T.TileType(dtype, shape)),
                  a.weak and b.weak)
 
+    # comparisons bind tighter than `&`, `^` and `|`, as in C: `x & 1 == 0` is `x & (1 == 0)`
+    PRECEDENCE_HINT = ("`&`, `^` and `|` bind looser than comparisons (as in C): "
+                       "parenthesize, e.g. `(x & 1) == 0`")
+
+    def _logic(self, spec: ops.Op, a: V, b: V, span: Span, op_span: Span, operands) -> V:
+        """`&` or `|` of bools: logical."""
+        op = spec.spelling
+        for v in (a, b):
+            if v.type.dtype != "bool":
+                self.fail(f"`{op}` of a bool and {with_article(v.type.dtype)} value", op_span,
+                          self.PRECEDENCE_HINT if v.type.dtype == "i32" else
+                          "compare first, e.g. (x > 0) & (y > 0)")
+        a, b, dtype = self._unify(a, b, op_span, f"`{op}`")
+        shape = self._broadcast([a.type, b.type], span, operands)
+        return V(T.Elementwise(spec.name, (a.expr, b.expr), T.TileType(dtype, shape)),
+                 a.weak and b.weak)
+
+    def _bits(self, spec: ops.Op, a: V, b: V, span: Span, op_span: Span, operands) -> V:
+        """`& | ^ << >>` of integers, bit by bit on i32; `^` of two bools is their
+        inequality (logical exclusive or)."""
+        op = spec.spelling
+        if op == "^" and a.type.dtype == b.type.dtype == "bool":
+            shape = self._broadcast([a.type, b.type], span, operands)
+            return V(T.Elementwise("ne", (a.expr, b.expr), T.TileType("bool", shape)))
+        if "bool" not in (a.type.dtype, b.type.dtype):
+            a, b, _ = self._unify(a, b, op_span, f"`{op}`")   # a literal takes i32
+        for v in (a, b):
+            if v.type.dtype != "i32":
+                self.fail(f"`{op}` needs integer operands"
+                          + (" (or two bools)" if op in ("&", "|", "^") else "")
+                          + f", not {v.type.dtype}", op_span,
+                          self.PRECEDENCE_HINT if v.type.dtype == "bool" and op in "&|^"
+                          else "`^` is the bitwise exclusive or, not a power: write `x * x`"
+                          if op == "^" else
+                          "convert it first: `x as i32`" + (" (floats round toward zero)"
+                                                            if v.type.dtype != "bool" else ""))
+        shape = self._broadcast([a.type, b.type], span, operands)
+        return V(T.Elementwise(spec.name, (a.expr, b.expr), T.TileType("i32", shape)),
+                 a.weak and b.weak)
+
     def _matmul(self, a: V, b: V, span: Span, op_span: Span, operands=None) -> V:
         lhs, rhs = operands or (None, None)
         lt, rt = self._operand_text(lhs, "a"), self._operand_text(rhs, "b")
@@ -237,6 +281,12 @@ class ExprChecker:
                             f"make it 2-D: `{text}[:, None]` is [{v.type.shape[0]}, 1]")
                 self.fail(f"`@` needs 2-D tiles; the {side} operand is {v.type}",
                           node.span if node is not None else span, hint)
+        for v, node in ((a, lhs), (b, rhs)):
+            if v.type.dtype in dt.NARROW_INTS:
+                self.fail(f"`@` of {v.type.dtype} tiles is not supported yet (integer "
+                          "matrix products)", node.span if node is not None else op_span,
+                          f"convert both operands, e.g. `({lt} as f16) @ ({rt} as f16)` "
+                          f"(exact for {v.type.dtype} values; the products add in f32)")
         if a.type.dtype != b.type.dtype:
             # convert the wider side (mma inputs are usually half precision)
             if dt.widens_to(b.type.dtype, a.type.dtype):
@@ -261,6 +311,9 @@ class ExprChecker:
     def _unary(self, e: ast.Unary) -> V:
         v = self.expr(e.operand)
         self._no_tf32(v, e.span, f"`{e.op}`")
+        if e.op == "-" and v.type.dtype in dt.NARROW_INTS:
+            v = self._widen(v)
+            return V(T.Elementwise("neg", (v.expr,), v.type))
         if e.op == "-":
             if v.type.dtype == "bool":
                 self.fail("unary `-` does not apply to bool values", e.span, "use `!`")

@@ -40,7 +40,7 @@ def suggest(name: str, candidates) -> str | None:
 
 def with_article(dtype: str) -> str:
     """`a bf16` / `an f32`: the article for a dtype name."""
-    return ("an " if dtype[0] in "fi" else "a ") + dtype
+    return ("an " if dtype[0] in "fi" else "a ") + dtype     # "a u8": you-eight
 
 
 def source_text(source: str, span: Span) -> str:

@@ -8,8 +8,9 @@ in float64, from the inputs as they were rounded to their own dtypes. One entry 
                           SHAPES: an odd, ragged shape (edge tiles everywhere),
                           TOLERANCE: the largest relative L2 error per output)
 
-Not in the corpus: an int8 x int8 -> i32 GEMM. `i8` is a reserved dtype ("dtype i8 is not
-supported yet"), and `@` takes only f16, bf16 or f32 tiles (so not i32 @ i32 either).
+Not in the corpus: an int8 x int8 -> i32 GEMM. `i8` tiles load, store and convert, but `@`
+refuses them until the integer tensor-core paths of issue 21 (docs/low-precision.md), and
+takes only f16, bf16 or f32 tiles (so not i32 @ i32 either).
 """
 from __future__ import annotations
 

@@ -251,7 +251,8 @@ class SpecializedOps:
 
 TMA_DTYPES = {"f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
               "f32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32", "i32": "CU_TENSOR_MAP_DATA_TYPE_INT32",
-              "bool": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}    # ptc's bool is one byte
+              "i8": "CU_TENSOR_MAP_DATA_TYPE_UINT8", "u8": "CU_TENSOR_MAP_DATA_TYPE_UINT8",
+              "bool": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}    # bytes: TMA copies, never converts
 TMA_SWIZZLES = {0: "CU_TENSOR_MAP_SWIZZLE_NONE", 32: "CU_TENSOR_MAP_SWIZZLE_32B",
                 64: "CU_TENSOR_MAP_SWIZZLE_64B", 128: "CU_TENSOR_MAP_SWIZZLE_128B"}
 

@@ -68,6 +68,8 @@ __device__ __forceinline__ float f32(float x) { return x; }
 __device__ __forceinline__ float f32(__half x) { return __half2float(x); }
 __device__ __forceinline__ float f32(__nv_bfloat16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ float f32(int x) { return static_cast<float>(x); }
+__device__ __forceinline__ float f32(int8_t x) { return static_cast<float>(x); }
+__device__ __forceinline__ float f32(uint8_t x) { return static_cast<float>(x); }
 __device__ __forceinline__ float f32(long long x) { return static_cast<float>(x); }
 __device__ __forceinline__ float f32(bool x) { return x ? 1.0f : 0.0f; }
 
@@ -93,6 +95,19 @@ __device__ __forceinline__ float round_tf32(float x) {
   return __uint_as_float(u & 0xffffe000u);
 }
 
+// i8 and u8 from f32 as cvt.rni.sat.{s8,u8}.f32: to nearest even, saturating, NaN -> 0;
+// from integers, saturating (docs/language.md, "Numerics")
+template <int LO, int HI> __device__ __forceinline__ int narrow(float x) {
+  return x != x ? 0 : static_cast<int>(rintf(fminf(fmaxf(x, (float)LO), (float)HI)));
+}
+template <int LO, int HI> __device__ __forceinline__ int narrow(int x) {
+  return x < LO ? LO : (x > HI ? HI : x);
+}
+__device__ __forceinline__ int8_t to_i8(float x) { return static_cast<int8_t>(narrow<-128, 127>(x)); }
+__device__ __forceinline__ int8_t to_i8(int x) { return static_cast<int8_t>(narrow<-128, 127>(x)); }
+__device__ __forceinline__ uint8_t to_u8(float x) { return static_cast<uint8_t>(narrow<0, 255>(x)); }
+__device__ __forceinline__ uint8_t to_u8(int x) { return static_cast<uint8_t>(narrow<0, 255>(x)); }
+
 template <typename T> __device__ __forceinline__ T from_f32(float x);
 template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
 template <> __device__ __forceinline__ __half from_f32<__half>(float x) {
@@ -105,6 +120,8 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(flo
 }
 template <> __device__ __forceinline__ int from_f32<int>(float x) { return static_cast<int>(x); }
 template <> __device__ __forceinline__ bool from_f32<bool>(float x) { return x != 0.0f; }
+template <> __device__ __forceinline__ int8_t from_f32<int8_t>(float x) { return to_i8(x); }
+template <> __device__ __forceinline__ uint8_t from_f32<uint8_t>(float x) { return to_u8(x); }
 
 __host__ __device__ __forceinline__ long long floordiv(long long a, long long b) {
   long long q = a / b;
@@ -115,6 +132,17 @@ __host__ __device__ __forceinline__ long long floormod(long long a, long long b)
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 __device__ __forceinline__ float rsqrt_(float x) { return 1.0f / sqrtf(x); }
+__device__ __forceinline__ float sigmoid_(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+// shifts of i32 as the language defines them on every target: << wraps, >> is arithmetic,
+// and an amount outside 0..31 shifts every bit out (PTX clamps it to 32; C leaves it
+// undefined)
+__host__ __device__ __forceinline__ int shift_left(int a, int b) {
+  return static_cast<unsigned>(b) < 32u ? static_cast<int>(static_cast<unsigned>(a) << b) : 0;
+}
+__host__ __device__ __forceinline__ int shift_right(int a, int b) {
+  return a >> (static_cast<unsigned>(b) < 32u ? b : 31);
+}
 
 // exp2 and exp on the SFU (docs/language.md, "Numerics"): one ex2.approx.ftz.f32 (MUFU.EX2),
 // and for exp a multiply by log2(e) before it -- what the cost model counts, and what

@@ -130,6 +130,8 @@ __device__ __forceinline__ float f32(float x) { return x; }
 __device__ __forceinline__ float f32(f16 x) { return f16_f32(x.bits); }
 __device__ __forceinline__ float f32(bf16 x) { return bf16_f32(x.bits); }
 __device__ __forceinline__ float f32(int x) { return static_cast<float>(x); }
+__device__ __forceinline__ float f32(int8_t x) { return static_cast<float>(x); }
+__device__ __forceinline__ float f32(uint8_t x) { return static_cast<float>(x); }
 __device__ __forceinline__ float f32(long long x) { return static_cast<float>(x); }
 __device__ __forceinline__ float f32(bool x) { return x ? 1.0f : 0.0f; }
 
@@ -144,12 +146,27 @@ __device__ __forceinline__ float round_tf32(float x) {
   return bits_f32(u & 0xffffe000u);
 }
 
+// i8 and u8 from f32 as CUDA's cvt.rni.sat.{s8,u8}.f32 (the language's one rule): to
+// nearest even, saturating, NaN -> 0; from integers, saturating (docs/language.md)
+template <int LO, int HI> __device__ __forceinline__ int narrow(float x) {
+  return x != x ? 0 : static_cast<int>(__builtin_rintf(__builtin_fminf(__builtin_fmaxf(x, (float)LO), (float)HI)));
+}
+template <int LO, int HI> __device__ __forceinline__ int narrow(int x) {
+  return x < LO ? LO : (x > HI ? HI : x);
+}
+__device__ __forceinline__ int8_t to_i8(float x) { return static_cast<int8_t>(narrow<-128, 127>(x)); }
+__device__ __forceinline__ int8_t to_i8(int x) { return static_cast<int8_t>(narrow<-128, 127>(x)); }
+__device__ __forceinline__ uint8_t to_u8(float x) { return static_cast<uint8_t>(narrow<0, 255>(x)); }
+__device__ __forceinline__ uint8_t to_u8(int x) { return static_cast<uint8_t>(narrow<0, 255>(x)); }
+
 template <typename T> __device__ __forceinline__ T from_f32(float x);
 template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
 template <> __device__ __forceinline__ f16 from_f32<f16>(float x) { return f16{f16_bits(x)}; }
 template <> __device__ __forceinline__ bf16 from_f32<bf16>(float x) { return bf16{bf16_bits(x)}; }
 template <> __device__ __forceinline__ int from_f32<int>(float x) { return static_cast<int>(x); }
 template <> __device__ __forceinline__ bool from_f32<bool>(float x) { return x != 0.0f; }
+template <> __device__ __forceinline__ int8_t from_f32<int8_t>(float x) { return to_i8(x); }
+template <> __device__ __forceinline__ uint8_t from_f32<uint8_t>(float x) { return to_u8(x); }
 
 __host__ __device__ __forceinline__ long long floordiv(long long a, long long b) {
   long long q = a / b;
@@ -164,6 +181,73 @@ __host__ __device__ __forceinline__ long long floormod(long long a, long long b)
 __device__ __forceinline__ float log_(float x) { return __builtin_logf(x); }
 __device__ __forceinline__ float sqrt_(float x) { return __builtin_sqrtf(x); }
 __device__ __forceinline__ float rsqrt_(float x) { return 1.0f / __builtin_sqrtf(x); }
+__device__ __forceinline__ float sigmoid_(float x) { return 1.0f / (1.0f + __builtin_expf(-x)); }
+
+// tanh and erf from exp and polynomials (the device library's tanhf and erff are not
+// linked), within 3 ulp of the exact values on [-10, 10] (checked in float32 against
+// Python's math.tanh and math.erf when they were written). Horner's rule in fmas, written
+// out: no coefficient array a compiler might leave in scratch memory.
+__device__ __forceinline__ float tanh_(float x) {
+  // |x| < 0.55: tanh(x) / x as a polynomial in x^2 (least squares at Chebyshev points);
+  // beyond: 1 - 2 / (e^2|x| + 1), which has no cancellation there
+  const float a = __builtin_fabsf(x), y = a * a;
+  float p = 0.00033994284f;
+  p = __builtin_fmaf(p, y, -0.0013220828f);
+  p = __builtin_fmaf(p, y, 0.0035508634f);
+  p = __builtin_fmaf(p, y, -0.0088555198f);
+  p = __builtin_fmaf(p, y, 0.021868611f);
+  p = __builtin_fmaf(p, y, -0.053968195f);
+  p = __builtin_fmaf(p, y, 0.13333333f);
+  p = __builtin_fmaf(p, y, -0.33333334f);
+  p = __builtin_fmaf(p, y, 1.0f);
+  const float t = a < 0.55f ? a * p : 1.0f - 2.0f / (__builtin_expf(2.0f * a) + 1.0f);
+  return __builtin_copysignf(t, x);
+}
+__device__ __forceinline__ float erf_(float x) {
+  // |x| < 1: erf(x) / x as a polynomial in x^2; beyond: 1 - erfc(x), with erfc(x) =
+  // t exp(-x^2 + P(t)), t = 1 / (1 + x / 2) (Numerical Recipes' erfcc, relative error
+  // below 1.2e-7)
+  const float a = __builtin_fabsf(x);
+  float e;
+  if (a < 1.0f) {
+    const float y = a * a;
+    float p = -1.0278738e-07f;
+    p = __builtin_fmaf(p, y, 1.5216295e-06f);
+    p = __builtin_fmaf(p, y, -1.4777102e-05f);
+    p = __builtin_fmaf(p, y, 0.00012044312f);
+    p = __builtin_fmaf(p, y, -0.00085478078f);
+    p = __builtin_fmaf(p, y, 0.0052239625f);
+    p = __builtin_fmaf(p, y, -0.026866168f);
+    p = __builtin_fmaf(p, y, 0.11283792f);
+    p = __builtin_fmaf(p, y, -0.37612638f);
+    p = __builtin_fmaf(p, y, 1.1283792f);
+    e = a * p;
+  } else {
+    const float t = 1.0f / (1.0f + 0.5f * a);
+    float p = 0.17087277f;
+    p = __builtin_fmaf(p, t, -0.82215223f);
+    p = __builtin_fmaf(p, t, 1.48851587f);
+    p = __builtin_fmaf(p, t, -1.13520398f);
+    p = __builtin_fmaf(p, t, 0.27886807f);
+    p = __builtin_fmaf(p, t, -0.18628806f);
+    p = __builtin_fmaf(p, t, 0.09678418f);
+    p = __builtin_fmaf(p, t, 0.37409196f);
+    p = __builtin_fmaf(p, t, 1.00002368f);
+    p = __builtin_fmaf(p, t, -1.26551223f);
+    e = 1.0f - t * __builtin_expf(p - a * a);
+  }
+  return __builtin_copysignf(e, x);
+}
+
+// shifts of i32 as the language defines them on every target: << wraps, >> is arithmetic,
+// and an amount outside 0..31 shifts every bit out (the AMD shifter keeps the amount's low
+// 5 bits, so the clamp is explicit)
+__host__ __device__ __forceinline__ int shift_left(int a, int b) {
+  return static_cast<unsigned>(b) < 32u ? static_cast<int>(static_cast<unsigned>(a) << b) : 0;
+}
+__host__ __device__ __forceinline__ int shift_right(int a, int b) {
+  return a >> (static_cast<unsigned>(b) < 32u ? b : 31);
+}
 
 // exp2 and exp on the transcendental unit (docs/language.md, "Numerics"): one v_exp_f32,
 // and for exp a multiply by log2(e) before it. Results below 2^-126 flush to zero;

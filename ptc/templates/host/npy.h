@@ -1,7 +1,7 @@
 // npy.h: read and write NumPy .npy files (format 1.0-3.0, C order, little endian), for the
 // ptc harness's `ptc_run DIR`. Header-only; host code.
 //
-// dtypes: '<f2' (f16), '<f4' (f32), '<i4' (i32), '|b1' (bool). bf16 has no NumPy dtype, so
+// dtypes: '<f2' (f16), '<f4' (f32), '<i4' (i32), '|i1' (i8), '|u1' (u8), '|b1' (bool). bf16 has no NumPy dtype, so
 // the convention is:
 //   - a bf16 *input* may be stored as raw bits, '<u2' (or '<V2', which is what np.save writes
 //     for an ml_dtypes.bfloat16 array), or as '<f4', which is rounded to nearest even;
@@ -94,7 +94,7 @@ inline bool parse_header(const std::string& h, Array* out, std::string* err) {
 inline int descr_bytes(const std::string& d) {
   if (d == "<f4" || d == "<i4") return 4;
   if (d == "<f2" || d == "<u2" || d == "<V2" || d == "|V2") return 2;
-  if (d == "|b1" || d == "<b1") return 1;
+  if (d == "|b1" || d == "<b1" || d == "|i1" || d == "|u1") return 1;
   return 0;
 }
 
@@ -122,7 +122,7 @@ inline bool read(const char* path, Array* out, std::string* err) {
   int elem = descr_bytes(out->descr);
   if (!elem) {
     std::fclose(f);
-    *err = "unsupported dtype '" + out->descr + "' (ptc reads <f2, <f4, <i4, |b1, and <u2 for bf16 bits)";
+    *err = "unsupported dtype '" + out->descr + "' (ptc reads <f2, <f4, <i4, |i1, |u1, |b1, and <u2 for bf16 bits)";
     return false;
   }
   size_t bytes = (size_t)out->count() * (size_t)elem;
