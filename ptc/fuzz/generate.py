@@ -20,6 +20,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from ..sema.dtypes import DTYPES
+
 LOW = ("f16", "bf16")
 
 
@@ -81,6 +83,8 @@ class Scope:
 
     def fresh(self, stem: str) -> str:
         self.count += 1
+        while f"{stem}{self.count}" in DTYPES:     # `u8` names a dtype, not a value
+            self.count += 1
         return f"{stem}{self.count}"
 
     def bind(self, stem: str, expr: str, dtype: str, shape: tuple[str, ...]) -> Value:
@@ -121,7 +125,7 @@ def wider(a: str, b: str) -> str | None:
 
 def unary(rng: random.Random, x: str, dtype: str) -> tuple[str, str]:
     """A unary function of x that stays in range: (expression, dtype)."""
-    choice = rng.randrange(7)
+    choice = rng.randrange(10)
     if choice == 0:
         return f"abs({x})", dtype
     if choice == 1:
@@ -135,7 +139,10 @@ def unary(rng: random.Random, x: str, dtype: str) -> tuple[str, str]:
             "f32"
     if choice == 5:
         return f"({x} * 0.5)", dtype
-    return (f"({x} as f32)", "f32") if dtype != "f32" else (f"({x} + 0.25)", dtype)
+    if choice == 6:
+        return (f"({x} as f32)", "f32") if dtype != "f32" else (f"({x} + 0.25)", dtype)
+    # bounded whatever the argument: tanh, sigmoid and erf (they keep a half's dtype)
+    return f"{('tanh', 'sigmoid', 'erf')[choice - 7]}({x})", dtype
 
 
 def binary(rng: random.Random, a: Value, b: Value) -> tuple[str, str] | None:

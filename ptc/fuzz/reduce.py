@@ -15,6 +15,7 @@ import re
 from dataclasses import replace
 from typing import Callable, Iterator
 
+from ..sema.calls import KNOWN_FUNCS
 from .check import Finding, check_program, typed_kernel
 from .generate import Program
 
@@ -76,9 +77,8 @@ def without_lines(program: Program) -> Iterator[Program]:
 
 
 ASSIGN = re.compile(r"^(\s*)(\w+) = (.+)$")
-_FUNCTIONS = {"load", "store", "exp", "exp2", "log", "sqrt", "rsqrt", "abs", "max", "min",
-              "where", "rowsum", "rowmax", "rowmin", "sum", "index", "zeros", "full", "as",
-              "pad", "axis", "inf", "until", "atomic_add"}
+# names that are not values: the built-in functions (ptc.sema.calls) and keywords
+_FUNCTIONS = set(KNOWN_FUNCS) | {"as", "pad", "axis", "inf", "until"}
 
 
 def simpler_assignments(program: Program) -> Iterator[Program]:
