@@ -226,7 +226,7 @@ def tiles_line(rng: random.Random, names: dict[str, tuple[int, ...]]) -> str:
 def elementwise_grid(rng: random.Random, seed: int) -> Program:
     """A 2-D grid: loads of tiles, rows and columns, named and inline broadcasts, masks,
     `where`, reductions of the tile along either axis broadcast back; one full store, and
-    sometimes an atomic row sum."""
+    sometimes an atomic row sum and a store of the loaded tile as it is."""
     lp = rng.choice(LOW)
     s = Scope(rng)
     x = s.bind("x", f"load(X[i, j]{pad(rng)})", "f32", ("BM", "BN"))
@@ -272,6 +272,9 @@ def elementwise_grid(rng: random.Random, seed: int) -> Program:
     if rng.random() < 0.4:
         body.append(f"atomic_add(R[i], rowsum({out.name}))")
         outputs += ", R: f32[M]"
+    if rng.random() < 0.2:          # a loaded tile stored as it is, by its name
+        body.append(f"store(P[i, j], {x.name})")
+        outputs += ", P: f32[M, N]"
     header = (f"kernel gen{seed}(X: f32[M, N], Y: {lp}[M, N], r: f32[M], c: {lp}[N], "
               f"alpha: f32) -> ({outputs}) {{")
     decls = (tiles_line(rng, {"BM": (16, 32, 64, 8, 4, 1), "BN": (16, 32, 64, 128)}),)

@@ -94,6 +94,7 @@ def _vars_read(e: T.TExpr) -> set[str]:
 class _Flattener:
     def __init__(self) -> None:
         self.names: set[str] = set()
+        self.loaded: set[str] = set()    # names bound to a load: the tile is in shared memory
 
     def fresh(self, base: str) -> str:
         name, n = f"%{base}", 1
@@ -113,6 +114,11 @@ class _Flattener:
                 value = s.value
                 if not isinstance(value, T.Var):
                     value = self.lift(self.lower(value, pre, s.tensor), pre, s.tensor, s.span)
+                elif value.name in self.loaded:
+                    # a store writes registers to memory: a loaded tile stored as it is
+                    # (`x = load(X[i]); store(Y[i], x)`) is read into registers first, as
+                    # `store(Y[i], load(X[i]))` is
+                    value = self.lift(value, pre, s.tensor, s.span)
                 out.extend(pre)
                 out.append(replace(s, value=value))
             elif isinstance(s, T.Loop):
@@ -128,6 +134,7 @@ class _Flattener:
             pre.append(T.Let(s.name, self.mma(v, pre, s.name, s.span), s.span))
             return pre
         if isinstance(v, T.Load):
+            self.loaded.add(s.name)
             pre.append(s)
             return pre
         pre.append(T.Let(s.name, self.lower(v, pre, s.name, s.span), s.span))
