@@ -9,6 +9,7 @@ The kernels are strings compiled by build_emulated, each with the kernel ABI
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -517,3 +518,33 @@ def test_ptc_run_help_documents_emulate():
     out = " ".join(ptc("run", "--help").stdout.split())
     for option in ("--emulate", "--target", "--order [forward|reverse|random]", "--eager"):
         assert option in out
+
+
+@pytest.mark.parametrize("backend", ["cuda", "hip"])
+def test_each_backends_emulation_prelude_precompiles(backend, tmp_path, monkeypatch):
+    """Every emulated build reads its backend's prelude from a precompiled header; HIP's
+    once named a header that cannot compile alone, so each HIP build tried (and failed)
+    to precompile it first, 2 s apiece."""
+    from ptc.render import emulate as E
+
+    monkeypatch.setenv("PTC_EMULATE_CACHE", str(tmp_path))
+    back = E.BACKENDS[backend]
+    flags = E.precompiled_prelude(back, E.compiler(), list(E.CXX_FLAGS))
+    failed = [p.read_text() for p in tmp_path.glob(f"prelude-*/{E.PRELUDE_FAILED}")]
+    assert flags and Path(flags[-1] + ".gch").exists(), failed
+
+
+def test_a_prelude_that_does_not_precompile_is_tried_once(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from ptc.render import emulate as E
+
+    monkeypatch.setenv("PTC_EMULATE_CACHE", str(tmp_path))
+    back = replace(E.BACKENDS["cuda"], prelude='#include "no_such_header.h"\n')
+    ran = []
+    real = E.subprocess.run
+    monkeypatch.setattr(E.subprocess, "run", lambda *a, **k: ran.append(a) or real(*a, **k))
+    for _ in range(2):
+        assert E.precompiled_prelude(back, E.compiler(), list(E.CXX_FLAGS)) == []
+    assert len(ran) == 1
+    assert "no_such_header.h" in next(tmp_path.glob(f"prelude-*/{E.PRELUDE_FAILED}")).read_text()

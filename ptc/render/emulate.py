@@ -93,9 +93,23 @@ class Backend:
         return [self.emulate_headers, self.templates, CORE_HEADERS]
 
 
+def system_includes(*folders: Path) -> str:
+    """The `#include <...>` lines of the headers in `folders`, each once: a prelude for a
+    backend whose emulation header cannot be precompiled on its own (HIP's needs the vector
+    types of the device header ptc_types.h, which a test may override)."""
+    found = set()
+    for folder in folders:
+        for header in folder.glob("*.h"):
+            found.update(line.strip() for line in header.read_text().splitlines()
+                         if re.match(r"\s*#include <[^>]+>", line))
+    return "".join(line + "\n" for line in sorted(found))
+
+
 BACKENDS = {
     "cuda": Backend("cuda", ACCESS_KINDS, prelude="#include <cuda_runtime.h>\n"),
-    "hip": Backend("hip", ("lds", "sts"), prelude='#include "ptc_emulate_hip.h"\n'),
+    # the C++ library is most of what a HIP build parses (a third of its time)
+    "hip": Backend("hip", ("lds", "sts"),
+                   prelude=system_includes(TEMPLATES / "hip" / "emulate", CORE_HEADERS)),
 }
 
 
@@ -236,11 +250,15 @@ def build_emulated(source: str, *, backend="cuda", defines: Sequence[str] = (),
     return EmulatedKernel(lib, back, device_of(source, back))
 
 
+PRELUDE_FAILED = "failed.txt"    # a prelude that did not precompile: what the compiler said
+
+
 def precompiled_prelude(back: Backend, cxx: str, flags: Sequence[str]) -> list[str]:
     """The flags that make a kernel build read the emulation runtime (`back.prelude`) from
     a precompiled header instead of parsing it again (a third of a build's time): built
     once per backend, compiler, flags and header contents, in the build cache. [] where it
-    cannot be built (the kernel then includes the runtime as text: slower, the same code).
+    cannot be built (the kernel then includes the runtime as text: slower, the same code;
+    the failure is kept too, so that it is not tried again before every build).
     Device headers stay out of it: a test may override them beside the source."""
     if not back.prelude:
         return []
@@ -254,6 +272,8 @@ def precompiled_prelude(back: Backend, cxx: str, flags: Sequence[str]) -> list[s
     use = ["-include", str(header)]
     if (folder / "ptc_prelude.h.gch").exists():
         return use
+    if (folder / PRELUDE_FAILED).exists():
+        return []
     tmp = Path(tempfile.mkdtemp(prefix=".prelude-", dir=cache_dir()))
     try:
         (tmp / "ptc_prelude.h").write_text(back.prelude)
@@ -263,7 +283,8 @@ def precompiled_prelude(back: Backend, cxx: str, flags: Sequence[str]) -> list[s
                               "-o", str(tmp / "ptc_prelude.h.gch")],
                              capture_output=True, text=True)
         if res.returncode != 0:
-            return []
+            (tmp / "ptc_prelude.h.gch").unlink(missing_ok=True)
+            (tmp / PRELUDE_FAILED).write_text(res.stderr[-4000:])
         try:
             os.rename(tmp, folder)       # atomic: a concurrent builder's folder wins
         except OSError:
