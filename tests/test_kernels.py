@@ -159,7 +159,7 @@ def _nvcc_build(name: str):
     build_module.write_build_dir(folder, kernel_source=p.source, signature=p.signature,
                                  arch=p.device.arch, target="sm80", plan_json=p.plan_json)
     try:
-        return build_module.build(folder, p.device.arch)
+        return build_module.build(folder, p.device.arch, report_only=True)   # ptxas -v
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

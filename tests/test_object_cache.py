@@ -81,3 +81,13 @@ def test_a_failed_compile_is_not_kept(compiles, tmp_path):
         with pytest.raises(B.BuildError, match="planted"):
             B.build(tmp_path / "a")
     assert compiles.count("kernel.o") == 2
+
+
+def test_a_report_only_build_compiles_the_kernel_alone(compiles, tmp_path):
+    """What a check of the kernel's machine code needs: its object (ptxas -v, the SASS)."""
+    write(tmp_path / "a", "gemm")
+    result = B.build(tmp_path / "a", report_only=True)
+    assert compiles == ["kernel.o"]
+    assert result.ptxas.kernels and result.ptxas.spills == 0
+    assert not (tmp_path / "a" / B.LIBRARY).exists()
+    assert "HMMA" in B.sass(tmp_path / "a")

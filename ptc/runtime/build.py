@@ -237,12 +237,14 @@ def read_manifest(directory: Path) -> dict:
 
 
 def build(directory: str | Path, arch: str | None = None, *,
-          echo: Callable[[str], None] | None = None) -> BuildResult:
+          echo: Callable[[str], None] | None = None, report_only: bool = False) -> BuildResult:
     """Build a build directory with its backend's toolchain: libptc_kernel.so and ptc_run,
     and the resource report (ptxas's, or the HIP kernel's assembly).
 
     `arch` (e.g. sm_80, sm_90a, gfx942) defaults to the one in the directory's manifest.
-    `echo`, if given, gets each command line before it runs.
+    `echo`, if given, gets each command line before it runs. `report_only`: only the step
+    the resource report comes from (the kernel's object or assembly; `sass` reads the
+    object then): no harness, no links -- what a check of the kernel's machine code needs.
     """
     folder = Path(directory)
     if not is_build_dir(folder):
@@ -255,6 +257,8 @@ def build(directory: str | Path, arch: str | None = None, *,
     compiler = chain.find(arch)
     steps = chain.steps(arch, compiler)
     products = [s.output for s in steps] + [chain.report_file, "build.json", chain.log_file]
+    if report_only:
+        steps = tuple(s for s in steps if s.output in (chain.report_step, chain.report_file))
     for name in products:                 # a failed rebuild must not leave old products
         try:
             (folder / name).unlink()
@@ -357,8 +361,11 @@ def _tail(text: str, log: str = "nvcc.log", lines: int = 80) -> str:
 
 
 def sass(directory: str | Path) -> str:
-    """The SASS of the built kernel (`cuobjdump --dump-sass libptc_kernel.so`)."""
+    """The SASS of the built kernel (`cuobjdump --dump-sass libptc_kernel.so`, or of
+    kernel.o after a `build(report_only=True)`)."""
     library = Path(directory) / LIBRARY
+    if not library.is_file() and (Path(directory) / "kernel.o").is_file():
+        library = Path(directory) / "kernel.o"
     if not library.is_file():
         raise BuildError(f"{library} does not exist", hint="build it first (ptc build)")
     tool = find_cuobjdump()
