@@ -20,7 +20,7 @@ from . import ops
 from .diagnostics import CompileError, Diagnostic
 from .dims import DimBinder
 from .sema import typed as T
-from .sema.dtypes import INT_RANGES
+from .sema.dtypes import FP8, FP8_MAX, INT_RANGES
 from .sema.tiles import pinned_tiles
 
 NUMPY_DTYPES = {
@@ -30,10 +30,14 @@ NUMPY_DTYPES = {
     "i32": np.dtype(np.int32),
     "i8": np.dtype(np.int8),
     "u8": np.dtype(np.uint8),
+    "f8e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
+    "f8e5m2": np.dtype(ml_dtypes.float8_e5m2),
     "bool": np.dtype(np.bool_),
     "tf32": np.dtype(np.float32),   # an mma operand format, held in f32 (to_tf32)
 }
 _F32 = np.dtype(np.float32)
+# the NumPy dtypes of floats (ml_dtypes' have kind "V")
+FLOAT_ARRAYS = frozenset(NUMPY_DTYPES[d] for d in ("f16", "bf16", "f32", "f8e4m3", "f8e5m2"))
 
 
 def to_tf32(x) -> np.ndarray:
@@ -50,10 +54,29 @@ def to_narrow_int(x, dtype: str) -> np.ndarray:
     nearest even, everything saturates to the range, NaN gives 0 (docs/language.md)."""
     lo, hi = INT_RANGES[dtype]
     x = np.asarray(x)
-    if x.dtype.kind == "f" or x.dtype == NUMPY_DTYPES["bf16"]:
+    if is_float_array(x):
         x = x.astype(_F32)
         x = np.where(np.isnan(x), np.float32(0), np.rint(np.clip(x, lo, hi)))
     return np.clip(x.astype(np.int64), lo, hi).astype(NUMPY_DTYPES[dtype])
+
+
+def is_float_array(x: np.ndarray) -> bool:
+    return x.dtype.kind == "f" or x.dtype in FLOAT_ARRAYS
+
+
+def to_fp8(x, dtype: str) -> np.ndarray:
+    """Values converted to f8e4m3 or f8e5m2 as the hardware's cvt.rn.satfinite.{e4m3x2,
+    e5m2x2}.f32 does (docs/language.md, "Numerics of conversions"): from f32 (every other
+    dtype converts to f32 first, exactly for those that reach the FP8 range), round to
+    nearest even; a magnitude beyond the largest finite value, infinities included,
+    saturates to it (ml_dtypes alone would give NaN for f8e4m3, inf for f8e5m2); NaN of
+    either sign gives the positive NaN 0x7F."""
+    x = np.asarray(x)
+    f = x.astype(_F32) if x.dtype != _F32 else x
+    top = np.float32(FP8_MAX[dtype])
+    out = np.clip(f, -top, top).astype(NUMPY_DTYPES[dtype])
+    bits = out.view(np.uint8)
+    return np.where(np.isnan(f), np.uint8(0x7F), bits).astype(np.uint8).view(NUMPY_DTYPES[dtype])
 
 
 def _err(message: str, hint: str | None = None) -> CompileError:
@@ -87,8 +110,10 @@ def coerce(name: str, value, dtype: str) -> np.ndarray:
         return arr
     kind = arr.dtype.kind
     if dtype in ("f16", "bf16", "f32"):
-        if kind in "fiub" or arr.dtype == NUMPY_DTYPES["bf16"]:
+        if kind in "fiub" or is_float_array(arr):
             return arr.astype(np.float32).astype(target) if dtype == "bf16" else arr.astype(target)
+    elif dtype in FP8 and (kind in "fiu" or is_float_array(arr)):
+        return to_fp8(arr, dtype)     # values, rounded as `as` rounds them
     elif dtype in INT_RANGES and kind in "iub":
         lo, hi = INT_RANGES[dtype]
         if arr.size and (arr.max() > hi or arr.min() < lo):
@@ -107,6 +132,8 @@ def random_input(rng: np.random.Generator, dtype: str, shape: tuple[int, ...]) -
         return rng.integers(lo, hi + 1, size=shape).astype(NUMPY_DTYPES[dtype])
     if dtype == "bool":
         return rng.random(shape) < 0.5
+    if dtype in FP8:    # normal values, spread over the exponents a scaled tensor uses
+        return to_fp8(rng.standard_normal(shape, dtype=np.float32) * 4, dtype)
     if not shape:
         return np.asarray(rng.uniform(0.1, 1.0), dtype=np.float32).astype(NUMPY_DTYPES[dtype])
     return rng.standard_normal(shape, dtype=np.float32).astype(NUMPY_DTYPES[dtype])
@@ -277,6 +304,8 @@ class Machine:
         return method(e)
 
     def _Const(self, e: T.Const):
+        if e.type.dtype in FP8:     # a float literal is f32 (its value checked in range)
+            return np.asarray(e.value, _F32).astype(NUMPY_DTYPES[e.type.dtype])
         return np.asarray(e.value).astype(NUMPY_DTYPES[e.type.dtype])
 
     def _Var(self, e: T.Var):
@@ -331,6 +360,10 @@ class Machine:
             return to_tf32(a)
         if e.type.dtype in ("i8", "u8"):
             a = to_narrow_int(a, e.type.dtype)
+        elif e.type.dtype in FP8:
+            a = to_fp8(a, e.type.dtype)
+        elif a.dtype in FLOAT_ARRAYS and a.dtype != _F32:
+            a = a.astype(_F32)  # from the exact f32 value (f16, bf16, FP8: exact in f32)
         dtype = NUMPY_DTYPES[e.type.dtype]
         if dtype == NUMPY_DTYPES["bf16"] and a.dtype != _F32:
             a = a.astype(_F32)  # round once, from the exact f32 value

@@ -6,7 +6,8 @@ Counts per warp for one execution of the task:
   operands read from shared memory (per atom: ldmatrix x4, one per 16x16 A block and one
   per two 8-wide B blocks; MFMA, one 8-byte read per lane or four 2-byte ones);
 - simt: one instruction per value per elementwise node (a thread's values are its
-  layout's size), conversions included, a product that is added counted with the add (a
+  layout's size), conversions included (to and from FP8: ptc's software coder, several),
+  a product that is added counted with the add (a
   fused multiply-add), what a broadcast reads once per row; transcendental functions add
   one SFU instruction per value (and `exp` its multiply by log2 e); a reduction is one
   instruction per value in the thread, then one shuffle and one combine per lane mask per
@@ -25,6 +26,11 @@ from ..stask.graph import STaskGraph
 from . import ir
 
 SFU = SFU_OPS           # the op table's transcendentals (ptc.ops)
+# FP8 conversions are bit manipulation (templates/*/ptc_types: to_f8e4m3, f32(f8e4m3)):
+# instructions beyond a byte load or store, read from sm_80 / sm_90a SASS (nvcc 13.0)
+FP8_ENCODE_INSTRUCTIONS = 20
+FP8_DECODE_INSTRUCTIONS = 14
+FP8 = ("f8e4m3", "f8e5m2")
 COPY_INSTRUCTIONS_PER_CHUNK = 3   # address, predicate, the copy
 
 
@@ -38,6 +44,10 @@ def expression_counts(e: T.TExpr, values: dict, fused: bool = False,
     simt = sfu = shared = 0
     if isinstance(e, (T.Elementwise, T.Convert)) and not per_row:
         simt += 0 if fused else 1 + (e.op == "exp" if isinstance(e, T.Elementwise) else 0)
+        if isinstance(e, T.Convert) and e.type.dtype in FP8 and e.arg.type.dtype != e.type.dtype:
+            simt += FP8_ENCODE_INSTRUCTIONS - 1
+        elif isinstance(e, T.Convert) and e.arg.type.dtype in FP8:
+            simt += FP8_DECODE_INSTRUCTIONS - 1
         if isinstance(e, T.Elementwise) and e.op in SFU:
             sfu += 1
     if isinstance(e, T.Var) and isinstance(values.get(e.name), ir.InShared):

@@ -19,7 +19,7 @@ from .tiles import TileError, const, dim_expr, divisible, extent_value, mul
 MAX_RANK = 5
 # the element types a tensor map names (cuTensorMapEncodeTiled's CUtensorMapDataType;
 # ptc's bool is one byte, moved as UINT8)
-TMA_DTYPES = frozenset({"f16", "bf16", "f32", "i32", "i8", "u8", "bool"})
+TMA_DTYPES = frozenset({"f16", "bf16", "f32", "i32", "i8", "u8", "f8e4m3", "f8e5m2", "bool"})
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from ..lower import ir
 from ..lower.layout import Layout
 from ..ops import ELEMENTWISE
 from ..sema import typed as T
-from ..sema.dtypes import DTYPE_BYTES
+from ..sema.dtypes import DTYPE_BYTES, FP8
 from .cexpr import CTYPES, ExprRenderer
 from .layouts import SIXTEEN_BIT, c_storage, owner_expr, struct_name
 
@@ -517,9 +517,19 @@ class CBodyPrinter:
                 self.coords(home.layout, expr)
                 self.emit(f"{home.name}[r] = ptc::Half16<{t}>::one({expr});")
             return
+        if home.dtype in FP8:
+            if isinstance(value, T.Convert) and value.type.dtype == home.dtype and \
+                    value.arg.type.dtype != home.dtype:
+                # the conversion's code itself, not its value (round_f8*) coded again
+                arg = self.value_expr(value.arg, home.layout)
+                expr = f"ptc::to_{home.dtype}((float)({arg}))"
+            else:
+                expr = f"ptc::from_f32<{ctype}>({expr})"
+        elif ctype != "float":
+            expr = f"({ctype})({expr})"
         with self.unrolled(s):
             self.coords(home.layout, expr, cond)
-            value = expr if ctype == "float" else f"({ctype})({expr})"
+            value = expr
             if cond:
                 self.emit(f"if ({cond}) {home.name}[r] = {value};")
             else:
@@ -537,6 +547,8 @@ class CBodyPrinter:
             if packed:
                 return f"ptc::set_half<{t}>({home.name}, {reg}, {value});"
             return f"{home.name}[{reg}] = ptc::Half16<{t}>::one({value});"
+        if home.dtype in FP8:     # a value of the dtype, as f32: its code
+            return f"{home.name}[{reg}] = ptc::from_f32<{self.ctypes[home.dtype]}>({value});"
         return f"{home.name}[{reg}] = {value};"
 
     # ---- reductions ------------------------------------------------------------------------
@@ -686,7 +698,7 @@ class CBodyPrinter:
         else:
             value = f"{home.name}[r]"
         if vec == 1:
-            if home.dtype == dtype and dtype in ("i32", "i8", "u8", "bool"):
+            if home.dtype == dtype and dtype in ("i32", "i8", "u8", "f8e4m3", "f8e5m2", "bool"):
                 v = value     # as it is: through f32, an i32 past 2^24 would be rounded
             elif ctype != "float":
                 v = f"ptc::from_f32<{ctype}>(ptc::f32({value}))"

@@ -9,21 +9,29 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+import numpy as np
+
 from ..ops import ELEMENTWISE
 from ..sema import typed as T
 
 CTYPES = {"f32": "float", "f16": "__half", "bf16": "__nv_bfloat16", "i32": "int",
-          "i8": "int8_t", "u8": "uint8_t", "bool": "bool"}
+          "i8": "int8_t", "u8": "uint8_t", "f8e4m3": "ptc::f8e4m3", "f8e5m2": "ptc::f8e5m2",
+          "bool": "bool"}
 # conversions to i8 and u8: round to nearest even and saturate, NaN -> 0 (cvt.rni.sat)
 _NARROW = {"i8": "ptc::to_i8", "u8": "ptc::to_u8"}
-_ROUND = {"f16": "ptc::round_f16", "bf16": "ptc::round_bf16", "tf32": "ptc::round_tf32"}
+# conversions to f16, bf16 and tf32; to FP8: nearest even, saturating to the largest finite
+# value, NaN stays NaN (cvt.rn.satfinite; ptc's own bit manipulation, ptc_types)
+_ROUND = {"f16": "ptc::round_f16", "bf16": "ptc::round_bf16", "tf32": "ptc::round_tf32",
+          "f8e4m3": "ptc::round_f8e4m3", "f8e5m2": "ptc::round_f8e5m2"}
+FLOATS = ("f32", "f16", "bf16", "f8e4m3", "f8e5m2")
 _BINARY = {o.name: o.c for o in ELEMENTWISE.values() if o.c_form == "infix"}
 _UNARY = {o.name for o in ELEMENTWISE.values() if o.c_form == "call" and o.arity == 1}
 _CALLS = {o.name for o in ELEMENTWISE.values() if o.c_form == "call" and o.arity == 2}
 
 
 def is_float(dtype: str) -> bool:
-    return dtype in ("f32", "f16", "bf16")
+    """A dtype whose values an expression computes as `float` (rounded to the dtype)."""
+    return dtype in FLOATS
 
 
 def literal(value, dtype: str) -> str:
@@ -32,6 +40,9 @@ def literal(value, dtype: str) -> str:
     if dtype in ("i32", "i8", "u8"):
         return f"{int(value)}"
     v = float(value)
+    if dtype in ("f8e4m3", "f8e5m2"):    # the FP8 value the interpreter's literal holds
+        from ..interp import NUMPY_DTYPES
+        v = float(np.asarray(v, np.float32).astype(NUMPY_DTYPES[dtype]))
     if math.isinf(v):
         return "(-INFINITY)" if v < 0 else "INFINITY"
     if math.isnan(v):
@@ -143,7 +154,7 @@ class ExprRenderer:
 
 def store_value(value: str, dtype: str) -> str:
     """Convert a rendered value to the C type stored in memory."""
-    if dtype in ("f16", "bf16"):
+    if dtype in ("f16", "bf16", "f8e4m3", "f8e5m2"):
         return f"ptc::from_f32<{CTYPES[dtype]}>({value})"
     if dtype == "i32":
         return f"(int)({value})"

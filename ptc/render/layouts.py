@@ -24,7 +24,7 @@ def c_storage(home: ir.RegTile, lay: Layout) -> tuple[str, int, bool]:
         packed = lay.size % 2 == 0
         return "uint32_t", (lay.size // 2 if packed else lay.size), packed
     ctype = {"f32": "float", "tf32": "float", "i32": "int", "i8": "int8_t", "u8": "uint8_t",
-             "bool": "bool"}[home.dtype]
+             "f8e4m3": "ptc::f8e4m3", "f8e5m2": "ptc::f8e5m2", "bool": "bool"}[home.dtype]
     return ctype, max(lay.size, 1), False
 
 

@@ -16,7 +16,7 @@ from .signature import Signature
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 DTYPE_ENUM = {"f16": "F16", "bf16": "BF16", "f32": "F32", "i32": "I32", "bool": "BOOL",
-              "i8": "I8", "u8": "U8"}
+              "i8": "I8", "u8": "U8", "f8e4m3": "F8E4M3", "f8e5m2": "F8E5M2"}
 
 
 @functools.lru_cache(maxsize=None)

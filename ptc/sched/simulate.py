@@ -37,7 +37,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..devices import Device, get_device
-from ..interp import NUMPY_DTYPES, Machine, tile_count, prepare, run_kernel
+from ..interp import FLOAT_ARRAYS, NUMPY_DTYPES, Machine, tile_count, prepare, run_kernel
 from ..sema import typed as T
 from ..stask.graph import STaskGraph
 from .plan import Plan
@@ -359,7 +359,7 @@ def _steps(items):
 
 
 def _poison(dtype: np.dtype, shape) -> np.ndarray:
-    if dtype.kind == "f" or dtype == NUMPY_DTYPES["bf16"]:
+    if dtype.kind == "f" or dtype in FLOAT_ARRAYS:    # f16, bf16, f32, FP8: NaN
         return np.full(shape, np.nan, dtype=_F32).astype(dtype)
     if dtype == np.bool_:
         return np.ones(shape, dtype=np.bool_)

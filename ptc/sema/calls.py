@@ -157,6 +157,14 @@ class CallChecker:
                           f"{tensor.dtype}", p.span,
                           f"pad {with_article(tensor.dtype)} tensor with an integer"
                           + (f" in {lo}..{hi}" if tensor.dtype in dt.NARROW_INTS else ""))
+            problem = dt.literal_problem(pad, tensor.dtype) if tensor.dtype in dt.FP8 else None
+            if problem:
+                top = dt.FP8_MAX[tensor.dtype]
+                self.fail(f"pad={source_text(self.source, p.span)} is not "
+                          f"{with_article(tensor.dtype)} value ({tensor.name} is "
+                          f"{tensor.dtype}): it {problem}", p.span,
+                          f"{tensor.dtype} values lie in {-top:g}..{top:g}"
+                          + (f": pad with -{top:g}, the lowest" if pad < 0 else ""))
             if tensor.dtype == "bool" and pad not in (0.0, 1.0):
                 self.fail(f"pad={source_text(self.source, p.span)} is not a bool value, and "
                           f"{tensor.name} is bool", p.span, "pad a bool tensor with 0 or 1")

@@ -132,7 +132,7 @@ class ExprChecker:
             value = v.expr.value
             if dtype == "i32":
                 value = int(value) if float(value).is_integer() else value
-            elif dtype in dt.FLOATS:
+            elif dtype in dt.FLOATS or dtype in dt.FP8:
                 value = float(value)
             return V(T.Const(value, T.TileType(dtype, v.type.shape)))
         return V(T.Convert(v.expr, T.TileType(dtype, v.type.shape)))
@@ -147,6 +147,7 @@ class ExprChecker:
         if problem:
             self.fail(f"the literal {source_text(self.source, v.span)} takes the dtype "
                       f"{dtype} of the value it meets, and {problem}", v.span,
+                      dt.fp8_range(dtype) if dtype in dt.FP8 else
                       "compute in f32: convert the other operand first (`x as f32`)"
                       if dtype != "i32" else "use a float literal (`3e9`), or a smaller value")
 
@@ -190,10 +191,11 @@ class ExprChecker:
         return shape
 
     def _widen(self, v: V) -> V:
-        """An i8 or u8 operand as i32: every operation on them computes on i32 (rule 8 of
-        docs/language.md), so a sum of bytes cannot wrap at 8 bits."""
-        if v.type.dtype in dt.NARROW_INTS:
-            return V(T.Convert(v.expr, T.TileType("i32", v.type.shape)))
+        """An i8 or u8 operand as i32, an f8e4m3 or f8e5m2 one as f32: every operation on
+        the storage dtypes computes on the wider one (rules 8 and 9 of docs/language.md), so
+        a sum of bytes cannot wrap at 8 bits nor a sum of FP8 values round at 3 bits."""
+        if v.type.dtype in dt.WIDENED:
+            return V(T.Convert(v.expr, T.TileType(dt.WIDENED[v.type.dtype], v.type.shape)))
         return v
 
     def _binary(self, op: str, a: V, b: V, span: Span, op_span: Span, operands=None) -> V:
@@ -287,6 +289,19 @@ class ExprChecker:
                           "matrix products)", node.span if node is not None else op_span,
                           f"convert both operands, e.g. `({lt} as f16) @ ({rt} as f16)` "
                           f"(exact for {v.type.dtype} values; the products add in f32)")
+        for v, other, node in ((a, b, lhs), (b, a, rhs)):
+            if v.type.dtype in dt.FP8:
+                # FP8 tensor-core paths (wgmma e4m3/e5m2, MFMA fp8) are not built yet: the
+                # operand is converted exactly to a format the matrix units take
+                to = other.type.dtype if other.type.dtype in ("f16", "bf16", "f32") else "f16"
+                fixed = [f"({t} as {to})" if x.type.dtype in dt.FP8 else t
+                         for t, x in ((lt, a), (rt, b))]
+                self.fail(f"`@` of {v.type.dtype} tiles is not supported yet"
+                          + (f" (against {with_article(other.type.dtype)} operand)"
+                             if other.type.dtype != v.type.dtype else ""),
+                          node.span if node is not None else op_span,
+                          f"convert the FP8 side: `{fixed[0]} @ {fixed[1]}` (exact for "
+                          f"{v.type.dtype} values; the products add in f32)")
         if a.type.dtype != b.type.dtype:
             # convert the wider side (mma inputs are usually half precision)
             if dt.widens_to(b.type.dtype, a.type.dtype):
@@ -311,7 +326,7 @@ class ExprChecker:
     def _unary(self, e: ast.Unary) -> V:
         v = self.expr(e.operand)
         self._no_tf32(v, e.span, f"`{e.op}`")
-        if e.op == "-" and v.type.dtype in dt.NARROW_INTS:
+        if e.op == "-" and v.type.dtype in dt.WIDENED:
             v = self._widen(v)
             return V(T.Elementwise("neg", (v.expr,), v.type))
         if e.op == "-":

@@ -44,10 +44,12 @@ class SignatureChecker:
                 self.poisoned.add(p.name)
                 return None
             dtype = self._dtype(p.type.dtype, p.type.span)
-            if dtype in dt.NARROW_INTS:
+            if dtype in dt.WIDENED:
+                wide = dt.WIDENED[dtype]
                 self.error(f"a scalar parameter is f16, bf16, f32, i32 or bool, not {dtype}",
-                           p.type.span, f"declare it i32 (`{p.name}: i32`); i8 and u8 are "
-                           "storage dtypes of tensors")
+                           p.type.span, f"declare it {wide} (`{p.name}: {wide}`); "
+                           + ("i8 and u8" if dtype in dt.NARROW_INTS else "f8e4m3 and f8e5m2")
+                           + " are storage dtypes of tensors")
                 dtype = None
             if not self._declare(p.name, "scalar parameter", p.span) or dtype is None:
                 self.poisoned.add(p.name)

@@ -64,6 +64,63 @@ __host__ __device__ inline long long tiles(long long extent, long long size) {
   return extent <= 0 ? 0 : (extent + size - 1) / size;
 }
 
+// FP8 (OCP), one byte of storage; arithmetic happens in f32 (docs/language.md, rule 9).
+// f8e4m3 is E4M3FN: bias 7, no infinities, NaN = S.1111.111, largest 448; f8e5m2 is E5M2:
+// bias 15, IEEE infinities and NaNs, largest 57344. The conversions are ptc's own bit
+// manipulation, the same on every target and in the CPU emulation (no cuda_fp8.h, which
+// sm80 and HIP lack): to FP8 as cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 -- nearest even;
+// beyond the largest finite value, infinities included, that value with the sign; NaN of
+// either sign -> 0x7F --, from FP8 to f32 exactly.
+struct f8e4m3 { uint8_t bits; };
+struct f8e5m2 { uint8_t bits; };
+
+// the code of f32 `x` in an FP8 format of MAN mantissa bits and exponent bias BIAS whose
+// largest finite value is MAX_F32 (as f32 bits), coded MAX_CODE
+template <int MAN, int BIAS, uint32_t MAX_F32, uint32_t MAX_CODE>
+__device__ __forceinline__ uint8_t fp8_code(float x) {
+  const uint32_t u = __float_as_uint(x);
+  const uint32_t sign = (u >> 24) & 0x80u;
+  const uint32_t mag = u & 0x7fffffffu;
+  if (mag > 0x7f800000u) return 0x7fu;                                 // NaN
+  if (mag >= MAX_F32) return static_cast<uint8_t>(sign | MAX_CODE);    // satfinite
+  uint32_t code;
+  if (mag < ((128u - BIAS) << 23)) {
+    // below the smallest normal, 2^(1-BIAS): a multiple of 2^(1-BIAS-MAN), to nearest even
+    // (rintf); the scaling by a power of two is exact, and the multiple 2^MAN is the
+    // smallest normal's code
+    const float scale = __uint_as_float((127u + BIAS + MAN - 1u) << 23);
+    code = static_cast<uint32_t>(rintf(__uint_as_float(mag) * scale));
+  } else {
+    // drop 23 - MAN mantissa bits, to nearest even (a carry moves into the exponent), and
+    // rebias the exponent
+    code = (mag + ((1u << (22 - MAN)) - 1u) + ((mag >> (23 - MAN)) & 1u)) >> (23 - MAN);
+    code -= (127u - BIAS) << MAN;
+  }
+  return static_cast<uint8_t>(sign | code);
+}
+__device__ __forceinline__ f8e4m3 to_f8e4m3(float x) {
+  PTC_IN_FLIGHT_F32(x);
+  return f8e4m3{fp8_code<3, 7, 0x43e00000u, 0x7eu>(x)};       // 448 = 0x7e
+}
+__device__ __forceinline__ f8e5m2 to_f8e5m2(float x) {
+  PTC_IN_FLIGHT_F32(x);
+  return f8e5m2{fp8_code<2, 15, 0x47600000u, 0x7bu>(x)};      // 57344 = 0x7b
+}
+__device__ __forceinline__ float f32(f8e4m3 x) {
+  const uint32_t sign = static_cast<uint32_t>(x.bits & 0x80u) << 24, mag = x.bits & 0x7fu;
+  if (mag == 0x7fu) return __uint_as_float(sign | 0x7fc00000u);                  // NaN
+  if (mag < 8u) return __uint_as_float(sign | __float_as_uint(static_cast<float>(mag) * 0x1p-9f));
+  return __uint_as_float(sign | ((mag + (120u << 3)) << 20));
+}
+__device__ __forceinline__ float f32(f8e5m2 x) {
+  const uint32_t sign = static_cast<uint32_t>(x.bits & 0x80u) << 24, mag = x.bits & 0x7fu;
+  if (mag >= 0x7cu) return __uint_as_float(sign | 0x7f800000u | (mag > 0x7cu ? 0x400000u : 0u));
+  if (mag < 4u) return __uint_as_float(sign | __float_as_uint(static_cast<float>(mag) * 0x1p-16f));
+  return __uint_as_float(sign | ((mag + (112u << 2)) << 21));
+}
+__device__ __forceinline__ float round_f8e4m3(float x) { return f32(to_f8e4m3(x)); }
+__device__ __forceinline__ float round_f8e5m2(float x) { return f32(to_f8e5m2(x)); }
+
 __device__ __forceinline__ float f32(float x) { return x; }
 __device__ __forceinline__ float f32(__half x) { return __half2float(x); }
 __device__ __forceinline__ float f32(__nv_bfloat16 x) { return __bfloat162float(x); }
@@ -122,6 +179,13 @@ template <> __device__ __forceinline__ int from_f32<int>(float x) { return stati
 template <> __device__ __forceinline__ bool from_f32<bool>(float x) { return x != 0.0f; }
 template <> __device__ __forceinline__ int8_t from_f32<int8_t>(float x) { return to_i8(x); }
 template <> __device__ __forceinline__ uint8_t from_f32<uint8_t>(float x) { return to_u8(x); }
+// a value of the FP8 dtype (rounded already) as its code; f8e5m2 keeps its infinities
+template <> __device__ __forceinline__ f8e4m3 from_f32<f8e4m3>(float x) { return to_f8e4m3(x); }
+template <> __device__ __forceinline__ f8e5m2 from_f32<f8e5m2>(float x) {
+  const uint32_t u = __float_as_uint(x);
+  return (u & 0x7fffffffu) == 0x7f800000u ? f8e5m2{static_cast<uint8_t>(((u >> 24) & 0x80u) | 0x7cu)}
+                                          : to_f8e5m2(x);
+}
 
 __host__ __device__ __forceinline__ long long floordiv(long long a, long long b) {
   long long q = a / b;

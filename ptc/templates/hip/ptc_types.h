@@ -126,6 +126,61 @@ __device__ __forceinline__ float f16_f32(uint16_t b) {
   return static_cast<float>(__builtin_bit_cast(_Float16, b));
 }
 
+// FP8 (OCP), one byte of storage; arithmetic happens in f32 (docs/language.md, rule 9).
+// f8e4m3 is E4M3FN: bias 7, no infinities, NaN = S.1111.111, largest 448; f8e5m2 is E5M2:
+// bias 15, IEEE infinities and NaNs, largest 57344. The conversions are the CUDA side's
+// (templates/cuda/ptc_types.cuh), bit for bit: to FP8 as CUDA's
+// cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 -- nearest even; beyond the largest finite value,
+// infinities included, that value with the sign; NaN of either sign -> 0x7F --, from FP8
+// to f32 exactly. (gfx942's FP8 instructions take the FNUZ formats, a different code.)
+struct f8e4m3 { uint8_t bits; };
+struct f8e5m2 { uint8_t bits; };
+
+// the code of f32 `x` in an FP8 format of MAN mantissa bits and exponent bias BIAS whose
+// largest finite value is MAX_F32 (as f32 bits), coded MAX_CODE
+template <int MAN, int BIAS, uint32_t MAX_F32, uint32_t MAX_CODE>
+__device__ __forceinline__ uint8_t fp8_code(float x) {
+  const uint32_t u = f32_bits(x);
+  const uint32_t sign = (u >> 24) & 0x80u;
+  const uint32_t mag = u & 0x7fffffffu;
+  if (mag > 0x7f800000u) return 0x7fu;                                 // NaN
+  if (mag >= MAX_F32) return static_cast<uint8_t>(sign | MAX_CODE);    // satfinite
+  uint32_t code;
+  if (mag < ((128u - BIAS) << 23)) {
+    // below the smallest normal, 2^(1-BIAS): a multiple of 2^(1-BIAS-MAN), to nearest even
+    // (v_rndne_f32); the scaling by a power of two is exact, and the multiple 2^MAN is the
+    // smallest normal's code
+    const float scale = bits_f32((127u + BIAS + MAN - 1u) << 23);
+    code = static_cast<uint32_t>(__builtin_rintf(bits_f32(mag) * scale));
+  } else {
+    // drop 23 - MAN mantissa bits, to nearest even (a carry moves into the exponent), and
+    // rebias the exponent
+    code = (mag + ((1u << (22 - MAN)) - 1u) + ((mag >> (23 - MAN)) & 1u)) >> (23 - MAN);
+    code -= (127u - BIAS) << MAN;
+  }
+  return static_cast<uint8_t>(sign | code);
+}
+__device__ __forceinline__ f8e4m3 to_f8e4m3(float x) {
+  return f8e4m3{fp8_code<3, 7, 0x43e00000u, 0x7eu>(x)};       // 448 = 0x7e
+}
+__device__ __forceinline__ f8e5m2 to_f8e5m2(float x) {
+  return f8e5m2{fp8_code<2, 15, 0x47600000u, 0x7bu>(x)};      // 57344 = 0x7b
+}
+__device__ __forceinline__ float f32(f8e4m3 x) {
+  const uint32_t sign = static_cast<uint32_t>(x.bits & 0x80u) << 24, mag = x.bits & 0x7fu;
+  if (mag == 0x7fu) return bits_f32(sign | 0x7fc00000u);                         // NaN
+  if (mag < 8u) return bits_f32(sign | f32_bits(static_cast<float>(mag) * 0x1p-9f));
+  return bits_f32(sign | ((mag + (120u << 3)) << 20));
+}
+__device__ __forceinline__ float f32(f8e5m2 x) {
+  const uint32_t sign = static_cast<uint32_t>(x.bits & 0x80u) << 24, mag = x.bits & 0x7fu;
+  if (mag >= 0x7cu) return bits_f32(sign | 0x7f800000u | (mag > 0x7cu ? 0x400000u : 0u));
+  if (mag < 4u) return bits_f32(sign | f32_bits(static_cast<float>(mag) * 0x1p-16f));
+  return bits_f32(sign | ((mag + (112u << 2)) << 21));
+}
+__device__ __forceinline__ float round_f8e4m3(float x) { return f32(to_f8e4m3(x)); }
+__device__ __forceinline__ float round_f8e5m2(float x) { return f32(to_f8e5m2(x)); }
+
 __device__ __forceinline__ float f32(float x) { return x; }
 __device__ __forceinline__ float f32(f16 x) { return f16_f32(x.bits); }
 __device__ __forceinline__ float f32(bf16 x) { return bf16_f32(x.bits); }
@@ -167,6 +222,13 @@ template <> __device__ __forceinline__ int from_f32<int>(float x) { return stati
 template <> __device__ __forceinline__ bool from_f32<bool>(float x) { return x != 0.0f; }
 template <> __device__ __forceinline__ int8_t from_f32<int8_t>(float x) { return to_i8(x); }
 template <> __device__ __forceinline__ uint8_t from_f32<uint8_t>(float x) { return to_u8(x); }
+// a value of the FP8 dtype (rounded already) as its code; f8e5m2 keeps its infinities
+template <> __device__ __forceinline__ f8e4m3 from_f32<f8e4m3>(float x) { return to_f8e4m3(x); }
+template <> __device__ __forceinline__ f8e5m2 from_f32<f8e5m2>(float x) {
+  const uint32_t u = f32_bits(x);
+  return (u & 0x7fffffffu) == 0x7f800000u ? f8e5m2{static_cast<uint8_t>(((u >> 24) & 0x80u) | 0x7cu)}
+                                          : to_f8e5m2(x);
+}
 
 __host__ __device__ __forceinline__ long long floordiv(long long a, long long b) {
   long long q = a / b;

@@ -6,8 +6,14 @@
 //   - a bf16 *input* may be stored as raw bits, '<u2' (or '<V2', which is what np.save writes
 //     for an ml_dtypes.bfloat16 array), or as '<f4', which is rounded to nearest even;
 //   - a bf16 *output* is written as '<f4', exactly (every bf16 value is an f32 value).
+// FP8 (f8e4m3, f8e5m2) has none either: an input is raw bits, '|u1' (or what np.save writes
+// for an ml_dtypes array: '<V1' for float8_e4m3fn, '<f1' for float8_e5m2, which only an
+// f8e5m2 parameter takes), or '<f4', rounded as the language's `as`
+// rounds (nearest even, saturating to the largest finite value, NaN -> 0x7f); an output is
+// written as '<f4', exactly.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -41,6 +47,40 @@ inline float bf16_bits_to_f32(uint16_t b) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
+}
+
+// FP8 codes: f8e4m3 (E4M3FN: 3 mantissa bits, bias 7, largest 448, no infinities) and
+// f8e5m2 (2 mantissa bits, bias 15, largest 57344), as the device helpers code them
+// (templates/*/ptc_types: cvt.rn.satfinite's rounding), in host code.
+inline uint8_t f32_to_fp8_bits(float f, bool e5m2) {
+  const int man = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7;
+  const float largest = e5m2 ? 57344.0f : 448.0f;
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t sign = (u >> 24) & 0x80u, mag = u & 0x7fffffffu;
+  if (mag > 0x7f800000u) return 0x7f;                                      // NaN
+  float a;
+  std::memcpy(&a, &mag, 4);
+  if (a >= largest) return (uint8_t)(sign | (e5m2 ? 0x7bu : 0x7eu));       // saturate
+  if (mag < ((uint32_t)(128 - bias) << 23)) {   // below the smallest normal: its multiples
+    const float q = std::ldexp(1.0f, 1 - bias - man);                       // of 2^(1-bias-man)
+    return (uint8_t)(sign | (uint32_t)std::nearbyint(a / q));                // nearest even
+  }
+  uint32_t code = (mag + ((1u << (22 - man)) - 1u) + ((mag >> (23 - man)) & 1u)) >> (23 - man);
+  return (uint8_t)(sign | (code - ((uint32_t)(127 - bias) << man)));
+}
+
+inline float fp8_bits_to_f32(uint8_t b, bool e5m2) {
+  const int man = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7;
+  const uint32_t mag = b & 0x7fu;
+  float v;
+  if (e5m2 ? mag >= 0x7cu : mag == 0x7fu)
+    v = (e5m2 && mag == 0x7cu) ? HUGE_VALF : NAN;
+  else if ((mag >> man) == 0)
+    v = std::ldexp((float)mag, 1 - bias - man);                            // subnormal, zero
+  else
+    v = std::ldexp((float)((mag & ((1u << man) - 1)) | (1u << man)), (int)(mag >> man) - bias - man);
+  return (b & 0x80u) ? -v : v;
 }
 
 // The value of `key` in the header dict: the text after "'key':" up to the next item.
@@ -94,7 +134,9 @@ inline bool parse_header(const std::string& h, Array* out, std::string* err) {
 inline int descr_bytes(const std::string& d) {
   if (d == "<f4" || d == "<i4") return 4;
   if (d == "<f2" || d == "<u2" || d == "<V2" || d == "|V2") return 2;
-  if (d == "|b1" || d == "<b1" || d == "|i1" || d == "|u1") return 1;
+  if (d == "|b1" || d == "<b1" || d == "|i1" || d == "|u1" || d == "<V1" || d == "|V1" ||
+      d == "<f1")
+    return 1;
   return 0;
 }
 
@@ -122,7 +164,7 @@ inline bool read(const char* path, Array* out, std::string* err) {
   int elem = descr_bytes(out->descr);
   if (!elem) {
     std::fclose(f);
-    *err = "unsupported dtype '" + out->descr + "' (ptc reads <f2, <f4, <i4, |i1, |u1, |b1, and <u2 for bf16 bits)";
+    *err = "unsupported dtype '" + out->descr + "' (ptc reads <f2, <f4, <i4, |i1, |u1, |b1, <u2 for bf16 bits and |V1 for FP8 bits)";
     return false;
   }
   size_t bytes = (size_t)out->count() * (size_t)elem;
