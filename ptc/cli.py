@@ -130,7 +130,7 @@ Examples:
 @click.option("--random-inputs", is_flag=True,
               help="With --inputs: draw the inputs it lacks at random (--seed).")
 @click.option("--output", "-o", "output_path", metavar="OUT.npz",
-              help="Save the outputs by name (bf16 as exact float32) instead of "
+              help="Save the outputs by name (bf16 and FP8 as exact float32) instead of "
                    "printing a summary.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed for the random inputs (and for --order random).")
@@ -259,7 +259,10 @@ def load_inputs(path: str, kernel: TypedKernel, shapes: Mapping[str, int]) -> di
         with loaded:
             arrays = {name: loaded[name] for name in loaded.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise fail(f"{path} is not a readable .npz file ({exc})") from None
+        raise fail(f"{path} is not a readable .npz file ({exc})",
+                   hint="np.save writes an ml_dtypes.float8_e5m2 array as '<f1', which NumPy "
+                   "cannot read back: save its bits, x.view(np.uint8)"
+                   if "'<f1'" in str(exc) else None) from None
 
     params = {p.name: p for p in kernel.inputs}
     outputs = {p.name for p in kernel.outputs}
@@ -293,11 +296,11 @@ def load_inputs(path: str, kernel: TypedKernel, shapes: Mapping[str, int]) -> di
 
 
 def _savable(array):
-    """bf16 as exact float32, so any NumPy can read the file."""
+    """bf16 and FP8 as exact float32, so any NumPy can read the file."""
     import ml_dtypes
     import numpy as np
 
-    if array.dtype == ml_dtypes.bfloat16:
+    if array.dtype in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2):
         return array.astype(np.float32)
     return array
 

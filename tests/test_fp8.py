@@ -616,3 +616,189 @@ def test_fp8_kernels_build_for_amd(all_of_it, target, tmp_path):
     assert result.arch == target
     assert result.resources.spills == 0 and result.resources.scratch_bytes == 0
     assert any("fp8_all" in k.name for k in result.resources.kernels)
+
+
+# ---- arrays in and out ---------------------------------------------------------------------------
+def test_fp8_arrays_are_read_by_one_rule():
+    """`ptc run --inputs` (ptc.npy_dtypes) takes an FP8 parameter as raw bits (|u1, or the
+    V1 np.save writes for an ml_dtypes array) or as f32 values rounded as `as` rounds."""
+    from ptc.npy_dtypes import to_param_dtype
+
+    codes = np.arange(256, dtype=np.uint8)
+    for dtype in ("f8e4m3", "f8e5m2"):
+        fp8 = codes.view(NUMPY[dtype])
+        assert to_param_dtype(fp8, dtype) is fp8
+        np.testing.assert_array_equal(bits(to_param_dtype(codes, dtype)), codes)
+        void = codes.view("|V1")
+        np.testing.assert_array_equal(bits(to_param_dtype(void, dtype)), codes)
+        values = np.array([1.0625, 464.0, -1e9, np.nan, -0.0, 2.0 ** -17], np.float32)
+        got = bits(to_param_dtype(values, dtype))
+        np.testing.assert_array_equal(got, [encode(float(v), dtype) for v in values])
+        for wrong in (codes.view(np.int8), values[:2].astype(np.float16)):
+            with pytest.raises(ValueError):
+                to_param_dtype(wrong, dtype)
+    with pytest.raises(ValueError, match="holds ml_dtypes.float8_e5m2, but the parameter is "
+                                         "f8e4m3"):
+        to_param_dtype(codes.view(ml_dtypes.float8_e5m2), "f8e4m3")
+
+
+def test_an_npz_round_trip_through_ptc_run(tmp_path):
+    from click.testing import CliRunner
+
+    from ptc.cli import cli
+
+    path = tmp_path / "k.pt"
+    path.write_text("""kernel k(P: f8e4m3[N]) -> (Q: f8e5m2[N], R: f8e4m3[N]) {
+  parallel i: BN of N {
+    store(Q[i], load(P[i]) as f8e5m2)
+    store(R[i], load(P[i]))
+  }
+}
+""")
+    codes = np.arange(256, dtype=np.uint8)
+    np.savez(tmp_path / "in.npz", P=codes.view(ml_dtypes.float8_e4m3fn))   # saved as <V1
+    result = CliRunner().invoke(cli, ["run", str(path), "--inputs", str(tmp_path / "in.npz"),
+                                      "-o", str(tmp_path / "out.npz")], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    out = np.load(tmp_path / "out.npz")
+    assert out["Q"].dtype == np.float32 and out["R"].dtype == np.float32   # exact f32
+    values = [decode(c, "f8e4m3") for c in range(256)]
+    assert same_floats(out["R"], values)
+    assert same_floats(out["Q"], [decode(encode(v, "f8e5m2"), "f8e5m2") for v in values])
+
+
+def test_device_arrays_name_their_fp8_format():
+    """__cuda_array_interface__ shows FP8 as untyped bytes ('|V1'): FP8 where the array's own
+    dtype says which, an error where nothing does; DLPack 1.1 names them (codes 10, 12)."""
+    from ptc.runtime import arrays as A
+
+    class Device:
+        def __init__(self, a, dtype=None):
+            self.a = a
+            if dtype:
+                self.dtype = dtype
+
+        @property
+        def __cuda_array_interface__(self):
+            return {"shape": self.a.shape, "typestr": "|V1", "data": (self.a.ctypes.data, False),
+                    "strides": None, "version": 3}
+
+    a = np.zeros(16, ml_dtypes.float8_e4m3fn)
+    assert A.device_ref(Device(a, "torch.float8_e4m3fn")).dtype == "f8e4m3"
+    assert A.device_ref(Device(a, "torch.float8_e5m2")).dtype == "f8e5m2"
+    for dtype in (None, "torch.float8_e5m2fnuz", "torch.uint8"):
+        with pytest.raises(A.ArrayProblem, match="untyped bytes"):
+            A.device_ref(Device(a, dtype))
+    assert A._DLPACK[(10, 8)] == "f8e4m3" and A._DLPACK[(12, 8)] == "f8e5m2"
+    assert (11, 8) not in A._DLPACK and (13, 8) not in A._DLPACK     # the FNUZ formats
+
+
+# the harness's ptc_run, built by g++ against tests/runtime/fake_cuda (a CUDA runtime on host
+# memory) with a host kernel that copies P to R and Q to S byte for byte
+COPY_PT = """kernel copy8(P: f8e4m3[N], Q: f8e5m2[N]) -> (R: f8e4m3[N], S: f8e5m2[N]) {
+  parallel i: BN of N {
+    store(R[i], load(P[i]))
+    store(S[i], load(Q[i]))
+  }
+}
+"""
+COPY_HOST = """#include <cstring>
+extern "C" int ptc_launch(void* const* tensors, const double*, const long long* dims, void*) {
+  std::memcpy(tensors[2], tensors[0], (size_t)dims[0]);
+  std::memcpy(tensors[3], tensors[1], (size_t)dims[0]);
+  return 0;
+}
+extern "C" const char* ptc_kernel_name(void) { return "copy8"; }
+"""
+
+
+@pytest.fixture(scope="module")
+def copy_build(tmp_path_factory):
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import ptc.runtime as R
+    from ptc.runtime.signature import signature_of
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not on PATH")
+    fake_cuda = Path(__file__).resolve().parent / "runtime" / "fake_cuda"
+    folder = tmp_path_factory.mktemp("fp8") / "copy8"
+    R.write_build_dir(folder, kernel_source=COPY_HOST, signature=signature_of(typed(COPY_PT, {})),
+                      arch="sm_80", target="sm80")
+    subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Werror", "-I", str(fake_cuda), "-I",
+                    ".", "-x", "c++", "kernel.cu", "-x", "c++", "harness.cu", "-o", "ptc_run"],
+                   cwd=folder, check=True)
+    return folder
+
+
+@pytest.mark.cxx
+def test_ptc_run_reads_and_writes_fp8_by_the_documented_rule(copy_build, tmp_path):
+    """Inputs as |u1 codes, as what np.save writes for ml_dtypes arrays (<V1 for
+    float8_e4m3fn, <f1 for float8_e5m2), or as f32 values rounded as `as` rounds (the
+    harness's own host coder, npy.h, against the formula); outputs as exact f32. Anything
+    else is refused with a hint."""
+    import subprocess
+
+    def run():
+        return subprocess.run([str(copy_build / "ptc_run"), str(tmp_path), "--iters", "0"],
+                              capture_output=True, text=True)
+
+    codes = np.arange(256, dtype=np.uint8)
+    values = np.concatenate([cases_grid("f8e4m3", (32, 33)).ravel(),
+                             cases_grid("f8e5m2", (32, 33)).ravel()])[:1024]
+    for stored_p, stored_q, want_p, want_q in (
+            (codes, codes.view(ml_dtypes.float8_e5m2), codes, codes),
+            (codes.view(ml_dtypes.float8_e4m3fn), codes, codes, codes),
+            (values, values, [encode(float(v), "f8e4m3") for v in values],
+             [encode(float(v), "f8e5m2") for v in values])):
+        np.save(tmp_path / "P.npy", stored_p)
+        np.save(tmp_path / "Q.npy", stored_q)
+        done = run()
+        assert done.returncode == 0, done.stderr
+        r, s = np.load(tmp_path / "R.npy"), np.load(tmp_path / "S.npy")
+        assert r.dtype == np.float32 and s.dtype == np.float32
+        assert same_floats(r, [decode(c, "f8e4m3") for c in want_p])
+        assert same_floats(s, [decode(c, "f8e5m2") for c in want_q])
+    for wrong, descr in ((codes.astype(np.float16), "<f2"),
+                         (codes.view(ml_dtypes.float8_e5m2), "<f1")):   # e5m2 for e4m3
+        np.save(tmp_path / "P.npy", wrong)
+        done = run()
+        assert done.returncode == 1
+        assert f"holds '{descr}', but P is f8e4m3 (store FP8 as |u1 bits or <f4)" in done.stderr
+
+
+def test_ptc_run_says_how_to_save_an_e5m2_array(tmp_path):
+    """np.save writes ml_dtypes.float8_e5m2 as '<f1', which np.load cannot read back."""
+    from click.testing import CliRunner
+
+    from ptc.cli import cli
+
+    path = tmp_path / "k.pt"
+    path.write_text(COPY_PT)
+    codes = np.arange(16, dtype=np.uint8)
+    np.savez(tmp_path / "in.npz", P=codes, Q=codes.view(ml_dtypes.float8_e5m2))
+    result = CliRunner().invoke(cli, ["run", str(path), "--inputs", str(tmp_path / "in.npz")],
+                                catch_exceptions=False)
+    assert result.exit_code == 1
+    assert "save its bits, x.view(np.uint8)" in result.stderr
+    np.savez(tmp_path / "in.npz", P=codes, Q=codes)
+    result = CliRunner().invoke(cli, ["run", str(path), "--inputs", str(tmp_path / "in.npz")],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+
+
+def test_a_host_array_of_another_dtype_is_refused_with_a_hint():
+    """A call takes FP8 as ml_dtypes arrays: an f32 array is not rounded behind the caller's
+    back (a list of numbers is, as `as` rounds)."""
+    import ptc.runtime as R
+    from ptc.runtime.binding import _host_array
+    from ptc.runtime.signature import signature_of
+
+    (p, _, _, _) = signature_of(typed(COPY_PT, {})).tensors
+    with pytest.raises(R.ArgumentError) as info:
+        _host_array(p, np.ones(4, np.float32))
+    assert "NumPy has no f8e4m3: pass an ml_dtypes.float8_e4m3fn array" in info.value.hint
+    _, array = _host_array(p, [1.0, 464.0, -0.0])
+    np.testing.assert_array_equal(bits(array), [0x38, 0x7E, 0x80])

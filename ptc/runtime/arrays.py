@@ -6,7 +6,8 @@ Device arrays must be C-contiguous, on the current GPU (device 0 as CUDA numbers
 visible ones), and exactly of the kernel's dtype: nothing is converted on the device.
 bf16 has no `__cuda_array_interface__` typestr of its own: PyTorch shows it as raw 2-byte
 elements ('<V2'), which are taken as bf16 only where the array's own `dtype` says bfloat16
-(else through DLPack, which names it).
+(else through DLPack, which names it). Likewise FP8: raw bytes ('|V1') are f8e4m3 or
+f8e5m2 where the array's dtype says float8_e4m3fn or float8_e5m2; DLPack 1.1 names them.
 """
 from __future__ import annotations
 
@@ -22,11 +23,18 @@ from ..interp import NUMPY_DTYPES
 _TYPESTR = {"<f2": "f16", "<f4": "f32", "<i4": "i32", "|i1": "i8", "|u1": "u8", "|b1": "bool",
             "<b1": "bool"}
 _RAW_TWO_BYTES = ("<V2", "|V2")   # bf16 as torch and ml_dtypes export it: untyped 2-byte words
-# DLPack (type code, bits) -> ptc dtype: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6
+_RAW_BYTES = ("<V1", "|V1")       # FP8 as ml_dtypes exports it: untyped bytes
+# what the array's own dtype is called (torch.float8_e4m3fn, ml_dtypes' float8_e4m3fn)
+_FP8_NAMES = {"float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2"}
+# DLPack (type code, bits) -> ptc dtype: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6,
+# and DLPack 1.1's kDLFloat8_e4m3fn 10 and kDLFloat8_e5m2 12 (torch exports its float8 so)
 _DLPACK = {(2, 16): "f16", (4, 16): "bf16", (2, 32): "f32", (0, 32): "i32", (0, 8): "i8",
-           (1, 8): "u8", (6, 8): "bool"}
+           (1, 8): "u8", (10, 8): "f8e4m3", (12, 8): "f8e5m2", (6, 8): "bool"}
 _DLPACK_NAMES = {0: "int", 1: "uint", 2: "float", 3: "opaque", 4: "bfloat", 5: "complex",
-                 6: "bool"}
+                 6: "bool", 7: "float8_e3m4", 8: "float8_e4m3", 9: "float8_e4m3b11fnuz",
+                 10: "float8_e4m3fn", 11: "float8_e4m3fnuz", 12: "float8_e5m2",
+                 13: "float8_e5m2fnuz", 14: "float8_e8m0fnu", 15: "float6_e2m3fn",
+                 16: "float6_e3m2fn", 17: "float4_e2m1fn"}
 KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED = 1, 2, 3, 13
 ALIGNMENT = 16   # bytes: what vectorized and asynchronous copies need
 
@@ -114,6 +122,13 @@ def _from_cai(obj) -> DeviceRef:
             raise RawElements(f"holds untyped 2-byte elements ({typestr!r} through "
                               "__cuda_array_interface__) and its dtype does not say bfloat16")
         dtype = "bf16"
+    elif typestr in _RAW_BYTES:
+        name = str(getattr(obj, "dtype", "")).rsplit(".", 1)[-1]
+        if name not in _FP8_NAMES:
+            raise RawElements(f"holds untyped bytes ({typestr!r} through "
+                              "__cuda_array_interface__) and its dtype does not say "
+                              "float8_e4m3fn or float8_e5m2")
+        dtype = _FP8_NAMES[name]
     elif typestr in _TYPESTR:
         dtype = _TYPESTR[typestr]
     else:
@@ -185,8 +200,9 @@ class DeviceArray:
     """An output in GPU memory, allocated by the runtime; freed when it is garbage-collected.
 
     It exposes `__cuda_array_interface__` (so torch.as_tensor(x, device="cuda") and
-    cupy.asarray(x) see it without a copy; bf16 shows as raw 2-byte '<V2' there), and
-    `.numpy()` copies it to the host (bf16 as ml_dtypes.bfloat16).
+    cupy.asarray(x) see it without a copy; bf16 shows as raw 2-byte '<V2' there, FP8 as raw
+    bytes '|V1'), and `.numpy()` copies it to the host (bf16 as ml_dtypes.bfloat16, FP8 as
+    ml_dtypes.float8_e4m3fn / float8_e5m2).
     """
 
     def __init__(self, library, ptr: int, shape: tuple[int, ...], dtype: str):
@@ -202,7 +218,7 @@ class DeviceArray:
     @property
     def __cuda_array_interface__(self) -> dict:
         typestr = {"f16": "<f2", "bf16": "<V2", "f32": "<f4", "i32": "<i4", "i8": "|i1",
-                   "u8": "|u1", "bool": "|b1"}
+                   "u8": "|u1", "f8e4m3": "|V1", "f8e5m2": "|V1", "bool": "|b1"}
         return {"shape": self.shape, "typestr": typestr[self.dtype], "data": (self.ptr, False),
                 "strides": None, "version": 3}
 

@@ -169,7 +169,10 @@ def _host_array(p: TensorArg, value) -> tuple[tuple[int, ...], np.ndarray]:
             value = value.astype(want)       # rounded to nearest even, as documented
         else:
             hint = ("NumPy has no bf16: pass ml_dtypes.bfloat16 (or float32, rounded)"
-                    if p.dtype == "bf16" else f"convert it with .astype(np.{want.name})")
+                    if p.dtype == "bf16" else
+                    f"NumPy has no {p.dtype}: pass an ml_dtypes.{want.name} array"
+                    if p.dtype in ("f8e4m3", "f8e5m2") else
+                    f"convert it with .astype(np.{want.name})")
             raise ArgumentError(f"{describe(p)} is {p.dtype}, but the array given holds "
                                 f"{value.dtype}", hint=hint)
     if p.is_output:
