@@ -269,8 +269,8 @@ def stand_in(tmp_path, errors: int) -> Path:
 @needs_nvcc
 def test_the_sanitizer_step_on_a_stand_in(tmp_path, monkeypatch):
     """Builds the harnesses and writes their inputs for real (nvcc, no GPU); the stand-in
-    compute-sanitizer reports 0 errors, then 2."""
-    monkeypatch.setenv("PTC_CACHE_DIR", str(tmp_path / "cache"))
+    compute-sanitizer reports 0 errors, then 2. The compiles go through the shared object
+    cache (a second suite run links only)."""
     monkeypatch.setenv("PATH", f"{stand_in(tmp_path, 0)}:{os.environ['PATH']}")
     out = tmp_path / "out"
     code = sanitize.main(["--out", str(out), "--only", "softmax", "--targets", "sm90",
