@@ -129,8 +129,8 @@ def test_every_builtin_target_has_a_toolchain_beside_its_renderer():
     (CLANG, "gfx942", {
         "kernel.o": "clang++-19 -x hip -std=c++17 -O3 -nogpulib --offload-arch=gfx942 -fPIC -c "
                     "kernel.hip -o kernel.o",
-        "harness.o": "clang++-19 -x hip -std=c++17 -O3 -nogpulib --offload-arch=gfx942 -fPIC "
-                     "-c harness.hip -o harness.o",
+        "harness.o": "clang++-19 -x hip -std=c++17 -O3 -nogpulib --offload-arch=gfx942 "
+                     "--offload-host-only -fPIC -c harness.hip -o harness.o",
         "kernel.s": "clang++-19 -x hip -std=c++17 -O3 -nogpulib --offload-arch=gfx942 "
                     "--offload-device-only -S kernel.hip -o kernel.s",
         "libptc_kernel.so": "clang++-19 --hip-link --offload-arch=gfx942 -shared kernel.o "
