@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import ptc.calibrate as calibrate_module
 from ptc import driver
 from ptc.calibrate import (Error, calibrate, calibrated_yaml, estimated, scan, with_values)
 from ptc.cli import cli
@@ -114,6 +115,29 @@ def test_measurements_that_agree_change_nothing(synthetic):
     cal = calibrate([exact], "sm90", date="2026-12-01")
     assert cal.changes() == []
     assert cal.fit.before.median == pytest.approx(1.0) and cal.fit.after.worst == pytest.approx(1.0)
+
+
+def test_a_fit_is_kept_by_what_it_depends_on(synthetic, tmp_path, monkeypatch):
+    """The fit is memoized like a search (ptc.stage_cache): the same rows and device fit
+    once; another measured time, or another device description, fits again."""
+    from ptc.stage_cache import STAGES
+
+    monkeypatch.setenv("PTC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(STAGES, "memory", {})
+    fits = []
+    real = calibrate_module.fit
+    monkeypatch.setattr(calibrate_module, "fit", lambda *a: fits.append(1) or real(*a))
+    two = replace(synthetic, rows=synthetic.rows[:2])      # two rows fit fast
+    first = calibrate([two], "sm90", date="2026-12-01")
+    assert calibrate([two], "sm90", date="2026-12-02").fit == first.fit
+    assert len(fits) == 1
+    slower = replace(two, rows=(replace(two.rows[0], median_ms=two.rows[0].median_ms * 2),
+                                two.rows[1]))
+    assert calibrate([slower], "sm90", date="2026-12-01").fit != first.fit
+    other = tmp_path / "sm90-other.yaml"
+    other.write_text((ROOT / "ptc" / "devices" / "sm90.yaml").read_text() + "# another file\n")
+    calibrate([two], str(other), date="2026-12-01")
+    assert len(fits) == 3
 
 
 def test_the_calibrated_yaml_is_tagged_and_loads(synthetic, tmp_path):

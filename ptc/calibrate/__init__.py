@@ -75,7 +75,13 @@ def calibrate(docs, target: str, *, date: str, gpu: str | None = None) -> Calibr
                                f"{', '.join(d.path or '?' for d in docs)}{why}",
                                hint="record measurements with benchmarks/run.py or "
                                     "ptc tune --record on a GPU")
-    result = fit(obs, device, figures)
+    # memoized on disk like a search (ptc.stage_cache): the fit is a pure function of the
+    # device description and the timed rows it uses, and takes seconds of cost-model runs
+    from ..stage_cache import STAGES, content_key
+
+    key = content_key("calibrate", device, text, figures,
+                      [(o.label, o.measured_seconds, o.inputs) for o in obs])
+    result = STAGES.get_or_compute("calibrate", key, lambda: fit(obs, device, figures))
     cal = Calibration(device, result, obs, skipped, "", gpu, date)
     fabricated = any(d.fabricated for d in docs)
     header = [f"Calibrated by ptc calibrate on {date} from {len(obs)} timed plan(s) on {gpu}"

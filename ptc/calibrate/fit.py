@@ -33,6 +33,8 @@ class Observation:
     label: str
     measured_seconds: float
     model: Callable[[object], float]      # device -> the model's seconds
+    inputs: tuple = ()                    # what `model` reads besides the device (plans,
+                                          # graphs, dims): part of the fit's cache key
 
 
 @dataclass(frozen=True)

@@ -47,5 +47,6 @@ def observations(docs, device_name: str, target: str):
             def model(device, pairs=pairs, dims=dims) -> float:
                 return sum(plan_estimate(p, g, device, dims).seconds for p, g in pairs)
 
-            obs.append(Observation(label, row.median_ms * 1e-3, model))
+            obs.append(Observation(label, row.median_ms * 1e-3, model,
+                                   (tuple(pairs), tuple(sorted(dims.items())))))
     return tuple(obs), tuple(skipped)
