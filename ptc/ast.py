@@ -153,8 +153,18 @@ class TileChoice:
 
 
 @dataclass(frozen=True)
+class TileDivides:
+    """`tile BK divides G`: the tile size `tile` must divide `of` (a dim, another tile size
+    or a number)."""
+
+    tile: str
+    of: str | int
+    span: Span
+
+
+@dataclass(frozen=True)
 class TileDecl:
-    items: tuple[TileChoice, ...]
+    items: tuple[TileChoice | TileDivides, ...]
     span: Span
 
 

@@ -163,7 +163,8 @@ def schedule(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | No
     device = get_device(target)
     dims = problem_dims(kernel, shapes)
     fixed = dict(tiles or {})
-    resolve_tiles(kernel, fixed)    # --tile names a tile size of the kernel
+    # --tile names a tile size of the kernel; some choice keeps its `divides` lines
+    resolve_tiles(kernel, fixed, dims=dims)
     run = search_for_cli if progress else search
 
     ran = []

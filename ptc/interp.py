@@ -96,10 +96,12 @@ def bind_dims(kernel: T.TypedKernel, inputs: Mapping[str, object],
         f"pass --shape {d}=<size>, give an input that has it, or declare `dims {d} = <size>`"))
 
 
-def bind_tiles(kernel: T.TypedKernel, tiles: Mapping[str, int]) -> dict[str, int]:
+def bind_tiles(kernel: T.TypedKernel, tiles: Mapping[str, int],
+               dims: Mapping[str, int] | None = None) -> dict[str, int]:
     """Every tile size, the given ones first: any positive size (a plan's, built by hand,
-    may be one the kernel does not declare; the driver checks what a user pins)."""
-    return pinned_tiles(kernel, tiles, declared=False)
+    may be one the kernel does not declare; the driver checks what a user pins); the
+    others keep the kernel's `tile A divides B` lines at `dims`."""
+    return pinned_tiles(kernel, tiles, declared=False, dims=dims)
 
 
 def coerce(name: str, value, dtype: str) -> np.ndarray:
@@ -150,7 +152,7 @@ def prepare(kernel: T.TypedKernel, inputs: Mapping[str, object], *,
         raise _err(f"kernel {kernel.name} has no parameter {unknown[0]}",
                    "parameters: " + ", ".join(params))
     dims = bind_dims(kernel, inputs, shapes or {})
-    tile_sizes = bind_tiles(kernel, tiles or {})
+    tile_sizes = bind_tiles(kernel, tiles or {}, dims)
     drawn = random_inputs(kernel, dims, seed, given=inputs)
     arrays: dict[str, np.ndarray] = {}
     scalars: dict[str, np.ndarray] = {}

@@ -211,8 +211,8 @@ def test_parentheses_and_literals(src, expected):
 
 
 # ---- generated expression trees ------------------------------------------------------
-RESERVED = {"kernel", "dims", "tile", "parallel", "for", "until", "of", "in", "as", "inf",
-            "None"}
+RESERVED = {"kernel", "dims", "tile", "parallel", "for", "until", "of", "in", "divides", "as",
+            "inf", "None"}
 BINARY_OPS = ["+", "-", "*", "/", "//", "%", "@", "<", "<=", ">", ">=", "==", "!=", "&", "|",
               "^", "<<", ">>"]
 

@@ -74,7 +74,8 @@ CORPUS = [p.read_text() for p in sorted(ROOT.glob("samples/*.pt"))] + INLINE
 TOKEN = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?"
                    r"|//|[-+*/]=|[<>=!]=|->|\s+|.", re.S)
 VOCABULARY = sorted({t for src in CORPUS for t in TOKEN.findall(src) if not t.isspace()} | {
-    "kernel", "dims", "tile", "parallel", "for", "until", "of", "in", "as", "inf", "None",
+    "kernel", "dims", "tile", "parallel", "for", "until", "of", "in", "divides", "as", "inf",
+    "None",
     "(", ")", "[", "]", "{", "}", ",", ";", ":", "=", "->", "+=", "-", "!", "&", "|", "@",
     "//", "%", "<=", "==", ".", ".T", "0", "1", "-1", "1e-5", "0.5", "99999999999999999999",
     "\n", "\t", "\r\n", " ", "#", "'", '"', "\\", "\x00", "\x0c", "\u00e9", "\U0001d538",

@@ -85,6 +85,11 @@ class BuildAst(Transformer):
         name, value = c
         return ast.TileChoice(str(name), (_int(value),), _span(meta))
 
+    def tile_divides(self, meta, c):
+        name, of = c
+        return ast.TileDivides(str(name), _int(of) if of.type == "INT" else str(of),
+                               _span(meta))
+
     def parallel(self, meta, c):
         *axes, body = c
         return ast.Parallel(tuple(axes), tuple(body), _span(meta))

@@ -146,6 +146,9 @@ def _syntax_diagnostic(exc: UnexpectedInput, source: str) -> Diagnostic:
         special = _special_diagnostic(tok, prev)
         if special is not None:
             return special
+        if str(tok) in _RESERVED and tok.type != "NAME" and "NAME" in exc.expected:
+            return Diagnostic(f"syntax error: {str(tok)!r} is a reserved word, not a name",
+                              span, "choose another name")
         expected = _expected(set(exc.expected))
         msg = f"syntax error: unexpected {_describe(tok)}"
         if expected:
@@ -197,8 +200,8 @@ _FOREIGN_STATEMENTS = {
     "return": "a kernel writes its outputs with store(O[...], value)",
     "def": "a kernel starts with `kernel NAME(...) -> (...) { ... }`",
 }
-_RESERVED = {"kernel", "dims", "tile", "parallel", "for", "until", "of", "in", "as", "inf",
-             "None"}
+_RESERVED = {"kernel", "dims", "tile", "parallel", "for", "until", "of", "in", "divides", "as",
+             "inf", "None"}
 
 
 def _context(source: str, tok: Token) -> tuple[Token | None, Token | None]:

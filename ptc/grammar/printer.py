@@ -91,7 +91,9 @@ def _stmt(s: ast.Stmt, depth: int) -> list[str]:
     raise TypeError(f"not a statement: {type(s).__name__}")
 
 
-def _tile_item(t: ast.TileChoice) -> str:
+def _tile_item(t: ast.TileChoice | ast.TileDivides) -> str:
+    if isinstance(t, ast.TileDivides):
+        return f"{t.tile} divides {t.of}"
     if len(t.choices) == 1:
         return f"{t.name} = {t.choices[0]}"
     return f"{t.name} in [{', '.join(str(c) for c in t.choices)}]"

@@ -20,6 +20,7 @@ from typing import Callable, Mapping
 from ..devices import Device
 from ..diagnostics import CompileError, Diagnostic
 from ..sema import typed as T
+from ..sema.tiles import satisfied
 from ..stask import build_graph, propagate
 from ..stask.graph import STaskGraph
 from .construct import Choice, Unfit, construct
@@ -146,6 +147,8 @@ def tile_combinations(kernel: T.TypedKernel, fixed: Mapping[str, int],
     options = [(fixed[t.name],) if t.name in fixed else tile_candidates(t, device, dims or {})
                for t in kernel.tiles]
     combos = [dict(zip(names, c)) for c in itertools.product(*options)]
+    # the kernel's `tile A divides B` lines, at the problem size
+    combos = [c for c in combos if satisfied(kernel, {**(dims or {}), **c})]
     return combos[:MAX_TILE_COMBINATIONS]
 
 

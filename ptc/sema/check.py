@@ -69,6 +69,7 @@ class KernelChecker(SignatureChecker, StmtChecker, ExprChecker, CallChecker, Ind
         self.tensors: dict[str, T.TensorParam] = {}
         self.scalars: dict[str, T.ScalarParam] = {}
         self.tiles: dict[str, tuple[int, ...]] = {}
+        self.divides: list[ast.TileDivides] = []   # `tile A divides B`, checked at the end
         self.implicit: dict[str, str] = {}    # undeclared tile sizes -> the dim they tile
         self.indices: dict[str, T.GridAxis] = {}   # the live ones, by the name written
         self.index_names: set[str] = set()          # every index name taken so far
@@ -120,13 +121,13 @@ class KernelChecker(SignatureChecker, StmtChecker, ExprChecker, CallChecker, Ind
                 self.error(f"output {out.name!r} is never written", self._param_span(out.name),
                            f"write it with store({out.name}[...], value)")
         dims = self._dim_infos()
+        implicit = {t.name: t for t in implicit_tiles(self.implicit, grids)}
+        tiles = {n: implicit.get(n) or T.TileSize(n, c) for n, c in self.tiles.items()}
+        divides = self._tile_divides(tiles, dims)
         if len(self.col.diagnostics) > self.errors_before:
             return None
-        implicit = {t.name: t for t in implicit_tiles(self.implicit, grids)}
-        return T.TypedKernel(self.k.name, inputs, outputs, dims,
-                             tuple(implicit.get(n) or T.TileSize(n, c)
-                                   for n, c in self.tiles.items()),
-                             tuple(grids), self.k.span)
+        return T.TypedKernel(self.k.name, inputs, outputs, dims, tuple(tiles.values()),
+                             tuple(grids), self.k.span, divides)
 
     def _implicit_tile(self, name: str, span: Span, dim: str = "") -> bool:
         """Take an undeclared name in a tile-size position as a tile size (`tile` lines

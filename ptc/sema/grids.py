@@ -22,7 +22,9 @@ def grid_kernels(kernel: T.TypedKernel) -> tuple[T.TypedKernel, ...]:
     for grid in kernel.body:
         used = _names_in(grid) & names
         out.append(replace(kernel, body=(grid,),
-                           tiles=tuple(t for t in kernel.tiles if t.name in used)))
+                           tiles=tuple(t for t in kernel.tiles if t.name in used),
+                           divides=tuple(c for c in kernel.divides if c.tile in used and
+                                         (c.of not in names or c.of in used))))
     return tuple(out)
 
 

@@ -97,6 +97,9 @@ class SignatureChecker:
 
     def _tile_decl(self, stmt: ast.TileDecl) -> None:
         for item in stmt.items:
+            if isinstance(item, ast.TileDivides):
+                self.divides.append(item)       # checked once every tile size is known
+                continue
             bad = [c for c in item.choices if c <= 0]
             if bad:
                 self.error(f"tile size {item.name} must be positive, not {bad[0]}",
@@ -109,6 +112,44 @@ class SignatureChecker:
                 continue
             if self._declare(item.name, "tile size", item.span):
                 self.tiles[item.name] = item.choices
+
+    def _tile_divides(self, tiles: dict[str, T.TileSize],
+                      dims: tuple[T.DimInfo, ...]) -> tuple[T.TileDivides, ...]:
+        """The `tile A divides B` constraints: A a tile size, B a dim, a tile size or a
+        positive number; where every size is known here (declared candidates, compile-time
+        dims), some candidate must satisfy it."""
+        out = []
+        known = {d.name: self.shapes.get(d.name, d.default) for d in dims}   # --shape, `dims`
+        for item in self.divides:
+            if item.tile not in tiles:
+                self.error(f"{item.tile!r} is not a tile size of kernel {self.k.name!r}",
+                           item.span, "tile sizes: " + (", ".join(tiles) or "none") +
+                           "; the left of `divides` is a tile size")
+                continue
+            if isinstance(item.of, int):
+                if item.of <= 0:
+                    self.error(f"{item.tile} cannot divide {item.of}", item.span,
+                               "divide a positive number")
+                    continue
+            elif item.of not in tiles and item.of not in self.dims:
+                self.error(f"{item.of!r} is neither a dim nor a tile size of kernel "
+                           f"{self.k.name!r}", item.span,
+                           "dims: " + (", ".join(self.dims) or "none") + "; tile sizes: " +
+                           (", ".join(tiles) or "none"))
+                continue
+            c = T.TileDivides(item.tile, item.of, item.span)
+            of = item.of if isinstance(item.of, int) else known.get(item.of)
+            if of is not None and not tiles[item.tile].implicit and \
+                    not any(of % size == 0 for size in tiles[item.tile].choices):
+                listed = ", ".join(map(str, tiles[item.tile].choices))
+                self.error(f"no candidate of {item.tile} ({listed}) divides {item.of}"
+                           + (f" = {of}" if of != item.of else ""), item.span,
+                           f"declare a size that divides {of}, or pass another "
+                           f"--shape {item.of}=..." if of != item.of else
+                           f"declare a size that divides {of}")
+                continue
+            out.append(c)
+        return tuple(out)
 
     def _dim_infos(self) -> tuple[T.DimInfo, ...]:
         infos = []

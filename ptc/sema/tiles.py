@@ -9,10 +9,11 @@ size (ptc.sched.search.tile_candidates).
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import fields, is_dataclass
 from typing import Mapping
 
-from ..diagnostics import Diagnostic, FlagError
+from ..diagnostics import CompileError, Diagnostic, FlagError
 from . import typed as T
 
 CANDIDATES = {"m": (64, 128, 32), "n": (64, 128, 32), "k": (32, 64),
@@ -40,10 +41,11 @@ def implicit_tiles(names: dict[str, str], grids) -> tuple[T.TileSize, ...]:
 
 
 def pinned_tiles(kernel: T.TypedKernel, pinned: Mapping[str, int], *,
-                 declared: bool = True) -> dict[str, int]:
-    """Every tile size of `kernel`: the pinned ones (`--tile`, `tiles=`), the others at their
-    first candidate. A pinned size must be a tile size of the kernel, positive, and -- where
-    a `tile` line declares its candidates -- one of them (an undeclared one takes any).
+                 declared: bool = True, dims: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Every tile size of `kernel`: the pinned ones (`--tile`, `tiles=`), the others at the
+    first of their candidates that keeps the kernel's `tile A divides B` lines true (at the
+    `dims` where given). A pinned size must be a tile size of the kernel, positive, and --
+    where a `tile` line declares its candidates -- one of them (an undeclared one takes any).
     `declared=False` skips that last rule: for a plan built by hand (its graph, the
     interpreter run it is checked against); the driver holds a user's pins to it."""
     known = {t.name: t for t in kernel.tiles}
@@ -60,7 +62,32 @@ def pinned_tiles(kernel: T.TypedKernel, pinned: Mapping[str, int], *,
                 f"{name}={value} is not one of the sizes kernel {kernel.name} declares for "
                 f"{name} ({listed})",
                 hint=f"pick one of them, or declare it: tile {name} in [{listed}, {value}]"))
-    return {name: int(pinned.get(name, t.choices[0])) for name, t in known.items()}
+    dims = dict(dims or {})
+    for c in kernel.divides:
+        if c.holds({**dims, **pinned}) is False:
+            of = dims.get(c.of, pinned.get(c.of, c.of))
+            raise FlagError(Diagnostic(
+                f"{c.tile}={pinned[c.tile]} does not divide {c.of}"
+                + (f"={of}" if of != c.of else "")
+                + f": kernel {kernel.name} declares `{c}` (line {c.span.line})",
+                hint=f"pick a {c.tile} that divides {of}"))
+    options = [(int(pinned[n]),) if n in pinned else t.choices for n, t in known.items()]
+    for combo in itertools.product(*options):
+        values = dict(zip(known, combo))
+        if all(c.holds({**dims, **values}) is not False for c in kernel.divides):
+            return values
+    (c,) = [c for c in kernel.divides if c.tile not in pinned][:1] or kernel.divides[:1]
+    of = dims.get(c.of, c.of)
+    raise CompileError(Diagnostic(
+        f"no candidate of {c.tile} ({', '.join(map(str, known[c.tile].choices))}) divides "
+        f"{c.of}" + (f" = {of}" if of != c.of else ""), c.span,
+        f"declare a size of {c.tile} that divides {of}"))
+
+
+def satisfied(kernel: T.TypedKernel, values: Mapping[str, int]) -> bool:
+    """Whether the tile sizes and dims in `values` break none of the kernel's `tile A
+    divides B` lines (one whose sizes are not all there is not broken)."""
+    return all(c.holds(values) is not False for c in kernel.divides)
 
 
 def _nodes(root):
@@ -75,4 +102,4 @@ def _nodes(root):
             stack.extend(getattr(x, f.name) for f in fields(x))
 
 
-__all__ = ["CANDIDATES", "implicit_tiles"]
+__all__ = ["CANDIDATES", "implicit_tiles", "pinned_tiles", "satisfied"]

@@ -7,7 +7,7 @@ a tile-size name (`BM`), a dim name (`D`, only when known at compile time), or a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Mapping, Union
 
 from ..diagnostics import Span
 
@@ -61,6 +61,28 @@ class TileSize:
     implicit: bool = False
     role: str = ""          # "m", "n" or "k" of a matmul, else "" (implicit ones only)
     dim: str = ""           # the dim it tiles in a `parallel`/`for` axis ("" if none)
+
+
+@dataclass(frozen=True)
+class TileDivides:
+    """`tile BK divides G`: the tile size `tile` divides `of` (a dim, another tile size or
+    a number) in every plan, `--tile` and call; checked where both are known."""
+
+    tile: str
+    of: str | int
+    span: Span
+
+    def __str__(self) -> str:
+        return f"{self.tile} divides {self.of}"
+
+    def holds(self, values: Mapping[str, int]) -> bool | None:
+        """Whether it holds for the sizes in `values` (tile sizes and dims by name); None
+        when one side is not there."""
+        size = values.get(self.tile)
+        of = self.of if isinstance(self.of, int) else values.get(self.of)
+        if size is None or of is None:
+            return None
+        return of % size == 0
 
 
 @dataclass(frozen=True)
@@ -300,6 +322,7 @@ class TypedKernel:
     tiles: tuple[TileSize, ...]
     body: tuple[Grid, ...]
     span: Span
+    divides: tuple[TileDivides, ...] = ()     # the `tile A divides B` constraints
 
     def tensor(self, name: str) -> TensorParam:
         for p in self.inputs + self.outputs:

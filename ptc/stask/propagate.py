@@ -18,10 +18,10 @@ from .graph import STask, STaskGraph, Work, replace_tasks
 
 
 def resolve_tiles(kernel: T.TypedKernel, tile_shape: Mapping[str, int], *,
-                  declared: bool = True) -> dict[str, int]:
+                  declared: bool = True, dims: Mapping[str, int] | None = None) -> dict[str, int]:
     """The pinned tile sizes checked (ptc.sema.tiles.pinned_tiles), every other at its first
-    candidate."""
-    return pinned_tiles(kernel, tile_shape, declared=declared)
+    candidate that keeps the kernel's `tile A divides B` lines (at `dims`)."""
+    return pinned_tiles(kernel, tile_shape, declared=declared, dims=dims)
 
 
 def extent_of(kernel: T.TypedKernel, tiles: Mapping[str, int], e: T.Extent) -> int:
