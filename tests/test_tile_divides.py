@@ -91,3 +91,24 @@ def test_each_grid_keeps_the_lines_of_its_own_tile_sizes():
     first, second = grid_kernels(kernel_of(two_grids))
     assert [str(c) for c in first.divides] == ["BK divides K"]
     assert [str(c) for c in second.divides] == ["BN divides N"]
+
+
+def test_a_compiled_kernel_checks_each_calls_dims(tmp_path):
+    """K is a call-time dim (the search timed K=128): the build's BK becomes a check of
+    every call's K."""
+    from ptc.runtime import prepare
+    from ptc.runtime.binding import bind_call
+    from ptc.runtime.errors import ArgumentError
+    from ptc.runtime.signature import Signature
+
+    path = tmp_path / "g.pt"
+    path.write_text(GROUPED)
+    prepared = prepare(path, "sm80", shapes={"M": 256, "K": 128}, tiles={"BK": 64})
+    sig = prepared.signature
+    assert sig.multiples == (("K", "BK", 64, "BK divides K"),)
+    assert Signature.from_json(sig.to_json()) == sig            # signature.json keeps it
+    x = np.zeros((32, 192), np.float32)
+    assert bind_call(sig, {}, (x,), {}, None).dims["K"] == 192
+    with pytest.raises(ArgumentError, match=r"K=96 is not a multiple of BK=64: grouped_sum "
+                                            r"declares `BK divides K`"):
+        bind_call(sig, {}, (x[:, :96],), {}, None)

@@ -74,15 +74,16 @@ def prepare(path: str | Path, target: str = "sm80", *, shapes: Mapping[str, int]
         source, plans, graphs, device, notes = driver.render(
             typed, target, shapes=shapes, tiles=tiles, schedule_file=schedule,
             progress=progress)
-        return Prepared(typed, device, target, plans, graphs, source, signature_of(typed),
-                        tuple(notes))
+        return Prepared(typed, device, target, plans, graphs, source,
+                        signature_of(typed, plans), tuple(notes))
     if schedule is not None:
         pairs = driver.pinned_plans(typed, target, schedule)
     else:
         pairs = tuple((r.best.plan, r.best.graph) for r in driver.schedule_grids(
             typed, target, shapes=shapes, tiles=tiles, progress=progress))
     return Prepared(typed, device, target, tuple(p for p, _ in pairs),
-                    tuple(g for _, g in pairs), kernel_source, signature_of(typed))
+                    tuple(g for _, g in pairs), kernel_source,
+                    signature_of(typed, tuple(p for p, _ in pairs)))
 
 
 def compile(path: str | Path, target: str = "sm80", shapes: Mapping[str, int] | None = None,

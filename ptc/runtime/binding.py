@@ -65,6 +65,13 @@ def bind_call(sig: Signature, shapes: Mapping[str, int], args, named, out) -> Bo
             f"no input has it: pass its output with out=, or compile with shapes={{'{d}': SIZE}}"))
     except DimError as exc:
         raise ArgumentError(exc.message, hint=exc.hint) from None
+    for dim, tile, size, line in sig.multiples:
+        if dims[dim] % size:
+            raise ArgumentError(f"{dim}={dims[dim]} is not a multiple of {tile}={size}: "
+                                f"{sig.kernel} declares `{line}`, and this build has "
+                                f"{tile}={size}",
+                                hint=f"call it with {dim} a multiple of {size}, or compile it "
+                                     f"with shapes={{'{dim}': {dims[dim]}}}")
     for bound in tensors:
         if bound.param.is_output and bound.host is None and bound.device is None:
             bound.shape = _shape(bound.param, dims)

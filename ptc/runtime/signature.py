@@ -34,6 +34,9 @@ class Signature:
     inputs: tuple[Union[TensorArg, ScalarArg], ...]   # in the kernel's parameter order
     outputs: tuple[TensorArg, ...]
     dims: tuple[DimArg, ...]
+    # (dim, tile size, its value in the build, the `tile A divides B` line): what a call's
+    # dims must be multiples of (`divides` lines whose dim the build did not know)
+    multiples: tuple[tuple[str, str, int, str], ...] = ()
 
     @property
     def tensors(self) -> tuple[TensorArg, ...]:
@@ -65,6 +68,8 @@ class Signature:
             "outputs": [tensor(p) for p in self.outputs],
             "dims": [{"name": d.name, "default": d.default, "static": d.static}
                      for d in self.dims],
+            "multiples": [{"dim": d, "tile": t, "size": n, "declared": why}
+                          for d, t, n, why in self.multiples],
         }, indent=2) + "\n"
 
     @staticmethod
@@ -80,10 +85,14 @@ class Signature:
             tuple(ScalarArg(p["name"], p["dtype"]) if p.get("scalar") else tensor(p, False)
                   for p in data["inputs"]),
             tuple(tensor(p, True) for p in data["outputs"]),
-            tuple(DimArg(d["name"], d["default"], d["static"]) for d in data["dims"]))
+            tuple(DimArg(d["name"], d["default"], d["static"]) for d in data["dims"]),
+            tuple((m["dim"], m["tile"], m["size"], m["declared"])
+                  for m in data.get("multiples", ())))
 
 
-def signature_of(kernel: T.TypedKernel) -> Signature:
+def signature_of(kernel: T.TypedKernel, plans=()) -> Signature:
+    """The calling convention of `kernel`, built with `plans` (one per grid): their tile
+    sizes make the kernel's `tile A divides <dim>` lines checks of each call's dims."""
     atomic = atomic_outputs(kernel)
     inputs = tuple(TensorArg(p.name, p.dtype, tuple(p.dims), False)
                    if isinstance(p, T.TensorParam) else ScalarArg(p.name, p.dtype)
@@ -91,7 +100,15 @@ def signature_of(kernel: T.TypedKernel) -> Signature:
     outputs = tuple(TensorArg(p.name, p.dtype, tuple(p.dims), True, p.name in atomic)
                     for p in kernel.outputs)
     dims = tuple(DimArg(d.name, d.default, d.static) for d in kernel.dims)
-    return Signature(kernel.name, inputs, outputs, dims)
+    names = {d.name for d in kernel.dims}
+    multiples = []
+    for plan in plans:
+        sizes = dict(plan.tiles)
+        for c in kernel.divides:
+            entry = (c.of, c.tile, sizes.get(c.tile), str(c))
+            if c.of in names and entry[2] is not None and entry not in multiples:
+                multiples.append(entry)
+    return Signature(kernel.name, inputs, outputs, dims, tuple(multiples))
 
 
 def atomic_outputs(kernel: T.TypedKernel) -> frozenset[str]:
