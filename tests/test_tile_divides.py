@@ -112,3 +112,25 @@ def test_a_compiled_kernel_checks_each_calls_dims(tmp_path):
     with pytest.raises(ArgumentError, match=r"K=96 is not a multiple of BK=64: grouped_sum "
                                             r"declares `BK divides K`"):
         bind_call(sig, {}, (x[:, :96],), {}, None)
+
+
+@pytest.mark.nvcc
+def test_ptc_run_checks_the_dims_it_reads(tmp_path):
+    """The harness's `ptc_run DIR` holds the dims it reads to the same lines, before it
+    looks for a GPU."""
+    import shutil
+    import subprocess
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    path = tmp_path / "g.pt"
+    path.write_text(GROUPED)
+    ptc("build", path, "-t", "sm80", "--shape", "M=256,K=128", "--tile", "BK=64",
+        "-o", tmp_path / "build")
+    data = tmp_path / "data"
+    data.mkdir()
+    np.save(data / "X.npy", np.zeros((256, 96), np.float32))
+    run = subprocess.run([tmp_path / "build" / "ptc_run", data], capture_output=True, text=True)
+    assert run.returncode == 1
+    assert ("dim K = 96 is not a multiple of 64: the kernel declares `BK divides K` with "
+            "BK=64 in this build") in run.stderr

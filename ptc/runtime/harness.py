@@ -58,6 +58,9 @@ def harness_context(sig: Signature) -> dict:
         "scalars": [{"name": s.name, "dtype_enum": DTYPE_ENUM[s.dtype]} for s in sig.scalars],
         "dims": [{"name": d.name, "default": -1 if d.default is None else d.default,
                   "static": -1 if d.static is None else d.static} for d in sig.dims],
+        "multiples": [{"dim": dim_index[dim], "size": size,
+                       "why": c_string(f"{line}` with {tile}={size} in this build")}
+                      for dim, tile, size, line in sig.multiples],
     }
 
 
