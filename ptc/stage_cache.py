@@ -5,8 +5,12 @@ runtime, every test module, several pytest workers).
 A key is the sha256 of everything the result depends on, each part made canonical
 (`canonical`: dataclasses field by field, sets sorted): the stage's inputs (the typed
 kernel, the device description, the options) and ptc itself (`ptc_fingerprint`: the bytes
-of every source, grammar, device YAML and template file of the package, so an edit to any
-of them is a new key -- the version number alone would not change while ptc is developed).
+of every source, grammar and device YAML of the package, so an edit to any of them is a
+new key -- the version number alone would not change while ptc is developed). The
+templates (device headers, emulation headers, the renderers' jinja files) are left out:
+the cached stages (the search, the calibration fit) never read them -- the rendered source
+is not cached -- and an edit to a header would otherwise make the next test run search
+everything again.
 
 Entries are pickles of plain data written atomically (a temporary file renamed into place),
 so concurrent writers of one key only race to write the same bytes. An unreadable entry is
@@ -41,12 +45,16 @@ def enabled() -> bool:
     return os.environ.get("PTC_STAGE_CACHE", "1") not in ("0", "off", "no", "false")
 
 
+TEMPLATES = PACKAGE / "templates"     # what no cached stage reads (see above)
+
+
 @functools.lru_cache(maxsize=1)
 def ptc_fingerprint() -> str:
-    """The sha256 of ptc's own files (sources, grammar, device YAMLs, templates)."""
+    """The sha256 of ptc's own files (sources, grammar, device YAMLs; not the templates)."""
     h = hashlib.sha256()
     for path in sorted(PACKAGE.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" \
+                and TEMPLATES not in path.parents:
             h.update(str(path.relative_to(PACKAGE)).encode())
             h.update(b"\0")
             h.update(path.read_bytes())

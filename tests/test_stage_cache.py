@@ -116,3 +116,28 @@ def test_keys_do_not_depend_on_set_order():
     assert repr(a) == repr(b)
     device = get_device("sm90")
     assert stage_cache.content_key("x", device) == stage_cache.content_key("x", get_device("sm90"))
+
+
+def test_the_fingerprint_is_ptcs_code_not_its_templates(tmp_path, monkeypatch):
+    """An edit to a Python module or a device YAML is a new key; an edit to a device or
+    emulation header is not (no cached stage reads one), so it does not make the next
+    run search everything again."""
+    import shutil
+
+    copy = tmp_path / "ptc"
+    shutil.copytree(stage_cache.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def fingerprint() -> str:
+        stage_cache.ptc_fingerprint.cache_clear()
+        return stage_cache.ptc_fingerprint()
+
+    monkeypatch.setattr(stage_cache, "PACKAGE", copy)
+    monkeypatch.setattr(stage_cache, "TEMPLATES", copy / "templates")
+    try:
+        first = fingerprint()
+        (copy / "templates" / "cuda" / "mma_sync.cuh").write_text("// edited\n")
+        assert fingerprint() == first
+        (copy / "sched" / "cost.py").write_text("# edited\n")
+        assert fingerprint() != first
+    finally:
+        stage_cache.ptc_fingerprint.cache_clear()
