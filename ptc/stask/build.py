@@ -24,7 +24,7 @@ def build_graphs(kernel: T.TypedKernel) -> list[STaskGraph]:
 
 def build_graph(kernel: T.TypedKernel, grid: T.Grid) -> STaskGraph:
     grid = replace(grid, body=without_dead_values(grid.body))
-    flat = _Flattener().block(grid.body)
+    flat = _Flattener(_assigned_twice(grid.body)).block(grid.body)
     builder = _Builder(kernel)
     root = builder.region("", None, flat, None)
     tasks = tuple(builder.tasks)
@@ -91,10 +91,26 @@ def _vars_read(e: T.TExpr) -> set[str]:
 
 
 # ---- 1. flatten ----------------------------------------------------------------------
+def _assigned_twice(body) -> frozenset[str]:
+    """Names assigned more than once (loop-carried values, accumulators)."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+
+    def walk(stmts) -> None:
+        for st in stmts:
+            if isinstance(st, T.Let):
+                (twice if st.name in seen else seen).add(st.name)
+            elif isinstance(st, T.Loop):
+                walk(st.body)
+    walk(body)
+    return frozenset(twice)
+
+
 class _Flattener:
-    def __init__(self) -> None:
+    def __init__(self, reassigned: frozenset[str] = frozenset()) -> None:
         self.names: set[str] = set()
         self.loaded: set[str] = set()    # names bound to a load: the tile is in shared memory
+        self.reassigned = reassigned     # names assigned again later: values in registers
 
     def fresh(self, base: str) -> str:
         name, n = f"%{base}", 1
@@ -132,6 +148,11 @@ class _Flattener:
         v = s.value
         if isinstance(v, (T.MatMul, T.MmaAccumulate)):
             pre.append(T.Let(s.name, self.mma(v, pre, s.name, s.span), s.span))
+            return pre
+        if isinstance(v, T.Load) and s.name in self.reassigned:
+            # a loaded tile that is assigned again (`acc = load(C0[i, j])`, then `acc += ...`
+            # in a loop) starts a value that lives in registers: read it into them
+            pre.append(T.Let(s.name, self.lift(v, pre, v.tensor, s.span), s.span))
             return pre
         if isinstance(v, T.Load):
             self.loaded.add(s.name)
