@@ -49,6 +49,11 @@ def to_tf32(x) -> np.ndarray:
     return np.where(finite, rounded, bits).astype(np.uint32).view(_F32)
 
 
+def wrap_i32(x) -> np.ndarray:
+    """Integers as i32, modulo 2^32 (two's complement): the tensor cores' s32 sums."""
+    return (np.asarray(x, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
 def to_narrow_int(x, dtype: str) -> np.ndarray:
     """Values converted to i8 or u8 as the hardware's cvt.rni.sat does: floats round to
     nearest even, everything saturates to the range, NaN gives 0 (docs/language.md)."""
@@ -342,15 +347,24 @@ class Machine:
         # a sum accumulates in its result dtype (f32 for halves); max and min keep theirs
         return ops.REDUCTIONS[e.op].numpy(a.astype(dtype), axis=e.axis).astype(dtype)
 
-    def _MatMul(self, e: T.MatMul):
-        a, b = self.eval(e.lhs), self.eval(e.rhs)
+    def _product(self, a_expr: T.TExpr, b_expr: T.TExpr, dtype: str) -> np.ndarray:
+        """a @ b in the product's dtype: f32 sums of exact products, or (i8 operands) the
+        exact integer sum wrapped to i32, as the tensor cores' s32 accumulation wraps."""
+        a, b = self.eval(a_expr), self.eval(b_expr)
+        if dtype == "i32":
+            return wrap_i32(np.matmul(a.astype(np.int64), b.astype(np.int64)))
         return np.matmul(a.astype(_F32), b.astype(_F32))
+
+    def _MatMul(self, e: T.MatMul):
+        return self._product(e.lhs, e.rhs, e.type.dtype)
 
     def _MmaAccumulate(self, e: T.MmaAccumulate):
         acc = None if e.acc is None else self.eval(e.acc)
-        product = np.matmul(self.eval(e.a).astype(_F32), self.eval(e.b).astype(_F32))
+        product = self._product(e.a, e.b, e.type.dtype)
         if acc is None:
             return product
+        if e.type.dtype == "i32":
+            return wrap_i32(acc.astype(np.int64) + product)
         return (acc.astype(_F32) + product).astype(NUMPY_DTYPES[e.type.dtype])
 
     def _Transpose(self, e: T.Transpose):

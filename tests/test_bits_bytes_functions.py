@@ -430,8 +430,10 @@ def test_wrong_operands_are_located_errors_with_hints(body, message, hint):
         assert hint in (d.hint or ""), d.hint
 
 
-def test_an_i8_matrix_product_is_refused_at_its_operand():
-    text = """kernel w8a8(A: i8[M, K], B: i8[K, N]) -> (C: f32[M, N]) {
+def test_an_i8_operand_against_f16_is_refused_at_the_i8_operand():
+    """i8 @ i8 runs on the integer tensor cores (tests/test_int8_mma.py); an i8 operand
+    against an f16 one is a located error whose hint converts the i8 side (W8A16)."""
+    text = """kernel w8a16(A: f16[M, K], B: i8[K, N]) -> (C: f32[M, N]) {
   parallel i: BM of M, j: BN of N {
     acc = zeros(f32[BM, BN])
     for k: BK of K {
@@ -444,12 +446,12 @@ def test_an_i8_matrix_product_is_refused_at_its_operand():
     with pytest.raises(CompileError) as info:
         typed(text, {})
     (d,) = info.value.diagnostics
-    assert "`@` of i8 tiles is not supported yet" in d.message
-    assert (d.span.line, d.span.col) == (5, 14)
-    assert "(load(A[i, k]) as f16) @ (load(B[k, j]) as f16)" in d.hint
+    assert "`@` of i8 and f16 tiles" in d.message
+    assert (d.span.line, d.span.col) == (5, 30)
+    assert "load(A[i, k]) @ (load(B[k, j]) as f16)" in d.hint
     # the suggested fix checks
     typed(text.replace("load(A[i, k]) @ load(B[k, j])",
-                       "(load(A[i, k]) as f16) @ (load(B[k, j]) as f16)"), {})
+                       "load(A[i, k]) @ (load(B[k, j]) as f16)"), {})
 
 
 # ---- real builds ---------------------------------------------------------------------------------

@@ -378,7 +378,7 @@ kernel odd(A: {dt}[M, K], B: {dt}[K, N]) -> (C: f32[M, N]) {{
 
 @pytest.mark.parametrize("dt, tiles, words", [
     ("f16", (100, 60, 20), "no matrix instruction tiles 100x60x20 over"),
-    ("f32", (64, 64, 32), "the tensor cores take bf16, f16, tf32 inputs, not f32; f32 @ f32 "
+    ("f32", (64, 64, 32), "the tensor cores take bf16, f16, i8, tf32 inputs, not f32; f32 @ f32 "
                           "is computed in f32, never silently as TF32 (write "
                           "`(a as tf32) @ (b as tf32)` to ask for it)"),
 ])

@@ -68,7 +68,8 @@ class Case:
     tiles: tuple[tuple[str, int], ...]
     choice: Choice
     shapes: tuple[tuple[tuple[str, int], ...], ...]   # one run each; the first is checked
-    # inputs: N(0, scale) for floats, integers in [-scale, scale] for i32 (default 1, 8)
+    # inputs: N(0, scale) for floats, integers in [-scale, scale] for i32 (default 1, 8),
+    # every value for i8 and u8
     scales: tuple[tuple[str, float], ...] = ()
     scalars: tuple[tuple[str, float], ...] = ()       # scalar parameters (default 0.5)
 
@@ -171,6 +172,9 @@ def inputs_of(c: Case, kernel, dims: Mapping[str, int], seed: int = 1) -> dict:
         if p.dtype == "i32":
             bound = int(scales.get(p.name, 8))
             out[p.name] = rng.integers(-bound, bound + 1, shape).astype(np.int32)
+        elif p.dtype in ("i8", "u8"):       # every value of the dtype
+            lo, hi = (-128, 127) if p.dtype == "i8" else (0, 255)
+            out[p.name] = rng.integers(lo, hi + 1, shape).astype(NUMPY_DTYPES[p.dtype])
         elif p.dtype == "bool":
             out[p.name] = rng.random(shape) < 0.5
         else:
@@ -284,6 +288,7 @@ GEMM = "samples/gemm.pt"
 OPERANDS = "tests/sm90/gemm_operands.pt"
 FLASH = "samples/flash_attn.pt"
 COV = "tests/coverage/"
+IGEMM = COV + "igemm.pt"
 
 
 def _single_role(t: str) -> tuple[Case, ...]:
@@ -319,6 +324,14 @@ def _single_role(t: str) -> tuple[Case, ...]:
              MS2W8, "P=8 M=64 N=64 KP=64", scales={"W": 1 << 30, "A": 0.1}),
         case(f"gemm_f32.{t}.seq8", "tests/kernels/gemm_f32.pt", "gemm_f32", t,
              "BM=64 BN=64 BK=16", SEQ8, "M=70 N=64 K=40"),
+        # i8 on mma.sync m16n8k32: operands with k along their rows byte by byte (rows of
+        # 96 and 48 bytes, then swizzled ones), operands quantized in registers
+        case(f"igemm_tn.{t}.ms2", IGEMM, "igemm_tn", t, "BM=96 BN=48 BK=32", MS2,
+             "M=96 N=96 K=64", "M=70 N=50 K=40"),
+        case(f"igemm_tn.{t}.seq4", IGEMM, "igemm_tn", t, "BM=64 BN=64 BK=64", SEQ4,
+             "M=64 N=64 K=128"),
+        case(f"igemm_regs.{t}.ms2", IGEMM, "igemm_regs", t, "BM=64 BN=64 BK=32", MS2,
+             "M=64 N=64 K=64"),
     )
 
 
@@ -369,6 +382,23 @@ def _mfma(t: str) -> tuple[Case, ...]:
              MS2W8, "M=100 D=64 E=64 F=64"),
         case(f"gemm_f32.{t}.seq8", "tests/kernels/gemm_f32.pt", "gemm_f32", t,
              "BM=64 BN=64 BK=16", SEQ8, "M=70 N=64 K=40"),
+        # i8 MFMA (gfx90a: 4 bytes a lane, gfx942: 8): 32x32 atoms, operands k-contiguous
+        # and not; BN 32 and 16 (BM 256, 128) computed transposed (a lane's A reads fewer
+        # fragments); 16x16 atoms at 96 x 96 with rows of 96 bytes; operands in registers
+        case(f"igemm_nn.{t}.ms2", IGEMM, "igemm_nn", t, "BM=64 BN=64 BK=32", MS2,
+             "M=128 N=128 K=64", "M=70 N=72 K=40"),
+        case(f"igemm_nn.{t}.ms2.swapped", IGEMM, "igemm_nn", t, "BM=256 BN=32 BK=32", MS2,
+             "M=256 N=64 K=64"),
+        case(f"igemm_nn.{t}.ms2.swapped16", IGEMM, "igemm_nn", t, "BM=128 BN=16 BK=32", MS2,
+             "M=128 N=32 K=64"),
+        case(f"igemm_tn.{t}.ms2", IGEMM, "igemm_tn", t, "BM=96 BN=96 BK=32", MS2,
+             "M=96 N=96 K=64"),
+        case(f"igemm_nt.{t}.ms2", IGEMM, "igemm_nt", t, "BM=96 BN=96 BK=96", MS2,
+             "M=96 N=96 K=192"),
+        case(f"igemm_regs.{t}.seq4", IGEMM, "igemm_regs", t, "BM=64 BN=64 BK=32", SEQ4,
+             "M=64 N=64 K=64"),
+        case(f"igemm_regs.{t}.seq4.16", IGEMM, "igemm_regs", t, "BM=96 BN=96 BK=32", SEQ4,
+             "M=96 N=96 K=64"),
     )
 
 

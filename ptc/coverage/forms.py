@@ -16,8 +16,11 @@ renderer's headers apply, named by the renderer's declared `operand_reads` and
   tile holds A transposed); a shared B operand one .x4 per pair of 8-column atoms and an
   .x2 for an odd last one (.trans unless the tile holds B transposed); hoisted fragments
   (LoadFragments) take A by .x4 and B by .x2 (shared_to_register_ldmatrix.cuh, mma_sync.cuh);
-- `lds.fragment`: an MFMA lane reads its 4 k of an operand in one 8-byte LDS read where
-  they are contiguous in the stored tile, else four 2-byte reads (mfma.h);
+- `lds.fragment`: an MFMA lane reads its k of an operand (4 of 16-bit values or of gfx90a's
+  i8, 8 of gfx942's i8) in one 8- or 4-byte LDS read where they are contiguous in the
+  stored tile, else one read per value: u16x4, u8x4, u8x8 (mfma.h);
+- `lds.bytes`: an 8-bit mma.sync operand stored with k along its rows (A [k][m], B [k][n])
+  is read byte by byte -- ldmatrix has no 8-bit transpose (shared_to_register_ldmatrix.cuh);
 - `lane.xor`: the instruction each xor mask is exchanged with.
 
 Kernels with runtime alignment checks hold two variants (vector copies and stores, TMA,
@@ -43,7 +46,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "mma": ("atom", "dtype", "swapped"),
     "mma.operand": ("atom", "operand", "source"),       # registers | shared | hoisted
     "ldmatrix": ("count", "trans", "tile"),             # CUDA's shared operand reads
-    "lds.fragment": ("operand", "read", "tile"),        # HIP's: b64 | u16x4
+    "lds.fragment": ("operand", "read", "tile"),        # HIP's: b64 b32 | u16x4 u8x4 u8x8
+    "lds.bytes": ("operand", "tile"),                   # CUDA's 8-bit strided operands
     # global -> shared
     "cp.async": ("bytes",),
     "global_load.staged": ("bytes", "layout"),          # CDNA: through registers
@@ -214,12 +218,24 @@ def _store(ctx: _Context, op: ir.StoreTile):
         yield ctx.form("store", bytes=(op.vector if vector else 1) * esize)
 
 
+def fragment_reads(atom, dtype: str) -> tuple[str, str]:
+    """(contiguous read, one-by-one read) of an MFMA lane's k values of one operand: the
+    k a lane holds (the atom's first register digit) times the element size."""
+    per_lane = atom.a.regs[0].size
+    size = DTYPE_BYTES[dtype]
+    return f"b{8 * per_lane * size}", f"u{8 * size}x{per_lane}"
+
+
 def _operand_reads(ctx: _Context, operand: str, transposed: bool, lay: SmemLayout | None,
-                   atoms: int, hoisted: bool):
+                   atoms: int, hoisted: bool, atom, dtype: str):
     """The shared reads of one mma operand (the instruction's `operand`, a or b, stored
     transposed or not), as the renderer spells them."""
     ldmatrix = ctx.renderer.operand_reads == "ldmatrix"
     tile = tile_kind(lay, lines=ldmatrix)
+    contiguous = transposed if operand == "b" else not transposed
+    if ldmatrix and DTYPE_BYTES[dtype] == 1 and not contiguous:
+        yield ctx.form("lds.bytes", operand=operand, tile=tile_kind(lay, lines=False))
+        return
     if ldmatrix:
         if operand == "a":
             yield ctx.form("ldmatrix", count=4, trans=transposed, tile=tile)
@@ -229,8 +245,8 @@ def _operand_reads(ctx: _Context, operand: str, transposed: bool, lay: SmemLayou
         if hoisted or atoms % 2:
             yield ctx.form("ldmatrix", count=2, trans=not transposed, tile=tile)
         return
-    contiguous = transposed if operand == "b" else not transposed
-    yield ctx.form("lds.fragment", operand=operand, read="b64" if contiguous else "u16x4",
+    run, one_by_one = fragment_reads(atom, dtype)
+    yield ctx.form("lds.fragment", operand=operand, read=run if contiguous else one_by_one,
                    tile=tile)
 
 
@@ -243,12 +259,14 @@ def _mma(ctx: _Context, op: ir.Mma):
             continue
         yield ctx.form("mma.operand", atom=op.atom.name, operand=which, source="shared")
         yield from _operand_reads(ctx, which, o.transposed, ctx.buffer_of(o.value).layout,
-                                  atoms, False)
+                                  atoms, False, op.atom, op.dtype)
 
 
 def _load_fragments(ctx: _Context, op: ir.LoadFragments):
+    user = next(m for m in ir.walk(ctx.low.body) if isinstance(m, ir.Mma)
+                and op.target in (m.a.value, m.b.value))
     yield from _operand_reads(ctx, op.operand, op.transposed,
-                              ctx.buffer_of(op.source).layout, 1, True)
+                              ctx.buffer_of(op.source).layout, 1, True, user.atom, user.dtype)
 
 
 def _reduce(ctx: _Context, op: ir.Reduce):
@@ -329,4 +347,4 @@ _READERS = {
 }
 
 __all__ = ["Form", "FAMILIES", "form", "forms_of", "aligned_at", "tile_kind", "copy_layout",
-           "tma_kind", "exchange"]
+           "tma_kind", "exchange", "fragment_reads"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..lower.atoms import ATOMS, atoms_for, wgmma, why_no_wgmma
 from ..sema.dtypes import ATOMIC_DTYPES, DTYPE_BYTES, DTYPES
-from .forms import RING_STYLES, Form, exchange, form
+from .forms import RING_STYLES, Form, exchange, form, fragment_reads
 
 # cp.async copies 4, 8 or 16 bytes (PTX ISA cp.async; the lowering's `vector` tries them
 # widest first, global_to_shared.cuh asserts them); CDNA's staged loads the same widths
@@ -62,6 +62,10 @@ UNREACHABLE = (
                              source=("shared", "hoisted")),
          "tf32 operands are `x as tf32` conversions, computed in registers: no tile in shared "
          "memory holds tf32"),
+    Rule("mma.operand", dict(atom=tuple(a.name for a in ATOMS if "i8" in a.dtypes),
+                             source="hoisted"),
+         "loop-invariant operands are read into registers before their loop for f16 and "
+         "bf16 atoms only (ptc.lower.hoist): an i8 operand is read where it is used"),
     Rule("lds.fragment", dict(tile="k8t", read="u16x4"),
          "a tile is stored transposed (k8t) only when each of its readers reads its k "
          "along the tile's rows, which the transposed storage makes contiguous "
@@ -153,7 +157,7 @@ def _candidates(device, renderer):
                 yield form(t, "mma.operand", atom=atom.name, operand=operand, source=source)
     k8t = ("k8t",) if caps.transposed_operands else ()
     if atoms:
-        yield from _operand_reads(t, renderer.operand_reads, k8t)
+        yield from _operand_reads(t, renderer.operand_reads, k8t, atoms)
 
     # copies: the per-thread copy units the renderer issues on
     for unit in device.units_of("copy"):
@@ -192,20 +196,31 @@ def _candidates(device, renderer):
         yield from _specialized(device, t)
 
 
-def _operand_reads(t: str, spelling: str, k8t: tuple[str, ...]):
+def _operand_reads(t: str, spelling: str, k8t: tuple[str, ...], atoms):
     """The shared reads of mma operands, as the renderer spells them (forms._operand_reads):
     ldmatrix addresses rows of whole 128-byte lines its own way; MFMA fragments read
-    transposed tiles too where the renderer stores them."""
+    transposed tiles too where the renderer stores them (16-bit ones: swizzle.
+    transposed_layout); 8-bit operands with k along the stored rows are read byte by byte
+    (no 8-bit ldmatrix.trans) or, on MFMA, one byte per k."""
+    dtypes = {d for a in atoms for d in a.dtypes}
     if spelling == "ldmatrix":
         for count in (2, 4):
             for trans in (False, True):
                 for tile in ("xor.lines", "xor", "rows") + k8t:
                     yield form(t, "ldmatrix", count=count, trans=trans, tile=tile)
+        if any(DTYPE_BYTES[d] == 1 for d in dtypes):
+            for operand in ("a", "b"):
+                for tile in ("xor", "rows"):
+                    yield form(t, "lds.bytes", operand=operand, tile=tile)
     else:
-        for operand in ("a", "b"):
-            for read in ("b64", "u16x4"):
-                for tile in ("xor", "rows") + k8t:
-                    yield form(t, "lds.fragment", operand=operand, read=read, tile=tile)
+        for atom in atoms:
+            for dtype in atom.dtypes:
+                transposed = k8t if DTYPE_BYTES[dtype] == 2 else ()
+                for operand in ("a", "b"):
+                    for read in fragment_reads(atom, dtype):
+                        for tile in ("xor", "rows") + transposed:
+                            yield form(t, "lds.fragment", operand=operand, read=read,
+                                       tile=tile)
 
 
 def _specialized(device, t: str):

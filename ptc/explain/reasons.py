@@ -263,7 +263,14 @@ def _matmul_unit_reasons(ctx: Context) -> list[Reason]:
         task = w.graph.task(step.task)
         if task.kind == "mma" and device.unit(step.unit).kind != "mma":
             why_not = why_on_cuda_cores(w.graph, device, task, role.warps)
-            out.append(Reason("unit", f"{task.name} runs on CUDA cores (f32 FMA): {why_not}"))
+            how = "integer multiply-add" if task.mma_dtype == "i8" else "f32 FMA"
+            out.append(Reason("unit", f"{task.name} runs on CUDA cores ({how}): {why_not}"))
+        elif task.kind == "mma" and task.mma_dtype == "i8":
+            wgmma = (" (mma.sync: wgmma s8 is not issued yet)"
+                     if "wgmma" in device.features else "")
+            out.append(Reason("unit", f"{task.name} runs on the integer tensor cores"
+                                      f"{wgmma}: i8 products, exact s32 sums that wrap "
+                                      "modulo 2^32"))
         elif task.kind == "mma" and task.mma_dtype == "tf32":
             out.append(Reason("unit", f"{task.name} runs on tensor cores in TF32, as the "
                                       "program asks (`as tf32`): operands rounded to 10 "

@@ -56,10 +56,11 @@ def _estimate_section(expl: Explanation, console: Console) -> None:
                                 f"  ({p.tiles} tiles, {p.waves:.2f} waves, "
                                 f"{p.cycles_per_tile:,.0f} cycles per tile)"))
     if p.mma_dtype and p.peak_flops_per_s:
+        unit = "TOPS" if p.mma_dtype == "i8" else "TFLOP/s"     # integer operations
         console.print(Text.assemble(
-            ("  compute   ", "bold"), (f"{p.flops_per_s / 1e12:,.0f} TFLOP/s", "bold"),
+            ("  compute   ", "bold"), (f"{p.flops_per_s / 1e12:,.0f} {unit}", "bold"),
             f" = {p.flops_pct:.0f}% of the {p.peak_label} "
-            f"({p.peak_flops_per_s / 1e12:,.0f} TFLOP/s)"))
+            f"({p.peak_flops_per_s / 1e12:,.0f} {unit})"))
     mark = " (the bound)" if p.bound == "dram" else ""
     console.print(Text.assemble(
         ("  memory    ", "bold"), (f"{p.bytes_per_s / 1e9:,.0f} GB/s", "bold"),

@@ -21,6 +21,24 @@ Sources, per atom:
   D[i][j] in lane j + 32 * ((i / 4) % 2), register (i % 4) + 4 * (i / 8).
   v_mfma_f32_16x16x16{f16,bf16_1k}: A[i][k] in lane i + 16 * (k / 4), register k % 4;
   B[k][j] in lane j + 16 * (k / 4); D[i][j] in lane j + 16 * (i / 4), register i % 4.
+
+Integer atoms (i8 operands, s32 accumulators that wrap modulo 2^32; issue 21 part 3a). Their
+register digits count bytes: four 8-bit values per 32-bit register, lowest byte first.
+- mma.sync.m16n8k32 .s32.s8.s8.s32 (sm80+): PTX ISA, "Matrix Fragments for mma.m16n8k32"
+  (.s8/.u8): A a0..a15 in four registers, row g for a0-a3 and a8-a11, g + 8 for the others,
+  col 4t + (i & 3), + 16 for i >= 8; B b0..b7 in two registers, row 4t + (i & 3), + 16 for
+  i >= 4, col g; C/D (.s32) as m16n8k16's f32 c0..c3. (Byte for byte, A and B are the
+  m16n8k16 f16 fragments of the same 32-byte rows: ldmatrix reads them as it reads f16.)
+- v_mfma_i32_{16x16x16,32x32x8}i8 (CDNA1/2: gfx908, gfx90a; LLVM's isGFX908orGFX90A, no
+  longer on gfx940+): one 32-bit register of four i8 per operand, laid out as the f16
+  instructions of the same M x N x K: A[i][k] in lane i + M * (k / 4), byte k % 4; B[k][j] in
+  lane j + M * (k / 4); D as v_mfma_f32_{16x16x16,32x32x8}'s (composable_kernel
+  xdlops_gemm.hpp: k_per_blk 4; the AMD matrix instruction calculator).
+- v_mfma_i32_{16x16x32,32x32x16}_i8 (CDNA3: gfx940+, clang's
+  __builtin_amdgcn_mfma_i32_16x16x32_i8 with 64-bit operands): eight i8 per lane, A[i][k] in
+  lane i + M * (k / 8), byte k % 8 (two registers, low first); B[k][j] in lane
+  j + M * (k / 8); D as the f32 instructions' (xdlops_gemm.hpp: k_per_blk 8, num_input_blks
+  4 and 2; AMD CDNA3 ISA, "Dependent Arithmetic / MFMA" operand tables).
 """
 from __future__ import annotations
 
@@ -45,7 +63,7 @@ class Atom:
     threads: int              # threads that issue one instruction together
     a: Fragment               # [m, k]
     b: Fragment               # [k, n]
-    c: Fragment               # [m, n] f32 accumulator
+    c: Fragment               # [m, n] accumulator (`accumulator` values)
     dtypes: tuple[str, ...]   # input dtypes
     a_from_shared: bool = False   # the instruction reads A from shared memory itself
     b_from_shared: bool = False
@@ -54,6 +72,7 @@ class Atom:
     # B blocks either way; an MFMA lane reads its 4 k at once (8 bytes) or one by one
     a_loads: tuple[float, float] = (1.0, 1.0)
     b_loads: tuple[float, float] = (0.5, 0.5)
+    accumulator: str = "f32"      # the accumulator's dtype (i32 for integer atoms)
 
 
 MMA_SYNC_16816 = Atom(
@@ -102,8 +121,54 @@ MFMA_16x16x16 = Atom(
     c=Fragment(digits((4, (1, 0))), digits((16, (0, 1)), (4, (4, 0)))),
     dtypes=("f16", "bf16"), a_loads=(1.0, 4.0), b_loads=(1.0, 4.0))
 
+# i8 operands, s32 accumulators. ldmatrix takes an operand stored with k contiguous (A
+# [m][k], B [n][k]): its 16-bit units are pairs of bytes, and the fragments are byte for byte
+# those of m16n8k16 f16. ldmatrix has no 8-bit transpose: an operand stored the other way
+# (B [k][n], A [k][m]) is read byte by byte, 4 bytes packed per register: 16 byte loads per
+# A block and 8 per B block, about a quarter of an ldmatrix.x4's time each (one wavefront).
+MMA_SYNC_16832_S8 = Atom(
+    "mma.sync.m16n8k32", "mma_sync", 16, 8, 32, 32,
+    a=Fragment(digits((4, (0, 1)), (2, (8, 0)), (2, (0, 16))),
+               digits((4, (0, 4)), (8, (1, 0)))),
+    b=Fragment(digits((4, (1, 0)), (2, (16, 0))), digits((4, (4, 0)), (8, (0, 1)))),
+    c=Fragment(digits((2, (0, 1)), (2, (8, 0))), digits((4, (0, 2)), (8, (1, 0)))),
+    dtypes=("i8",), a_loads=(1.0, 4.0), b_loads=(0.5, 2.0), accumulator="i32")
+
+# CDNA2: four i8 (one register) per lane, the f16 instructions' layouts; a lane's bytes of a
+# k-contiguous tile are one 4-byte read, else four 1-byte reads
+MFMA_I8_32x32x8 = Atom(
+    "mfma.i32.32x32x8i8", "mfma_i8", 32, 32, 8, 64,
+    a=Fragment(digits((4, (0, 1))), digits((32, (1, 0)), (2, (0, 4)))),
+    b=Fragment(digits((4, (1, 0))), digits((32, (0, 1)), (2, (4, 0)))),
+    c=Fragment(digits((4, (1, 0)), (4, (8, 0))), digits((32, (0, 1)), (2, (4, 0)))),
+    dtypes=("i8",), a_loads=(1.0, 4.0), b_loads=(1.0, 4.0), accumulator="i32")
+
+MFMA_I8_16x16x16 = Atom(
+    "mfma.i32.16x16x16i8", "mfma_i8", 16, 16, 16, 64,
+    a=Fragment(digits((4, (0, 1))), digits((16, (1, 0)), (4, (0, 4)))),
+    b=Fragment(digits((4, (1, 0))), digits((16, (0, 1)), (4, (4, 0)))),
+    c=Fragment(digits((4, (1, 0))), digits((16, (0, 1)), (4, (4, 0)))),
+    dtypes=("i8",), a_loads=(1.0, 4.0), b_loads=(1.0, 4.0), accumulator="i32")
+
+# CDNA3: eight i8 (two registers) per lane; one 8-byte read of a k-contiguous tile, else eight
+# 1-byte reads
+MFMA_I8_32x32x16 = Atom(
+    "mfma.i32.32x32x16i8", "mfma_i8_k8", 32, 32, 16, 64,
+    a=Fragment(digits((8, (0, 1))), digits((32, (1, 0)), (2, (0, 8)))),
+    b=Fragment(digits((8, (1, 0))), digits((32, (0, 1)), (2, (8, 0)))),
+    c=Fragment(digits((4, (1, 0)), (4, (8, 0))), digits((32, (0, 1)), (2, (4, 0)))),
+    dtypes=("i8",), a_loads=(1.0, 8.0), b_loads=(1.0, 8.0), accumulator="i32")
+
+MFMA_I8_16x16x32 = Atom(
+    "mfma.i32.16x16x32i8", "mfma_i8_k8", 16, 16, 32, 64,
+    a=Fragment(digits((8, (0, 1))), digits((16, (1, 0)), (4, (0, 8)))),
+    b=Fragment(digits((8, (1, 0))), digits((16, (0, 1)), (4, (8, 0)))),
+    c=Fragment(digits((4, (1, 0))), digits((16, (0, 1)), (4, (4, 0)))),
+    dtypes=("i8",), a_loads=(1.0, 8.0), b_loads=(1.0, 8.0), accumulator="i32")
+
 # in order of preference where a device offers several
-ATOMS = (MMA_SYNC_16816, MMA_SYNC_1688_TF32, MFMA_16x16x16, MFMA_32x32x8)
+ATOMS = (MMA_SYNC_16816, MMA_SYNC_1688_TF32, MMA_SYNC_16832_S8, MFMA_16x16x16, MFMA_32x32x8,
+         MFMA_I8_16x16x32, MFMA_I8_32x32x16, MFMA_I8_16x16x16, MFMA_I8_32x32x8)
 
 
 def atoms_for(features, supported: frozenset[str] | None = None) -> tuple[Atom, ...]:
@@ -181,7 +246,9 @@ def why_no_wgmma(dtype: str, m: int, n: int, k: int) -> str | None:
     """None when wgmma m64nNk16 atoms tile an m x n x k mma of one warpgroup (A from shared
     memory or registers, B from shared memory), else why not."""
     if dtype not in ("f16", "bf16"):
-        return f"wgmma multiplies f16 or bf16 here, not {dtype}"
+        return (f"wgmma multiplies f16 or bf16 here, not {dtype}"
+                + (" (wgmma s8 is a later part of issue 21: i8 runs on mma.sync)"
+                   if dtype == "i8" else ""))
     if m % 64 or k % 16 or n % 8 or n > 256:
         return (f"wgmma m64nNk16 needs m a multiple of 64, n of 8 up to 256 and k of 16, "
                 f"not {m}x{n}x{k}")

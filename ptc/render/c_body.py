@@ -60,7 +60,7 @@ class CBodyPrinter:
                      if op.swapped else ""))
         if op.addend is None:
             with self.unrolled(struct_name(out.layout)):
-                self.emit(f"{out.name}[r] = 0.0f;")
+                self.emit(f"{out.name}[r] = {'0' if out.dtype == 'i32' else '0.0f'};")
         else:
             self.copy_addend(op.addend, out)
         return out
@@ -410,10 +410,11 @@ class CBodyPrinter:
         return self.fragment_registers(self.values[value].name, which, mma)
 
     @staticmethod
-    def fragment_registers(regs: str, which: str, mma: ir.Mma) -> str:
+    def fragment_registers(regs: str, which: str, mma: ir.Mma, suffix: str = "") -> str:
+        """`suffix` "8": the registers are int8_t values the loader packs four to a word."""
         if which == "a":
-            return f"ptc::RegA<{mma.mi}, {mma.ks}>{{{regs}}}"
-        return f"ptc::RegB<{mma.ni}, {mma.ks}>{{{regs}}}"
+            return f"ptc::RegA{suffix}<{mma.mi}, {mma.ks}>{{{regs}}}"
+        return f"ptc::RegB{suffix}<{mma.ni}, {mma.ks}>{{{regs}}}"
 
     @staticmethod
     def warp_base(out_layout: str, which: str, mma: ir.Mma) -> str:
@@ -629,13 +630,17 @@ class CBodyPrinter:
             self.copy_addend(op.addend, out)
         else:
             with self.unrolled(s):
-                self.emit(f"{out.name}[r] = 0.0f;")
+                self.emit(f"{out.name}[r] = {'0' if out.dtype == 'i32' else '0.0f'};")
         # k outermost: a thread's registers share rows (columns) of the output, so the
         # unrolled inner loop reads each A (B) element once per k for all of them
         with self.block(f"for (int kk = 0; kk < {op.k}; ++kk)"):
             with self.unrolled(s):
                 self.coords(out.layout, a, b, cond)
-                update = f"{out.name}[r] = {self.FMA}({a}, {b}, {out.name}[r]);"
+                if out.dtype == "i32":   # i8 operands: exact products, sums modulo 2^32
+                    update = (f"{out.name}[r] = (int)((unsigned)({out.name}[r]) + "
+                              f"(unsigned)((int)({a}) * (int)({b})));")
+                else:
+                    update = f"{out.name}[r] = {self.FMA}({a}, {b}, {out.name}[r]);"
                 self.emit(f"if ({cond}) {update}" if cond else update)
 
     # ---- stores --------------------------------------------------------------------------------

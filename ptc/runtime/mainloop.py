@@ -12,7 +12,8 @@ Instructions predicated on `!PT` (never executed: the compiler's padding) do not
 
 Classes (by opcode):
 - tensor core: HMMA, HGMMA, IMMA, IGMMA, DMMA; their FLOPs per warp: HMMA.16816 2*16*8*16,
-  HMMA.1688 2*16*8*8, HGMMA.64xNx16 2*64*N*16 per warpgroup (a quarter per warp);
+  HMMA.1688 2*16*8*8, IMMA.16832 2*16*8*32 (integer operations), HGMMA.64xNx16 2*64*N*16
+  per warpgroup (a quarter per warp);
 - ldmatrix: LDSM; other shared accesses: LDS, STS, LDSM excluded (STSM counted here);
 - global / async copies: LDG, STG, LDGSTS, UTMALDG, UTMASTG, UBLKCP, RED, ATOM(G);
 - barriers: BAR; waits: DEPBAR, LDGDEPBAR, SYNCS (mbarrier waits), WARPSYNC;
@@ -108,6 +109,8 @@ def flops(text: str) -> int:
         return 2 * 16 * 8 * 16
     if op.startswith("HMMA.1688"):
         return 2 * 16 * 8 * 8
+    if op.startswith("IMMA.16832"):
+        return 2 * 16 * 8 * 32
     m = re.match(r"[HI]GMMA\.64x(\d+)x(\d+)", op)
     if m:
         return 2 * 64 * int(m.group(1)) * int(m.group(2)) // 4

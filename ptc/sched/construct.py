@@ -141,8 +141,8 @@ def why_on_cuda_cores(graph: STaskGraph, device: Device, task, warps: int) -> st
 
 
 def _warp_specialized(graph, device, choice, loop) -> Plan:
+    tma = copy_unit(device, "warp_specialized")     # (no TMA: the first reason to give)
     _mma_dtype_ok(graph, device)
-    tma = copy_unit(device, "warp_specialized")
     rows = _tile_rows(graph)
     if rows % choice.consumers or rows // choice.consumers < MIN_ROWS_PER_CONSUMER:
         raise Unfit(f"{rows} rows cannot feed {choice.consumers} consumer warpgroups "

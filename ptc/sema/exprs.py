@@ -283,12 +283,25 @@ class ExprChecker:
                             f"make it 2-D: `{text}[:, None]` is [{v.type.shape[0]}, 1]")
                 self.fail(f"`@` needs 2-D tiles; the {side} operand is {v.type}",
                           node.span if node is not None else span, hint)
-        for v, node in ((a, lhs), (b, rhs)):
-            if v.type.dtype in dt.NARROW_INTS:
-                self.fail(f"`@` of {v.type.dtype} tiles is not supported yet (integer "
-                          "matrix products)", node.span if node is not None else op_span,
-                          f"convert both operands, e.g. `({lt} as f16) @ ({rt} as f16)` "
-                          f"(exact for {v.type.dtype} values; the products add in f32)")
+        for v, other, node in ((a, b, lhs), (b, a, rhs)):
+            if v.type.dtype in dt.NARROW_INTS and (v.type.dtype, other.type.dtype) != ("i8", "i8"):
+                # the integer tensor cores multiply i8 by i8 (s32 sums); u8, and i8 against
+                # another dtype, are converted exactly to a float format first
+                if v.type.dtype == "i8":
+                    message = (f"`@` of i8 and {other.type.dtype} tiles: the integer tensor "
+                               "cores multiply i8 by i8")
+                else:
+                    message = (f"`@` of {v.type.dtype} tiles is not supported: the integer "
+                               "tensor cores take i8 (signed) operands")
+                if other.type.dtype in ("f16", "bf16", "f32"):
+                    fixed = (f"({lt} as {other.type.dtype}) @ {rt}" if v is a
+                             else f"{lt} @ ({rt} as {other.type.dtype})")
+                    hint = (f"convert the {v.type.dtype} side: `{fixed}` (exact for "
+                            f"{v.type.dtype} values)")
+                else:
+                    hint = (f"convert both operands, e.g. `({lt} as f16) @ ({rt} as f16)` "
+                            f"(exact for {v.type.dtype} values; the products add in f32)")
+                self.fail(message, node.span if node is not None else op_span, hint)
         for v, other, node in ((a, b, lhs), (b, a, rhs)):
             if v.type.dtype in dt.FP8:
                 # FP8 tensor-core paths (wgmma e4m3/e5m2, MFMA fp8) are not built yet: the
@@ -311,7 +324,7 @@ class ExprChecker:
             self.fail(f"`@` operands differ in dtype: {a.type} @ {b.type}", op_span,
                       f"convert one side, e.g. {example}")
         if a.type.dtype not in dt.MMA_DTYPES:
-            self.fail(f"`@` multiplies f16, bf16, f32 or tf32 tiles, not {a.type.dtype}",
+            self.fail(f"`@` multiplies f16, bf16, f32, tf32 or i8 tiles, not {a.type.dtype}",
                       op_span)
         (m, k1), (k2, n) = a.type.shape, b.type.shape
         if not same_extent(k1, k2):
@@ -321,7 +334,8 @@ class ExprChecker:
             elif same_extent(m, k2):
                 hint = f"transpose the left operand: `{lt}.T @ {rt}`"
             self.fail(f"`@` inner dims differ: {a.type} @ {b.type} ({k1} vs {k2})", op_span, hint)
-        return V(T.MatMul(a.expr, b.expr, T.TileType("f32", (m, n))))
+        result = dt.MMA_RESULT.get(a.type.dtype, "f32")
+        return V(T.MatMul(a.expr, b.expr, T.TileType(result, (m, n))))
 
     def _unary(self, e: ast.Unary) -> V:
         v = self.expr(e.operand)

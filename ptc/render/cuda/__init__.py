@@ -16,7 +16,7 @@ from .specialized import tensor_map_setup
 CAPABILITIES = Capabilities(
     backend="cuda",
     styles=frozenset({"multistage", "interleaved", "sequential", "warp_specialized"}),
-    atoms=frozenset({"mma.sync.m16n8k16", "mma.sync.m16n8k8"}),
+    atoms=frozenset({"mma.sync.m16n8k16", "mma.sync.m16n8k8", "mma.sync.m16n8k32"}),
     copy_units=frozenset({"cp_async", "tma"}),
     persistent=False,
 )

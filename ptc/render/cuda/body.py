@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...lower import ir
 from ...sema import typed as T
+from ...sema.dtypes import DTYPE_BYTES
 from ..c_body import CBodyPrinter, RenderError
 from ..cexpr import CTYPES, literal
 from ..layouts import SIXTEEN_BIT
@@ -13,7 +14,8 @@ from .specialized import SpecializedOps
 # the instruction mma_sync.cuh issues for an atom and its input dtype
 MMA_INSTRUCTIONS = {("mma.sync.m16n8k16", "f16"): "ptc::Mma16816<false>",
                     ("mma.sync.m16n8k16", "bf16"): "ptc::Mma16816<true>",
-                    ("mma.sync.m16n8k8", "tf32"): "ptc::Mma1688Tf32"}
+                    ("mma.sync.m16n8k8", "tf32"): "ptc::Mma1688Tf32",
+                    ("mma.sync.m16n8k32", "i8"): "ptc::Mma16832S8"}
 
 
 class BodyPrinter(SpecializedOps, CBodyPrinter):
@@ -65,14 +67,19 @@ class BodyPrinter(SpecializedOps, CBodyPrinter):
 
     def shared_tile(self, value: str) -> tuple[str, str]:
         home = self.values[value]
-        _, _, row_bytes, swz = self.tile_shape(self.buffers[home.buffer])
-        return (f"ptc::SharedTile<{row_bytes}, {'true' if swz else 'false'}>",
+        b = self.buffers[home.buffer]
+        _, _, row_bytes, swz = self.tile_shape(b)
+        # 8-bit operands say so: the loaders read them by ldmatrix or byte by byte
+        eb = "" if DTYPE_BYTES[b.dtype] == 2 else f", {DTYPE_BYTES[b.dtype]}"
+        return (f"ptc::SharedTile<{row_bytes}, {'true' if swz else 'false'}{eb}>",
                 self.slot_address(home.buffer, home.loop))
 
     def register_operand(self, value: str, which: str, mma: ir.Mma) -> str:
         home = self.values[value]
         if home.dtype in SIXTEEN_BIT:
             return super().register_operand(value, which, mma)
+        if DTYPE_BYTES[home.dtype] == 1:     # i8 values, packed four to a register
+            return self.fragment_registers(home.name, which, mma, "8")
         # 32-bit operands (tf32) are float registers the instruction reads as bits
         return self.fragment_registers(f"reinterpret_cast<const uint32_t*>({home.name})",
                                        which, mma)

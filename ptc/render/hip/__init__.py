@@ -17,7 +17,8 @@ from .body import HipBodyPrinter, RenderError
 CAPABILITIES = Capabilities(
     backend="hip",
     styles=frozenset({"multistage", "interleaved", "sequential"}),
-    atoms=frozenset({"mfma.f32.16x16x16", "mfma.f32.32x32x8"}),
+    atoms=frozenset({"mfma.f32.16x16x16", "mfma.f32.32x32x8", "mfma.i32.16x16x16i8",
+                     "mfma.i32.32x32x8i8", "mfma.i32.16x16x32i8", "mfma.i32.32x32x16i8"}),
     copy_units=frozenset({"vmem"}),
     persistent=False,
     staged_copies=True,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ...lower import ir
 from ..c_body import CBodyPrinter, RenderError
+from ...sema.dtypes import DTYPE_BYTES
 from ..cexpr import CTYPES, literal
 from ..layouts import SIXTEEN_BIT
 
@@ -15,7 +16,11 @@ HIP_CTYPES = {**CTYPES, "f16": "ptc::f16", "bf16": "ptc::bf16"}
 MFMA_INSTRUCTIONS = {("mfma.f32.16x16x16", "f16"): "ptc::Mfma<16, 16, 16, false>",
                      ("mfma.f32.16x16x16", "bf16"): "ptc::Mfma<16, 16, 16, true>",
                      ("mfma.f32.32x32x8", "f16"): "ptc::Mfma<32, 32, 8, false>",
-                     ("mfma.f32.32x32x8", "bf16"): "ptc::Mfma<32, 32, 8, true>"}
+                     ("mfma.f32.32x32x8", "bf16"): "ptc::Mfma<32, 32, 8, true>",
+                     ("mfma.i32.16x16x16i8", "i8"): "ptc::MfmaI8<16, 16, 16>",
+                     ("mfma.i32.32x32x8i8", "i8"): "ptc::MfmaI8<32, 32, 8>",
+                     ("mfma.i32.16x16x32i8", "i8"): "ptc::MfmaI8<16, 16, 32>",
+                     ("mfma.i32.32x32x16i8", "i8"): "ptc::MfmaI8<32, 32, 16>"}
 
 
 class HipBodyPrinter(CBodyPrinter):
@@ -89,14 +94,18 @@ class HipBodyPrinter(CBodyPrinter):
 
     def shared_tile(self, value: str) -> tuple[str, str]:
         home = self.values[value]
-        _, _, row_bytes, swz = self.tile_shape(self.buffers[home.buffer])
+        b = self.buffers[home.buffer]
+        _, _, row_bytes, swz = self.tile_shape(b)
         addr = self.slot_address(home.buffer, home.loop)
         if self.transposed(home.buffer):
             return f"ptc::SharedTileK8<{row_bytes}>", addr
-        return f"ptc::SharedTile<{row_bytes}, {'true' if swz else 'false'}>", addr
+        eb = "" if DTYPE_BYTES[b.dtype] == 2 else f", {DTYPE_BYTES[b.dtype]}"   # i8: bytes
+        return f"ptc::SharedTile<{row_bytes}, {'true' if swz else 'false'}{eb}>", addr
 
     def register_operand(self, value: str, which: str, mma: ir.Mma) -> str:
         dtype = self.values[value].dtype
+        if DTYPE_BYTES[dtype] == 1:     # i8 values, packed four to a register
+            return self.fragment_registers(self.values[value].name, which, mma, "8")
         if dtype not in SIXTEEN_BIT:
             raise RenderError(f"MFMA operand {value} is {dtype}, not 16-bit")
         return super().register_operand(value, which, mma)

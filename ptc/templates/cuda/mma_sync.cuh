@@ -1,5 +1,6 @@
 // ptc: a warp's tile of mma.sync m16n8k16 (f16 / bf16 in) or m16n8k8 (tf32 in), f32
-// accumulate: MI x NI atoms over KS k-steps. Register order (ptc/lower/assign.py, tiling_layouts):
+// accumulate, or m16n8k32 (s8 in, s32 accumulate): MI x NI atoms over KS k-steps. Register
+// order (ptc/lower/assign.py, tiling_layouts):
 //   accumulator  c[(mi * NI + ni) * 4 + i]      (i: the atom's c0..c3)
 //   A registers  a[(mi * KS + ks) * 4 + j]      (j: the atom's a0..a3, two halves each)
 //   B registers  b[(ni * KS + ks) * 2 + j]
@@ -56,6 +57,23 @@ struct Mma1688Tf32 {
   }
 };
 
+// mma.sync m16n8k32 .s32.s8.s8.s32: A in 4 registers (a0..a15, four bytes each), B in 2
+// (b0..b7), C/D four s32 as m16n8k16's f32 (PTX ISA, "Matrix Fragments for mma.m16n8k32",
+// .s8; ptc/lower/atoms.py). Without .satfinite the s32 sums wrap modulo 2^32.
+struct Mma16832S8 {
+  __device__ __forceinline__ static void mma(int* d, const uint32_t* a, const uint32_t* b) {
+#ifdef PTC_EMULATE
+    ::ptc::emu::mma_m16n8k32_s8(d, a, b);
+#else
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+  }
+};
+
 template <int MI, int KS>
 struct RegA {
   const uint32_t* r;
@@ -75,6 +93,37 @@ struct RegB {
     for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
       for (int j = 0; j < 2; ++j) b[ni][j] = r[(ni * KS + ks) * 2 + j];
+  }
+};
+
+// four int8_t registers as one 32-bit word, the first lowest
+__device__ __forceinline__ uint32_t pack_bytes(const int8_t* p) {
+  return static_cast<uint32_t>(static_cast<uint8_t>(p[0])) |
+         static_cast<uint32_t>(static_cast<uint8_t>(p[1])) << 8 |
+         static_cast<uint32_t>(static_cast<uint8_t>(p[2])) << 16 |
+         static_cast<uint32_t>(static_cast<uint8_t>(p[3])) << 24;
+}
+
+// i8 operands in registers (int8_t values in the atom's register order): packed on the way
+template <int MI, int KS>
+struct RegA8 {
+  const int8_t* r;
+  __device__ __forceinline__ void load(uint32_t (&a)[MI][4], int ks, int) const {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) a[mi][j] = pack_bytes(r + ((mi * KS + ks) * 4 + j) * 4);
+  }
+};
+
+template <int NI, int KS>
+struct RegB8 {
+  const int8_t* r;
+  __device__ __forceinline__ void load(uint32_t (&b)[NI][2], int ks, int) const {
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) b[ni][j] = pack_bytes(r + ((ni * KS + ks) * 2 + j) * 4);
   }
 };
 
@@ -101,9 +150,9 @@ struct SharedB {
   }
 };
 
-// c += A @ B for one warp's MI x NI atoms, k-steps unrolled
-template <int MI, int NI, int KS, class MMA, class A, class B>
-__device__ __forceinline__ void mma_tile(float* c, const A& a, const B& b, int lane) {
+// c += A @ B for one warp's MI x NI atoms, k-steps unrolled (C: float, or int for s8)
+template <int MI, int NI, int KS, class MMA, class C, class A, class B>
+__device__ __forceinline__ void mma_tile(C* c, const A& a, const B& b, int lane) {
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks) {
     uint32_t af[MI][4], bf[NI][2];

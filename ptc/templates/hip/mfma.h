@@ -1,15 +1,18 @@
-// ptc: a wave's tile of MFMA instructions (v_mfma_f32_{16x16x16,32x32x8}{f16,bf16_1k}),
-// f32 accumulate: MI x NI atoms over KS k-steps. Operand and accumulator layouts are AMD's
-// (matrix instruction calculator; ptc/lower/atoms.py, docs/hip.md):
-//   A[i][k] in lane i + M * (k / 4), value k % 4;  B[k][j] in lane j + N * (k / 4)
-//   16x16x16: D[i][j] in lane j + 16 * (i / 4), register i % 4
-//   32x32x8:  D[i][j] in lane j + 32 * ((i / 4) % 2), register (i % 4) + 4 * (i / 8)
+// ptc: a wave's tile of MFMA instructions -- v_mfma_f32_{16x16x16,32x32x8}{f16,bf16_1k}, f32
+// accumulate, and the i8 ones, s32 accumulate: v_mfma_i32_{16x16x16,32x32x8}i8 (gfx90a) and
+// v_mfma_i32_{16x16x32,32x32x16}_i8 (gfx942) -- MI x NI atoms over KS k-steps. Operand and
+// accumulator layouts are AMD's (matrix instruction calculator; ptc/lower/atoms.py,
+// docs/hip.md); KPL, the k values a lane holds, is 4 (f16, bf16, gfx90a's i8) or 8 (gfx942's i8):
+//   A[i][k] in lane i + M * (k / KPL), value k % KPL;  B[k][j] in lane j + N * (k / KPL)
+//   16x16xK: D[i][j] in lane j + 16 * (i / 4), register i % 4
+//   32x32xK: D[i][j] in lane j + 32 * ((i / 4) % 2), register (i % 4) + 4 * (i / 8)
 // Register order (ptc/lower/assign.py, tiling_layouts):
 //   accumulator  c[(mi * NI + ni) * CREGS + i]
-//   A registers  a[(mi * KS + ks) * 2 + j]      (j: two 16-bit values each, low half first)
-//   B registers  b[(ni * KS + ks) * 2 + j]
+//   A registers  a[(mi * KS + ks) * REGS + j]   (REGS 32-bit registers: 16-bit values two
+//   B registers  b[(ni * KS + ks) * REGS + j]    to a register, i8 four, low part first)
 // Operands come from registers (RegA / RegB) or from LDS tiles (SharedA / SharedB): a
-// lane's four k of a K-contiguous tile are one 8-byte ds_read, else four 2-byte reads.
+// lane's KPL k of a K-contiguous tile are one 4- or 8-byte ds_read, else KPL 2-byte or
+// 1-byte reads.
 #pragma once
 #include "ptc_types.h"
 #include "global_to_shared.h"
@@ -34,6 +37,7 @@ __device__ __forceinline__ void mfma_call(float* d, const uint32_t* a, const uin
 template <int M_, int N_, int K_, bool BF16>
 struct Mfma {
   static constexpr int M = M_, N = N_, K = K_, CREGS = M_ * N_ / 64;
+  static constexpr int KPL = 4, REGS = 2;     // k per lane, 32-bit registers per operand
   static_assert((M_ == 16 && N_ == 16 && K_ == 16) || (M_ == 32 && N_ == 32 && K_ == 8),
                 "MFMA 16x16x16 or 32x32x8");
   __device__ __forceinline__ static void mma(float* d, const uint32_t* a, const uint32_t* b) {
@@ -52,12 +56,50 @@ struct Mfma {
   }
 };
 
-// An LDS tile of 16-bit elements: the byte address of (row, col).
-template <int ROW_BYTES, bool SWIZZLE>
+// One i8 instruction, s32 accumulate (the sums wrap modulo 2^32): gfx90a's
+// v_mfma_i32_{16x16x16,32x32x8}i8 take four i8 per lane in one register, gfx942's
+// v_mfma_i32_{16x16x32,32x32x16}_i8 eight in two (a 64-bit operand).
+template <int M_, int N_, int K_>
+struct MfmaI8 {
+  static constexpr int M = M_, N = N_, K = K_, CREGS = M_ * N_ / 64;
+  static constexpr int KPL = K_ * M_ / 64, REGS = KPL / 4;
+  static_assert((M_ == 16 && N_ == 16 && (K_ == 16 || K_ == 32)) ||
+                (M_ == 32 && N_ == 32 && (K_ == 8 || K_ == 16)),
+                "MFMA i8 16x16x16, 32x32x8 (gfx90a), 16x16x32 or 32x32x16 (gfx942)");
+  template <typename C, int CN, typename F>
+  __device__ __forceinline__ static void call(int* d, F f) {
+    C c;
+#pragma unroll
+    for (int i = 0; i < CN; ++i) c[i] = d[i];
+    c = f(c);
+#pragma unroll
+    for (int i = 0; i < CN; ++i) d[i] = c[i];
+  }
+  __device__ __forceinline__ static void mma(int* d, const uint32_t* a, const uint32_t* b) {
+    if constexpr (KPL == 4) {
+      const int x = static_cast<int>(a[0]), y = static_cast<int>(b[0]);
+      if constexpr (M_ == 16)
+        call<i32x4, 4>(d, [&](i32x4 c) { return __builtin_amdgcn_mfma_i32_16x16x16i8(x, y, c, 0, 0, 0); });
+      else
+        call<i32x16, 16>(d, [&](i32x16 c) { return __builtin_amdgcn_mfma_i32_32x32x8i8(x, y, c, 0, 0, 0); });
+    } else {
+      const long x = static_cast<long>(static_cast<uint64_t>(a[0]) | (static_cast<uint64_t>(a[1]) << 32));
+      const long y = static_cast<long>(static_cast<uint64_t>(b[0]) | (static_cast<uint64_t>(b[1]) << 32));
+      if constexpr (M_ == 16)
+        call<i32x4, 4>(d, [&](i32x4 c) { return __builtin_amdgcn_mfma_i32_16x16x32_i8(x, y, c, 0, 0, 0); });
+      else
+        call<i32x16, 16>(d, [&](i32x16 c) { return __builtin_amdgcn_mfma_i32_32x32x16_i8(x, y, c, 0, 0, 0); });
+    }
+  }
+};
+
+// An LDS tile of 16-bit elements (EB = 1: of bytes): the byte address of (row, col).
+template <int ROW_BYTES, bool SWIZZLE, int EB = 2>
 struct SharedTile {
+  static constexpr int ELEMENT_BYTES = EB;
   uint32_t base;
   __device__ __forceinline__ uint32_t at(int row, int col) const {
-    return base + tile_offset<ROW_BYTES, SWIZZLE>(row, col * 2);
+    return base + tile_offset<ROW_BYTES, SWIZZLE>(row, col * EB);
   }
 };
 
@@ -65,57 +107,73 @@ struct SharedTile {
 // first), as load_a / load_b do for TRANS operands.
 template <int ROW_BYTES>
 struct SharedTileK8 {
+  static constexpr int ELEMENT_BYTES = 2;
   uint32_t base;
   __device__ __forceinline__ uint32_t at(int row, int col) const {
     return base + tile_offset_k8<ROW_BYTES>(row, col * 2);
   }
 };
 
-// four 16-bit values, value j at `at(j)`, packed into two registers
-template <class Tile, class At>
-__device__ __forceinline__ void gather4(uint32_t* f, const Tile&, At at) {
-  uint32_t h[4];
+// a lane's KPL values, value j at `at(j)`, packed into registers (16-bit values two to a
+// register, bytes four), low part first
+template <class I, class Tile, class At>
+__device__ __forceinline__ void gather(uint32_t* f, const Tile&, At at) {
+  constexpr int EB = Tile::ELEMENT_BYTES, PER = 4 / EB;
 #pragma unroll
-  for (int j = 0; j < 4; ++j) h[j] = ld_shared<uint16_t>(at(j));
-  f[0] = h[0] | (h[1] << 16);
-  f[1] = h[2] | (h[3] << 16);
+  for (int r = 0; r < I::KPL / PER; ++r) {
+    uint32_t w = 0;
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {
+      const uint32_t v = EB == 2 ? static_cast<uint32_t>(ld_shared<uint16_t>(at(r * PER + j)))
+                                 : static_cast<uint32_t>(ld_shared<uint8_t>(at(r * PER + j)));
+      w |= v << (8 * EB * j);
+    }
+    f[r] = w;
+  }
+}
+
+// a lane's KPL values along a stored row, from (row, col) on: one 4- or 8-byte read
+template <class I, class Tile>
+__device__ __forceinline__ void read_run(uint32_t* f, const Tile& t, int row, int col) {
+  if constexpr (I::KPL * Tile::ELEMENT_BYTES == 8) {
+    const u32x2 v = ld_shared<u32x2>(t.at(row, col));
+    f[0] = v.x;
+    f[1] = v.y;
+  } else {
+    static_assert(I::KPL * Tile::ELEMENT_BYTES == 4, "a lane reads 4 or 8 bytes");
+    f[0] = ld_shared<uint32_t>(t.at(row, col));
+  }
 }
 
 // the A fragment of rows m0.. and k-columns k0..; TRANS: the tile is stored [k][m]
 template <class I, bool TRANS, class Tile>
 __device__ __forceinline__ void load_a(uint32_t* f, const Tile& t, int m0, int k0, int lane) {
-  const int row = m0 + lane % I::M, k = k0 + 4 * (lane / I::M);
-  if constexpr (!TRANS) {
-    const u32x2 v = ld_shared<u32x2>(t.at(row, k));
-    f[0] = v.x;
-    f[1] = v.y;
-  } else {
-    gather4(f, t, [&](int j) { return t.at(k + j, row); });
-  }
+  const int row = m0 + lane % I::M, k = k0 + I::KPL * (lane / I::M);
+  if constexpr (!TRANS)
+    read_run<I>(f, t, row, k);
+  else
+    gather<I>(f, t, [&](int j) { return t.at(k + j, row); });
 }
 
 // the B fragment of k-rows k0.. and columns n0..; TRANS: the tile is stored [n][k]
 template <class I, bool TRANS, class Tile>
 __device__ __forceinline__ void load_b(uint32_t* f, const Tile& t, int k0, int n0, int lane) {
-  const int col = n0 + lane % I::N, k = k0 + 4 * (lane / I::N);
-  if constexpr (TRANS) {
-    const u32x2 v = ld_shared<u32x2>(t.at(col, k));
-    f[0] = v.x;
-    f[1] = v.y;
-  } else {
-    gather4(f, t, [&](int j) { return t.at(k + j, col); });
-  }
+  const int col = n0 + lane % I::N, k = k0 + I::KPL * (lane / I::N);
+  if constexpr (TRANS)
+    read_run<I>(f, t, col, k);
+  else
+    gather<I>(f, t, [&](int j) { return t.at(k + j, col); });
 }
 
 template <int MI, int KS>
 struct RegA {
   const uint32_t* r;
   template <class I>
-  __device__ __forceinline__ void load(uint32_t (&a)[MI][2], int ks, int) const {
+  __device__ __forceinline__ void load(uint32_t (&a)[MI][I::REGS], int ks, int) const {
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-      for (int j = 0; j < 2; ++j) a[mi][j] = r[(mi * KS + ks) * 2 + j];
+      for (int j = 0; j < I::REGS; ++j) a[mi][j] = r[(mi * KS + ks) * I::REGS + j];
   }
 };
 
@@ -123,11 +181,44 @@ template <int NI, int KS>
 struct RegB {
   const uint32_t* r;
   template <class I>
-  __device__ __forceinline__ void load(uint32_t (&b)[NI][2], int ks, int) const {
+  __device__ __forceinline__ void load(uint32_t (&b)[NI][I::REGS], int ks, int) const {
 #pragma unroll
     for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
-      for (int j = 0; j < 2; ++j) b[ni][j] = r[(ni * KS + ks) * 2 + j];
+      for (int j = 0; j < I::REGS; ++j) b[ni][j] = r[(ni * KS + ks) * I::REGS + j];
+  }
+};
+
+// four int8_t registers as one 32-bit word, the first lowest
+__device__ __forceinline__ uint32_t pack_bytes(const int8_t* p) {
+  return static_cast<uint32_t>(static_cast<uint8_t>(p[0])) |
+         static_cast<uint32_t>(static_cast<uint8_t>(p[1])) << 8 |
+         static_cast<uint32_t>(static_cast<uint8_t>(p[2])) << 16 |
+         static_cast<uint32_t>(static_cast<uint8_t>(p[3])) << 24;
+}
+
+// i8 operands in registers (int8_t values in the atom's register order): packed on the way
+template <int MI, int KS>
+struct RegA8 {
+  const int8_t* r;
+  template <class I>
+  __device__ __forceinline__ void load(uint32_t (&a)[MI][I::REGS], int ks, int) const {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int j = 0; j < I::REGS; ++j) a[mi][j] = pack_bytes(r + ((mi * KS + ks) * I::REGS + j) * 4);
+  }
+};
+
+template <int NI, int KS>
+struct RegB8 {
+  const int8_t* r;
+  template <class I>
+  __device__ __forceinline__ void load(uint32_t (&b)[NI][I::REGS], int ks, int) const {
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+      for (int j = 0; j < I::REGS; ++j) b[ni][j] = pack_bytes(r + ((ni * KS + ks) * I::REGS + j) * 4);
   }
 };
 
@@ -137,7 +228,7 @@ struct SharedA {
   Tile t;
   int m0;
   template <class I>
-  __device__ __forceinline__ void load(uint32_t (&a)[MI][2], int ks, int lane) const {
+  __device__ __forceinline__ void load(uint32_t (&a)[MI][I::REGS], int ks, int lane) const {
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) load_a<I, TRANS>(a[mi], t, m0 + mi * I::M, ks * I::K, lane);
   }
@@ -149,18 +240,18 @@ struct SharedB {
   Tile t;
   int n0;
   template <class I>
-  __device__ __forceinline__ void load(uint32_t (&b)[NI][2], int ks, int lane) const {
+  __device__ __forceinline__ void load(uint32_t (&b)[NI][I::REGS], int ks, int lane) const {
 #pragma unroll
     for (int ni = 0; ni < NI; ++ni) load_b<I, TRANS>(b[ni], t, ks * I::K, n0 + ni * I::N, lane);
   }
 };
 
-// c += A @ B for one wave's MI x NI atoms, k-steps unrolled
-template <int MI, int NI, int KS, class I, class A, class B>
-__device__ __forceinline__ void mfma_tile(float* c, const A& a, const B& b, int lane) {
+// c += A @ B for one wave's MI x NI atoms, k-steps unrolled (C: float, or int for i8)
+template <int MI, int NI, int KS, class I, class C, class A, class B>
+__device__ __forceinline__ void mfma_tile(C* c, const A& a, const B& b, int lane) {
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks) {
-    uint32_t af[MI][2], bf[NI][2];
+    uint32_t af[MI][I::REGS], bf[NI][I::REGS];
     a.template load<I>(af, ks, lane);
     b.template load<I>(bf, ks, lane);
 #pragma unroll
@@ -176,7 +267,7 @@ __device__ __forceinline__ void load_a_fragments(uint32_t* r, const Tile& t, int
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-    for (int ks = 0; ks < KS; ++ks) load_a<I, TRANS>(r + (mi * KS + ks) * 2, t, m0 + mi * I::M, ks * I::K, lane);
+    for (int ks = 0; ks < KS; ++ks) load_a<I, TRANS>(r + (mi * KS + ks) * I::REGS, t, m0 + mi * I::M, ks * I::K, lane);
 }
 
 template <class I, int NI, int KS, bool TRANS, class Tile>
@@ -184,7 +275,7 @@ __device__ __forceinline__ void load_b_fragments(uint32_t* r, const Tile& t, int
 #pragma unroll
   for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
-    for (int ks = 0; ks < KS; ++ks) load_b<I, TRANS>(r + (ni * KS + ks) * 2, t, ks * I::K, n0 + ni * I::N, lane);
+    for (int ks = 0; ks < KS; ++ks) load_b<I, TRANS>(r + (ni * KS + ks) * I::REGS, t, ks * I::K, n0 + ni * I::N, lane);
 }
 
 }  // namespace ptc

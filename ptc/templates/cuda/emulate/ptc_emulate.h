@@ -56,7 +56,7 @@ namespace emu {
 enum State { READY, AT_BLOCK_BARRIER, AT_WARP_BARRIER, AT_MBARRIER, AT_NAMED_BARRIER,
              AT_GROUP_BARRIER, AT_REGISTERS, DONE, STATES };
 enum Kind { NONE = 0, LDM_X1, LDM_X2, LDM_X4, LDM_X1_T, LDM_X2_T, LDM_X4_T, MMA_F16, MMA_BF16,
-            MMA_TF32, SHFL, VOTE, SYNCWARP, STM_X1, STM_X2, STM_X4 };
+            MMA_TF32, SHFL, VOTE, SYNCWARP, STM_X1, STM_X2, STM_X4, MMA_S8 };
 
 struct Copy {
   unsigned char* dst;
@@ -326,6 +326,45 @@ inline void mma_m16n8k8_tf32(float* d, const unsigned* a, const unsigned* b) {
     float acc = d[i];
     for (int k = 0; k < 8; ++k) acc += A(m, k) * B(k, n);
     d[i] = acc;
+  }
+}
+
+// mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 d, a, b, d (PTX ISA, "Matrix Fragments for
+// mma.m16n8k32", .s8; g = lane / 4, t = lane % 4; element i of a register is its byte i % 4,
+// lowest first):
+//   A: a_i at row g (+8 for i in 4-7 and 12-15), col 4t + (i & 3) (+16 for i >= 8):
+//      register 0 (g, 4t..), 1 (g + 8, 4t..), 2 (g, 16 + 4t..), 3 (g + 8, 16 + 4t..)
+//   B: b_i at row 4t + (i & 3) (+16 for i >= 4), col g: register 0 k 4t.., 1 k 16 + 4t..
+//   C/D: s32 c_i at row g (+8 for i >= 2), col 2t + (i & 1)
+// Products of s8 values summed exactly, the sum added to C modulo 2^32 (no .satfinite).
+// break_layout (a self-test): A's registers 1 and 2 swapped.
+inline void mma_m16n8k32_s8(int* d, const unsigned* a, const unsigned* b) {
+  const int lane = cur().tid % 32;
+  WarpScratch& s = rt.warps[cur().tid / 32];
+  const int buf = deposit(MMA_S8);
+  for (int i = 0; i < 4; ++i) s.a[buf][lane][i] = a[i];
+  for (int i = 0; i < 2; ++i) s.b[buf][lane][i] = b[i];
+  warp_barrier("mma.sync");
+  if (!same_kind(s, buf, MMA_S8, "mma.sync")) return;
+  auto byte = [](unsigned reg, int i) -> int {
+    return static_cast<int8_t>(static_cast<uint8_t>(reg >> (8 * i)));
+  };
+  const bool broken = config.break_layout != 0;
+  auto A = [&](int m, int k) -> int {
+    const int owner = (m % 8) * 4 + (k % 16) / 4;
+    const int reg = broken ? (m >= 8 ? 2 : 0) + (k >= 16 ? 1 : 0)   // a 1 and 2 swapped
+                           : (m >= 8 ? 1 : 0) + (k >= 16 ? 2 : 0);
+    return byte(s.a[buf][owner][reg], k % 4);
+  };
+  auto B = [&](int k, int n) -> int {
+    return byte(s.b[buf][n * 4 + (k % 16) / 4][k >= 16 ? 1 : 0], k % 4);
+  };
+  const int g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    const int m = g + (i >= 2 ? 8 : 0), n = 2 * t + (i & 1);
+    long long sum = 0;
+    for (int k = 0; k < 32; ++k) sum += A(m, k) * B(k, n);
+    d[i] = static_cast<int>(static_cast<uint32_t>(d[i]) + static_cast<uint32_t>(sum));
   }
 }
 

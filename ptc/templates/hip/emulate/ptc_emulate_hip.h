@@ -1,7 +1,7 @@
 // ptc CPU emulation for HIP (gfx90a, gfx942): the kernel.hip that clang compiles for the GPU,
 // compiled by g++ -std=c++20 -DPTC_EMULATE (ptc/render/emulate.py). ptc_types.h includes
-// this file under PTC_EMULATE, after defining the vector types ptc::f32x4, f32x16, i16x4 and
-// f16x4. Nothing here is used by GPU builds.
+// this file under PTC_EMULATE, after defining the vector types ptc::f32x4, f32x16, i16x4,
+// f16x4, i32x4 and i32x16. Nothing here is used by GPU builds.
 //
 // It supplies what hip_runtime.h gives kernels (keywords, vector types, min / max, atomicAdd:
 // emulate_core/ptc_emulate_lang.h, shared with CUDA) and, as host functions of the same
@@ -110,7 +110,8 @@ inline int thread_index(const char* what) {
 
 // ---- wave collectives -------------------------------------------------------------------------
 enum Kind { NONE = 0, DPP, SWIZZLE, BPERMUTE, READFIRSTLANE, READLANE, MFMA_16x16x16_F16,
-            MFMA_16x16x16_BF16, MFMA_32x32x8_F16, MFMA_32x32x8_BF16 };
+            MFMA_16x16x16_BF16, MFMA_32x32x8_F16, MFMA_32x32x8_BF16, MFMA_16x16x16_I8,
+            MFMA_32x32x8_I8, MFMA_16x16x32_I8, MFMA_32x32x16_I8 };
 
 // Deposit `value` and an immediate of this lane; after the wave meets, check that every lane
 // reached the same instruction with the same immediate. Returns the buffer, or -1.
@@ -290,6 +291,68 @@ inline void mfma(float* d, uint64_t a, uint64_t b, int cbsz, int abid, int blgp,
   }
 }
 
+// v_mfma_i32_{16x16x16,32x32x8}i8 (gfx908/gfx90a) and v_mfma_i32_{16x16x32,32x32x16}_i8
+// (gfx940+): D = A B + C over the wave, s32 accumulate, with the layouts of the f16
+// instructions but KPL = K M / 64 signed bytes per lane in a 32- or 64-bit operand (AMD
+// matrix instruction calculator; CK's xdlops_gemm.hpp, k_per_blk 4 and 8): lane l, byte r of
+// its operand holds A[l % M][KPL (l / M) + r], B[KPL (l / M) + r][l % M]; D as the f32
+// instructions' (above). The products are exact; their sum is added to C modulo 2^32.
+// break_layout (a self-test): A's bytes 1 and 2 swapped.
+template <int M, int K>
+inline void mfma_i8(int* d, uint64_t a, uint64_t b, int cbsz, int abid, int blgp, const char* what) {
+  constexpr int REGS = M * M / WARP, BLOCKS = WARP / M, KPL = K / BLOCKS;
+  static_assert((M == 16 && (K == 16 || K == 32)) || (M == 32 && (K == 8 || K == 16)),
+                "MFMA i8 16x16x16, 32x32x8, 16x16x32 or 32x32x16");
+  const Kind kind = M == 16 ? (K == 16 ? MFMA_16x16x16_I8 : MFMA_16x16x32_I8)
+                            : (K == 8 ? MFMA_32x32x8_I8 : MFMA_32x32x16_I8);
+  const unsigned imm = static_cast<unsigned>(cbsz) | static_cast<unsigned>(abid) << 8 |
+                       static_cast<unsigned>(blgp) << 16;
+  if (rt.current < 0) { fail("%s outside a kernel", what); return; }
+  Fiber& f = cur();
+  WarpScratch& s = rt.warps[warp_of(f)];
+  const int lane = lane_of(f);
+  const int buf = deposit(kind);
+  s.a[buf][lane][0] = static_cast<uint32_t>(a);
+  s.a[buf][lane][1] = static_cast<uint32_t>(a >> 32);
+  s.b[buf][lane][0] = static_cast<uint32_t>(b);
+  s.b[buf][lane][1] = static_cast<uint32_t>(b >> 32);
+  s.a[buf][lane][3] = imm;
+  warp_barrier(what);
+  if (!same_kind(s, buf, kind, what)) return;
+  if (imm != 0) {
+    fail("%s with cbsz %d, abid %d, blgp %d: the emulator takes 0, 0, 0 (no broadcast or lane "
+         "swizzle of the operands)", what, cbsz, abid, blgp);
+    return;
+  }
+  auto value = [](const unsigned* regs, int r) {   // byte r of a lane's operand, signed
+    return static_cast<int>(static_cast<int8_t>(static_cast<uint8_t>(regs[r / 4] >> (8 * (r % 4)))));
+  };
+  const bool broken = config.break_layout != 0;
+  auto A = [&](int i, int k) {
+    int r = k % KPL;
+    if (broken && (r == 1 || r == 2)) r = 3 - r;
+    return value(s.a[buf][i + M * (k / KPL)], r);
+  };
+  auto B = [&](int k, int j) { return value(s.b[buf][j + M * (k / KPL)], k % KPL); };
+  const int j = lane % M, block = lane / M;
+  for (int r = 0; r < REGS; ++r) {
+    const int i = M == 16 ? 4 * block + r : 8 * (r / 4) + 4 * block + r % 4;
+    long long sum = 0;
+    for (int k = 0; k < K; ++k) sum += A(i, k) * B(k, j);
+    d[r] = static_cast<int>(static_cast<uint32_t>(d[r]) + static_cast<uint32_t>(sum));
+  }
+}
+
+template <int M, int K, typename V, typename C>
+inline C mfma_i8_builtin(V a, V b, C c, int cbsz, int abid, int blgp, const char* what) {
+  int d[M * M / WARP];
+  for (int r = 0; r < M * M / WARP; ++r) d[r] = c[r];
+  mfma_i8<M, K>(d, static_cast<uint64_t>(a), static_cast<uint64_t>(b), cbsz, abid, blgp, what);
+  C out;
+  for (int r = 0; r < M * M / WARP; ++r) out[r] = d[r];
+  return out;
+}
+
 template <int M, bool BF16, typename V, typename C>
 inline C mfma_builtin(V a, V b, C c, int cbsz, int abid, int blgp, const char* what) {
   float d[M * M / WARP];
@@ -372,4 +435,23 @@ inline ptc::f32x16 __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(ptc::i16x4 a, ptc::i
 inline ptc::f32x16 __builtin_amdgcn_mfma_f32_32x32x8f16(ptc::f16x4 a, ptc::f16x4 b, ptc::f32x16 c,
                                                          int cbsz, int abid, int blgp) {
   return ptc::emu::mfma_builtin<32, false>(a, b, c, cbsz, abid, blgp, "v_mfma_f32_32x32x8f16");
+}
+// the i8 MFMAs: gfx908/gfx90a's take four bytes (an int) per operand, gfx940+'s eight (a long)
+inline ptc::i32x4 __builtin_amdgcn_mfma_i32_16x16x16i8(int a, int b, ptc::i32x4 c, int cbsz,
+                                                       int abid, int blgp) {
+  return ptc::emu::mfma_i8_builtin<16, 16>(static_cast<uint32_t>(a), static_cast<uint32_t>(b), c,
+                                           cbsz, abid, blgp, "v_mfma_i32_16x16x16i8");
+}
+inline ptc::i32x16 __builtin_amdgcn_mfma_i32_32x32x8i8(int a, int b, ptc::i32x16 c, int cbsz,
+                                                       int abid, int blgp) {
+  return ptc::emu::mfma_i8_builtin<32, 8>(static_cast<uint32_t>(a), static_cast<uint32_t>(b), c,
+                                          cbsz, abid, blgp, "v_mfma_i32_32x32x8i8");
+}
+inline ptc::i32x4 __builtin_amdgcn_mfma_i32_16x16x32_i8(long a, long b, ptc::i32x4 c, int cbsz,
+                                                        int abid, int blgp) {
+  return ptc::emu::mfma_i8_builtin<16, 32>(a, b, c, cbsz, abid, blgp, "v_mfma_i32_16x16x32_i8");
+}
+inline ptc::i32x16 __builtin_amdgcn_mfma_i32_32x32x16_i8(long a, long b, ptc::i32x16 c, int cbsz,
+                                                         int abid, int blgp) {
+  return ptc::emu::mfma_i8_builtin<32, 16>(a, b, c, cbsz, abid, blgp, "v_mfma_i32_32x32x16_i8");
 }
