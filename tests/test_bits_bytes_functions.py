@@ -483,20 +483,24 @@ def all_of_it(tmp_path):
     return path
 
 
-@pytest.mark.nvcc
-@pytest.mark.parametrize("target", ["sm80", "sm90"])
-def test_every_new_op_and_dtype_builds_with_nvcc(all_of_it, target, tmp_path):
+def nvcc_build(path, target: str, folder):
+    """`path` built for `target` in `folder` with nvcc: the BuildResult (ptxas's report)."""
     import importlib
 
     from ptc.runtime import prepare
 
     build = importlib.import_module("ptc.runtime.build")
-    prepared = prepare(all_of_it, target)
-    folder = tmp_path / "build"
+    prepared = prepare(path, target)
     build.write_build_dir(folder, kernel_source=prepared.source, signature=prepared.signature,
                           arch=prepared.device.arch, target=target,
                           plan_json=prepared.plan_json)
-    result = build.build(folder, prepared.device.arch)
+    return build.build(folder, prepared.device.arch)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("target", ["sm80", "sm90"])
+def test_every_new_op_and_dtype_builds_with_nvcc(all_of_it, target, tmp_path):
+    result = nvcc_build(all_of_it, target, tmp_path / "build")
     assert result.ptxas.spills == 0, result.ptxas.text
     assert any("all_of_it" in k.name for k in result.ptxas.kernels)
 

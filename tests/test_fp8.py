@@ -558,17 +558,9 @@ def all_of_it(tmp_path):
 @pytest.mark.nvcc
 @pytest.mark.parametrize("target", ["sm80", "sm90"])
 def test_fp8_kernels_build_with_nvcc(all_of_it, target, tmp_path):
-    import importlib
+    from test_bits_bytes_functions import nvcc_build
 
-    from ptc.runtime import prepare
-
-    build = importlib.import_module("ptc.runtime.build")
-    prepared = prepare(all_of_it, target)
-    folder = tmp_path / "build"
-    build.write_build_dir(folder, kernel_source=prepared.source, signature=prepared.signature,
-                          arch=prepared.device.arch, target=target,
-                          plan_json=prepared.plan_json)
-    result = build.build(folder, prepared.device.arch)
+    result = nvcc_build(all_of_it, target, tmp_path / "build")
     assert result.ptxas.spills == 0, result.ptxas.text
     assert any("fp8_all" in k.name for k in result.ptxas.kernels)
 
