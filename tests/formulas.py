@@ -110,6 +110,13 @@ def rmsnorm(X, W, eps) -> np.ndarray:
     return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + float(eps)) * f64(W)
 
 
+def w8a8_gemm(A, W, sa, sw) -> np.ndarray:
+    """C = (A @ W^T) * sa[:, None] * sw[None, :]: the integer product is exact (int64),
+    then scaled per row and per column (SmoothQuant's dequantization)."""
+    product = np.asarray(A, np.int64) @ np.asarray(W, np.int64).T
+    return f64(product) * f64(sa)[:, None] * f64(sw)[None, :]
+
+
 def softmax(X) -> np.ndarray:
     """Row-wise softmax."""
     x = f64(X)
@@ -135,6 +142,7 @@ REFERENCE: dict[str, Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
     "gemm_chain": lambda i: {"E": gemm_chain(i["A"], i["B"], i["D"])},
     "rmsnorm": lambda i: {"Y": rmsnorm(i["X"], i["W"], i["eps"])},
     "softmax": lambda i: {"Y": softmax(i["X"])},
+    "w8a8_gemm": lambda i: {"C": w8a8_gemm(i["A"], i["W"], i["sa"], i["sw"])},
 }
 
 # The dtype of every output, as the kernels declare them.
@@ -148,6 +156,7 @@ OUTPUT_DTYPES: dict[str, dict[str, str]] = {
     "gemm_chain": {"E": "f16"},
     "rmsnorm": {"Y": "f16"},
     "softmax": {"Y": "f16"},
+    "w8a8_gemm": {"C": "f16"},
 }
 
 
@@ -210,7 +219,27 @@ def make_inputs(sample: str, shapes: Mapping[str, int], rng: np.random.Generator
     if sample == "softmax":
         M, N = d["M"], d["N"]
         return {"X": _randn(rng, (M, N), F16, 3.0)}
+    if sample == "w8a8_gemm":
+        M, N, K = d["M"], d["N"], d["K"]
+        return _smoothquant(rng, M, N, K)
     raise KeyError(f"no inputs for sample {sample!r}")
+
+
+def _quantize(x, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric i8 quantization with one scale per slice along `axis` (absmax / 127)."""
+    scale = np.maximum(np.abs(x).max(axis=axis), 1e-8) / 127.0
+    q = np.clip(np.rint(x / np.expand_dims(scale, axis)), -127, 127).astype(np.int8)
+    return q, scale.astype(F32)
+
+
+def _smoothquant(rng, M, N, K):
+    """Activations with a few outlier tokens and weights N(0, 1/K), quantized per token
+    and per output channel as SmoothQuant's W8A8 layers are."""
+    x = rng.standard_normal((M, K)) * np.exp(rng.uniform(-1.0, 1.0, (M, 1)))
+    w = rng.standard_normal((N, K)) / np.sqrt(K) * np.exp(rng.uniform(-0.5, 0.5, (N, 1)))
+    A, sa = _quantize(x, axis=1)
+    W, sw = _quantize(w, axis=1)
+    return {"A": A, "W": W, "sa": sa, "sw": sw}
 
 
 def rel_l2(got, want) -> float:

@@ -71,7 +71,9 @@ def test_a_dry_run_says_what_every_step_would_run(no_gpu, tmp_path):
     assert order == ["setup", "facts", "pytest", "sanitize", "bench", "tune", "calibrate",
                      "report"]
     assert "-m pytest -m gpu" in text and "--junitxml=" in text
-    assert "benchmarks/sanitize.py --dry-run: 36 harness(es) x 3 tool(s)" in text
+    # every SMOKE line, on sm80 and sm90, at its SMOKE tiles and at the benchmark plan
+    harnesses = 4 * len(sanitize.smoke_lines())
+    assert f"benchmarks/sanitize.py --dry-run: {harnesses} harness(es) x 3 tool(s)" in text
     for tool in ("memcheck", "racecheck", "synccheck"):
         assert f"--tool {tool}" in text
     assert "would time: gemm 8192^3: ptc, torch, triton" in text
@@ -95,7 +97,8 @@ def test_the_quick_run_fits_in_three_minutes(no_gpu, tmp_path):
     assert {r["step"]: r["status"] for r in rows}["tune"] == "skipped"
     assert total_limit(rows) <= 3 * 60
     assert "--quick" in result.stdout and "-k 'not sm80'" in result.stdout
-    assert "9 harness(es) x 3 tool(s)" in result.stdout          # sm90, the benchmark plans
+    # sm90, the benchmark plans: one per SMOKE line
+    assert f"{len(sanitize.smoke_lines())} harness(es) x 3 tool(s)" in result.stdout
     assert f"would pack {out} into {tmp_path / 'r.tgz'}" in result.stdout
 
 

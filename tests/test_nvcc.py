@@ -72,7 +72,10 @@ def test_sample_builds_without_spills_and_with_the_promised_instructions(name, t
             moves = loop.count("MOV") + loop.count("IMAD.MOV")
             assert moves <= 8, dict(loop.mnemonics)
     elif on_tensor_cores:
-        assert "HMMA" in sass, "the plan runs mma steps on tensor cores but SASS has no HMMA"
+        # i8 products run on the integer tensor cores (IMMA), float ones on HMMA
+        dtypes = {t.mma_dtype for g in prepared.graphs for t in g.tasks if t.kind == "mma"}
+        for opcode in sorted({"IMMA" if d == "i8" else "HMMA" for d in dtypes}):
+            assert opcode in sass, f"the plan runs mma steps on tensor cores but SASS has no {opcode}"
         assert "LDSM" in sass, "tensor-core operands are read with ldmatrix"
     if "cp_async" in loads:
         assert "LDGSTS" in sass, "the plan issues cp.async loads but SASS has no LDGSTS"

@@ -72,6 +72,10 @@ CASES: dict[str, tuple[list[dict], list[dict]]] = {
         [dict(M=100, N=300), dict(M=7, N=64), dict(M=33, N=1000)],
         [dict(BM=4), dict(BM=16), dict(BM=1)],
     ),
+    "w8a8_gemm": (
+        [dict(M=100, N=136, K=72), dict(M=128, N=64, K=256), dict(M=7, N=200, K=40)],
+        [dict(BM=64, BN=64, BK=64), dict(BM=128, BN=128, BK=128)],
+    ),
 }
 
 # Relative L2 error allowed against the formula, by output dtype. Measured by emulating the

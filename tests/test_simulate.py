@@ -53,6 +53,7 @@ EDGE = {
     "gemm_chain": dict(M=64, N=300, K=16, L=128),
     "rmsnorm": dict(M=7, N=64),
     "softmax": dict(M=33, N=1000),
+    "w8a8_gemm": dict(M=7, N=200, K=40),
 }
 
 
