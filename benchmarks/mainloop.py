@@ -2,7 +2,7 @@
 
     python benchmarks/mainloop.py [--target sm80|sm90|gfx90a|gfx942] [--shape D=64]
 
-For gemm and flash_attn: builds ptc's kernel for the target (the plan the search picks at
+For gemm, flash_attn and w8a8_gemm: builds ptc's kernel for the target (the plan the search picks at
 the benchmark shape), compiles the Triton baseline (benchmarks/baselines/) at the same
 tile, warps and stages ahead of time (benchmarks/triton_aot.py), and prints what each main
 loop issues per warp and iteration (ptc.runtime.mainloop) with the ratio of instructions
@@ -26,6 +26,10 @@ sys.path.insert(0, str(ROOT))
 from ptc.runtime.build import find_cuobjdump, sass  # noqa: E402
 from ptc.runtime.mainloop import COLUMNS, mainloop_reports, row  # noqa: E402
 from ptc.runtime.ptxas import kernel_name  # noqa: E402
+
+
+# the samples with a Triton baseline (benchmarks/baselines/triton_<sample>.py)
+SAMPLES = ("gemm", "flash_attn", "w8a8_gemm")
 
 
 def ptc_build(sample: str, target: str, shapes: str | None, out: Path) -> dict:
@@ -74,7 +78,7 @@ def main_hip(target: str, shape: str | None) -> None:
     print(f"{'':<34}" + "".join(f"{c:>12}" for c in ISA_COLUMNS + ("total",))
           + f"{'per MFLOP':>14}{'ratio':>8}")
     with tempfile.TemporaryDirectory() as tmp:
-        for sample in ("gemm", "flash_attn"):
+        for sample in SAMPLES:
             out = Path(tmp) / sample
             try:
                 plan = ptc_build(sample, target, shape, out)
@@ -115,7 +119,7 @@ def main() -> None:
     print(f"main loops on {args.target}, per warp and iteration (SASS)")
     print(head)
     with tempfile.TemporaryDirectory() as tmp:
-        for sample in ("gemm", "flash_attn"):
+        for sample in SAMPLES:
             out = Path(tmp) / sample
             try:
                 plan = ptc_build(sample, args.target, args.shape, out)

@@ -20,6 +20,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 VENV = HERE / ".venv-triton"
+# baseline -> its @triton.jit function in benchmarks/baselines/triton_<baseline>.py
+KERNELS = {"gemm": "gemm_kernel", "flash_attn": "attn_fwd_kernel",
+           "w8a8_gemm": "w8a8_gemm_kernel"}
 
 
 def ensure_venv() -> Path:
@@ -35,7 +38,7 @@ def compile_kernel(name: str, tiles: dict[str, int], warps: int, stages: int, ar
     from triton.backends.compiler import GPUTarget
     sys.path.insert(0, str(HERE / "baselines"))
     module = __import__(f"triton_{name}")
-    kernel = {"gemm": "gemm_kernel", "flash_attn": "attn_fwd_kernel"}[name]
+    kernel = KERNELS[name]
     constexprs = dict(tiles)
     if name == "flash_attn":
         constexprs.setdefault("CAUSAL", False)
@@ -53,7 +56,7 @@ def compile_kernel(name: str, tiles: dict[str, int], warps: int, stages: int, ar
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("kernel", choices=("gemm", "flash_attn"))
+    ap.add_argument("kernel", choices=tuple(KERNELS))
     ap.add_argument("tiles", help="e.g. BM=64,BN=128,BK=64 (flash_attn: BM, BN, D)")
     ap.add_argument("--warps", type=int, default=4)
     ap.add_argument("--stages", type=int, default=2)
