@@ -117,6 +117,19 @@ def w8a8_gemm(A, W, sa, sw) -> np.ndarray:
     return f64(product) * f64(sa)[:, None] * f64(sw)[None, :]
 
 
+def w4a16_gemm(A, W, S, Z) -> np.ndarray:
+    """C = A @ ((q - z) * s) over the full K = 8 * KP: the 4-bit weights q unpacked from W
+    (nibble p of W[kp, n] is q[p * KP + kp, n]), z and s one row per group of 128 k."""
+    M, P, KP = A.shape
+    N = W.shape[1]
+    words = np.asarray(W).astype(np.int64) & 0xFFFFFFFF         # the 32 bits, unsigned
+    q = np.concatenate([(words >> (4 * p)) & 15 for p in range(P)], axis=0)   # [K, N]
+    group = np.arange(P * KP) // 128
+    z = np.asarray(Z).reshape(-1, N)[group]                      # [K, N]
+    scale = f64(S).reshape(-1, N)[group]
+    return f64(A).reshape(M, P * KP) @ ((q - z) * scale)
+
+
 def softmax(X) -> np.ndarray:
     """Row-wise softmax."""
     x = f64(X)
@@ -143,6 +156,7 @@ REFERENCE: dict[str, Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
     "rmsnorm": lambda i: {"Y": rmsnorm(i["X"], i["W"], i["eps"])},
     "softmax": lambda i: {"Y": softmax(i["X"])},
     "w8a8_gemm": lambda i: {"C": w8a8_gemm(i["A"], i["W"], i["sa"], i["sw"])},
+    "w4a16_gemm": lambda i: {"C": w4a16_gemm(i["A"], i["W"], i["S"], i["Z"])},
 }
 
 # The dtype of every output, as the kernels declare them.
@@ -157,6 +171,7 @@ OUTPUT_DTYPES: dict[str, dict[str, str]] = {
     "rmsnorm": {"Y": "f16"},
     "softmax": {"Y": "f16"},
     "w8a8_gemm": {"C": "f16"},
+    "w4a16_gemm": {"C": "f16"},
 }
 
 
@@ -219,10 +234,31 @@ def make_inputs(sample: str, shapes: Mapping[str, int], rng: np.random.Generator
     if sample == "softmax":
         M, N = d["M"], d["N"]
         return {"X": _randn(rng, (M, N), F16, 3.0)}
+    if sample == "w4a16_gemm":
+        return _gptq_4bit(rng, d["M"], d["N"], d["P"], d["KP"], d["KG"])
     if sample == "w8a8_gemm":
         M, N, K = d["M"], d["N"], d["K"]
         return _smoothquant(rng, M, N, K)
     raise KeyError(f"no inputs for sample {sample!r}")
+
+
+def _gptq_4bit(rng, M, N, P, KP, KG):
+    """Weights N(0, 1/K) quantized to 4 bits per group of 128 k and column (asymmetric:
+    a scale and a zero point from the group's min and max), packed eight to an i32 in
+    blocks of KP (nibble p of W[kp, n] is q[p * KP + kp, n]); A viewed as [M, P, KP]."""
+    K, G = P * KP, 128
+    assert KG * G == KP, f"KG = KP / 128 is {KP / G}, not {KG}"
+    w = rng.standard_normal((K, N)) / np.sqrt(K)
+    groups = w.reshape(K // G, G, N)
+    lo, hi = groups.min(axis=1), groups.max(axis=1)
+    scale = ((hi - lo) / 15.0).astype(F16)
+    zero = np.clip(np.rint(-lo / scale.astype(np.float64)), 0, 15).astype(np.uint8)
+    q = np.clip(np.rint(groups / scale[:, None].astype(np.float64)) + zero[:, None], 0, 15)
+    q = q.reshape(K, N).astype(np.int64)
+    packed = sum(q[p * KP:(p + 1) * KP] << (4 * p) for p in range(P))     # [KP, N]
+    packed = np.where(packed >= 1 << 31, packed - (1 << 32), packed).astype(np.int32)
+    return {"A": _randn(rng, (M, P, KP), F16), "W": packed,
+            "S": scale.reshape(P, KG, N), "Z": zero.reshape(P, KG, N)}
 
 
 def _quantize(x, axis: int) -> tuple[np.ndarray, np.ndarray]:

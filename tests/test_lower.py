@@ -142,6 +142,29 @@ def test_the_plan_says_the_shared_memory_the_kernel_allocates(name, target):
     k = check_file(SAMPLES / f"{name}.pt").kernels[0]
     best = schedule(k, target).best.plan
     assert best == plan                     # --emit plan prints the plan -o DIR builds
+    # and the device can launch it: staging the lowering adds is counted too
+    assert low.launch.dynamic_smem <= get_device(target).resources.shared_memory_bytes
+
+
+def test_staging_that_leaves_the_devices_shared_memory_is_refused_by_the_lowering():
+    """The plan's verifier counts the plan's rings only. Two consumer warpgroups of a W4A16
+    GEMM with 128-row tiles stage each dequantized plane (a wgmma B operand computed in
+    registers) once per warpgroup: 262,944 bytes, over sm90's 232,448. The lowering refuses
+    it, saying how much is whose, so the search goes on to another plan."""
+    from ptc.driver import stask_graph
+    from ptc.lower import LoweringError, lower
+    from ptc.render import capabilities
+    from ptc.sched.construct import Choice, construct
+    from ptc.sched.verify import problems
+    k = check_file(SAMPLES / "w4a16_gemm.pt", dict(M=7, N=200, P=8, KP=128, KG=1)).kernels[0]
+    g = stask_graph(k, {"BM": 128, "BN": 64, "BK": 32})
+    dev = get_device("sm90")
+    plan = construct(g, dev, Choice("warp_specialized", 2, 2))
+    assert problems(plan, g, dev) == []            # the plan's own buffers fit
+    with pytest.raises(LoweringError, match=r"needs 262944 bytes of shared memory: the plan's "
+                       r"buffers \d+, and \d+ for \d+ staging buffer\(s\) the lowering adds, "
+                       r"over sm90's 232448 per block"):
+        lower(plan, g, dev, capabilities(dev))
 
 
 def multistage_flash_attention():

@@ -72,6 +72,11 @@ CASES: dict[str, tuple[list[dict], list[dict]]] = {
         [dict(M=100, N=300), dict(M=7, N=64), dict(M=33, N=1000)],
         [dict(BM=4), dict(BM=16), dict(BM=1)],
     ),
+    "w4a16_gemm": (
+        [dict(M=100, N=136, P=8, KP=128, KG=1), dict(M=128, N=64, P=8, KP=384, KG=3),
+         dict(M=7, N=200, P=8, KP=256, KG=2)],
+        [dict(BM=64, BN=64, BK=32), dict(BM=128, BN=128, BK=64)],
+    ),
     "w8a8_gemm": (
         [dict(M=100, N=136, K=72), dict(M=128, N=64, K=256), dict(M=7, N=200, K=40)],
         [dict(BM=64, BN=64, BK=64), dict(BM=128, BN=128, BK=128)],
@@ -125,7 +130,7 @@ def kernel_dims(kernel: ast.Kernel) -> set[str]:
 
 def kernel_tiles(kernel: ast.Kernel) -> dict[str, tuple[int, ...]]:
     return {item.name: item.choices for stmt in kernel.body if isinstance(stmt, ast.TileDecl)
-            for item in stmt.items}
+            for item in stmt.items if isinstance(item, ast.TileChoice)}
 
 
 def kernel_dim_defaults(kernel: ast.Kernel) -> dict[str, int]:

@@ -266,3 +266,32 @@ def test_the_rotated_loop_issues_the_next_qk_with_this_pv():
         construct(gg, device, Choice("warp_specialized", 3, 2, overlap=True))
     assert rotated(plan, "consumer", lambda u: device.unit(u).kind) == \
         "loop n is pipelined already"
+
+
+# ---- the register estimate the plan construction checks ----------------------------------
+def _w4a16_graph(planes: int, tiles: dict):
+    """The W4A16 sample keeping its first `planes` planes (each two lines of the loop)."""
+    from ptc.driver import stask_graph
+    from ptc.grammar import parse
+    from ptc.sema.check import check
+    lines = (SAMPLES / "w4a16_gemm.pt").read_text().splitlines()
+    kept = [line for n, line in enumerate(lines)
+            if not any(f"A[i, {p}, k]" in line for p in range(planes, 8))
+            and not (n and any(f"A[i, {p}, k]" in lines[n - 1] for p in range(planes, 8)))]
+    kernel = check(parse("\n".join(kept) + "\n", "w4a16_gemm.pt"), {}).kernels[0]
+    return stask_graph(kernel, tiles)
+
+
+def test_operands_read_right_away_count_once_in_the_register_estimate():
+    """Eight dequantized planes, each read by the next mma only, are never live together:
+    the estimate is that of one plane. Summing every value of the loop (as it once did)
+    refused every sm80 plan of the W4A16 sample with '~800 registers per thread'."""
+    from ptc.sched.construct import consumer_registers
+    tiles = {"BM": 64, "BN": 64, "BK": 64}
+    one, eight = _w4a16_graph(1, tiles), _w4a16_graph(8, tiles)
+    assert sum(t.kind == "mma" for t in eight.tasks) == 8
+    assert sum(t.kind == "mma" for t in one.tasks) == 1
+    assert consumer_registers(eight, 128) == consumer_registers(one, 128)
+    # the accumulator (zeros, then updated in place by the loop), its f16 conversion and
+    # the store: 3 x 64 x 64 words over 128 threads, plus 32
+    assert consumer_registers(eight, 128) == 32 + 3 * 64 * 64 // 128

@@ -54,6 +54,7 @@ EDGE = {
     "rmsnorm": dict(M=7, N=64),
     "softmax": dict(M=33, N=1000),
     "w8a8_gemm": dict(M=7, N=200, K=40),
+    "w4a16_gemm": dict(M=7, N=200, P=8, KP=128, KG=1),
 }
 
 

@@ -542,7 +542,8 @@ class Launch:
     # blocks per EU the element-wise variant (alignment checks failed) asks the register
     # allocator to keep resident: its scalar copy loops raise the pressure, and left to its
     # heuristic ptxas caps them at 128 registers and spills; 1 lets it take what it needs.
-    # The vector variant keeps ptxas's own choice (0: no bound).
+    # The vector variant keeps ptxas's own choice (0: no bound), unless the plan's resources
+    # allow one block per EU only (then 1, for the same reason).
     min_blocks_elementwise: int = 1
     min_blocks: int = 0
 

@@ -269,7 +269,7 @@ class Builder:
     def build(self) -> ir.LoweredKernel:
         from .costs import task_costs
         from .inplace import in_place_addends
-        from .memory import place_buffers
+        from .memory import over_shared_memory, place_buffers
         from .registers import estimate_registers
         from .sync import place_sync
 
@@ -279,6 +279,9 @@ class Builder:
         self.reserved_registers = 0
         body = self.hoist_fragments(body)
         buffers, total = place_buffers(body, list(self.buffers.values()), self.values)
+        too_big = over_shared_memory(total, buffers, self.device)
+        if too_big:
+            raise LoweringError(too_big)
         body = place_sync(body, {b.name: b for b in buffers}, self.values)
         body = staged_waits(body)
         self.values = in_place_addends(body, self.values)
@@ -290,7 +293,10 @@ class Builder:
         blocks = min(res.max_blocks, res.max_threads // self.low.threads,
                      res.registers // per_block_regs if per_block_regs else res.max_blocks,
                      res.shared_memory_per_eu_bytes // max(total, 1))
-        min_blocks = self.alu_accumulator_blocks(body, registers, blocks)
+        # Where one block per EU is all the plan's resources allow, the register allocator
+        # is told so (1): left to its own heuristic, ptxas caps a 128-thread block at 128
+        # registers to fit more blocks that cannot be resident anyway, and spills.
+        min_blocks = self.alu_accumulator_blocks(body, registers, blocks) or int(blocks == 1)
         launch = ir.Launch(self.grid(), self.low.threads, self.low.warps, total, registers,
                            blocks, self.plan.launch.persistent, min_blocks=min_blocks)
         kernel = ir.LoweredKernel(

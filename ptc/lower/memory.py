@@ -78,6 +78,23 @@ def place_buffers(body, buffers: list[ir.Buffer], values: dict) -> tuple[list[ir
     return sorted(placed, key=lambda b: order[b.name]), _align(total, 16)
 
 
+def over_shared_memory(total: int, buffers, device) -> str | None:
+    """Why `total` bytes of shared memory (the plan's rings plus the lowering's staging)
+    cannot be launched on `device`, or None. The plan's verifier checks its own buffers;
+    staging the lowering adds (wgmma operands computed in registers, reductions' scratch,
+    one copy per consumer warpgroup) is checked here, so no kernel is built that the
+    device would refuse to launch."""
+    limit = device.resources.shared_memory_bytes
+    if total <= limit:
+        return None
+    rings = sum(b.bytes for b in buffers if b.plan_buffer)
+    staging = [b for b in buffers if not b.plan_buffer]
+    return (f"the kernel needs {total} bytes of shared memory: the plan's buffers {rings}, "
+            f"and {sum(b.bytes for b in staging)} for {len(staging)} staging buffer(s) the "
+            f"lowering adds, over "
+            f"{device.name}'s {limit} per block")
+
+
 def _meet(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 

@@ -260,6 +260,7 @@ class _Build(Builder):
     def build(self) -> ir.LoweredKernel:
         from .costs import task_costs
         from .inplace import in_place_addends
+        from .memory import over_shared_memory
         from .registers import estimate_registers
         from .sync import place_sync
 
@@ -287,6 +288,9 @@ class _Build(Builder):
             sets.append(ir.MbarrierSet(bar.name, slots, arrivals, offset))
             offset += 8 * slots
         total = align_up(offset, 16)
+        too_big = over_shared_memory(total, placed, self.device)
+        if too_big:
+            raise LoweringError(too_big)
         buffers = {b.name: b for b in placed}
         consumer = _named_barriers(place_sync(consumer, buffers, self.values))
         consumer = _one_group_in_flight(consumer)

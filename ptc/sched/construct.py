@@ -372,13 +372,58 @@ def _tile_rows(graph: STaskGraph) -> int:
 
 def consumer_registers(graph: STaskGraph, threads: int) -> int:
     """Registers per thread for values that stay in registers: everything but the loaded
-    tiles (those live in shared memory), at the high-water mark of one loop body plus the
-    values carried around it."""
-    per_region: dict[str, int] = {}
-    for t in graph.tasks:
-        if t.op == "load" or not t.shape:
-            continue
-        size = math.prod(t.shape) * max(DTYPE_BYTES[t.dtype], 4) // 4
-        per_region[t.region] = per_region.get(t.region, 0) + size
-    words = max(per_region.values(), default=0)
+    tiles (those live in shared memory), at the high-water mark of the program.
+
+    A value is live from the task that defines it to its last reader in the same region;
+    to the region's end when the next iteration, or a task outside the region, reads it;
+    and over the whole loop when it is carried around it. A loop's body also holds what
+    its enclosing region keeps live across the loop. So eight dequantized operands, each
+    read by the next mma only, count once, not eight times."""
+    sizes = {t.name: math.prod(t.shape) * max(DTYPE_BYTES[t.dtype], 4) // 4
+             for t in graph.tasks if t.op != "load" and t.shape}
+    words = _peak_words(graph, graph.root, sizes, 0)
     return BASE_REGISTERS + math.ceil(words / threads)
+
+
+def _peak_words(graph: STaskGraph, region, sizes: dict[str, int], outside: int) -> int:
+    """The most words live at once in `region` (and the loops in it), `outside` being what
+    the enclosing regions keep live across it."""
+    items = list(region.items)
+    at = {item: i for i, item in enumerate(items) if isinstance(item, str)}
+    defines = {n: graph.task(n).defines for n in at}
+    span = {n: [i, i] for n, i in at.items() if n in sizes}
+    for e in graph.edges:
+        if e.src not in span:
+            continue
+        if e.distance == 0 and e.dst in at:
+            span[e.src][1] = max(span[e.src][1], at[e.dst])
+        elif e.distance > 0 and e.dst in at:     # carried around this loop
+            span[e.src] = [0, len(items)]
+        else:                                    # read in a nested loop or after this region
+            span[e.src][1] = len(items)
+    peak = 0
+    for i, item in enumerate(items):
+        # tasks that define the same value (`acc += ...` chains) update one set of registers
+        by_value: dict[tuple, int] = {}
+        for n, (lo, hi) in span.items():
+            if lo <= i <= hi:
+                key = defines[n] or (n,)
+                by_value[key] = max(by_value.get(key, 0), sizes[n])
+        live = outside + sum(by_value.values())
+        if isinstance(item, str):
+            peak = max(peak, live)
+        else:    # a nested loop: its own values on top of what stays live across it, but
+            # for the values the loop updates in place (an accumulator started by zeros)
+            updated = _defined_in(graph, item)
+            across = outside + sum(sizes[n] for n, (lo, hi) in span.items()
+                                   if lo < i < hi and not updated & set(defines[n]))
+            peak = max(peak, _peak_words(graph, item, sizes, across))
+    return peak
+
+
+def _defined_in(graph: STaskGraph, region) -> set[str]:
+    """The values the tasks of `region` and of the loops in it define."""
+    out: set[str] = set()
+    for item in region.items:
+        out |= set(graph.task(item).defines) if isinstance(item, str) else _defined_in(graph, item)
+    return out

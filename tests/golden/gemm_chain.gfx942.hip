@@ -16,7 +16,7 @@
 
 namespace {
 constexpr int THREADS = 256;
-constexpr int MIN_BLOCKS = 0;
+constexpr int MIN_BLOCKS = 1;
 constexpr int MIN_BLOCKS_ELEMENTWISE = 1;
 constexpr int SMEM_BYTES = 65536;
 constexpr int WAVES_PER_SIMD = 1;
