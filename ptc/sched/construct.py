@@ -33,6 +33,7 @@ from .plan import Plan
 from .primitives import PlanBuilder
 from .rotate import rotated
 from .turns import turns
+from .verify_resources import barrier_bytes
 
 # wgmma multiplies 64 rows per warpgroup; a consumer warpgroup needs at least that many.
 MIN_ROWS_PER_CONSUMER = 64
@@ -349,10 +350,13 @@ def interleaving(graph: STaskGraph, loop: str) -> dict[str, tuple[str, int]]:
 
 
 def _fits(plan: Plan, device: Device) -> Plan:
+    """The plan, if its buffers and their barriers fit a block's shared memory (counted as
+    the verifier counts them)."""
     limit = device.resources.shared_memory_bytes
-    if plan.launch.dynamic_smem > limit:
-        raise Unfit(f"needs {plan.launch.dynamic_smem // 1024} KB of shared memory, "
-                    f"over the {limit // 1024} KB a block may use")
+    need = plan.launch.dynamic_smem + barrier_bytes(plan, device)
+    if need > limit:
+        raise Unfit(f"needs {need} bytes of shared memory (buffers and barriers), over the "
+                    f"{limit} a block may use")
     return plan
 
 

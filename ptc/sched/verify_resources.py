@@ -13,12 +13,19 @@ from .problems import Problems
 MBARRIER_BYTES = 8
 
 
+def barrier_bytes(plan: Plan, device: Device) -> int:
+    """The shared memory the plan's mbarriers take (one per slot of the buffer each
+    guards), on a device that has them."""
+    if "mbarrier" not in device.features:
+        return 0
+    stages = {b.name: b.stages for b in plan.buffers}
+    return MBARRIER_BYTES * sum(stages.get(b.buffer, 1) for b in plan.barriers)
+
+
 def check_resources(plan: Plan, graph: STaskGraph, device: Device, out: Problems) -> None:
     res = device.resources
     used = sum(b.stages * b.slot_bytes for b in plan.buffers)
-    stages = {b.name: b.stages for b in plan.buffers}
-    mbar = (MBARRIER_BYTES * sum(stages.get(b.buffer, 1) for b in plan.barriers)
-            if "mbarrier" in device.features else 0)
+    mbar = barrier_bytes(plan, device)
     detail = ", ".join(f"{b.name} {b.stages} x {b.slot_bytes}" for b in plan.buffers)
     if used + mbar > res.shared_memory_bytes:
         out.add(f"shared memory: the buffers need {used} bytes ({detail})"
