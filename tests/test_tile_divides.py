@@ -134,3 +134,26 @@ def test_ptc_run_checks_the_dims_it_reads(tmp_path):
     assert run.returncode == 1
     assert ("dim K = 96 is not a multiple of 64: the kernel declares `BK divides K` with "
             "BK=64 in this build") in run.stderr
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_the_kernel_abi_refuses_dims_the_build_tile_does_not_divide(target, tmp_path):
+    """`ptc_launch` (the C ABI every other caller goes through) returns the backend's
+    invalid-value code for a dim the built BK does not divide, before any block runs, and
+    launches the same kernel when it does (on the emulator)."""
+    from ptc.render.emulate import EmulationError, build_emulated
+    from ptc.runtime import prepare
+
+    path = tmp_path / "g.pt"
+    path.write_text(GROUPED)
+    prepared = prepare(path, target, shapes={"M": 256, "K": 128}, tiles={"BK": 64})
+    assert "% 64 != 0) return (int)" in prepared.source
+    kernel = build_emulated(prepared.source, backend=prepared.device)
+    x = np.arange(32 * 192, dtype=np.float32).reshape(32, 192) % 7
+    y = np.zeros(32, np.float32)
+    kernel.launch([x, y], dims=[32, 192])
+    np.testing.assert_allclose(y, x.sum(axis=1), rtol=1e-6)
+    bad = np.ascontiguousarray(x[:, :96])
+    with pytest.raises(EmulationError, match=r"failed \(code 1\)"):
+        kernel.launch([bad, np.zeros(32, np.float32)], dims=[32, 96])

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ..lower import LoweredKernel, ir
 from ..sched.plan import Plan
 from ..sema import typed as T
+from ..sema.tiles import dim_multiples
 from .c_body import CBodyPrinter
 from .layouts import c_storage, layout_struct
 
@@ -45,6 +46,8 @@ class KernelSource:
     tensor_args: tuple[tuple[str, str, int], ...]   # (C name, C type, index into tensors[])
     scalar_args: tuple[tuple[str, str, int], ...]   # (C name, C type, index into scalars[])
     dim_args: tuple[tuple[str, int, int | None], ...]  # (C name, index into dims[], static)
+    # (C name, size, `tile` line): dims a call must give as multiples of a built tile size
+    dim_multiples: tuple[tuple[str, int, str], ...]
     grids: tuple[GridSource, ...]
     includes: tuple[str, ...] = ()                  # headers beyond the ones every kernel has
 
@@ -91,8 +94,11 @@ class CSourceRenderer:
             grids.append(printer.source(f"grid{n}" if several else "", title, index))
             lines = printer.summary()
             summary += [title] + [f"  {x}" for x in lines] if several else list(lines)
+        multiples = tuple((f"d_{dim}", size, f"{line} with {tile}={size} in this build")
+                          for dim, tile, size, line in
+                          dim_multiples(k, [dict(plan.tiles) for plan in self.plans]))
         return KernelSource(k.name, tuple(summary), tuple(params), tuple(tensors),
-                            tuple(scalars), tuple(dims), tuple(grids), self.includes())
+                            tuple(scalars), tuple(dims), multiples, tuple(grids), self.includes())
 
     # ---- what a backend adds ---------------------------------------------------------------
     def includes(self) -> tuple[str, ...]:

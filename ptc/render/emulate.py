@@ -411,7 +411,8 @@ class EmulatedKernel:
         self.last_run = self._observed()
         if rc != 0:
             message = lib.ptc_emulate_error().decode() or (
-                "a dim fixed at compile time has another size in this call"
+                "a dim fixed at compile time has another size in this call, or one the "
+                "build's tile size must divide (a `tile ... divides` line) is not a multiple"
                 if rc == 1 else "(no message)")
             count = lib.ptc_emulate_error_count()
             raise EmulationError(f"the emulated kernel {what or self.name} failed (code {rc}): "

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from ..sema import typed as T
+from ..sema.tiles import dim_multiples
 
 Extent = Union[str, int]
 
@@ -100,15 +101,8 @@ def signature_of(kernel: T.TypedKernel, plans=()) -> Signature:
     outputs = tuple(TensorArg(p.name, p.dtype, tuple(p.dims), True, p.name in atomic)
                     for p in kernel.outputs)
     dims = tuple(DimArg(d.name, d.default, d.static) for d in kernel.dims)
-    names = {d.name for d in kernel.dims}
-    multiples = []
-    for plan in plans:
-        sizes = dict(plan.tiles)
-        for c in kernel.divides:
-            entry = (c.of, c.tile, sizes.get(c.tile), str(c))
-            if c.of in names and entry[2] is not None and entry not in multiples:
-                multiples.append(entry)
-    return Signature(kernel.name, inputs, outputs, dims, tuple(multiples))
+    multiples = dim_multiples(kernel, [dict(plan.tiles) for plan in plans])
+    return Signature(kernel.name, inputs, outputs, dims, multiples)
 
 
 def atomic_outputs(kernel: T.TypedKernel) -> frozenset[str]:

@@ -90,6 +90,20 @@ def satisfied(kernel: T.TypedKernel, values: Mapping[str, int]) -> bool:
     return all(c.holds(values) is not False for c in kernel.divides)
 
 
+def dim_multiples(kernel: T.TypedKernel, tile_sizes) -> tuple[tuple[str, str, int, str], ...]:
+    """(dim, tile, size, line) for every `tile A divides D` line whose D is a dim, given the
+    tile sizes of each grid's build (`tile_sizes`: one mapping per grid): the dims a call
+    must give as multiples of the built tile sizes, once each."""
+    names = {d.name for d in kernel.dims}
+    out: list[tuple[str, str, int, str]] = []
+    for sizes in tile_sizes:
+        for c in kernel.divides:
+            entry = (c.of, c.tile, sizes.get(c.tile), str(c))
+            if c.of in names and entry[2] is not None and entry not in out:
+                out.append(entry)
+    return tuple(out)
+
+
 def _nodes(root):
     """Every dataclass node under `root`, without recursion."""
     stack = [root]
