@@ -108,6 +108,19 @@ class Resources:
     def alu_registers(self) -> int:
         return self.alu_registers_per_thread or self.max_registers_per_thread
 
+    def resident_blocks(self, threads: int, block_registers: int, shared_bytes: int) -> int:
+        """Blocks of `threads` threads holding `block_registers` registers and
+        `shared_bytes` of shared memory each that one EU keeps resident at once (0: not
+        one fits). The one occupancy formula: the lowering, the cost model, explain and the
+        printers read it (through the lowered launch or the plan)."""
+        if threads <= 0 or threads > self.max_threads_per_block:
+            return 0
+        return max(0, min(self.max_blocks,
+                          self.max_threads // threads,
+                          self.registers // block_registers if block_registers > 0
+                          else self.max_blocks,
+                          self.shared_memory_per_eu_bytes // max(shared_bytes, 1)))
+
 
 @dataclass(frozen=True)
 class Device:

@@ -5,7 +5,7 @@ import math
 from collections import Counter
 
 from ..sched.construct import pipelined_loop
-from ..sched.cost import SIM_ITERATIONS, estimate, executions, loop_trips, occupancy
+from ..sched.cost import SIM_ITERATIONS, estimate, executions, loop_trips
 from ..sched.search import Candidate, SearchResult
 from ..stask.graph import STaskGraph
 from .model import Lane, LegendEntry, Span, TimelineView
@@ -28,8 +28,7 @@ def timeline_view(c: Candidate, result: SearchResult, iterations: int) -> Timeli
     legend = _legend(c.graph)
     lanes = tuple(Lane(p, u, _lane_busy(spans, p, u, start, end))
                   for p, u in _lane_order(c, result.device, spans))
-    ctas = max(1, min(occupancy(c.plan, result.device), 2))
-    return TimelineView(tl.cycles, simulated, ctas, loop, shown, first, start, end, lanes,
+    return TimelineView(tl.cycles, simulated, tl.ctas, loop, shown, first, start, end, lanes,
                         legend, spans)
 
 

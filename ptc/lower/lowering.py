@@ -290,9 +290,7 @@ class Builder:
         res = dev.resources
         regs_alloc = align_up(max(registers, 16), 8)
         per_block_regs = regs_alloc * self.low.threads
-        blocks = min(res.max_blocks, res.max_threads // self.low.threads,
-                     res.registers // per_block_regs if per_block_regs else res.max_blocks,
-                     res.shared_memory_per_eu_bytes // max(total, 1))
+        blocks = res.resident_blocks(self.low.threads, per_block_regs, total)
         # Where one block per EU is all the plan's resources allow, the register allocator
         # is told so (1): left to its own heuristic, ptxas caps a 128-thread block at 128
         # registers to fit more blocks that cannot be resident anyway, and spills.

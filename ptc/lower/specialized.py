@@ -318,8 +318,9 @@ class _Build(Builder):
                          self.spec.rows))
         body = (ir.InitBarriers(tuple(sets)), ir.Specialized(launch_regs, roles))
         alignment = tuple(dict.fromkeys(self.alignment))
-        blocks = min(res.max_blocks, res.max_threads // threads,
-                     res.shared_memory_per_eu_bytes // max(total, 1))
+        # every thread starts with the launch's registers; setmaxnreg moves them between
+        # the roles within the block's allocation
+        blocks = res.resident_blocks(threads, launch_regs * threads, total)
         launch = ir.Launch(self.grid(), threads, threads // res.warp_size, total, launch_regs,
                            blocks, self.plan.launch.persistent, min_blocks_elementwise=1,
                            min_blocks=1)

@@ -38,6 +38,7 @@ class Timeline:
     spans: list[tuple[str, str, str, float, float]] = field(default_factory=list)
     # (process, unit, task, start, end) for the Gantt chart
     deadlock: str | None = None
+    ctas: int = 1                              # CTAs simulated side by side on one EU
 
 
 # bytes one fragment load moves per warp: an ldmatrix.x4, or an MFMA operand's 8 bytes
@@ -169,7 +170,7 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
             e = procs[stuck][pos[stuck]]
             return Timeline(math.inf, busy, spans,
                             deadlock=f"{stuck[1]} blocks at {e.step.task} waiting on "
-                                     f"{', '.join(e.step.waits)}")
+                                     f"{', '.join(e.step.waits)}", ctas=ctas)
         p, start = best, best_t
         e = procs[p][pos[p]]
         cta = p[0]
@@ -206,7 +207,7 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
             ready[p] = max(ready[p], done)
     end = max(ready.values(), default=0.0)
     end = max([end] + [s[4] for s in spans])
-    return Timeline(end, busy, spans)
+    return Timeline(end, busy, spans, ctas=ctas)
 
 
 # ---- the whole kernel ------------------------------------------------------------------
@@ -262,14 +263,12 @@ def grid_tiles(graph: STaskGraph, dims: Mapping[str, int]) -> int:
 
 
 def occupancy(plan: Plan, device: Device) -> int:
+    """Blocks of the plan resident on one EU: its roles' registers, its threads and its
+    shared memory (a plan as built carries the lowered kernel's), by the device's one
+    formula (Resources.resident_blocks)."""
     res = device.resources
-    threads = plan.launch.threads
     regs = sum(r.registers * r.warps * r.instances * res.warp_size for r in plan.roles)
-    smem = max(plan.launch.dynamic_smem, 1)
-    return max(0, min(res.max_blocks,
-                      res.max_threads // threads,
-                      res.registers // max(regs, 1),
-                      res.shared_memory_per_eu_bytes // smem))
+    return res.resident_blocks(plan.launch.threads, max(regs, 1), plan.launch.dynamic_smem)
 
 
 def executions(graph: STaskGraph, trips: Mapping[str, float]) -> dict[str, float]:
@@ -302,7 +301,7 @@ def estimate(plan: Plan, graph: STaskGraph, device: Device, dims: Mapping[str, i
         cycles = t_hi.cycles + (n - hi) * slope
         scale = cycles / t_hi.cycles if t_hi.cycles else 1.0
         timeline = Timeline(cycles, {u: b * scale for u, b in t_hi.busy.items()}, t_hi.spans,
-                            t_hi.deadlock)
+                            t_hi.deadlock, ctas)
     else:
         timeline = simulate_timeline(plan, graph, device, sim_trips, ctas, record)
     if timeline.deadlock:
