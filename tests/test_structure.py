@@ -182,3 +182,37 @@ def test_cited_documents_exist():
         if "DESIGN §" in text:
             missing.append(f"{path.relative_to(root)}: DESIGN §")
     assert not missing, "cited documents that are not in the repository: " + ", ".join(missing)
+
+
+def _target_branches(text: str) -> list[str]:
+    """Comparisons that single out a vendor, a backend or a unit by name: `x.vendor ==`,
+    `device.backend != ...`, `unit.name == "tma"` (and "cp_async", "vmem", ...)."""
+    tree = ast.parse(text)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        names = {s.attr for s in sides if isinstance(s, ast.Attribute)}
+        consts = {s.value for s in sides if isinstance(s, ast.Constant)}
+        if names & {"vendor", "backend"} or \
+                ("name" in names and consts & {"tma", "cp_async", "vmem", "lds_dma"}):
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_branch_finder_sees_what_it_forbids():
+    assert _target_branches('if d.vendor == "amd": pass\n'
+                            'ok = unit.name != "tma"\n'
+                            'fine = layout.swizzle == "tma"\n') == [
+        "line 1: d.vendor == 'amd'", "line 2: unit.name != 'tma'"]
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.split(".")[1:2] in
+                                          (["sched"], ["lower"], ["explain"])))
+def test_passes_do_not_branch_on_a_vendor_or_a_unit_name(module):
+    """Differences between targets come from the device description (unit roles, the
+    shared-memory space's name, features) and each renderer's capabilities."""
+    path, _ = MODULES[module]
+    found = _target_branches(path.read_text())
+    assert not found, f"{module} branches on a vendor or unit name: " + "; ".join(found)

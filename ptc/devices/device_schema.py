@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ptc.devices.model import UNIT_KINDS
+from ptc.devices.model import COPY_ROLES, SHARED_SPACES, UNIT_KINDS
 from ptc.devices.schema import (Bool, Choice, Int, ListOf, MapOf, Num, Optional, Pattern,
                                 Record, Str, Walk, did_you_mean, valid)
 from ptc.sema.dtypes import DTYPES, FUTURE_DTYPES, OPERAND_DTYPES
@@ -38,6 +38,7 @@ UNIT = Record({
     "issue_latency_cycles": Int(min=0),
     "latency_cycles": Int(min=0),
     "shares": Optional(IDENT),
+    "role": Optional(Choice(*COPY_ROLES)),
 })
 
 DEVICE = Record({
@@ -46,6 +47,7 @@ DEVICE = Record({
     "vendor": Choice(*BACKEND_OF),
     "backend": Choice(*BACKEND_OF.values()),
     "arch": Pattern("|".join(p for p, _ in ARCH_OF.values()), "an arch like sm_90a or gfx942"),
+    "shared_space": Choice(*SHARED_SPACES),
     "clock_ghz": Num(),
     "eu_count": Int(min=1),
     "memory": Record({
@@ -135,6 +137,13 @@ def _check_units(units: Any, walk: Walk) -> None:
             elif u["kind"] != "copy" and "bytes" in keys:
                 walk.error(at + (i, "throughput"), f"a {u['kind']} unit's throughput is per "
                            "dtype (e.g. {f16: 4096}), not in bytes", at_key="bytes")
+        if valid(u["kind"], u["role"]):
+            if u["kind"] == "copy" and u["role"] is None:
+                walk.error(at + (i,), "a copy unit says its role: role: "
+                           + " or ".join(COPY_ROLES))
+            elif u["kind"] != "copy" and u["role"] is not None:
+                walk.error(at + (i, "role"), f"only copy units have a role, not a {u['kind']} "
+                           "unit")
     for i, u in enumerate(units):
         if isinstance(u, dict) and valid(u["shares"]) and u["shares"] is not None:
             if u["shares"] == u["name"]:

@@ -159,13 +159,14 @@ def _build(d: dict[str, Any], path: Path) -> Device:
              throughput=Throughput(tuple(u["throughput"].items())),
              issue_latency_cycles=u["issue_latency_cycles"],
              latency_cycles=u["latency_cycles"], shares=u["shares"],
-             in_order=bool(u["in_order"]))
+             in_order=bool(u["in_order"]), role=u["role"])
         for u in d["eu"]["units"])
     return Device(
         name=d["name"], description=d["description"], vendor=d["vendor"],
         backend=d["backend"], arch=d["arch"], clock_ghz=d["clock_ghz"],
         eu_count=d["eu_count"], memory=Memory(**d["memory"]), resources=Resources(**res),
-        units=units, features=frozenset(d["features"]), path=path)
+        units=units, features=frozenset(d["features"]), path=path,
+        shared_space=d["shared_space"])
 
 
 __all__ = ["DeviceError", "builtin_targets", "get_device", "load_device"]

@@ -24,6 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 UNIT_KINDS = ("copy", "mma", "simt", "sfu")
+# what a copy unit is, for the passes that treat copies differently (they read the role,
+# never a unit's name): a bulk tensor copy moves a whole box from a descriptor, one thread
+# issuing it, laid out in its own panels and completing on an mbarrier (TMA); a per-thread
+# copy is issued by every thread for its own elements (cp.async, global/buffer loads)
+COPY_ROLES = ("bulk_tensor_copy", "per_thread_copy")
+# the name a device's shared memory goes by in plans and reports
+SHARED_SPACES = ("smem", "lds")
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,11 @@ class Unit:
     # wgmma groups, counted by wait_group; vmcnt): when a later one has completed, so have
     # the earlier ones. TMA loads are not (each completes its own mbarrier).
     in_order: bool = False
+    role: str | None = None  # a copy unit's COPY_ROLES entry (None for other kinds)
+
+    @property
+    def is_bulk_tensor_copy(self) -> bool:
+        return self.role == "bulk_tensor_copy"
 
     def cycles(self, work: float, dtype: str = "bytes") -> float:
         """Cycles the unit is busy for `work` bytes/FLOPs/ops of `dtype` (issue included)."""
@@ -136,6 +148,7 @@ class Device:
     units: tuple[Unit, ...]
     features: frozenset[str]
     path: Path
+    shared_space: str = "smem"  # SHARED_SPACES: what plans call a block's shared memory
 
     @property
     def clock_hz(self) -> float:

@@ -235,7 +235,7 @@ class _Build(Builder):
             task = self.low.tasks[b.producer]
             shape = tuple(b.shape)
             rows, cols = shape if len(shape) == 2 else ((1, shape[0]) if shape else (1, 1))
-            if self.device.unit(self.load_unit(b.producer)).name == "tma":
+            if self.device.unit(self.load_unit(b.producer)).is_bulk_tensor_copy:
                 lay = self.box(b.producer).layout
             else:
                 lay = smem_layout(rows, cols, b.dtype)
@@ -541,7 +541,7 @@ class _Build(Builder):
         """The store as the plan says: from the registers, or through shared memory by TMA
         (with the register store for launches whose alignment checks fail)."""
         op = self.store(s)
-        if self.device.unit(step.unit).name != "tma":
+        if not self.device.unit(step.unit).is_bulk_tensor_copy:
             return op
         st: T.Store = s.stmt
         kernel = self.low.kernel
@@ -612,7 +612,7 @@ class _Producer:
         (full,) = [a for a in step.arrives if a.startswith("full:")] or [None]
         if full is None:
             raise LoweringError(f"{t.name}: nothing waits for the load (no full barrier)")
-        if self.b.device.unit(step.unit).name == "tma":
+        if self.b.device.unit(step.unit).is_bulk_tensor_copy:
             return [replace(self.load(t, full, loops), waits=tuple(out))]
         out.append(self.copy(t, full))
         return out

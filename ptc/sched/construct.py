@@ -80,12 +80,12 @@ def pipelined_loop(graph: STaskGraph) -> str:
 def copy_unit(device: Device, style: str) -> Unit:
     units = device.units_of("copy")
     if style == "warp_specialized":
-        bulk = [u for u in units if u.is_async and u.name == "tma"]
+        bulk = [u for u in units if u.is_async and u.is_bulk_tensor_copy]
         if not bulk or device.resources.warpgroup_size <= 1:
             raise Unfit(f"{device.name} has no TMA unit and warpgroups for warp specialization")
         return bulk[0]
     # prefer an async per-thread copy (cp.async, buffer loads) over bulk tensor copies
-    ranked = sorted(units, key=lambda u: (u.name == "tma", not u.is_async))
+    ranked = sorted(units, key=lambda u: (u.is_bulk_tensor_copy, not u.is_async))
     return ranked[0]
 
 

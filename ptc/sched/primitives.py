@@ -135,10 +135,10 @@ class PlanBuilder:
                     depth = self.stage_override.get(src, default)
                     size = math.prod(t.shape) * _bytes(t.dtype)
                     layout = "swizzle128" if t.kind == "copy" else "row"
-                    buffers[src] = Buffer(f"{t.defines[0].lstrip('%')}_{_smem_space(self.device)}"
+                    buffers[src] = Buffer(f"{t.defines[0].lstrip('%')}_{self.device.shared_space}"
                                           if t.defines else src,
                                           t.defines[0] if t.defines else "", src, (),
-                                          _smem_space(self.device), depth, size, t.dtype,
+                                          self.device.shared_space, depth, size, t.dtype,
                                           tuple(t.shape), layout)
         for src, rs in readers.items():
             b = buffers[src]
@@ -211,10 +211,6 @@ class PlanBuilder:
         return Plan(g.kernel.name, self.device.name, tuple(sorted(g.tiles.items())), pipelined,
                     stages, style, tuple(roles), tuple(buffers.values()), tuple(barriers),
                     launch, None, tuple(notes))
-
-
-def _smem_space(device: Device) -> str:
-    return "lds" if device.vendor == "amd" else "smem"
 
 
 def grid_extents(g: STaskGraph) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from ..devices import Device
+from ..devices.model import SHARED_SPACES
 from ..stask.graph import STaskGraph
 from .plan import Plan, Step
 from .problems import Problems
@@ -192,9 +193,10 @@ def check_structure(plan: Plan, graph: STaskGraph, device: Device, out: Problems
                 out.add(f"buffer {b.name} is read by {c}, which is not an sTask")
         if b.stages < 1:
             out.add(f"buffer {b.name} has {b.stages} stages")
-        if b.space not in ("smem", "lds"):
-            out.add(f"buffer {b.name} is in {b.space!r}; buffers live in smem or lds")
-        elif b.space != ("lds" if device.vendor == "amd" else "smem"):
+        if b.space not in SHARED_SPACES:
+            out.add(f"buffer {b.name} is in {b.space!r}; buffers live in "
+                    + " or ".join(SHARED_SPACES))
+        elif b.space != device.shared_space:
             out.add(f"buffer {b.name} is in {b.space}, which {device.name} does not have")
     for b in plan.barriers:
         if b.buffer not in buffers:
