@@ -216,3 +216,16 @@ def test_passes_do_not_branch_on_a_vendor_or_a_unit_name(module):
     path, _ = MODULES[module]
     found = _target_branches(path.read_text())
     assert not found, f"{module} branches on a vendor or unit name: " + "; ".join(found)
+
+
+def test_importing_ptc_loads_only_itself():
+    """`import ptc` stays light: the runtime (and NumPy through it) loads when
+    `ptc.compile` is first used."""
+    import subprocess
+    import sys
+    code = ("import sys, ptc; loaded = sorted(m for m in sys.modules if m.startswith('ptc'));"
+            "print(loaded, 'numpy' in sys.modules); f = ptc.compile;"
+            "print(f.__module__, 'ptc.runtime' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=PTC.parent, check=True).stdout.splitlines()
+    assert out == ["['ptc', 'ptc.version'] False", "ptc.runtime True"]
