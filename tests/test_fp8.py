@@ -486,7 +486,7 @@ kernel k(P: f8e4m3[N], Q: f8e5m2[N]) -> (A: f16[N], B: bf16[N], C: f32[N], D: f8
     assert len(k.body[0].body) == 4
 
 
-def test_an_fp8_matrix_product_is_refused_at_its_operand():
+def test_an_fp8_operand_against_f16_is_refused_at_its_operand():
     text = """kernel gemm(A: f8e4m3[M, K], B: f16[K, N]) -> (C: f32[M, N]) {
   parallel i: BM of M, j: BN of N {
     acc = zeros(f32[BM, BN])
@@ -500,7 +500,7 @@ def test_an_fp8_matrix_product_is_refused_at_its_operand():
     with pytest.raises(CompileError) as info:
         typed(text, {})
     (d,) = info.value.diagnostics
-    assert "`@` of f8e4m3 tiles is not supported yet (against an f16 operand)" in d.message
+    assert "`@` of f8e4m3 and f16 tiles: FP8 multiplies FP8" in d.message
     assert (d.span.line, d.span.col) == (5, 14)
     assert "`(load(A[i, k]) as f16) @ load(B[k, j])`" in d.hint
     # the suggested fix checks

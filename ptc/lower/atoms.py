@@ -248,7 +248,9 @@ def why_no_wgmma(dtype: str, m: int, n: int, k: int) -> str | None:
     if dtype not in ("f16", "bf16"):
         return (f"wgmma multiplies f16 or bf16 here, not {dtype}"
                 + (" (wgmma s8 is a later part of issue 21: i8 runs on mma.sync)"
-                   if dtype == "i8" else ""))
+                   if dtype == "i8" else
+                   " (wgmma e4m3/e5m2 is not issued yet: FP8 runs on mma.sync)"
+                   if dtype in ("f8e4m3", "f8e5m2") else ""))
     if m % 64 or k % 16 or n % 8 or n > 256:
         return (f"wgmma m64nNk16 needs m a multiple of 64, n of 8 up to 256 and k of 16, "
                 f"not {m}x{n}x{k}")

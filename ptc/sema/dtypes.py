@@ -23,9 +23,10 @@ FUTURE_DTYPES = ("i4", "u4", "f64")
 FLOATS = ("f16", "bf16", "f32")
 DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "i8": 1, "u8": 1,
                "f8e4m3": 1, "f8e5m2": 1, "bool": 1, "tf32": 4}
-MMA_DTYPES = ("f16", "bf16", "f32", "tf32", "i8")
+MMA_DTYPES = ("f16", "bf16", "f32", "tf32", "i8", "f8e4m3", "f8e5m2")
 # the dtype `a @ b` gives (and accumulates in) for operands of a dtype: i8 products are exact
-# s32 sums that wrap modulo 2^32 (docs/language.md, rule 1)
+# s32 sums that wrap modulo 2^32; FP8 products (e4m3 and e5m2 mixed too) are f32 sums of
+# exact products, as f16's (docs/language.md, rule 1)
 MMA_RESULT = {"i8": "i32"}
 ATOMIC_DTYPES = ("f16", "bf16", "f32", "i32")
 

@@ -303,19 +303,18 @@ class ExprChecker:
                             f"(exact for {v.type.dtype} values; the products add in f32)")
                 self.fail(message, node.span if node is not None else op_span, hint)
         for v, other, node in ((a, b, lhs), (b, a, rhs)):
-            if v.type.dtype in dt.FP8:
-                # FP8 tensor-core paths (wgmma e4m3/e5m2, MFMA fp8) are not built yet: the
-                # operand is converted exactly to a format the matrix units take
+            if v.type.dtype in dt.FP8 and other.type.dtype not in dt.FP8:
+                # FP8 multiplies FP8 (e4m3 and e5m2 mix: products exact in f32); against
+                # another dtype the FP8 side is converted exactly to that format first
                 to = other.type.dtype if other.type.dtype in ("f16", "bf16", "f32") else "f16"
-                fixed = [f"({t} as {to})" if x.type.dtype in dt.FP8 else t
-                         for t, x in ((lt, a), (rt, b))]
-                self.fail(f"`@` of {v.type.dtype} tiles is not supported yet"
-                          + (f" (against {with_article(other.type.dtype)} operand)"
-                             if other.type.dtype != v.type.dtype else ""),
+                fixed = [f"({t} as {to})" if x.type.dtype in dt.FP8 or to == "f16"
+                         and x.type.dtype != "f16" else t for t, x in ((lt, a), (rt, b))]
+                self.fail(f"`@` of {v.type.dtype} and {other.type.dtype} tiles: FP8 "
+                          "multiplies FP8 (f8e4m3 or f8e5m2)",
                           node.span if node is not None else op_span,
                           f"convert the FP8 side: `{fixed[0]} @ {fixed[1]}` (exact for "
                           f"{v.type.dtype} values; the products add in f32)")
-        if a.type.dtype != b.type.dtype:
+        if a.type.dtype != b.type.dtype and not {a.type.dtype, b.type.dtype} <= set(dt.FP8):
             # convert the wider side (mma inputs are usually half precision)
             if dt.widens_to(b.type.dtype, a.type.dtype):
                 example = f"`({lt} as {b.type.dtype}) @ {rt}`"
@@ -324,7 +323,7 @@ class ExprChecker:
             self.fail(f"`@` operands differ in dtype: {a.type} @ {b.type}", op_span,
                       f"convert one side, e.g. {example}")
         if a.type.dtype not in dt.MMA_DTYPES:
-            self.fail(f"`@` multiplies f16, bf16, f32, tf32 or i8 tiles, not {a.type.dtype}",
+            self.fail(f"`@` multiplies f16, bf16, f32, tf32, i8 or FP8 tiles, not {a.type.dtype}",
                       op_span)
         (m, k1), (k2, n) = a.type.shape, b.type.shape
         if not same_extent(k1, k2):

@@ -54,7 +54,8 @@ class STask:
 
     @property
     def mma_dtype(self) -> str:
-        """The input dtype of an mma task's operands (f16, bf16 or f32)."""
+        """The input dtype of an mma task's operands (f16, bf16, f32, tf32, i8; for FP8 the
+        A operand's format: B's may be the other one)."""
         return self.mma.a.type.dtype
 
 
