@@ -241,7 +241,10 @@ def finalized(plan, low, device):
     issue = tuple(TaskIssue(c.task, c.mma_instructions, c.fragment_loads, c.simt_instructions,
                             c.sfu_instructions, c.shuffles, c.shared_accesses)
                   for c in low.costs if c.task in {t for _, s in plan.steps() for t in [s.task]})
-    return replace(plan, roles=roles, issue=issue,
+    built = {b.plan_buffer: b.layout.name if b.layout is not None else "vector"
+             for b in low.buffers if b.plan_buffer}
+    buffers = tuple(replace(b, built_layout=built.get(b.name, "")) for b in plan.buffers)
+    return replace(plan, roles=roles, issue=issue, buffers=buffers,
                    launch=replace(plan.launch, dynamic_smem=low.launch.dynamic_smem))
 
 

@@ -144,6 +144,10 @@ def test_the_plan_says_the_shared_memory_the_kernel_allocates(name, target):
     assert best == plan                     # --emit plan prints the plan -o DIR builds
     # and the device can launch it: staging the lowering adds is counted too
     assert low.launch.dynamic_smem <= get_device(target).resources.shared_memory_bytes
+    # and it names the layout each buffer was built in (what explain's buffer table shows)
+    built = {b.plan_buffer: b.layout.name if b.layout is not None else "vector"
+             for b in low.buffers if b.plan_buffer}
+    assert {b.name: b.built_layout for b in plan.buffers} == built
 
 
 def test_staging_that_leaves_the_devices_shared_memory_is_refused_by_the_lowering():

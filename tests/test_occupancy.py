@@ -45,3 +45,13 @@ def test_explain_says_the_ctas_the_model_simulated():
     out = ptc("explain", ROOT / "samples" / "gemm.pt", "-t", "sm80",
               "--shape", "M=256,N=256,K=4096").stdout
     assert "1 CTA per EU" in out and "CTAs per EU share" not in out
+
+
+def test_explain_shows_the_layouts_the_buffers_were_built_in():
+    """gfx942's gemm stores B transposed for its MFMA reads; sm90's TMA writes 128-byte
+    panels: explain's buffer table says so (it once showed the plan's request,
+    `swizzle128`, for every buffer)."""
+    out = ptc("explain", ROOT / "samples" / "gemm.pt", "-t", "gfx942").stdout
+    assert "transposed_k8" in out and "swizzle128" not in out
+    out = ptc("explain", ROOT / "samples" / "gemm.pt", "-t", "sm90").stdout
+    assert "tma128" in out and "swizzle128" not in out

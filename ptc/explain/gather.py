@@ -62,7 +62,8 @@ def _plan_summary(c: Candidate) -> PlanSummary:
         roles.append(RoleRow(role.name, role.warps, threads, role.registers, role.instances,
                              steps))
     buffers = tuple(BufferRow(b.name, b.value, b.producer, b.consumers, b.space, b.stages,
-                              b.slot_bytes, b.slot_bytes * b.stages, b.dtype, b.shape, b.layout)
+                              b.slot_bytes, b.slot_bytes * b.stages, b.dtype, b.shape,
+                              b.built_layout or b.layout)
                     for b in p.buffers)
     issue = tuple((t.task, t.mma, t.fragment_loads, t.simt, t.sfu, t.shuffles, t.shared)
                   for t in p.issue)

@@ -42,7 +42,7 @@ class BufferRow:
     bytes: int                  # all stages
     dtype: str
     shape: tuple[int, ...]
-    layout: str
+    layout: str                 # as built (the lowering's), else the plan's request
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,9 @@ class Buffer:
     dtype: str
     shape: tuple[int, ...]
     layout: str             # e.g. swizzle128, row
+    # the layout the lowering built it in (rows, xor128, tma128, transposed_k8, ...): set
+    # on the plan as built (driver.finalized), read by explain; "" before lowering
+    built_layout: str = ""
 
 
 @dataclass(frozen=True)
@@ -269,7 +272,8 @@ class _Reader:
                 self.get(b, "producer", str, bw), self.strings(b, "consumers", bw),
                 self.get(b, "space", str, bw), self.get(b, "stages", int, bw),
                 self.get(b, "slot_bytes", int, bw), self.get(b, "dtype", str, bw),
-                self.ints(b, "shape", bw), self.get(b, "layout", str, bw)))
+                self.ints(b, "shape", bw), self.get(b, "layout", str, bw),
+                self.get(b, "built_layout", str, bw) if "built_layout" in b else ""))
         barriers = []
         for i, b in enumerate(self.get(data, "barriers", list, w)):
             bw = f"barriers[{i}]"
