@@ -266,8 +266,11 @@ def _matmul_unit_reasons(ctx: Context) -> list[Reason]:
             how = "integer multiply-add" if task.mma_dtype == "i8" else "f32 FMA"
             out.append(Reason("unit", f"{task.name} runs on CUDA cores ({how}): {why_not}"))
         elif task.kind == "mma" and task.mma_dtype == "i8":
-            wgmma = (" (mma.sync: wgmma s8 is not issued yet)"
-                     if "wgmma" in device.features else "")
+            wgmma = ""
+            if w.choice.style == "warp_specialized":
+                wgmma = " (wgmma m64nNk32 .s8)"
+            elif "wgmma" in device.features:
+                wgmma = " (mma.sync m16n8k32 .s8)"
             out.append(Reason("unit", f"{task.name} runs on the integer tensor cores"
                                       f"{wgmma}: i8 products, exact s32 sums that wrap "
                                       "modulo 2^32"))

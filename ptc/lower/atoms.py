@@ -242,18 +242,56 @@ def mma_atom(device, dtype: str, m: int, n: int, k: int, warps: int,
     return None
 
 
+# wgmma's k per instruction is 32 bytes of each operand row: k16 for 16-bit inputs, k32 for
+# 8-bit ones (PTX ISA, wgmma.mma_async: .m64nNk16 f16/bf16, .m64nNk32 .s8 and .e4m3/.e5m2)
+WGMMA_K = {"f16": 16, "bf16": 16, "i8": 32}
+
+
+def wgmma_k(dtype: str) -> int:
+    """wgmma's k per instruction for `dtype` inputs (16 where wgmma does not take it)."""
+    return WGMMA_K.get(dtype, 16)
+
+
+def wgmma_widths(dtype: str) -> tuple[int, ...]:
+    """The N of m64nNk wgmma for `dtype` inputs: every multiple of 8 up to 256 for 16-bit
+    inputs; for .s8 only 8, 16, 24 and the multiples of 16 from 32 (PTX ISA's shape list for
+    integer types; ptxas 13 rejects .m64n40k32.s32.s8.s8 as 'Illegal matrix shape')."""
+    if dtype == "i8":
+        return (8, 16, 24) + tuple(range(32, 257, 16))
+    return tuple(range(8, 257, 8))
+
+
+def wgmma_operand_bytes(dtype: str) -> int:
+    """Bytes per element of wgmma's operands."""
+    return 1 if dtype == "i8" else 2
+
+
+def why_not_k_major(dtype: str, operand: str, name: str) -> str | None:
+    """None when wgmma reads `dtype` operands MN-major (stored with k along their rows), else
+    why not: 8-bit wgmma reads K-major operands only (PTX ISA, wgmma.mma_async: the transpose
+    operands imm-trans-a / imm-trans-b exist for .f16 and .bf16 only; the .s8 and .e4m3/.e5m2
+    forms take none, and their shared-memory layouts are K-major)."""
+    if wgmma_operand_bytes(dtype) == 2:
+        return None
+    fix = ("store B as [N, K] and load it as load(B[j, k]).T" if operand == "b"
+           else "store A as [M, K] and load it as load(A[i, k])")
+    return (f"8-bit wgmma reads only K-major operands, and {name} ({operand.upper()}) has k "
+            f"along its rows: {fix}")
+
+
 def why_no_wgmma(dtype: str, m: int, n: int, k: int) -> str | None:
-    """None when wgmma m64nNk16 atoms tile an m x n x k mma of one warpgroup (A from shared
+    """None when wgmma m64nNk atoms tile an m x n x k mma of one warpgroup (A from shared
     memory or registers, B from shared memory), else why not."""
-    if dtype not in ("f16", "bf16"):
-        return (f"wgmma multiplies f16 or bf16 here, not {dtype}"
-                + (" (wgmma s8 is a later part of issue 21: i8 runs on mma.sync)"
-                   if dtype == "i8" else
-                   " (wgmma e4m3/e5m2 is not issued yet: FP8 runs on mma.sync)"
+    if dtype not in WGMMA_K:
+        return (f"wgmma multiplies f16, bf16 or i8 here, not {dtype}"
+                + (" (wgmma e4m3/e5m2 is not issued yet: FP8 runs on mma.sync)"
                    if dtype in ("f8e4m3", "f8e5m2") else ""))
-    if m % 64 or k % 16 or n % 8 or n > 256:
-        return (f"wgmma m64nNk16 needs m a multiple of 64, n of 8 up to 256 and k of 16, "
-                f"not {m}x{n}x{k}")
+    kk = wgmma_k(dtype)
+    if m % 64 or k % kk or n not in wgmma_widths(dtype):
+        widths = ("of 8 up to 256" if dtype != "i8"
+                  else "8, 16, 24 or a multiple of 16 up to 256")
+        return (f"wgmma m64nNk{kk} ({dtype}) needs m a multiple of 64, n {widths} and k a "
+                f"multiple of {kk}, not {m}x{n}x{k}")
     return None
 
 

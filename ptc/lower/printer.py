@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..sema.printer import expr as print_expr
 from . import ir
+from .atoms import wgmma_k
 
 
 def print_lowered(k: ir.LoweredKernel) -> str:
@@ -188,7 +189,8 @@ def _specialized_op(op) -> str:
                 return f"{o.value} (registers)"
             return f"{o.value} (shared{', mn-major' if o.mn_major else ''})"
         add = f"{op.addend} + " if op.addend else ""
-        return (f"{op.out} = {add}{operand(op.a)} @ {operand(op.b)} on wgmma m64n{op.n}k16, "
+        return (f"{op.out} = {add}{operand(op.a)} @ {operand(op.b)} on wgmma "
+                f"m64n{op.n}k{wgmma_k(op.dtype)}, "
                 f"{op.mi} atom(s) along m, {op.ks} k-steps  # {op.task}")
     if isinstance(op, ir.WgmmaWait):
         pinned = f", then pin {', '.join(op.values)}" if op.values else ""

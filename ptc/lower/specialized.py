@@ -34,7 +34,7 @@ from ..sema.dtypes import DTYPE_BYTES
 from ..stask.graph import STaskGraph
 from . import ir
 from .assign import assign_layouts, layout_problem
-from .atoms import why_no_wgmma
+from .atoms import wgmma_k, why_no_wgmma, why_not_k_major
 from .layout import Layout, digits
 from .lowering import Builder, Capabilities, LoweringError, align_up, c_name, mma_operand_var
 from .program import Stmt, flatten, mma_parts, reads
@@ -56,18 +56,24 @@ def lower_specialized(plan: Plan, graph: STaskGraph, device: Device,
     return _Specialized(plan, graph, device, caps).run()
 
 
-def wgmma_layouts(name: str, m: int, n: int, k: int) -> tuple[Layout, Layout, Layout]:
-    """(accumulator [m, n], A fragments [m, k], B [k, n]) of m64nNk16 atoms over one
+def wgmma_layouts(name: str, m: int, n: int, k: int,
+                  dtype: str = "f16") -> tuple[Layout, Layout, Layout]:
+    """(accumulator [m, n], A fragments [m, k], B [k, n]) of m64nNk atoms over one
     warpgroup, m / 64 of them along m (docs/sm90.md: warp w holds rows 16w.., as
-    mma.sync's m16n8 per warp)."""
-    mi, ks = m // 64, k // 16
+    mma.sync's m16n8 per warp). A's fragment is mma.sync's A per warp: m16n8k16's pairs of
+    16-bit values, or for 8-bit inputs (k32) m16n8k32's runs of four bytes (PTX ISA,
+    "Register Fragments" for wgmma .m64nNk32: a register holds four consecutive k)."""
+    kk = wgmma_k(dtype)
+    mi, ks = m // 64, k // kk
     lanes = digits((4, (0, 2)), (8, (1, 0)))
     warps = digits((4, (16, 0)))
     c = Layout(f"{name}_c", (m, n), digits((2, (0, 1)), (2, (8, 0)), (n // 8, (0, 8)),
                                            (mi, (64, 0))), lanes, warps,
-               note=f"wgmma m64n{n}k16 accumulator: {mi} atom(s) along m")
-    a = Layout(f"{name}_a", (m, k), digits((2, (0, 1)), (2, (8, 0)), (2, (0, 8)),
-                                           (ks, (0, 16)), (mi, (64, 0))), lanes, warps,
+               note=f"wgmma m64n{n}k{kk} accumulator: {mi} atom(s) along m")
+    run = kk // 8                   # consecutive k per register: 2 (16-bit) or 4 (8-bit)
+    a = Layout(f"{name}_a", (m, k), digits((run, (0, 1)), (2, (8, 0)), (2, (0, kk // 2)),
+                                           (ks, (0, kk)), (mi, (64, 0))),
+               digits((4, (0, run)), (8, (1, 0))), warps,
                note="wgmma A from registers")
     # B is read from shared memory; computed in registers, a warp holds k / 4 of its rows
     # and a lane its columns (j, j + 32, ...) before they are staged there
@@ -178,7 +184,8 @@ class _Specialized:
             why = why_no_wgmma(mm.lhs.type.dtype, m, n, k)
             if why:
                 raise LoweringError(f"{s.task}: the plan puts it on the tensor cores, but {why}")
-            out[s.task] = wgmma_layouts(s.task.removeprefix("mma_"), m, n, k)
+            out[s.task] = wgmma_layouts(s.task.removeprefix("mma_"), m, n, k,
+                                        mm.lhs.type.dtype)
         return out
 
     def check_rows(self, view: _RoleView) -> None:
@@ -476,6 +483,9 @@ class _Build(Builder):
                 # a tile [rows][cols] in shared memory: A's rows are m (K-major) unless it is
                 # read transposed; B's rows are k (MN-major) unless read transposed
                 mn_major = transposed if which == "a" else not transposed
+                why = mn_major and why_not_k_major(mm.lhs.type.dtype, which, name)
+                if why:
+                    raise LoweringError(f"{s.task}: {why}")
                 split = which == "a" and self.split_rows(mm.lhs)
                 operands.append(ir.WgmmaOperand(name, False, mn_major, split))
             elif isinstance(home, ir.RegTile) and which == "a" and not transposed and \
@@ -490,7 +500,8 @@ class _Build(Builder):
                                     f"shared memory or its fragment registers; {name} is "
                                     "neither")
         return staged + [ir.Wgmma(s.task, s.stmt.name, add_name, operands[0], operands[1], n,
-                                  m // 64, k // 16, mm.lhs.type.dtype),
+                                  m // 64, k // wgmma_k(mm.lhs.type.dtype),
+                                  mm.lhs.type.dtype),
                          ir.WgmmaWait(0, (s.stmt.name,) + tuple(
                              o.value for o in operands if o.in_registers))]
 

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from ..devices import Device, Unit
-from ..lower.atoms import mma_atom, why_no_atom, why_no_wgmma
+from ..lower.atoms import mma_atom, why_no_atom, why_no_wgmma, why_not_k_major, wgmma_k
 from ..lower.tma import per_thread_copy, tma_box, tma_store_box
 from ..sema import typed as T
 from ..stask.graph import STaskGraph
@@ -114,7 +114,7 @@ def _mma_dtype_ok(graph: STaskGraph, device: Device) -> None:
             dtype = t.mma_dtype
             if all(dtype not in u.throughput for u in device.units_of("mma")):
                 raise Unfit(f"{device.name}'s mma units do not multiply {dtype}")
-            why = why_no_wgmma(dtype, 64, 8, 16)
+            why = why_no_wgmma(dtype, 64, 8, wgmma_k(dtype))
             if why:
                 raise Unfit(why)
 
@@ -144,6 +144,7 @@ def why_on_cuda_cores(graph: STaskGraph, device: Device, task, warps: int) -> st
 def _warp_specialized(graph, device, choice, loop) -> Plan:
     tma = copy_unit(device, "warp_specialized")     # (no TMA: the first reason to give)
     _mma_dtype_ok(graph, device)
+    _k_major_ok(graph, {t.name for t in graph.tasks if t.kind == "mma"})
     rows = _tile_rows(graph)
     if rows % choice.consumers or rows // choice.consumers < MIN_ROWS_PER_CONSUMER:
         raise Unfit(f"{rows} rows cannot feed {choice.consumers} consumer warpgroups "
@@ -253,6 +254,29 @@ def _mma_operand_loads(graph: STaskGraph, mmas: set[str]) -> set[str]:
             for operand in (t.mma.a, t.mma.b):
                 out.update(loaded[n] for n in _vars(operand) if n in loaded)
     return out
+
+
+def _k_major_ok(graph: STaskGraph, mmas: set[str]) -> None:
+    """8-bit wgmma reads K-major operands only: A stored [m][k] (not read transposed), B
+    [n][k] (read as `.T`). Either way round a B tile has k along its rows."""
+    loaded = {t.stmts[0].name: t.name for t in graph.tasks if t.op == "load"}
+    for t in graph.tasks:
+        if t.name not in mmas:
+            continue
+        for which, operand in (("a", t.mma.a), ("b", t.mma.b)):
+            flips = 0
+            while isinstance(operand, T.Transpose):
+                operand, flips = operand.arg, flips + 1
+            if which == "a" and wgmma_k(t.mma_dtype) == 32 and \
+                    not any(n in loaded for n in _vars(operand)):
+                # the packed 8-bit A fragments must stay fixed from the fence to the wait
+                raise Unfit(f"{t.name}: 8-bit wgmma with A from registers (RS) is not "
+                            "issued yet; an i8 A computed in registers runs on mma.sync")
+            if (flips % 2 == 1) == (which == "a"):      # A transposed, or B not
+                name = next((loaded[n] for n in _vars(operand) if n in loaded), t.name)
+                why = why_not_k_major(t.mma_dtype, which, name)
+                if why:
+                    raise Unfit(f"{t.name}: {why}")
 
 
 def _vars(e: T.TExpr) -> set[str]:

@@ -4,9 +4,14 @@ waits and arrivals, wgmma tiles and waits, named barriers. A mixin of BodyPrinte
 from __future__ import annotations
 
 from ...lower import ir
+from ...lower.atoms import wgmma_k, wgmma_operand_bytes
 from ...sema import typed as T
 from ..cexpr import CTYPES
 from ..layouts import c_storage, struct_name
+
+
+# the 8-bit wgmma input kinds of wgmma.cuh, by dtype
+WGMMA8 = {"i8": "Wgmma8Kind::S8"}
 
 
 class SpecializedOps:
@@ -209,13 +214,16 @@ class SpecializedOps:
         b = self.buffers[home.buffer]
         lay = b.layout
         mn0 = f", part * {rows}" if o.split else ", 0"
+        size = wgmma_operand_bytes(b.dtype)
+        elem = "" if size == 2 else f", {size}"
         return (f"ptc::SmemOperand<{'true' if o.mn_major else 'false'}, {lay.span}, "
-                f"{lay.panel_bytes}>{{{self.slot_address(home.buffer, home.loop)}{mn0}}}")
+                f"{lay.panel_bytes}{elem}>{{{self.slot_address(home.buffer, home.loop)}{mn0}}}")
 
     def Wgmma(self, op: ir.Wgmma) -> None:
         out, _ = self.register_tile(op.out)
         self.emit(f"// {op.task}: {op.out} {'= ' + op.addend + ' +' if op.addend else '='} "
-                  f"{op.a.value} @ {op.b.value} on wgmma m64n{op.n}k16, {op.mi} atom(s) along "
+                  f"{op.a.value} @ {op.b.value} on wgmma m64n{op.n}k{wgmma_k(op.dtype)}, {op.mi} "
+                  f"atom(s) along "
                   f"m, {op.ks} k-steps")
         if op.addend is not None:
             self.copy_addend(op.addend, out)
@@ -227,6 +235,10 @@ class SpecializedOps:
             a = f"ptc::RegOperand<{op.ks}>{{{self.register_tile(op.a.value)[0].name}}}"
         else:
             a = self.smem_operand(op.a, rows)
+        if wgmma_operand_bytes(op.dtype) == 1:      # 8-bit: K-major only, no transposes
+            self.emit(f"ptc::wgmma_tile8<{op.n}, {op.mi}, {op.ks}, ptc::{WGMMA8[op.dtype]}>("
+                      f"{out.name}, {a}, {b}, {accumulate});")
+            return
         self.emit(f"ptc::wgmma_tile<{op.n}, {op.mi}, {op.ks}, {bf16}, {int(op.a.mn_major)}, "
                   f"{int(op.b.mn_major)}>({out.name}, {a}, {b}, {accumulate});")
 

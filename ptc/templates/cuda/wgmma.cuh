@@ -47,13 +47,18 @@ __device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t lbo, uint
 // carries out of it; ptxas keeps the origin in uniform registers and each k-step's
 // descriptor costs one add. The split is exact because mn0 is a multiple of 64 rows: a
 // whole panel (MN-major) or whole rows (K-major).
-template <bool MN_MAJOR, int SPAN, int PANEL_BYTES>
+//
+// ELEM is the element's bytes: 2 (f16/bf16) or 1 (8-bit, K-major only). The descriptor
+// fields are in bytes either way: a row of SPAN bytes holds SPAN / ELEM elements, and a
+// k-step (16 elements, or 32 of 8 bits) is 32 bytes of a row.
+template <bool MN_MAJOR, int SPAN, int PANEL_BYTES, int ELEM = 2>
 struct SmemOperand {
+  static_assert(ELEM == 2 || !MN_MAJOR, "8-bit wgmma operands are K-major (PTX ISA)");
   uint32_t base;
   int mn0;         // the first m (or n) of the operand in the tile (a consumer's rows)
   // the byte offset of element (mn, k) from the tile's first one
   static __device__ __forceinline__ constexpr uint32_t offset(int mn, int k) {
-    const int row = MN_MAJOR ? k : mn, col = (MN_MAJOR ? mn : k) * 2;   // 16-bit elements
+    const int row = MN_MAJOR ? k : mn, col = (MN_MAJOR ? mn : k) * ELEM;
     return (col / SPAN) * PANEL_BYTES + row * SPAN + col % SPAN;
   }
   // the leading and stride byte offsets (see the top of this file)
@@ -124,6 +129,16 @@ __device__ __forceinline__ void wgmma_wait() {
 #endif
 }
 
+template <int SIZE>
+__device__ __forceinline__ void wgmma_fence_operands(int* acc) {
+#ifndef PTC_EMULATE
+#pragma unroll
+  for (int i = 0; i < SIZE; ++i) asm volatile("" : "+r"(acc[i])::"memory");
+#else
+  (void)acc;
+#endif
+}
+
 // d (N / 2 floats) = (scale_d ? d : 0) + A B, A and B by descriptors
 template <int N, bool BF16, int TRANS_A, int TRANS_B>
 __device__ __forceinline__ void wgmma_ss(float* d, uint64_t desc_a, uint64_t desc_b,
@@ -172,6 +187,37 @@ __device__ __forceinline__ void wgmma_tile(float* acc, const A& a, const B& b, b
     for (int mi = 0; mi < MI; ++mi)
       wgmma_atom<N, BF16, TRANS_A, TRANS_B>(acc + mi * (N / 2), a, mi, ks, b.desc(0, ks * 16),
                                             (accumulate || ks > 0) ? 1 : 0);
+  wgmma_commit();
+  wgmma_fence_operands<MI * N / 2>(acc);
+}
+
+// ---- 8-bit inputs: wgmma.mma_async m64nNk32 ------------------------------------------------
+// .s32.s8.s8 (int accumulators; sums wrap modulo 2^32 without .satfinite). Both operands
+// K-major: the instruction has no transpose operands for 8-bit types (PTX ISA,
+// wgmma.mma_async). A k-step is 32 elements = 32 bytes of each row, as k16 of f16.
+enum class Wgmma8Kind { S8 };
+
+template <int N, Wgmma8Kind KIND>
+__device__ __forceinline__ void wgmma8_ss(int* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
+#ifdef PTC_EMULATE
+  ::ptc::emu::wgmma8_issue<N, static_cast<int>(KIND)>(d, desc_a, desc_b, scale_d);
+#else
+  ptx::Wgmma8<N>::ss_s8(d, desc_a, desc_b, scale_d);
+#endif
+}
+
+// acc (MI m64 blocks of N / 2 ints) = (accumulate ? acc : 0) + A B over KS k-steps of 32,
+// A and B K-major tiles in shared memory (SmemOperand<false, SPAN, PANEL, 1>)
+template <int N, int MI, int KS, Wgmma8Kind KIND, class A, class B>
+__device__ __forceinline__ void wgmma_tile8(int* acc, const A& a, const B& b, bool accumulate) {
+  wgmma_fence_operands<MI * N / 2>(acc);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+      wgmma8_ss<N, KIND>(acc + mi * (N / 2), a.desc(mi * 64, ks * 32), b.desc(0, ks * 32),
+                         (accumulate || ks > 0) ? 1 : 0);
   wgmma_commit();
   wgmma_fence_operands<MI * N / 2>(acc);
 }

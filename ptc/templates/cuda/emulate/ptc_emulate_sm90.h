@@ -95,6 +95,7 @@ struct WgmmaOp {
   int trans_a, trans_b;
   bool computed;
   float a_rows[2][16];    // RS: this thread's two rows of A (g, g + 8 of its warp)
+  int kind8;              // -1: 16-bit inputs (m64nNk16); 0: .s8 (m64nNk32, s32 accumulators)
 };
 
 // what the registers of a wgmma in flight hold (see the top): an f32 quiet NaN with a
@@ -681,12 +682,15 @@ inline Desc decode_desc(uint64_t d) {
 //                       mn SBO; k rows 16 bytes apart, the next 8 k LBO
 //   MN-major, swizzled: ((T,S,m),(8,k)):((1,T,LBO),(ST,SBO))  8 S mn contiguous (a span),
 //                       the next 8 S mn LBO; k rows a span apart, the next 8 k SBO
-inline uint32_t operand_address(const Desc& d, int mn, int k, bool mn_major) {
+// 8-bit elements (T = 16 per 16 bytes) take the K-major layouts only, k % 16 a byte of the
+// row's 16-byte chunk (PTX ISA 9.7.15.5.1.2.1.3: T = 128 / sizeof-bits elements).
+inline uint32_t operand_address(const Desc& d, int mn, int k, bool mn_major, int esize = 2) {
   const uint32_t span = d.swizzle ? static_cast<uint32_t>(d.swizzle) : 16;
+  const int T = 16 / esize;
   uint32_t off;
   if (!mn_major) {
-    off = (mn % 8) * span + (mn / 8) * d.sbo + (k % 8) * 2 +
-          (k / 8) * (d.swizzle ? 16 : d.lbo);
+    off = (mn % 8) * span + (mn / 8) * d.sbo + (k % T) * esize +
+          (k / T) * (d.swizzle ? 16 : d.lbo);
   } else if (d.swizzle) {
     const uint32_t per = span / 2;     // mn elements per swizzle row
     off = (mn % per) * 2 + (mn / per) * d.lbo + (k % 8) * span + (k / 8) * d.sbo;
@@ -709,7 +713,8 @@ inline float operand_element(const Desc& d, int mn, int k, bool mn_major, bool b
 
 // a shared-memory operand of a wgmma being issued: its descriptor is one the emulator
 // models, and the bytes it reads are the async proxy's (or fenced generic writes)
-inline bool check_operand(uint64_t desc, int mns, bool mn_major, const char* which) {
+inline bool check_operand(uint64_t desc, int mns, bool mn_major, const char* which,
+                          int esize = 2) {
   const Desc d = decode_desc(desc);
   if (d.base_offset != 0) {
     fail("wgmma %s descriptor 0x%016llx has base offset %d: the emulator models swizzle "
@@ -718,9 +723,10 @@ inline bool check_operand(uint64_t desc, int mns, bool mn_major, const char* whi
          static_cast<unsigned long long>(desc), d.base_offset);
     return false;
   }
+  const int ks = 32 / esize;      // k per instruction: 32 bytes of a row
   for (int mn = 0; mn < mns; ++mn)
-    for (int k = 0; k < 16; ++k) {
-      const uint32_t a = operand_address(d, mn, k, mn_major);
+    for (int k = 0; k < ks; k += 2 / esize) {     // writers are tracked per 2 bytes
+      const uint32_t a = operand_address(d, mn, k, mn_major, esize) & ~1u;
       if (in_smem(ptc_smem + a, 2) && !async_read(a, 2, "wgmma.mma_async (a shared operand)"))
         return false;
     }
@@ -777,9 +783,37 @@ inline RegSet* hand_over(Fiber& f, uint32_t* regs, int count, bool acc, const ch
 // register r the element row 16w + l/4 + 8 * ((r / 2) % 2), column 8 * (r / 4) + 2 * (l % 4)
 // + r % 2 (PTX ISA, "Register Fragments and Shared Memory Matrix Layouts" for wgmma D).
 // Computed on the values the async proxy has for thread `tid`'s registers.
+inline int8_t operand_byte(const Desc& d, int mn, int k) {
+  const uint32_t a = operand_address(d, mn, k, false, 1);
+  if (!in_smem(ptc_smem + a, 1)) {
+    fail("wgmma reads shared offset %u, outside the %d bytes of shared memory", a, rt.smem_bytes);
+    return 0;
+  }
+  return static_cast<int8_t>(ptc_smem[a]);
+}
+
+// m64nNk32 .s32.s8.s8: the accumulator layout of m64nNk16 (s32 for f32), 32 k per
+// instruction, the sum modulo 2^32 (no .satfinite)
+inline void wgmma8_compute(WgmmaOp& op, RegSet* s, int tid) {
+  const int t = tid % 128;
+  const int w = t / 32, l = t % 32;
+  const Desc da = decode_desc(op.desc_a), db = decode_desc(op.desc_b);
+  for (int r = 0; r < op.n / 2; ++r) {
+    const int row = 16 * w + l / 4 + 8 * ((r / 2) % 2);
+    const int col = 8 * (r / 4) + 2 * (l % 4) + r % 2;
+    uint32_t acc = op.scale_d ? s->value[r] : 0u;
+    for (int k = 0; k < 32; ++k)
+      acc += static_cast<uint32_t>(static_cast<int32_t>(operand_byte(da, row, k)) *
+                                   static_cast<int32_t>(operand_byte(db, col, k)));
+    s->value[r] = acc;
+  }
+  op.computed = true;
+}
+
 inline void wgmma_compute(WgmmaOp& op, int tid) {
   RegSet* s = regset(tid, op.d);
   if (!s) { fail("internal: a wgmma in flight without its accumulators"); return; }
+  if (op.kind8 >= 0) { wgmma8_compute(op, s, tid); return; }
   const int t = tid % 128;
   const int w = t / 32, l = t % 32;
   for (int r = 0; r < op.n / 2; ++r) {
@@ -826,7 +860,7 @@ inline void wgmma_issue(float* d, const unsigned* a, uint64_t desc_a, uint64_t d
   // every copy of the op is recorded before the warpgroup goes on: the first thread to
   // wait computes the copies of all 128
   WgmmaOp op{f.wgmma_commits, f.wgmma_issued++, d, N, BF16, scale_d, a != nullptr, a, desc_a,
-             desc_b, trans_a, trans_b, false, {}};
+             desc_b, trans_a, trans_b, false, {}, -1};
   if (!a) {
     sm90.wgmma[f.tid].push_back(op);
     group_barrier("wgmma.mma_async");
@@ -843,6 +877,31 @@ inline void wgmma_issue(float* d, const unsigned* a, uint64_t desc_a, uint64_t d
     }
   sm90.wgmma[f.tid].push_back(op);
   group_barrier("wgmma.mma_async (registers read)");
+}
+
+// wgmma.mma_async m64nNk32 with 8-bit inputs, A and B by descriptors, both K-major (the
+// 8-bit forms have no transpose operands). KIND 0: .s32.s8.s8, N one of the PTX ISA's
+// integer shapes (8, 16, 24, then multiples of 16).
+template <int N, int KIND>
+inline void wgmma8_issue(int* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  static_assert(KIND == 0, "wgmma 8-bit kinds: 0 (.s8)");
+  static_assert(N == 8 || N == 16 || N == 24 || (N % 16 == 0 && N >= 32 && N <= 256),
+                "wgmma m64nNk32.s32.s8.s8: N is 8, 16, 24 or a multiple of 16 up to 256");
+  Fiber& f = cur();
+  if (f.tid / 128 >= static_cast<int>(sm90.group_arrived.size()) ||
+      (f.tid / 128 + 1) * 128 > rt.threads) {
+    fail("wgmma issued by thread %d, outside a whole warpgroup", f.tid);
+    return;
+  }
+  if (f.tid % 128 == 0 && (!check_operand(desc_a, 64, false, "A", 1) ||
+                           !check_operand(desc_b, N, false, "B", 1)))
+    return;
+  RegSet* acc = hand_over(f, reinterpret_cast<uint32_t*>(d), N / 2, true, "accumulator");
+  if (!acc) return;
+  WgmmaOp op{f.wgmma_commits, f.wgmma_issued++, reinterpret_cast<float*>(d), N, false, scale_d,
+             false, nullptr, desc_a, desc_b, 0, 0, false, {}, KIND};
+  sm90.wgmma[f.tid].push_back(op);
+  group_barrier("wgmma.mma_async");
 }
 
 inline void wgmma_commit() { ++cur().wgmma_commits; }
