@@ -111,6 +111,11 @@ def test_the_cuda_renderer_has_a_wgmma_wrapper_for_every_reachable_width():
     widths = {f.args["n"] for f, why in universe(get_device("sm90")).items()
               if f.instruction == "wgmma" and why is None}
     assert widths and widths <= wrapped, sorted(widths - wrapped)
+    # the 8-bit ones: Wgmma8<N>::ss_s8 (issue 21, part 3c)
+    s8 = {int(n) for n in re.findall(r"wgmma8_ss_s8_n(\d+)\(d, desc_a", text)}
+    widths8 = {f.args["n"] for f, why in universe(get_device("sm90")).items()
+               if f.instruction == "wgmma" and f.args["dtype"] == "i8" and why is None}
+    assert widths8 and widths8 <= s8, sorted(widths8 - s8)
 
 
 def test_forms_of_takes_the_variant_a_launch_at_the_dims_runs():
@@ -186,14 +191,16 @@ def test_every_reachable_form_is_covered_by_a_case_that_matches_the_interpreter(
 @pytest.mark.nvcc
 def test_nvcc_builds_a_wgmma_of_every_reachable_width(tmp_path):
     """Every N the universe calls reachable, A from shared memory and from registers, f16
-    and bf16, through wgmma.cuh's wgmma_tile: ptxas takes them for sm_90a (issue 20: N = 24
-    stopped at a static_assert)."""
+    and bf16, through wgmma.cuh's wgmma_tile, and the i8 ones through wgmma_tile8: ptxas
+    takes them for sm_90a (issue 20: N = 24 stopped at a static_assert)."""
     import subprocess
 
     from ptc.runtime.nvcc import find_nvcc
 
     widths = sorted({f.args["n"] for f, why in universe(get_device("sm90")).items()
                      if f.instruction == "wgmma" and why is None})
+    widths8 = sorted({f.args["n"] for f, why in universe(get_device("sm90")).items()
+                      if f.instruction == "wgmma" and f.args["dtype"] == "i8" and why is None})
     source = tmp_path / "widths.cu"
     source.write_text("\n".join(
         ['#include "wgmma.cuh"',
@@ -208,7 +215,16 @@ def test_nvcc_builds_a_wgmma_of_every_reachable_width(tmp_path):
          "  for (int i = 0; i < N / 2; ++i) out[i] = acc[i];",
          "}"]
         + [f"template __global__ void widths<{n}, {bf16}>(float*, unsigned);"
-           for n in widths for bf16 in ("false", "true")]) + "\n")
+           for n in widths for bf16 in ("false", "true")]
+        + ["template <int N>",
+           "__global__ void widths8(int* out, unsigned base) {",
+           "  int acc[N / 2] = {};",
+           "  const ptc::SmemOperand<false, 64, 4096, 1> a{base, 0}, b{base + 8192u, 0};",
+           "  ptc::wgmma_tile8<N, 1, 2, ptc::Wgmma8Kind::S8>(acc, a, b, false);",
+           "  ptc::wgmma_wait<0>();",
+           "  for (int i = 0; i < N / 2; ++i) out[i] = acc[i];",
+           "}"]
+        + [f"template __global__ void widths8<{n}>(int*, unsigned);" for n in widths8]) + "\n")
     ptx = tmp_path / "widths.ptx"
     for out, flag in ((tmp_path / "widths.cubin", "-cubin"), (ptx, "-ptx")):
         done = subprocess.run([find_nvcc(), "-std=c++17", "-gencode",
@@ -220,6 +236,9 @@ def test_nvcc_builds_a_wgmma_of_every_reachable_width(tmp_path):
     issued = set(map(int, re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16",
                                      ptx.read_text())))
     assert issued == set(widths)
+    issued8 = set(map(int, re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k32\.s32\.s8",
+                                      ptx.read_text())))
+    assert widths8 and issued8 == set(widths8)
 
 
 # ---- what the coverage found: each fix, undone, fails its case ------------------------------

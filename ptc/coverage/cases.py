@@ -409,6 +409,8 @@ def _specialized(t: str) -> tuple[Case, ...]:
              WS, "M=64 N=256 K=64"),
         case(f"wgmma_widths_bf16.{t}.ws", COV + "wgmma_widths.pt", "wgmma_widths_bf16", t, "",
              WS, "M=64 N=256 K=64"),
+        case(f"wgmma_widths_i8.{t}.ws", COV + "wgmma_widths8.pt", "wgmma_widths_i8", t, "",
+             WS, "M=64 N=208 K=256"),
         case(f"wgmma_operands.{t}.ws3", COV + "wgmma_operands.pt", "wgmma_operands", t, "",
              WS3, "M=128 N=128 K=256", "M=72 N=130 K=250"),
         case(f"gemm.{t}.ws2c", GEMM, "gemm", t, "BM=128 BN=128 BK=64", WS2C,

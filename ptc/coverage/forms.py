@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..lower import ir
+from ..lower.atoms import wgmma_operand_bytes
 from ..lower.swizzle import SmemLayout
 from ..sema.dtypes import DTYPE_BYTES
 
@@ -62,7 +63,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "simt_matmul": (),
     # warp-specialized kernels (sm90a: docs/sm90.md)
     "wgmma": ("n", "a", "dtype"),
-    "wgmma.operand": ("operand", "major", "span"),
+    "wgmma.operand": ("operand", "major", "span", "bytes"),
     "wgmma.stage_b": ("via",),
     "wgmma.wait": ("pending",),
     "tma.load": ("layout", "boxes"),
@@ -286,7 +287,7 @@ def _wgmma(ctx: _Context, op: ir.Wgmma):
         if not o.in_registers:
             span = ctx.buffer_of(o.value).layout.span
             yield ctx.form("wgmma.operand", operand=which, major="MN" if o.mn_major else "K",
-                           span=span)
+                           span=span, bytes=wgmma_operand_bytes(op.dtype))
 
 
 def _stage(ctx: _Context, op: ir.StageOperand):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..lower.atoms import ATOMS, atoms_for, wgmma, why_no_wgmma
+from ..lower.atoms import ATOMS, atoms_for, wgmma, wgmma_widths, why_no_wgmma
 from ..sema.dtypes import ATOMIC_DTYPES, DTYPE_BYTES, DTYPES
 from .forms import RING_STYLES, Form, exchange, form, fragment_reads
 
@@ -54,7 +54,11 @@ UNREACHABLE = (
          "over the 255 a thread has from N = 224 on (two consumers have less each)"),
     Rule("wgmma.operand", dict(major="K", span=16),
          "a K-major operand's rows run along k: 16-byte rows are BK = 8 (of 16-bit "
-         "elements), and wgmma's k-step is 16 (atoms.why_no_wgmma wants k % 16 == 0)"),
+         "elements) or 16 (of 8-bit ones), and wgmma's k-step is 32 bytes of a row "
+         "(atoms.why_no_wgmma wants k % 16 == 0, or k % 32 for 8-bit inputs)"),
+    Rule("wgmma.operand", dict(major="MN", bytes=1),
+         "8-bit wgmma reads K-major operands only (no transposes for 8-bit types): the plan "
+         "construction keeps such a product on mma.sync (atoms.why_not_k_major)"),
     Rule("wgmma.operand", dict(operand="a", major="MN", span=(16, 32, 64)),
          "an MN-major A tile's rows run along m, a multiple of 64 elements (wgmma is m64): "
          "rows of 128 bytes and more, so 128-byte panels"),
@@ -231,10 +235,16 @@ def _specialized(device, t: str):
         for a in ("registers", "shared"):
             for dtype in atom.dtypes:
                 yield form(t, "wgmma", n=n, a=a, dtype=dtype)
+    # 8-bit inputs (m64nNk32): the PTX ISA's widths for them, A from shared memory only
+    # (RS with 8-bit A is not issued: construct keeps such products on mma.sync)
+    for n in wgmma_widths("i8"):
+        yield form(t, "wgmma", n=n, a="shared", dtype="i8")
     for operand in ("a", "b"):
         for major in ("K", "MN"):
             for span in SPANS:
-                yield form(t, "wgmma.operand", operand=operand, major=major, span=span)
+                for nbytes in (2, 1):
+                    yield form(t, "wgmma.operand", operand=operand, major=major, span=span,
+                               bytes=nbytes)
     vias = (("stmatrix",) if "stmatrix" in device.features else ()) + ("st.shared",)
     for via in vias:
         yield form(t, "wgmma.stage_b", via=via)

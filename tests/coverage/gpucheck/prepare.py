@@ -19,7 +19,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 G = ROOT / "build" / "covgpu"
-CASES = ("wgmma_widths_f16.sm90.ws", "wgmma_widths_bf16.sm90.ws", "wgmma_operands.sm90.ws3",
+CASES = ("wgmma_widths_f16.sm90.ws", "wgmma_widths_bf16.sm90.ws", "wgmma_widths_i8.sm90.ws",
+         "wgmma_operands.sm90.ws3",
          "odd_strides.sm90.ms2", "atomics.sm90.seq8", "chain_b.sm90.ws")
 
 
