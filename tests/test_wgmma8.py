@@ -114,6 +114,23 @@ def test_b_stored_k_by_n_keeps_mma_sync_and_explain_says_why():
     assert any("(mma.sync m16n8k32 .s8)" in t for t in texts), texts
 
 
+def test_an_i8_a_computed_in_registers_keeps_mma_sync():
+    """RS with 8-bit A is not issued: the plan construction says so, and the search takes a
+    multistage plan on mma.sync."""
+    from ptc.driver import schedule
+
+    text = KERNELS["igemm_nt"].replace("acc += load(A[i, k]) @ load(B[j, k]).T",
+                                       "acc += ((load(A[i, k]) / 2) as i8) @ load(B[j, k]).T")
+    shapes = dict(M=1024, N=1024, K=1024)
+    kernel = typed(text, shapes)
+    (graph,) = build_graphs(kernel)
+    graph = propagate(graph, dict(BM=128, BN=128, BK=64))
+    with pytest.raises(Unfit, match="8-bit wgmma with A from registers"):
+        construct(graph, SM90, Choice("warp_specialized", 2, 2))
+    result = schedule(kernel, "sm90", shapes=shapes, tiles=dict(BM=64, BN=64, BK=64))
+    assert result.best.plan.style != "warp_specialized"
+
+
 # (a slip in wgmma.cuh's 8-bit path, the same with a slip): each must give wrong numbers
 SLIPS = [
     # the k-step as for 16-bit elements: 16 bytes instead of 32

@@ -15,6 +15,10 @@ Sources, per atom:
   Layouts" for wgmma: the accumulator of warp w of the warpgroup covers rows 16w..16w+15
   like mma.sync's C, repeated every 8 columns; A from registers has mma.sync's A layout
   per warp (rows 16w..); B always comes from shared memory through a descriptor.
+- wgmma.mma_async.m64nNk32 .s32.s8.s8 (sm90a, issue 21 part 3c): PTX ISA, the same section:
+  the accumulator as above (s32 for f32); A from registers is m16n8k32's A per warp (four
+  consecutive k per register); both operands K-major (the 8-bit forms have no transposes);
+  N = 8, 16, 24, 32, 48, ..., 256 (`wgmma_widths`).
 - MFMA (CDNA2/CDNA3, wave64): AMD's "AMD Instinct MI200/MI300 ISA" matrix-instruction
   operand tables (also the AMD matrix instruction calculator): v_mfma_f32_32x32x8{f16,bf16_1k}:
   A[i][k] in lane i + 32 * (k / 4), register k % 4; B[k][j] in lane j + 32 * (k / 4);
