@@ -191,7 +191,7 @@ def test_every_reachable_form_is_covered_by_a_case_that_matches_the_interpreter(
 @pytest.mark.nvcc
 def test_nvcc_builds_a_wgmma_of_every_reachable_width(tmp_path):
     """Every N the universe calls reachable, A from shared memory and from registers, f16
-    and bf16, through wgmma.cuh's wgmma_tile, and the i8 ones through wgmma_tile8: ptxas
+    and bf16, through wgmma.cuh's wgmma_tile, and the i8 and FP8 ones through wgmma_tile8: ptxas
     takes them for sm_90a (issue 20: N = 24 stopped at a static_assert)."""
     import subprocess
 
@@ -201,6 +201,9 @@ def test_nvcc_builds_a_wgmma_of_every_reachable_width(tmp_path):
                      if f.instruction == "wgmma" and why is None})
     widths8 = sorted({f.args["n"] for f, why in universe(get_device("sm90")).items()
                       if f.instruction == "wgmma" and f.args["dtype"] == "i8" and why is None})
+    widths_fp8 = sorted({f.args["n"] for f, why in universe(get_device("sm90")).items()
+                         if f.instruction == "wgmma" and f.args["dtype"] == "f8e4m3"
+                         and why is None})
     source = tmp_path / "widths.cu"
     source.write_text("\n".join(
         ['#include "wgmma.cuh"',
@@ -224,7 +227,17 @@ def test_nvcc_builds_a_wgmma_of_every_reachable_width(tmp_path):
            "  ptc::wgmma_wait<0>();",
            "  for (int i = 0; i < N / 2; ++i) out[i] = acc[i];",
            "}"]
-        + [f"template __global__ void widths8<{n}>(int*, unsigned);" for n in widths8]) + "\n")
+        + [f"template __global__ void widths8<{n}>(int*, unsigned);" for n in widths8]
+        + ["template <int N>",
+           "__global__ void widths_fp8(float* out, unsigned base) {",
+           "  float acc[N / 2] = {};",
+           "  const ptc::SmemOperand<false, 64, 4096, 1> a{base, 0}, b{base + 8192u, 0};",
+           "  ptc::wgmma_tile8<N, 1, 2, ptc::Wgmma8Kind::E4M3_E5M2>(acc, a, b, false);",
+           "  ptc::wgmma_wait<0>();",
+           "  for (int i = 0; i < N / 2; ++i) out[i] = acc[i];",
+           "}"]
+        + [f"template __global__ void widths_fp8<{n}>(float*, unsigned);"
+           for n in widths_fp8]) + "\n")
     ptx = tmp_path / "widths.ptx"
     for out, flag in ((tmp_path / "widths.cubin", "-cubin"), (ptx, "-ptx")):
         done = subprocess.run([find_nvcc(), "-std=c++17", "-gencode",
@@ -239,6 +252,9 @@ def test_nvcc_builds_a_wgmma_of_every_reachable_width(tmp_path):
     issued8 = set(map(int, re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k32\.s32\.s8",
                                       ptx.read_text())))
     assert widths8 and issued8 == set(widths8)
+    issued_fp8 = set(map(int, re.findall(
+        r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k32\.f32\.e4m3\.e5m2", ptx.read_text())))
+    assert widths_fp8 and issued_fp8 == set(widths_fp8)
 
 
 # ---- what the coverage found: each fix, undone, fails its case ------------------------------

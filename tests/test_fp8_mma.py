@@ -145,12 +145,14 @@ def test_an_fp8_operand_against_a_float_is_a_located_error_with_a_hint(other):
     typed(text.replace("load(A[i, k]) @ load(B[k, j])", fixed), EDGE)   # the fix checks
 
 
-def test_sm90_refuses_warp_specialization_for_fp8_and_says_why():
+def test_sm90_takes_fp8_on_wgmma_where_the_shape_tiles():
+    """wgmma m64nNk32 .e4m3/.e5m2 (issue 21, part 3c; tests/test_wgmma8.py): K-major
+    operands, k a multiple of 32."""
     from ptc.lower.atoms import why_no_wgmma
 
     for dtype in FORMATS:
-        why = why_no_wgmma(dtype, 128, 128, 64)
-        assert why is not None and "FP8 runs on mma.sync" in why
+        assert why_no_wgmma(dtype, 128, 128, 64) is None
+        assert "k a multiple of 32" in why_no_wgmma(dtype, 128, 128, 16)
 
 
 # ---- emulated on every target ------------------------------------------------------------------

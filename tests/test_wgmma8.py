@@ -1,4 +1,5 @@
-"""Issue 21, part 3c: wgmma with 8-bit operands on sm90a (m64nNk32 .s32.s8.s8).
+"""Issue 21, part 3c: wgmma with 8-bit operands on sm90a (m64nNk32 .s32.s8.s8, and
+.f32.{e4m3,e5m2}.{e4m3,e5m2} for FP8).
 
 An i8 GEMM whose operands are both K-major (A `[M, K]`, B `[N, K]` read as
 `load(B[j, k]).T`) runs in sm90's warp-specialized plans on wgmma: TMA writes the tiles,
@@ -261,6 +262,85 @@ def test_an_emulator_that_reads_a_byte_from_the_wrong_place_fails(tmp_path):
         run = descriptor_program(tmp_path / bad[:6].replace(" ", "_").replace("(", "p"),
                                  text.replace(good, bad))
         assert run.returncode != 0 and "FAIL" in run.stdout, bad
+
+
+# ---- FP8: m64nNk32 .f32.{e4m3,e5m2}.{e4m3,e5m2} -------------------------------------------------
+FP8_CASES = [("f8e4m3", "f8e4m3", "even"), ("f8e4m3", "f8e5m2", "edge"),
+             ("f8e5m2", "f8e4m3", "even-2consumers"), ("f8e5m2", "f8e5m2", "edge")]
+
+
+@lru_cache(maxsize=None)
+def specialized_fp8(a: str, b: str, case: str):
+    from test_fp8_mma import SCALED
+
+    shapes, tiles, consumers = CASES[case]
+    kernel = typed(SCALED.format(a=a, b=b), shapes)
+    (graph,) = build_graphs(kernel)
+    graph = propagate(graph, tiles)
+    plan = construct(graph, SM90, Choice("warp_specialized", 2, consumers))
+    return kernel, plan, render_kernel(kernel, plan, graph, SM90)
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("a, b, case", FP8_CASES, ids=["-".join(c) for c in FP8_CASES])
+def test_fp8_gemms_with_k_major_operands_run_on_wgmma(a, b, case):
+    """Per-tensor-scaled FP8 GEMMs (test_fp8_mma.SCALED, B [N, K]) on wgmma, each format
+    pair; the truth is test_fp8_mma's float64 formula within its f32-summation bound."""
+    from test_fp8_mma import close
+    from test_fp8_mma import formula as fp8_formula
+    from test_fp8_mma import inputs_for as fp8_inputs
+
+    kernel, plan, source = specialized_fp8(a, b, case)
+    shapes = CASES[case][0]
+    assert plan.style == "warp_specialized"
+    (mma,) = [s for _, s in plan.steps() if s.task.startswith("mma")]
+    assert SM90.unit(mma.unit).kind == "mma"
+    kind = f"{a[2:].upper()}_{b[2:].upper()}"
+    assert f"ptc::Wgmma8Kind::{kind}>" in source
+    inputs = fp8_inputs("scaled", a, b, shapes)
+    want = fp8_formula("scaled", inputs)
+    run = emulated(source, SM90)
+    for config in ORDERS:
+        close(run(kernel, inputs, shapes, **config)["C"], want, inputs)
+
+
+def test_fp8_b_stored_k_by_n_is_refused_for_wgmma_with_the_reason():
+    from test_fp8_mma import GEMM
+
+    kernel = typed(GEMM.format(a="f8e4m3", b="f8e4m3"), dict(M=1024, N=1024, K=1024))
+    (graph,) = build_graphs(kernel)
+    graph = propagate(graph, dict(BM=128, BN=128, BK=64))
+    with pytest.raises(Unfit, match=r"8-bit wgmma reads only K-major operands, and load_B"):
+        construct(graph, SM90, Choice("warp_specialized", 2, 2))
+
+
+@pytest.mark.nvcc
+def test_the_fp8_gemm_builds_with_qgmma_in_the_main_loop_and_no_spills(tmp_path):
+    from test_fp8_mma import SCALED
+
+    from ptc.runtime import prepare
+    from ptc.runtime.mainloop import mainloop_reports
+    from ptc.runtime.ptxas import kernel_name
+
+    build = importlib.import_module("ptc.runtime.build")
+    path = tmp_path / "scaled.pt"
+    path.write_text(SCALED.format(a="f8e4m3", b="f8e5m2"))
+    prepared = prepare(path, "sm90", shapes={"M": 4096, "N": 4096, "K": 4096})
+    assert [p.style for p in prepared.plans] == ["warp_specialized"]
+    folder = tmp_path / "build"
+    build.write_build_dir(folder, kernel_source=prepared.source, signature=prepared.signature,
+                          arch=prepared.device.arch, target="sm90",
+                          plan_json=prepared.plan_json)
+    result = build.build(folder, prepared.device.arch, report_only=True)
+    assert result.ptxas.spills == 0, result.ptxas.text
+    assert "C751" not in result.ptxas.text, result.ptxas.text
+    (loop,) = [r for r in mainloop_reports(build.sass(folder))
+               if kernel_name(r.kernel).endswith("<true>")]
+    mnemonics = dict(loop.mnemonics)
+    qgmma = [op for op in mnemonics if op.startswith("QGMMA.64x")]
+    assert qgmma and all(op.endswith(".F32.E4M3.E5M2") for op in qgmma), mnemonics
+    assert loop.mma_flops == sum(mnemonics[op] * 2 * 64 * int(op.split("x")[1]) * 32 // 4
+                                 for op in qgmma)
 
 
 @pytest.mark.nvcc

@@ -54,6 +54,27 @@ def wrapper(n: int, rs: bool) -> str:
     return "\n".join(lines)
 
 
+FP8 = ("e4m3", "e5m2")
+
+
+def wrapper_fp8(n: int, a: str, b: str) -> str:
+    """wgmma m64nNk32 .f32.{a}.{b}, A and B by descriptors (K-major; imm-scale-a/b 1)."""
+    regs = n // 2
+    d = ", ".join(f"%{i}" for i in range(regs))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    return "\n".join([
+        f"__device__ __forceinline__ void wgmma8_ss_{a}_{b}_n{n}(float* d, uint64_t desc_a, "
+        "uint64_t desc_b, int scale_d) {",
+        "  asm volatile(",
+        '      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %' + str(regs + 2) + ', 0;\\n"',
+        f'      "wgmma.mma_async.sync.aligned.m64n{n}k32.f32.{a}.{b} "',
+        f'      "{{{d}}}, "',
+        f'      "%{regs}, %{regs + 1}, p, 1, 1;\\n}}\\n"',
+        f"      : {outs}",
+        '      : "l"(desc_a), "l"(desc_b), "r"(scale_d));',
+        "}"])
+
+
 def wrapper8(n: int) -> str:
     """wgmma m64nNk32 .s32.s8.s8, A and B by descriptors (K-major: 8-bit wgmma has no
     transpose operands, nor imm-scale-a/b for integer types)."""
@@ -109,8 +130,12 @@ def main() -> None:
     parts += ["", "// 8-bit inputs: m64nNk32 (issue 21, part 3c)"]
     for n in N_S8:
         parts += [wrapper8(n), ""]
-    parts += ["// Wgmma8<N>::ss_s8: the 8-bit wrappers of one N (an N the PTX ISA does not allow "
-              "for .s8 has none)",
+    for n in N_VALUES:
+        for a in FP8:
+            for b in FP8:
+                parts += [wrapper_fp8(n, a, b), ""]
+    parts += ["// Wgmma8<N>::ss_s8 / ss_A_B: the 8-bit wrappers of one N (an N the PTX ISA does "
+              "not allow for .s8 has no ss_s8)",
               "template <int N> struct Wgmma8;"]
     for n in N_VALUES:
         parts.append(f"template <> struct Wgmma8<{n}> {{")
@@ -119,6 +144,12 @@ def main() -> None:
                       "uint64_t desc_b, int scale_d) {",
                       f"    wgmma8_ss_s8_n{n}(d, desc_a, desc_b, scale_d);",
                       "  }"]
+        for a in FP8:
+            for b in FP8:
+                parts += [f"  static __device__ __forceinline__ void ss_{a}_{b}(float* d, "
+                          "uint64_t desc_a, uint64_t desc_b, int scale_d) {",
+                          f"    wgmma8_ss_{a}_{b}_n{n}(d, desc_a, desc_b, scale_d);",
+                          "  }"]
         parts.append("};")
     parts += ["", "}  // namespace ptx", "}  // namespace ptc", ""]
     OUT.write_text("\n".join(parts))

@@ -235,10 +235,12 @@ def _specialized(device, t: str):
         for a in ("registers", "shared"):
             for dtype in atom.dtypes:
                 yield form(t, "wgmma", n=n, a=a, dtype=dtype)
-    # 8-bit inputs (m64nNk32): the PTX ISA's widths for them, A from shared memory only
+    # 8-bit inputs (m64nNk32, .s8 and FP8): the PTX ISA's widths for them, A from shared
+    # memory only
     # (RS with 8-bit A is not issued: construct keeps such products on mma.sync)
-    for n in wgmma_widths("i8"):
-        yield form(t, "wgmma", n=n, a="shared", dtype="i8")
+    for dtype in ("i8", "f8e4m3", "f8e5m2"):
+        for n in wgmma_widths(dtype):
+            yield form(t, "wgmma", n=n, a="shared", dtype=dtype)
     for operand in ("a", "b"):
         for major in ("K", "MN"):
             for span in SPANS:

@@ -15,10 +15,11 @@ Sources, per atom:
   Layouts" for wgmma: the accumulator of warp w of the warpgroup covers rows 16w..16w+15
   like mma.sync's C, repeated every 8 columns; A from registers has mma.sync's A layout
   per warp (rows 16w..); B always comes from shared memory through a descriptor.
-- wgmma.mma_async.m64nNk32 .s32.s8.s8 (sm90a, issue 21 part 3c): PTX ISA, the same section:
+- wgmma.mma_async.m64nNk32 .s32.s8.s8 and .f32.{e4m3,e5m2}.{e4m3,e5m2} (sm90a, issue 21
+  part 3c): PTX ISA, the same section:
   the accumulator as above (s32 for f32); A from registers is m16n8k32's A per warp (four
   consecutive k per register); both operands K-major (the 8-bit forms have no transposes);
-  N = 8, 16, 24, 32, 48, ..., 256 (`wgmma_widths`).
+  N = 8, 16, 24, 32, 48, ..., 256 for .s8, every multiple of 8 for FP8 (`wgmma_widths`).
 - MFMA (CDNA2/CDNA3, wave64): AMD's "AMD Instinct MI200/MI300 ISA" matrix-instruction
   operand tables (also the AMD matrix instruction calculator): v_mfma_f32_32x32x8{f16,bf16_1k}:
   A[i][k] in lane i + 32 * (k / 4), register k % 4; B[k][j] in lane j + 32 * (k / 4);
@@ -248,7 +249,7 @@ def mma_atom(device, dtype: str, m: int, n: int, k: int, warps: int,
 
 # wgmma's k per instruction is 32 bytes of each operand row: k16 for 16-bit inputs, k32 for
 # 8-bit ones (PTX ISA, wgmma.mma_async: .m64nNk16 f16/bf16, .m64nNk32 .s8 and .e4m3/.e5m2)
-WGMMA_K = {"f16": 16, "bf16": 16, "i8": 32}
+WGMMA_K = {"f16": 16, "bf16": 16, "i8": 32, "f8e4m3": 32, "f8e5m2": 32}
 
 
 def wgmma_k(dtype: str) -> int:
@@ -258,7 +259,7 @@ def wgmma_k(dtype: str) -> int:
 
 def wgmma_widths(dtype: str) -> tuple[int, ...]:
     """The N of m64nNk wgmma for `dtype` inputs: every multiple of 8 up to 256 for 16-bit
-    inputs; for .s8 only 8, 16, 24 and the multiples of 16 from 32 (PTX ISA's shape list for
+    and FP8 inputs (.e4m3/.e5m2); for .s8 only 8, 16, 24 and the multiples of 16 from 32 (PTX ISA's shape list for
     integer types; ptxas 13 rejects .m64n40k32.s32.s8.s8 as 'Illegal matrix shape')."""
     if dtype == "i8":
         return (8, 16, 24) + tuple(range(32, 257, 16))
@@ -267,7 +268,7 @@ def wgmma_widths(dtype: str) -> tuple[int, ...]:
 
 def wgmma_operand_bytes(dtype: str) -> int:
     """Bytes per element of wgmma's operands."""
-    return 1 if dtype == "i8" else 2
+    return 1 if wgmma_k(dtype) == 32 else 2
 
 
 def why_not_k_major(dtype: str, operand: str, name: str) -> str | None:
@@ -287,9 +288,7 @@ def why_no_wgmma(dtype: str, m: int, n: int, k: int) -> str | None:
     """None when wgmma m64nNk atoms tile an m x n x k mma of one warpgroup (A from shared
     memory or registers, B from shared memory), else why not."""
     if dtype not in WGMMA_K:
-        return (f"wgmma multiplies f16, bf16 or i8 here, not {dtype}"
-                + (" (wgmma e4m3/e5m2 is not issued yet: FP8 runs on mma.sync)"
-                   if dtype in ("f8e4m3", "f8e5m2") else ""))
+        return f"wgmma multiplies f16, bf16, i8 or FP8 here, not {dtype}"
     kk = wgmma_k(dtype)
     if m % 64 or k % kk or n not in wgmma_widths(dtype):
         widths = ("of 8 up to 256" if dtype != "i8"

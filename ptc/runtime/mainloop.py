@@ -11,9 +11,9 @@ the end of the kernel). Its body is counted once, statically: one iteration per 
 Instructions predicated on `!PT` (never executed: the compiler's padding) do not count.
 
 Classes (by opcode):
-- tensor core: HMMA, HGMMA, IMMA, IGMMA, DMMA; their FLOPs per warp: HMMA.16816 2*16*8*16,
-  HMMA.1688 2*16*8*8, IMMA.16832 2*16*8*32 (integer operations), HGMMA.64xNx16 2*64*N*16
-  per warpgroup (a quarter per warp);
+- tensor core: HMMA, HGMMA, IMMA, IGMMA, QGMMA (FP8 wgmma), DMMA; their FLOPs per warp:
+  HMMA.16816 2*16*8*16, HMMA.1688 2*16*8*8, IMMA.16832 2*16*8*32 (integer operations),
+  [HIQ]GMMA.64xNxK 2*64*N*K per warpgroup (a quarter per warp);
 - ldmatrix: LDSM; other shared accesses: LDS, STS, LDSM excluded (STSM counted here);
 - global / async copies: LDG, STG, LDGSTS, UTMALDG, UTMASTG, UBLKCP, RED, ATOM(G);
 - barriers: BAR; waits: DEPBAR, LDGDEPBAR, SYNCS (mbarrier waits), WARPSYNC;
@@ -31,7 +31,7 @@ _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 _FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)", re.M)
 _TARGET = re.compile(r"BRA(?:\.\w+)*\s+(?:`\(\.L_x_\d+\)\s*)?(0x[0-9a-f]+)")
 
-TENSOR = ("HMMA", "HGMMA", "IMMA", "IGMMA", "DMMA")
+TENSOR = ("HMMA", "HGMMA", "IMMA", "IGMMA", "QGMMA", "DMMA")
 GLOBAL = ("LDG", "STG", "LDGSTS", "UTMALDG", "UTMASTG", "UBLKCP", "RED", "ATOM", "ATOMG")
 WAITS = ("DEPBAR", "LDGDEPBAR", "SYNCS", "WARPSYNC")
 
@@ -111,7 +111,7 @@ def flops(text: str) -> int:
         return 2 * 16 * 8 * 8
     if op.startswith("IMMA.16832"):
         return 2 * 16 * 8 * 32
-    m = re.match(r"[HI]GMMA\.64x(\d+)x(\d+)", op)
+    m = re.match(r"[HIQ]GMMA\.64x(\d+)x(\d+)", op)     # QGMMA: wgmma with FP8 inputs
     if m:
         return 2 * 64 * int(m.group(1)) * int(m.group(2)) // 4
     return 0

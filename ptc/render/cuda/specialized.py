@@ -11,7 +11,11 @@ from ..layouts import c_storage, struct_name
 
 
 # the 8-bit wgmma input kinds of wgmma.cuh, by dtype
-WGMMA8 = {"i8": "Wgmma8Kind::S8"}
+WGMMA8 = {("i8", "i8"): "Wgmma8Kind::S8",
+          ("f8e4m3", "f8e4m3"): "Wgmma8Kind::E4M3_E4M3",
+          ("f8e4m3", "f8e5m2"): "Wgmma8Kind::E4M3_E5M2",
+          ("f8e5m2", "f8e4m3"): "Wgmma8Kind::E5M2_E4M3",
+          ("f8e5m2", "f8e5m2"): "Wgmma8Kind::E5M2_E5M2"}
 
 
 class SpecializedOps:
@@ -236,7 +240,8 @@ class SpecializedOps:
         else:
             a = self.smem_operand(op.a, rows)
         if wgmma_operand_bytes(op.dtype) == 1:      # 8-bit: K-major only, no transposes
-            self.emit(f"ptc::wgmma_tile8<{op.n}, {op.mi}, {op.ks}, ptc::{WGMMA8[op.dtype]}>("
+            kind = WGMMA8[op.dtype, self.buffers[self.values[op.b.value].buffer].dtype]
+            self.emit(f"ptc::wgmma_tile8<{op.n}, {op.mi}, {op.ks}, ptc::{kind}>("
                       f"{out.name}, {a}, {b}, {accumulate});")
             return
         self.emit(f"ptc::wgmma_tile<{op.n}, {op.mi}, {op.ks}, {bf16}, {int(op.a.mn_major)}, "

@@ -192,13 +192,15 @@ __device__ __forceinline__ void wgmma_tile(float* acc, const A& a, const B& b, b
 }
 
 // ---- 8-bit inputs: wgmma.mma_async m64nNk32 ------------------------------------------------
-// .s32.s8.s8 (int accumulators; sums wrap modulo 2^32 without .satfinite). Both operands
-// K-major: the instruction has no transpose operands for 8-bit types (PTX ISA,
-// wgmma.mma_async). A k-step is 32 elements = 32 bytes of each row, as k16 of f16.
-enum class Wgmma8Kind { S8 };
+// .s32.s8.s8 (int accumulators; sums wrap modulo 2^32 without .satfinite) and
+// .f32.{e4m3,e5m2}.{e4m3,e5m2} (f32 accumulators). Both operands K-major: the instruction
+// has no transpose operands for 8-bit types (PTX ISA, wgmma.mma_async). A k-step is 32
+// elements = 32 bytes of each row, as k16 of f16.
+enum class Wgmma8Kind { S8, E4M3_E4M3, E4M3_E5M2, E5M2_E4M3, E5M2_E5M2 };
 
 template <int N, Wgmma8Kind KIND>
 __device__ __forceinline__ void wgmma8_ss(int* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  static_assert(KIND == Wgmma8Kind::S8, "int accumulators are .s8's");
 #ifdef PTC_EMULATE
   ::ptc::emu::wgmma8_issue<N, static_cast<int>(KIND)>(d, desc_a, desc_b, scale_d);
 #else
@@ -206,10 +208,24 @@ __device__ __forceinline__ void wgmma8_ss(int* d, uint64_t desc_a, uint64_t desc
 #endif
 }
 
-// acc (MI m64 blocks of N / 2 ints) = (accumulate ? acc : 0) + A B over KS k-steps of 32,
-// A and B K-major tiles in shared memory (SmemOperand<false, SPAN, PANEL, 1>)
-template <int N, int MI, int KS, Wgmma8Kind KIND, class A, class B>
-__device__ __forceinline__ void wgmma_tile8(int* acc, const A& a, const B& b, bool accumulate) {
+template <int N, Wgmma8Kind KIND>
+__device__ __forceinline__ void wgmma8_ss(float* d, uint64_t desc_a, uint64_t desc_b,
+                                          int scale_d) {
+  static_assert(KIND != Wgmma8Kind::S8, "f32 accumulators are FP8's");
+#ifdef PTC_EMULATE
+  ::ptc::emu::wgmma8_issue<N, static_cast<int>(KIND)>(d, desc_a, desc_b, scale_d);
+#else
+  if constexpr (KIND == Wgmma8Kind::E4M3_E4M3) ptx::Wgmma8<N>::ss_e4m3_e4m3(d, desc_a, desc_b, scale_d);
+  else if constexpr (KIND == Wgmma8Kind::E4M3_E5M2) ptx::Wgmma8<N>::ss_e4m3_e5m2(d, desc_a, desc_b, scale_d);
+  else if constexpr (KIND == Wgmma8Kind::E5M2_E4M3) ptx::Wgmma8<N>::ss_e5m2_e4m3(d, desc_a, desc_b, scale_d);
+  else ptx::Wgmma8<N>::ss_e5m2_e5m2(d, desc_a, desc_b, scale_d);
+#endif
+}
+
+// acc (MI m64 blocks of N / 2 ints or floats) = (accumulate ? acc : 0) + A B over KS k-steps
+// of 32, A and B K-major tiles in shared memory (SmemOperand<false, SPAN, PANEL, 1>)
+template <int N, int MI, int KS, Wgmma8Kind KIND, class Acc, class A, class B>
+__device__ __forceinline__ void wgmma_tile8(Acc* acc, const A& a, const B& b, bool accumulate) {
   wgmma_fence_operands<MI * N / 2>(acc);
   wgmma_fence();
 #pragma unroll

@@ -42,6 +42,8 @@
 // registers a wgmma reads must not have been written since the thread's last wgmma.fence
 // (the fence keeps a copy of the thread's stack, where its registers live here).
 #pragma once
+#include <cmath>
+#include <type_traits>
 
 namespace ptc {
 namespace emu {
@@ -95,7 +97,8 @@ struct WgmmaOp {
   int trans_a, trans_b;
   bool computed;
   float a_rows[2][16];    // RS: this thread's two rows of A (g, g + 8 of its warp)
-  int kind8;              // -1: 16-bit inputs (m64nNk16); 0: .s8 (m64nNk32, s32 accumulators)
+  int kind8;              // -1: 16-bit inputs (m64nNk16); m64nNk32: 0 .s8 (s32 accumulators),
+                          // 1-4 FP8 A.B: e4m3.e4m3, e4m3.e5m2, e5m2.e4m3, e5m2.e5m2 (f32)
 };
 
 // what the registers of a wgmma in flight hold (see the top): an f32 quiet NaN with a
@@ -810,10 +813,45 @@ inline void wgmma8_compute(WgmmaOp& op, RegSet* s, int tid) {
   op.computed = true;
 }
 
+// an FP8 code's value (OCP E4M3FN: bias 7, S.1111.111 NaN, no infinities; E5M2: bias 15,
+// IEEE-like), from the formats' definitions
+inline float fp8_value(uint8_t c, bool e5m2) {
+  const int sign = c >> 7, mbits = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7;
+  const int e = (c & 0x7f) >> mbits, m = c & ((1 << mbits) - 1);
+  float v;
+  if (e5m2 && e == 31) v = m ? NAN : INFINITY;
+  else if (!e5m2 && e == 15 && m == 7) v = NAN;
+  else if (e == 0) v = std::ldexp(static_cast<float>(m), 1 - bias - mbits);
+  else v = std::ldexp(static_cast<float>(m + (1 << mbits)), e - bias - mbits);
+  return sign ? -v : v;
+}
+
+// m64nNk32 .f32 with FP8 inputs: the accumulator layout of m64nNk16, 32 k per instruction,
+// the exact products summed in f32 in k order
+inline void wgmma_fp8_compute(WgmmaOp& op, RegSet* s, int tid) {
+  const int t = tid % 128;
+  const int w = t / 32, l = t % 32;
+  const bool a5 = op.kind8 == 3 || op.kind8 == 4, b5 = op.kind8 == 2 || op.kind8 == 4;
+  const Desc da = decode_desc(op.desc_a), db = decode_desc(op.desc_b);
+  for (int r = 0; r < op.n / 2; ++r) {
+    const int row = 16 * w + l / 4 + 8 * ((r / 2) % 2);
+    const int col = 8 * (r / 4) + 2 * (l % 4) + r % 2;
+    float acc;
+    memcpy(&acc, &s->value[r], 4);
+    if (!op.scale_d) acc = 0.0f;
+    for (int k = 0; k < 32; ++k)
+      acc += fp8_value(static_cast<uint8_t>(operand_byte(da, row, k)), a5) *
+             fp8_value(static_cast<uint8_t>(operand_byte(db, col, k)), b5);
+    memcpy(&s->value[r], &acc, 4);
+  }
+  op.computed = true;
+}
+
 inline void wgmma_compute(WgmmaOp& op, int tid) {
   RegSet* s = regset(tid, op.d);
   if (!s) { fail("internal: a wgmma in flight without its accumulators"); return; }
-  if (op.kind8 >= 0) { wgmma8_compute(op, s, tid); return; }
+  if (op.kind8 == 0) { wgmma8_compute(op, s, tid); return; }
+  if (op.kind8 > 0) { wgmma_fp8_compute(op, s, tid); return; }
   const int t = tid % 128;
   const int w = t / 32, l = t % 32;
   for (int r = 0; r < op.n / 2; ++r) {
@@ -880,13 +918,18 @@ inline void wgmma_issue(float* d, const unsigned* a, uint64_t desc_a, uint64_t d
 }
 
 // wgmma.mma_async m64nNk32 with 8-bit inputs, A and B by descriptors, both K-major (the
-// 8-bit forms have no transpose operands). KIND 0: .s32.s8.s8, N one of the PTX ISA's
-// integer shapes (8, 16, 24, then multiples of 16).
-template <int N, int KIND>
-inline void wgmma8_issue(int* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  static_assert(KIND == 0, "wgmma 8-bit kinds: 0 (.s8)");
-  static_assert(N == 8 || N == 16 || N == 24 || (N % 16 == 0 && N >= 32 && N <= 256),
+// 8-bit forms have no transpose operands). KIND 0: .s32.s8.s8 (int accumulators), N one of
+// the PTX ISA's integer shapes (8, 16, 24, then multiples of 16); 1-4: .f32 with FP8 inputs
+// (float accumulators), N a multiple of 8.
+template <int N, int KIND, class Acc>
+inline void wgmma8_issue(Acc* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  static_assert(KIND >= 0 && KIND <= 4, "wgmma 8-bit kinds: 0 (.s8), 1-4 (FP8)");
+  static_assert(std::is_same<Acc, int>::value == (KIND == 0),
+                "wgmma m64nNk32: s32 accumulators for .s8, f32 for FP8");
+  static_assert(KIND != 0 || N == 8 || N == 16 || N == 24 ||
+                (N % 16 == 0 && N >= 32 && N <= 256),
                 "wgmma m64nNk32.s32.s8.s8: N is 8, 16, 24 or a multiple of 16 up to 256");
+  static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma m64nNk32: N a multiple of 8 up to 256");
   Fiber& f = cur();
   if (f.tid / 128 >= static_cast<int>(sm90.group_arrived.size()) ||
       (f.tid / 128 + 1) * 128 > rt.threads) {
