@@ -378,8 +378,8 @@ kernel odd(A: {dt}[M, K], B: {dt}[K, N]) -> (C: f32[M, N]) {{
 
 @pytest.mark.parametrize("dt, tiles, words", [
     ("f16", (100, 60, 20), "no matrix instruction tiles 100x60x20 over"),
-    ("f32", (64, 64, 32), "the tensor cores take bf16, f16, i8, tf32 inputs, not f32; f32 @ f32 "
-                          "is computed in f32, never silently as TF32 (write "
+    ("f32", (64, 64, 32), "the tensor cores take bf16, f16, f8e4m3, f8e5m2, i8, tf32 inputs, "
+                          "not f32; f32 @ f32 is computed in f32, never silently as TF32 (write "
                           "`(a as tf32) @ (b as tf32)` to ask for it)"),
 ])
 def test_an_mma_on_cuda_cores_is_explained_as_such(tmp_path, dt, tiles, words):

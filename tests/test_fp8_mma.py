@@ -7,6 +7,9 @@ The truth is a formula written here from ml_dtypes' decoding of the codes, in fl
 """
 from __future__ import annotations
 
+from functools import lru_cache
+from pathlib import Path
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -159,23 +162,204 @@ def test_sm90_takes_fp8_on_wgmma_where_the_shape_tiles():
 def emulated_cases():
     out = [("gemm", "f8e4m3", "f8e5m2", t, s) for t in ("sm80", "sm90", "gfx90a", "gfx942")
            for s in ("even", "edge")]
-    out += [("scaled", "f8e5m2", "f8e4m3", t, "edge") for t in ("sm80", "sm90", "gfx90a",
-                                                                  "gfx942")]
+    out += [("scaled", "f8e5m2", "f8e4m3", t, s) for t in ("sm80", "sm90", "gfx90a", "gfx942")
+            for s in ("even", "edge")]
+    out += [("gemm", f, f, t, "edge") for f in FORMATS for t in ("sm80", "gfx942")]
     return out
+
+
+# what each target's source issues for an FP8 product
+INSTRUCTIONS = {"sm80": "ptc::Mma16832F8<", "sm90": "ptc::Mma16832F8<"}
+
+
+@lru_cache(maxsize=None)
+def rendered(text: str, target: str, shapes: tuple, tiles: tuple = ()):
+    from ptc import driver
+
+    kernel = typed(text, dict(shapes))
+    source, plans, _, device, _ = driver.render(kernel, target, shapes=dict(shapes),
+                                                tiles=dict(tiles) or None)
+    return kernel, source, plans, device
+
+
+@lru_cache(maxsize=None)
+def emulated(source: str, device, overrides: tuple = ()):
+    from ptc.render.emulate import build_emulated
+
+    return build_emulated(source, backend=device, header_overrides=dict(overrides) or None)
 
 
 @pytest.mark.cxx
 @pytest.mark.parametrize("name, a, b, target, shape", emulated_cases(),
                          ids=["-".join(c) for c in emulated_cases()])
 def test_fp8_gemms_on_every_target(name, a, b, target, shape):
-    from ptc import driver
-    from ptc.render.emulate import build_emulated
-
     shapes = EVEN if shape == "even" else EDGE
-    kernel = typed((GEMM if name == "gemm" else SCALED).format(a=a, b=b), shapes)
-    source, _, _, device, _ = driver.render(kernel, target, shapes=shapes)
-    run = build_emulated(source, backend=device)
+    text = (GEMM if name == "gemm" else SCALED).format(a=a, b=b)
+    kernel, source, plans, device = rendered(text, target, tuple(shapes.items()))
+    if target in INSTRUCTIONS:      # on the matrix unit, not CUDA cores
+        assert INSTRUCTIONS[target] in source
+        assert all(device.unit(s.unit).kind == "mma" for p in plans for _, s in p.steps()
+                   if s.task.startswith("mma"))
+    run = emulated(source, device)
     inputs = inputs_for(name, a, b, shapes)
     want = formula(name, inputs)
     for config in (dict(), dict(order="reverse"), dict(order="random", seed=5)):
         close(run(kernel, inputs, shapes, **config)["C"], want, inputs)
+
+
+def decoded(codes: np.ndarray, dtype: str) -> np.ndarray:
+    return codes.astype(np.uint8).view(FORMATS[dtype]).astype(np.float32)
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("target", sorted(INSTRUCTIONS))
+@pytest.mark.parametrize("dtype", sorted(FORMATS))
+@pytest.mark.parametrize("side", ["A", "B"])
+def test_every_fp8_code_reaches_the_matrix_unit_exactly(target, dtype, side):
+    """All 256 codes of a format in A's column 0 (B's row 0), times 1: C's column 0 (row 0)
+    is each code's value -- NaN for NaN codes, +-inf for e5m2's, subnormals and -0 (which
+    adds to the +0 accumulator as +0) exact. The in-register widening to f16 on sm80/sm90
+    must be exact for every code."""
+    other = "f8e4m3" if dtype == "f8e5m2" else "f8e5m2"
+    a, b = (dtype, other) if side == "A" else (other, dtype)
+    shapes = {"M": 256, "N": 8, "K": 32} if side == "A" else {"M": 16, "N": 256, "K": 32}
+    kernel, source, _, device = rendered(GEMM.format(a=a, b=b), target,
+                                         tuple(shapes.items()))
+    assert INSTRUCTIONS[target] in source
+    codes = np.arange(256, dtype=np.uint8)
+    one = {"f8e4m3": 0x38, "f8e5m2": 0x3C}          # 1.0
+    A = np.zeros((shapes["M"], shapes["K"]), np.uint8)
+    B = np.zeros((shapes["K"], shapes["N"]), np.uint8)
+    if side == "A":
+        A[:, 0] = codes
+        B[0, 0] = one[b]
+    else:
+        B[0, :] = codes
+        A[0, 0] = one[a]
+    inputs = {"A": A.view(FORMATS[a]), "B": B.view(FORMATS[b])}
+    assert all(decoded(np.array([one[f]]), f)[0] == 1.0 for f in FORMATS)
+    got = emulated(source, device)(kernel, inputs, shapes)["C"]
+    got = got[:, 0] if side == "A" else got[0, :]
+    want = decoded(codes, dtype) + np.float32(0.0)           # -0 + 0 = +0
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(got[ok], want[ok])
+    assert np.isinf(want).any() == (dtype == "f8e5m2")
+
+
+# ---- the emulation sees wrong layouts ---------------------------------------------------------
+HEADERS = Path(__file__).resolve().parent.parent / "ptc" / "templates"
+# (header, a fragment of the FP8 path, the same with a slip), per backend
+SLIPS = {
+    "cuda": [("mma_sync.cuh",     # A's bytes {2,3} of register 0 paired with k' of register 1
+              "fp8x2_to_f16x2<A_E5M2>(a[2 * s], 1),\n",
+              "fp8x2_to_f16x2<A_E5M2>(a[2 * s + 1], 1),\n"),
+             ("mma_sync.cuh",     # B's halves of k in the wrong order
+              "fp8x2_to_f16x2<B_E5M2>(b[s], 0), fp8x2_to_f16x2<B_E5M2>(b[s], 1)",
+              "fp8x2_to_f16x2<B_E5M2>(b[s], 1), fp8x2_to_f16x2<B_E5M2>(b[s], 0)"),
+             ("mma_sync.cuh",     # e4m3 without the times 256
+              "const uint32_t v = f16x2_times_256(bits);", "const uint32_t v = bits;")],
+}
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("target", sorted(INSTRUCTIONS))
+def test_a_wrong_layout_gives_wrong_numbers(target):
+    kernel, source, _, device = rendered(GEMM.format(a="f8e4m3", b="f8e5m2"), target,
+                                         tuple(EDGE.items()))
+    inputs = inputs_for("gemm", "f8e4m3", "f8e5m2", EDGE)
+    want = formula("gemm", inputs)
+    run = emulated(source, device)
+    close(run(kernel, inputs, EDGE)["C"], want, inputs)
+    broken = run(kernel, inputs, EDGE, break_layout=True)["C"]     # the instruction's a1, a2
+    assert (np.abs(broken - want) > 1e-3 * np.abs(want)).mean() > 0.5
+    for header, good, bad in SLIPS[device.backend]:
+        text = (HEADERS / device.backend / header).read_text()
+        assert good in text, f"{header} no longer holds {good!r}"
+        got = emulated(source, device, ((header, text.replace(good, bad)),))(
+            kernel, inputs, EDGE)["C"]
+        assert (np.abs(got - want) > 1e-3 * np.abs(want)).mean() > 0.25, (header, bad)
+
+
+# ---- real builds ------------------------------------------------------------------------------
+def prepared_file(tmp_path, text: str, target: str):
+    from ptc.runtime import prepare
+
+    path = tmp_path / "fp8.pt"
+    path.write_text(text)
+    return prepare(path, target, shapes={"M": 1024, "N": 1024, "K": 1024})
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("target", ["sm80", "sm90"])
+@pytest.mark.parametrize("name", ["gemm", "scaled"])
+def test_the_fp8_gemm_builds_with_hmma_and_no_spills(name, target, tmp_path):
+    import importlib
+
+    from ptc.runtime.mainloop import mainloop_reports
+    from ptc.runtime.ptxas import kernel_name
+
+    build = importlib.import_module("ptc.runtime.build")
+    text = (GEMM if name == "gemm" else SCALED).format(a="f8e4m3", b="f8e5m2")
+    prepared = prepared_file(tmp_path, text, target)
+    assert INSTRUCTIONS[target] in prepared.source
+    folder = tmp_path / "build"
+    build.write_build_dir(folder, kernel_source=prepared.source, signature=prepared.signature,
+                          arch=prepared.device.arch, target=target,
+                          plan_json=prepared.plan_json)
+    result = build.build(folder, prepared.device.arch, report_only=True)
+    assert result.ptxas.spills == 0, result.ptxas.text
+    sass = build.sass(folder)
+    (loop,) = [r for r in mainloop_reports(sass) if kernel_name(r.kernel).endswith("<true>")]
+    mnemonics = dict(loop.mnemonics)
+    hmma = sum(n for op, n in mnemonics.items() if op.startswith("HMMA.16816.F32"))
+    assert hmma > 0 and hmma % 2 == 0, mnemonics
+    assert not any(op.startswith(("IMMA", "HGMMA")) for op in mnemonics), mnemonics
+    print(target, name, loop.instructions if hasattr(loop, "instructions") else "", mnemonics)
+
+
+# ---- the plan: atoms, cost model, explain -----------------------------------------------------
+@pytest.mark.parametrize("target", ["sm80", "sm90"])
+def test_the_cost_model_counts_the_widening_instructions(target):
+    """The mma step of an FP8 product on sm80/sm90's mma.sync issues, per warp and k-step,
+    the conversions of its operand registers (a 4-byte A register per atom row and k-step
+    is 4 words, a B one 2): e4m3 A and e5m2 B at their per-word counts, nothing for f16."""
+    from ptc import driver
+    from ptc.lower.costs import WIDEN_INSTRUCTIONS_PER_WORD as PER
+
+    tiles = (("BM", 64), ("BN", 64), ("BK", 64))
+    simt = {}
+    for a, b in (("f8e4m3", "f8e5m2"), ("f16", "f16")):
+        kernel = typed(GEMM.format(a=a, b=b), EVEN)
+        kernels, _, _, _ = driver.lowered(kernel, target, shapes=EVEN, tiles=dict(tiles))
+        (low,) = kernels
+        (mma,) = [op for op in _walk(low) if type(op).__name__ == "Mma"]
+        (cost,) = [c for c in low.costs if c.task == mma.task]
+        simt[a] = cost.simt_instructions
+        if a == "f8e4m3":
+            assert mma.atom.widens_to == "f16"
+            want = (4 * mma.mi * PER["f8e4m3"] + 2 * mma.ni * PER["f8e5m2"]) * mma.ks
+    assert simt["f8e4m3"] - simt["f16"] == want > 0
+
+
+def _walk(kernel):
+    from ptc.lower import ir
+
+    return ir.walk(kernel.body, fills=False)
+
+
+@pytest.mark.parametrize("target", ["sm80", "sm90"])
+def test_explain_says_fp8_is_widened_to_f16_in_registers(target):
+    from ptc.devices import get_device
+    from ptc.explain import explain
+    from ptc.interp import bind_dims
+    from ptc.sched.search import search
+
+    kernel = typed(GEMM.format(a="f8e4m3", b="f8e5m2"), EVEN)
+    dims = {"M": 1024, "N": 1024, "K": 1024}
+    expl = explain(search(kernel, get_device(target), bind_dims(kernel, dims, {})))
+    text = " ".join(" ".join(str(x) for x in vars(r).values()) for r in expl.why)
+    assert "runs on the f16 tensor cores" in text, text
+    assert "converted to f16 in registers (exact for every FP8 value)" in text
+    if target == "sm90":        # and why not warp specialization (wgmma)
+        assert "FP8 runs on mma.sync" in text

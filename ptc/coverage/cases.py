@@ -289,6 +289,7 @@ OPERANDS = "tests/sm90/gemm_operands.pt"
 FLASH = "samples/flash_attn.pt"
 COV = "tests/coverage/"
 IGEMM = COV + "igemm.pt"
+FP8GEMM = COV + "fp8gemm.pt"
 
 
 def _single_role(t: str) -> tuple[Case, ...]:
@@ -331,6 +332,14 @@ def _single_role(t: str) -> tuple[Case, ...]:
         case(f"igemm_tn.{t}.seq4", IGEMM, "igemm_tn", t, "BM=64 BN=64 BK=64", SEQ4,
              "M=64 N=64 K=128"),
         case(f"igemm_regs.{t}.ms2", IGEMM, "igemm_regs", t, "BM=64 BN=64 BK=32", MS2,
+             "M=64 N=64 K=64"),
+        # FP8 on mma.sync m16n8k32's byte fragments, widened to f16 (e4m3 x e5m2 both
+        # ways): byte reads and ldmatrix, operands quantized in registers
+        case(f"fp8_nn.{t}.ms2", FP8GEMM, "fp8_nn", t, "BM=64 BN=64 BK=32", MS2,
+             "M=64 N=64 K=64", "M=70 N=50 K=40"),
+        case(f"fp8_nt.{t}.ms2", FP8GEMM, "fp8_nt", t, "BM=64 BN=64 BK=64", MS2,
+             "M=64 N=64 K=128"),
+        case(f"fp8_regs.{t}.seq4", FP8GEMM, "fp8_regs", t, "BM=64 BN=64 BK=32", SEQ4,
              "M=64 N=64 K=64"),
     )
 

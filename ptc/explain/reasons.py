@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from ..lower.atoms import rate_dtype
 from ..sched.search import Candidate, SearchResult
 from .compare import Context, bound_phrase, busy, busy_clause, peers, rejected_peers
 from .model import Reason
@@ -274,6 +275,15 @@ def _matmul_unit_reasons(ctx: Context) -> list[Reason]:
             out.append(Reason("unit", f"{task.name} runs on the integer tensor cores"
                                       f"{wgmma}: i8 products, exact s32 sums that wrap "
                                       "modulo 2^32"))
+        elif task.kind == "mma" and rate_dtype(device, task.mma_dtype) != task.mma_dtype:
+            to = rate_dtype(device, task.mma_dtype)
+            wgmma = (" (mma.sync: wgmma FP8 is not issued yet)"
+                     if "wgmma" in device.features else "")
+            out.append(Reason("unit", f"{task.name} runs on the {to} tensor cores{wgmma}: "
+                                      f"{device.name}'s matrix instructions here take no FP8, "
+                                      f"so each register of four FP8 bytes is converted to "
+                                      f"{to} in registers (exact for every FP8 value) on the "
+                                      f"way to the instruction, at {to}'s rate"))
         elif task.kind == "mma" and task.mma_dtype == "tf32":
             out.append(Reason("unit", f"{task.name} runs on tensor cores in TF32, as the "
                                       "program asks (`as tf32`): operands rounded to 10 "

@@ -78,6 +78,9 @@ class Atom:
     a_loads: tuple[float, float] = (1.0, 1.0)
     b_loads: tuple[float, float] = (0.5, 0.5)
     accumulator: str = "f32"      # the accumulator's dtype (i32 for integer atoms)
+    # "f16": the operands are converted to f16 in registers before the instruction (FP8
+    # on a matrix unit without an FP8 form; the cost model counts the conversions)
+    widens_to: str = ""
 
 
 MMA_SYNC_16816 = Atom(
@@ -139,6 +142,13 @@ MMA_SYNC_16832_S8 = Atom(
     c=Fragment(digits((2, (0, 1)), (2, (8, 0))), digits((4, (0, 2)), (8, (1, 0)))),
     dtypes=("i8",), a_loads=(1.0, 4.0), b_loads=(0.5, 2.0), accumulator="i32")
 
+# FP8 (e4m3, e5m2, mixed) where mma.sync has no FP8 form (sm80; sm90's mma.sync plans): the
+# m16n8k32 .s8 byte fragments, so the 8-bit operand reads serve unchanged; the renderer
+# widens each register of 4 bytes to two f16x2 registers and issues two m16n8k16 f16
+# instructions (mma_sync.cuh, Mma16832F8, says why the sum over k is the product's).
+MMA_SYNC_16832_F8 = replace(MMA_SYNC_16832_S8, dtypes=("f8e4m3", "f8e5m2"), accumulator="f32",
+                            widens_to="f16")
+
 # CDNA2: four i8 (one register) per lane, the f16 instructions' layouts; a lane's bytes of a
 # k-contiguous tile are one 4-byte read, else four 1-byte reads
 MFMA_I8_32x32x8 = Atom(
@@ -172,7 +182,7 @@ MFMA_I8_16x16x32 = Atom(
     dtypes=("i8",), a_loads=(1.0, 8.0), b_loads=(1.0, 8.0), accumulator="i32")
 
 # in order of preference where a device offers several
-ATOMS = (MMA_SYNC_16816, MMA_SYNC_1688_TF32, MMA_SYNC_16832_S8, MFMA_16x16x16, MFMA_32x32x8,
+ATOMS = (MMA_SYNC_16816, MMA_SYNC_1688_TF32, MMA_SYNC_16832_S8, MMA_SYNC_16832_F8, MFMA_16x16x16, MFMA_32x32x8,
          MFMA_I8_16x16x32, MFMA_I8_32x32x16, MFMA_I8_16x16x16, MFMA_I8_32x32x8)
 
 
@@ -282,6 +292,15 @@ def why_not_k_major(dtype: str, operand: str, name: str) -> str | None:
            else "store A as [M, K] and load it as load(A[i, k])")
     return (f"8-bit wgmma reads only K-major operands, and {name} ({operand.upper()}) has k "
             f"along its rows: {fix}")
+
+
+def rate_dtype(device, dtype: str) -> str:
+    """The dtype whose matrix-unit throughput (device YAML) times an mma of `dtype` inputs:
+    its own, or the one an atom widens it to (FP8 multiplied as f16)."""
+    for atom in atoms_for(device.features):
+        if dtype in atom.dtypes:
+            return atom.widens_to or dtype
+    return dtype
 
 
 def why_no_wgmma(dtype: str, m: int, n: int, k: int) -> str | None:

@@ -31,6 +31,12 @@ SFU = SFU_OPS           # the op table's transcendentals (ptc.ops)
 FP8_ENCODE_INSTRUCTIONS = 20
 FP8_DECODE_INSTRUCTIONS = 14
 FP8 = ("f8e4m3", "f8e5m2")
+# FP8 operands widened to f16 on the way to an f16 instruction (atoms.Atom.widens_to;
+# mma_sync.cuh, Mma16832F8), per 32-bit register of four bytes: e5m2 is f16's top byte
+# (masks and shifts into two f16x2), e4m3 takes its sign, its 7 low bits shifted, an HMUL2
+# by 256 and the NaN fix-up, twice. sm_80 SASS (nvcc 13.0), the 1024^3 main loop of an
+# e4m3 x e5m2 GEMM: one HMUL2 per two e4m3 bytes, 726 instructions for 32 HMMA.16816
+WIDEN_INSTRUCTIONS_PER_WORD = {"f8e4m3": 20, "f8e5m2": 4}
 COPY_INSTRUCTIONS_PER_CHUNK = 3   # address, predicate, the copy
 
 
@@ -85,6 +91,14 @@ def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.
                 c["fragment_loads"] += math.ceil(op.mi * op.atom.a_loads[op.a.transposed]) * op.ks
             if not op.b.in_registers:
                 c["fragment_loads"] += math.ceil(op.ni * op.atom.b_loads[not op.b.transposed]) * op.ks
+            if op.atom.widens_to:    # each distinct operand register converted once
+                at = op.atom      # a lane's bytes of a fragment, four to a register
+                words = {"a": at.m * at.k // at.threads * op.mi,
+                         "b": at.n * at.k // at.threads * op.ni}
+                for which, operand in (("a", op.a), ("b", op.b)):
+                    dtype = _operand_dtype(kernel, values, operand.value)
+                    per = WIDEN_INSTRUCTIONS_PER_WORD.get(dtype, 0)
+                    c["simt_instructions"] += per * words[which] // 4 * op.ks
         elif isinstance(op, ir.SimtMatmul):
             n = size(op.out)
             acc[op.task]["simt_instructions"] += n * op.k
@@ -131,6 +145,13 @@ def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.
     for task, c in acc.items():
         out.append(ir.TaskCost(task, units.get(task, ""), **dict(c)))
     return tuple(out)
+
+
+def _operand_dtype(kernel: ir.LoweredKernel, values: dict, name: str) -> str:
+    home = values.get(name)
+    if isinstance(home, ir.InShared):
+        return next(b.dtype for b in kernel.buffers if b.name == home.buffer)
+    return getattr(home, "dtype", "")
 
 
 def _bytes(dtype: str) -> int:

@@ -405,6 +405,11 @@ class CBodyPrinter:
         """(C type, its address) of the shared tile that holds `value`."""
         raise RenderError(f"{type(self).__name__} reads no operand tiles")
 
+    def operand_dtype(self, op: ir.Operand) -> str:
+        """The dtype of an mma operand: its registers', or its shared tile's."""
+        home = self.values[op.value]
+        return self.buffers[home.buffer].dtype if isinstance(home, ir.InShared) else home.dtype
+
     def register_operand(self, value: str, which: str, mma: ir.Mma) -> str:
         """The registers of an operand already in the atom's layout, as the helper takes them."""
         return self.fragment_registers(self.values[value].name, which, mma)

@@ -27,6 +27,7 @@ from ..lower.atoms import mma_atom, why_no_atom, why_no_wgmma, why_not_k_major, 
 from ..lower.tma import per_thread_copy, tma_box, tma_store_box
 from ..sema import typed as T
 from ..stask.graph import STaskGraph
+from ..sema import dtypes as dt
 from ..sema.dtypes import DTYPE_BYTES
 from ..stask.propagate import extent_of
 from .plan import Plan
@@ -112,9 +113,11 @@ def _mma_dtype_ok(graph: STaskGraph, device: Device) -> None:
     for t in graph.tasks:
         if t.kind == "mma":
             dtype = t.mma_dtype
+            why = why_no_wgmma(dtype, 64, 8, wgmma_k(dtype))
+            if why and dtype in dt.FP8:     # say why FP8 takes the mma.sync plans
+                raise Unfit(why)
             if all(dtype not in u.throughput for u in device.units_of("mma")):
                 raise Unfit(f"{device.name}'s mma units do not multiply {dtype}")
-            why = why_no_wgmma(dtype, 64, 8, wgmma_k(dtype))
             if why:
                 raise Unfit(why)
 

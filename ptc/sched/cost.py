@@ -23,6 +23,7 @@ from typing import Mapping
 from ..devices import Device
 from ..stask.graph import STask, STaskGraph
 from ..sema.dtypes import DTYPE_BYTES
+from ..lower.atoms import rate_dtype
 from .plan import Estimate, Plan, walk_steps
 from .results import Dependences, Results, dependences
 from .turns import timed
@@ -64,7 +65,7 @@ def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
         rate = unit.throughput.get("f32") or max(unit.throughput.values())
         return unit.issue_latency_cycles + w.mma_flops / 2 / rate / instances
     if task.kind == "mma":
-        rate = unit.throughput.get(task.mma_dtype)
+        rate = unit.throughput.get(rate_dtype(device, task.mma_dtype))
         return unit.issue_latency_cycles + w.mma_flops / rate / instances
     simt = unit.throughput.get("f32") or max(unit.throughput.values())
     cycles = w.simt_ops / simt
@@ -84,7 +85,7 @@ def _issued_cycles(task: STask, unit, device: Device, issue, warps: int,
               + (issue.shared * lanes * 4 + issue.fragment_loads * FRAGMENT_LOAD_BYTES)
               / res.shared_bytes_per_cycle) * warps
     if task.kind == "mma" and unit.kind == "mma":
-        rate = unit.throughput.get(task.mma_dtype)
+        rate = unit.throughput.get(rate_dtype(device, task.mma_dtype))
         return unit.issue_latency_cycles + max(task.work.mma_flops / rate / instances, shared)
     simt_unit = unit if unit.kind == "simt" else (device.units_of("simt") or [unit])[0]
     rate = simt_unit.throughput.get("f32") or max(simt_unit.throughput.values())

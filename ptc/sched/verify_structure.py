@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from ..devices import Device
 from ..devices.model import SHARED_SPACES
+from ..lower.atoms import rate_dtype
 from ..stask.graph import STaskGraph
 from .plan import Plan, Step
 from .problems import Problems
@@ -173,7 +174,7 @@ def check_structure(plan: Plan, graph: STaskGraph, device: Device, out: Problems
                 out.add(f"{step.task} is a {task.kind} task but runs on {unit.name}, a "
                         f"{unit.kind} unit")
             elif task.kind == "mma" and unit.kind == "mma":
-                dtype = task.mma_dtype
+                dtype = rate_dtype(device, task.mma_dtype)     # FP8 widened: f16's rate
                 if dtype not in unit.throughput:
                     out.add(f"{step.task} multiplies {dtype}, which {unit.name} does not")
     for t in graph.tasks:

@@ -63,6 +63,9 @@ class BodyPrinter(SpecializedOps, CBodyPrinter):
     MMA_TILE = "ptc::mma_tile"
 
     def instruction(self, mma: ir.Mma) -> str:
+        if mma.atom.widens_to:      # FP8 widened to f16: each operand's format
+            e5m2 = [str(self.operand_dtype(op) == "f8e5m2").lower() for op in (mma.a, mma.b)]
+            return f"ptc::Mma16832F8<{e5m2[0]}, {e5m2[1]}>"
         return MMA_INSTRUCTIONS[mma.atom.name, mma.dtype]
 
     def shared_tile(self, value: str) -> tuple[str, str]:
@@ -78,8 +81,10 @@ class BodyPrinter(SpecializedOps, CBodyPrinter):
         home = self.values[value]
         if home.dtype in SIXTEEN_BIT:
             return super().register_operand(value, which, mma)
-        if DTYPE_BYTES[home.dtype] == 1:     # i8 values, packed four to a register
-            return self.fragment_registers(home.name, which, mma, "8")
+        if DTYPE_BYTES[home.dtype] == 1:     # i8 (FP8) values, packed four to a register
+            regs = home.name if home.dtype == "i8" else \
+                f"reinterpret_cast<const int8_t*>({home.name})"
+            return self.fragment_registers(regs, which, mma, "8")
         # 32-bit operands (tf32) are float registers the instruction reads as bits
         return self.fragment_registers(f"reinterpret_cast<const uint32_t*>({home.name})",
                                        which, mma)

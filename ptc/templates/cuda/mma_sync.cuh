@@ -74,6 +74,72 @@ struct Mma16832S8 {
   }
 };
 
+// FP8 (OCP e4m3 / e5m2) operands on mma.sync without an FP8 form (sm80; sm90's mma.sync
+// plans): the m16n8k32 .s8 byte fragments, widened in registers to f16 (exact for every
+// FP8 value) and multiplied by two m16n8k16 f16 instructions.
+//
+// Why the sum is the product's: in m16n8k32 .s8 (PTX ISA, "Matrix Fragments for
+// mma.m16n8k32"), A register r, byte i holds row g + 8 (r & 1), k = 4t + i + 16 (r >> 1),
+// and B register r, byte i holds k = 4t + i + 16 r, column g (g = lane / 4, t = lane % 4).
+// In m16n8k16 f16 ("Matrix Fragments for mma.m16n8k16"), A register r, half h holds row
+// g + 8 (r & 1), k' = 2t + h + 8 (r >> 1); B register r, half h holds k' = 2t + h + 8 r.
+// Widening bytes {0,1} of A register r (r = 0, 1; 2, 3 for the second instruction) to
+// f16 register r and bytes {2,3} to f16 register r + 2, and bytes {0,1} / {2,3} of B
+// register j to f16 registers 0 / 1, puts k = 4t + h (+ 16 j) at k' = 2t + h and
+// k = 4t + 2 + h at k' = 8 + 2t + h, in A and in B alike: one bijection of 0..15 onto
+// each half of the 32 k. Each instruction sums A[m][k] B[k][n] over its k', so the two
+// sum A[m][k] B[k][n] over all 32 k: the order of the terms is the f16 instruction's.
+
+// f16 bits of e5m2 bytes 2h, 2h + 1 of x (e5m2 is f16's top byte: same bias, exact)
+__device__ __forceinline__ uint32_t e5m2x2_to_f16x2(uint32_t x, int h) {
+  const uint32_t y = h ? x >> 16 : x;
+  return (y & 0xffu) << 8 | (y & 0xff00u) << 16;
+}
+
+// f16x2 times 256: exact (the widened e4m3 values lie in 2^-17 .. 1.875)
+__device__ __forceinline__ uint32_t f16x2_times_256(uint32_t x) {
+#ifdef PTC_EMULATE
+  return ::ptc::emu::f16x2_scale(x, 256.0f);
+#else
+  uint32_t r;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(0x5c005c00u));
+  return r;
+#endif
+}
+
+// f16 bits of e4m3 bytes 2h, 2h + 1 of x: sign to f16's, E4M3's 7 low bits shifted to f16's
+// exponent and mantissa fields give the value times 2^-8 (bias 15 for 7, subnormals too),
+// then times 256. The NaN codes S.1111.111 come out as +-480 (not an e4m3 value: the
+// largest is 448) and are made NaN (exponent all ones).
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t x, int h) {
+  const uint32_t y = h ? x >> 16 : x;
+  const uint32_t sign = (y & 0x80u) << 8 | (y & 0x8000u) << 16;
+  const uint32_t bits = (y & 0x7fu) << 7 | (y & 0x7f00u) << 15;
+  const uint32_t v = f16x2_times_256(bits);
+  const uint32_t nonzero = ((v ^ 0x5f805f80u) + 0x7fff7fffu) & 0x80008000u;  // lane != 480
+  return v | sign | ((~nonzero & 0x80008000u) >> 15) * 0x7c00u;
+}
+
+template <bool E5M2>
+__device__ __forceinline__ uint32_t fp8x2_to_f16x2(uint32_t x, int h) {
+  return E5M2 ? e5m2x2_to_f16x2(x, h) : e4m3x2_to_f16x2(x, h);
+}
+
+template <bool A_E5M2, bool B_E5M2>
+struct Mma16832F8 {
+  __device__ __forceinline__ static void mma(float* d, const uint32_t* a, const uint32_t* b) {
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {     // k 0..15, then 16..31
+      const uint32_t af[4] = {fp8x2_to_f16x2<A_E5M2>(a[2 * s], 0),
+                              fp8x2_to_f16x2<A_E5M2>(a[2 * s + 1], 0),
+                              fp8x2_to_f16x2<A_E5M2>(a[2 * s], 1),
+                              fp8x2_to_f16x2<A_E5M2>(a[2 * s + 1], 1)};
+      const uint32_t bf[2] = {fp8x2_to_f16x2<B_E5M2>(b[s], 0), fp8x2_to_f16x2<B_E5M2>(b[s], 1)};
+      mma_16816<false>(d, af, bf);
+    }
+  }
+};
+
 template <int MI, int KS>
 struct RegA {
   const uint32_t* r;

@@ -49,6 +49,14 @@ inline float f16_bits_to_f32(uint16_t h) {
   }
   return bits_float(out);
 }
+
+// mul.rn.f16x2 of both halves of x by a float (rounded as the instruction rounds: the
+// product in f32 is exact for f16 inputs times a power of two, then rounded to f16)
+inline uint32_t f16x2_scale(uint32_t x, float by) {
+  const uint16_t lo = f32_to_f16_bits(f16_bits_to_f32(uint16_t(x & 0xffffu)) * by);
+  const uint16_t hi = f32_to_f16_bits(f16_bits_to_f32(uint16_t(x >> 16)) * by);
+  return uint32_t(lo) | uint32_t(hi) << 16;
+}
 }}  // namespace ptc::emu
 
 struct __half {
