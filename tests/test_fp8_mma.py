@@ -169,7 +169,8 @@ def emulated_cases():
 
 
 # what each target's source issues for an FP8 product
-INSTRUCTIONS = {"sm80": "ptc::Mma16832F8<", "sm90": "ptc::Mma16832F8<"}
+INSTRUCTIONS = {"sm80": "ptc::Mma16832F8<", "sm90": "ptc::Mma16832F8<",
+                "gfx90a": "ptc::MfmaF8<"}
 
 
 @lru_cache(maxsize=None)
@@ -259,6 +260,11 @@ SLIPS = {
               "fp8x2_to_f16x2<B_E5M2>(b[s], 1), fp8x2_to_f16x2<B_E5M2>(b[s], 0)"),
              ("mma_sync.cuh",     # e4m3 without the times 256
               "const uint32_t v = f16x2_times_256(bits);", "const uint32_t v = bits;")],
+    "hip": [("mfma.h",            # B's halves of k in the wrong order
+             "fp8x2_to_f16x2<B_E5M2>(b[0], 0), fp8x2_to_f16x2<B_E5M2>(b[0], 1)",
+             "fp8x2_to_f16x2<B_E5M2>(b[0], 1), fp8x2_to_f16x2<B_E5M2>(b[0], 0)"),
+            ("mfma.h",            # e4m3's second byte shifted one bit too far
+             "f16_times_256((y & 0x7f00u) >> 1)", "f16_times_256((y & 0x7f00u) >> 2)")],
 }
 
 
@@ -363,3 +369,36 @@ def test_explain_says_fp8_is_widened_to_f16_in_registers(target):
     assert "converted to f16 in registers (exact for every FP8 value)" in text
     if target == "sm90":        # and why not warp specialization (wgmma)
         assert "FP8 runs on mma.sync" in text
+
+
+@pytest.mark.hip
+@pytest.mark.parametrize("target", ["gfx90a"])
+@pytest.mark.parametrize("name", ["gemm", "scaled"])
+def test_the_fp8_gemm_builds_for_amd_with_mfma_in_the_main_loop(name, target, tmp_path):
+    import importlib
+
+    import ptc.runtime as R
+    from ptc.runtime import hip
+
+    build = importlib.import_module("ptc.runtime.build")
+    try:
+        hip.find_compiler(target)
+    except R.BuildError as exc:
+        pytest.skip(f"no HIP compiler here: {exc.message}")
+    text = (GEMM if name == "gemm" else SCALED).format(a="f8e4m3", b="f8e5m2")
+    prepared = prepared_file(tmp_path, text, target)
+    assert INSTRUCTIONS[target] in prepared.source
+    folder = tmp_path / "build"
+    build.write_build_dir(folder, kernel_source=prepared.source, signature=prepared.signature,
+                          arch=prepared.device.arch, target=target,
+                          plan_json=prepared.plan_json, backend="hip")
+    report = build.build(folder, report_only=True).resources
+    assert report.spills == 0 and report.scratch_bytes == 0, report.alerts()
+    kernels = [k for k in report.kernels if k.name.startswith(f"ptc_{name}_kernel")]
+    assert kernels
+    wanted = {"gfx90a": ("v_mfma_f32_32x32x8f16", "v_mfma_f32_16x16x16f16")}[target]
+    for k in kernels:
+        assert k.loop_count("v_mfma") > 0, k.name
+        mfma = dict(k.mfma)
+        assert mfma and all(op in wanted for op in mfma), mfma
+        print(target, name, k.name, mfma, k.loop_count("v_"), k.loop_count("v_mfma"))

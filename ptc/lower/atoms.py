@@ -165,6 +165,13 @@ MFMA_I8_16x16x16 = Atom(
     c=Fragment(digits((4, (1, 0))), digits((16, (0, 1)), (4, (4, 0)))),
     dtypes=("i8",), a_loads=(1.0, 4.0), b_loads=(1.0, 4.0), accumulator="i32")
 
+# FP8 on CDNA2 (no FP8 MFMA): the i8 atoms' byte layouts, which are the f16 ones; the
+# renderer widens a lane's register of 4 bytes to f16 and issues the f16 instruction
+MFMA_F8_32x32x8 = replace(MFMA_I8_32x32x8, dtypes=("f8e4m3", "f8e5m2"), accumulator="f32",
+                          widens_to="f16")
+MFMA_F8_16x16x16 = replace(MFMA_I8_16x16x16, dtypes=("f8e4m3", "f8e5m2"), accumulator="f32",
+                           widens_to="f16")
+
 # CDNA3: eight i8 (two registers) per lane; one 8-byte read of a k-contiguous tile, else eight
 # 1-byte reads
 MFMA_I8_32x32x16 = Atom(
@@ -182,8 +189,10 @@ MFMA_I8_16x16x32 = Atom(
     dtypes=("i8",), a_loads=(1.0, 8.0), b_loads=(1.0, 8.0), accumulator="i32")
 
 # in order of preference where a device offers several
-ATOMS = (MMA_SYNC_16816, MMA_SYNC_1688_TF32, MMA_SYNC_16832_S8, MMA_SYNC_16832_F8, MFMA_16x16x16, MFMA_32x32x8,
-         MFMA_I8_16x16x32, MFMA_I8_32x32x16, MFMA_I8_16x16x16, MFMA_I8_32x32x8)
+ATOMS = (MMA_SYNC_16816, MMA_SYNC_1688_TF32, MMA_SYNC_16832_S8, MMA_SYNC_16832_F8,
+         MFMA_16x16x16, MFMA_32x32x8,
+         MFMA_I8_16x16x32, MFMA_I8_32x32x16, MFMA_I8_16x16x16, MFMA_I8_32x32x8,
+         MFMA_F8_16x16x16, MFMA_F8_32x32x8)
 
 
 def atoms_for(features, supported: frozenset[str] | None = None) -> tuple[Atom, ...]:

@@ -87,6 +87,10 @@ class HipBodyPrinter(CBodyPrinter):
 
     # ---- matrix multiplies ----------------------------------------------------------------------
     def instruction(self, mma: ir.Mma) -> str:
+        if mma.atom.widens_to:      # FP8 widened to f16 (CDNA2): each operand's format
+            e5m2 = [str(self.operand_dtype(op) == "f8e5m2").lower() for op in (mma.a, mma.b)]
+            a = mma.atom
+            return f"ptc::MfmaF8<{a.m}, {a.n}, {a.k}, {e5m2[0]}, {e5m2[1]}>"
         try:
             return MFMA_INSTRUCTIONS[mma.atom.name, mma.dtype]
         except KeyError:
@@ -104,8 +108,10 @@ class HipBodyPrinter(CBodyPrinter):
 
     def register_operand(self, value: str, which: str, mma: ir.Mma) -> str:
         dtype = self.values[value].dtype
-        if DTYPE_BYTES[dtype] == 1:     # i8 values, packed four to a register
-            return self.fragment_registers(self.values[value].name, which, mma, "8")
+        if DTYPE_BYTES[dtype] == 1:     # i8 (FP8) values, packed four to a register
+            name = self.values[value].name
+            regs = name if dtype == "i8" else f"reinterpret_cast<const int8_t*>({name})"
+            return self.fragment_registers(regs, which, mma, "8")
         if dtype not in SIXTEEN_BIT:
             raise RenderError(f"MFMA operand {value} is {dtype}, not 16-bit")
         return super().register_operand(value, which, mma)

@@ -93,6 +93,43 @@ struct MfmaI8 {
   }
 };
 
+// FP8 (OCP e4m3 / e5m2) on CDNA2, which has no FP8 MFMA: the i8 instructions' byte
+// layouts (a lane's 4 consecutive k in one register), each register widened to the f16
+// instruction's two (k0, k1 | k2, k3: the same order, so A and B pair k as the f16 layout
+// does) and multiplied by v_mfma_f32_{16x16x16,32x32x8}f16. e5m2 is f16's top byte; e4m3's
+// sign and 7 low bits shifted into f16's fields give the value times 2^-8 (subnormals
+// too), times 256 is exact, and the NaN codes S.1111.111 (+-480 then, not an e4m3 value)
+// are made NaN.
+__device__ __forceinline__ uint16_t f16_times_256(uint32_t bits) {
+  const _Float16 x = __builtin_bit_cast(_Float16, static_cast<uint16_t>(bits));
+  return __builtin_bit_cast(uint16_t, static_cast<_Float16>(x * static_cast<_Float16>(256.0f)));
+}
+
+template <bool E5M2>
+__device__ __forceinline__ uint32_t fp8x2_to_f16x2(uint32_t x, int h) {
+  const uint32_t y = h ? x >> 16 : x;
+  if constexpr (E5M2) {
+    return (y & 0xffu) << 8 | (y & 0xff00u) << 16;
+  } else {
+    const uint32_t sign = (y & 0x80u) << 8 | (y & 0x8000u) << 16;
+    const uint32_t v = static_cast<uint32_t>(f16_times_256((y & 0x7fu) << 7)) |
+                       static_cast<uint32_t>(f16_times_256((y & 0x7f00u) >> 1)) << 16;
+    const uint32_t nonzero = ((v ^ 0x5f805f80u) + 0x7fff7fffu) & 0x80008000u;  // lane != 480
+    return v | sign | ((~nonzero & 0x80008000u) >> 15) * 0x7c00u;
+  }
+}
+
+template <int M_, int N_, int K_, bool A_E5M2, bool B_E5M2>
+struct MfmaF8 {
+  static constexpr int M = M_, N = N_, K = K_, CREGS = M_ * N_ / 64;
+  static constexpr int KPL = 4, REGS = 1;     // the gfx90a i8 atoms' operands
+  __device__ __forceinline__ static void mma(float* d, const uint32_t* a, const uint32_t* b) {
+    const uint32_t af[2] = {fp8x2_to_f16x2<A_E5M2>(a[0], 0), fp8x2_to_f16x2<A_E5M2>(a[0], 1)};
+    const uint32_t bf[2] = {fp8x2_to_f16x2<B_E5M2>(b[0], 0), fp8x2_to_f16x2<B_E5M2>(b[0], 1)};
+    Mfma<M_, N_, K_, false>::mma(d, af, bf);
+  }
+};
+
 // An LDS tile of 16-bit elements (EB = 1: of bytes): the byte address of (row, col).
 template <int ROW_BYTES, bool SWIZZLE, int EB = 2>
 struct SharedTile {
