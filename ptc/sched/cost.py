@@ -65,7 +65,9 @@ def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
         rate = unit.throughput.get("f32") or max(unit.throughput.values())
         return unit.issue_latency_cycles + w.mma_flops / 2 / rate / instances
     if task.kind == "mma":
-        rate = unit.throughput.get(rate_dtype(device, task.mma_dtype))
+        # the YAML's own rate where it has one (sm90's FP8 is wgmma's), else the widened one
+        rate = unit.throughput.get(task.mma_dtype) or \
+            unit.throughput.get(rate_dtype(device, task.mma_dtype))
         return unit.issue_latency_cycles + w.mma_flops / rate / instances
     simt = unit.throughput.get("f32") or max(unit.throughput.values())
     cycles = w.simt_ops / simt
@@ -85,7 +87,9 @@ def _issued_cycles(task: STask, unit, device: Device, issue, warps: int,
               + (issue.shared * lanes * 4 + issue.fragment_loads * FRAGMENT_LOAD_BYTES)
               / res.shared_bytes_per_cycle) * warps
     if task.kind == "mma" and unit.kind == "mma":
-        rate = unit.throughput.get(rate_dtype(device, task.mma_dtype))
+        # the YAML's own rate where it has one (sm90's FP8 is wgmma's), else the widened one
+        rate = unit.throughput.get(task.mma_dtype) or \
+            unit.throughput.get(rate_dtype(device, task.mma_dtype))
         return unit.issue_latency_cycles + max(task.work.mma_flops / rate / instances, shared)
     simt_unit = unit if unit.kind == "simt" else (device.units_of("simt") or [unit])[0]
     rate = simt_unit.throughput.get("f32") or max(simt_unit.throughput.values())

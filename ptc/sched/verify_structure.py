@@ -174,8 +174,9 @@ def check_structure(plan: Plan, graph: STaskGraph, device: Device, out: Problems
                 out.add(f"{step.task} is a {task.kind} task but runs on {unit.name}, a "
                         f"{unit.kind} unit")
             elif task.kind == "mma" and unit.kind == "mma":
-                dtype = rate_dtype(device, task.mma_dtype)     # FP8 widened: f16's rate
-                if dtype not in unit.throughput:
+                dtype = task.mma_dtype       # or, FP8 widened (sm80, gfx90a), f16
+                if dtype not in unit.throughput and \
+                        rate_dtype(device, dtype) not in unit.throughput:
                     out.add(f"{step.task} multiplies {dtype}, which {unit.name} does not")
     for t in graph.tasks:
         where = placed.get(t.name, [])
