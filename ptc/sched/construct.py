@@ -412,16 +412,17 @@ def consumer_registers(graph: STaskGraph, threads: int) -> int:
     read by the next mma only, count once, not eight times."""
     sizes = {t.name: math.prod(t.shape) * max(DTYPE_BYTES[t.dtype], 4) // 4
              for t in graph.tasks if t.op != "load" and t.shape}
-    words = _peak_words(graph, graph.root, sizes, 0)
+    defines = {t.name: t.defines for t in graph.tasks}
+    words = _peak_words(graph, graph.root, sizes, defines, 0)
     return BASE_REGISTERS + math.ceil(words / threads)
 
 
-def _peak_words(graph: STaskGraph, region, sizes: dict[str, int], outside: int) -> int:
+def _peak_words(graph: STaskGraph, region, sizes: dict[str, int],
+                defines: dict[str, tuple[str, ...]], outside: int) -> int:
     """The most words live at once in `region` (and the loops in it), `outside` being what
-    the enclosing regions keep live across it."""
+    the enclosing regions keep live across it; `defines`: each task's values, by name."""
     items = list(region.items)
     at = {item: i for i, item in enumerate(items) if isinstance(item, str)}
-    defines = {n: graph.task(n).defines for n in at}
     span = {n: [i, i] for n, i in at.items() if n in sizes}
     for e in graph.edges:
         if e.src not in span:
@@ -445,16 +446,16 @@ def _peak_words(graph: STaskGraph, region, sizes: dict[str, int], outside: int) 
             peak = max(peak, live)
         else:    # a nested loop: its own values on top of what stays live across it, but
             # for the values the loop updates in place (an accumulator started by zeros)
-            updated = _defined_in(graph, item)
+            updated = _defined_in(item, defines)
             across = outside + sum(sizes[n] for n, (lo, hi) in span.items()
                                    if lo < i < hi and not updated & set(defines[n]))
-            peak = max(peak, _peak_words(graph, item, sizes, across))
+            peak = max(peak, _peak_words(graph, item, sizes, defines, across))
     return peak
 
 
-def _defined_in(graph: STaskGraph, region) -> set[str]:
+def _defined_in(region, defines: dict[str, tuple[str, ...]]) -> set[str]:
     """The values the tasks of `region` and of the loops in it define."""
     out: set[str] = set()
     for item in region.items:
-        out |= set(graph.task(item).defines) if isinstance(item, str) else _defined_in(graph, item)
+        out |= set(defines[item]) if isinstance(item, str) else _defined_in(item, defines)
     return out
