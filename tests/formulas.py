@@ -130,6 +130,25 @@ def w4a16_gemm(A, W, S, Z) -> np.ndarray:
     return f64(A).reshape(M, P * KP) @ ((q - z) * scale)
 
 
+def fp8_gemm(A, W, sa, sw) -> np.ndarray:
+    """C = (A @ W^T) * sa * sw: the e4m3 codes' values, one scale per tensor."""
+    return (f64(A) @ f64(W).T) * f64(sa)[0] * f64(sw)[0]
+
+
+def fp8_blockscaled_gemm(A, W, SA, SW) -> np.ndarray:
+    """C[m, n] = sum over k blocks b of SA[b, m] * SW[n // 128, b] * (A[m, b] . W[n, b]),
+    each block's product of the e4m3 values scaled (DeepSeek-V3's 1 x 128 activation and
+    128 x 128 weight blocks; the last block may be short)."""
+    a, w = f64(A), f64(W)
+    N, K = w.shape
+    C = np.zeros((a.shape[0], N))
+    for b in range(0, K, 128):
+        blk = b // 128
+        part = a[:, b:b + 128] @ w[:, b:b + 128].T
+        C += part * f64(SA)[blk, :, None] * f64(SW)[np.arange(N) // 128, blk][None, :]
+    return C
+
+
 def softmax(X) -> np.ndarray:
     """Row-wise softmax."""
     x = f64(X)
@@ -157,6 +176,9 @@ REFERENCE: dict[str, Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
     "softmax": lambda i: {"Y": softmax(i["X"])},
     "w8a8_gemm": lambda i: {"C": w8a8_gemm(i["A"], i["W"], i["sa"], i["sw"])},
     "w4a16_gemm": lambda i: {"C": w4a16_gemm(i["A"], i["W"], i["S"], i["Z"])},
+    "fp8_gemm": lambda i: {"C": fp8_gemm(i["A"], i["W"], i["sa"], i["sw"])},
+    "fp8_blockscaled_gemm": lambda i: {
+        "C": fp8_blockscaled_gemm(i["A"], i["W"], i["SA"], i["SW"])},
 }
 
 # The dtype of every output, as the kernels declare them.
@@ -172,6 +194,8 @@ OUTPUT_DTYPES: dict[str, dict[str, str]] = {
     "softmax": {"Y": "f16"},
     "w8a8_gemm": {"C": "f16"},
     "w4a16_gemm": {"C": "f16"},
+    "fp8_gemm": {"C": "bf16"},
+    "fp8_blockscaled_gemm": {"C": "bf16"},
 }
 
 
@@ -239,6 +263,10 @@ def make_inputs(sample: str, shapes: Mapping[str, int], rng: np.random.Generator
     if sample == "w8a8_gemm":
         M, N, K = d["M"], d["N"], d["K"]
         return _smoothquant(rng, M, N, K)
+    if sample == "fp8_gemm":
+        return _fp8_per_tensor(rng, d["M"], d["N"], d["K"])
+    if sample == "fp8_blockscaled_gemm":
+        return _fp8_blockscaled(rng, d["M"], d["N"], d["K"], d["KB"], d["NB"])
     raise KeyError(f"no inputs for sample {sample!r}")
 
 
@@ -271,11 +299,57 @@ def _quantize(x, axis: int) -> tuple[np.ndarray, np.ndarray]:
 def _smoothquant(rng, M, N, K):
     """Activations with a few outlier tokens and weights N(0, 1/K), quantized per token
     and per output channel as SmoothQuant's W8A8 layers are."""
-    x = rng.standard_normal((M, K)) * np.exp(rng.uniform(-1.0, 1.0, (M, 1)))
-    w = rng.standard_normal((N, K)) / np.sqrt(K) * np.exp(rng.uniform(-0.5, 0.5, (N, 1)))
+    x, w = _linear_layer(rng, M, N, K)
     A, sa = _quantize(x, axis=1)
     W, sw = _quantize(w, axis=1)
     return {"A": A, "W": W, "sa": sa, "sw": sw}
+
+
+E4M3 = ml_dtypes.float8_e4m3fn
+E4M3_MAX = 448.0
+
+
+def _to_e4m3(x, scale) -> np.ndarray:
+    """x / scale rounded to e4m3 (scale = absmax / 448, so nothing saturates)."""
+    return np.clip(x / scale, -E4M3_MAX, E4M3_MAX).astype(E4M3)
+
+
+def _linear_layer(rng, M, N, K):
+    """Activations with a few outlier tokens and weights N(0, 1/K) with per-channel spread,
+    in float64 (the values an FP8 pipeline then quantizes)."""
+    x = rng.standard_normal((M, K)) * np.exp(rng.uniform(-1.0, 1.0, (M, 1)))
+    w = rng.standard_normal((N, K)) / np.sqrt(K) * np.exp(rng.uniform(-0.5, 0.5, (N, 1)))
+    return x, w
+
+
+def _fp8_per_tensor(rng, M, N, K):
+    """One f32 scale per tensor (absmax / 448), the values rounded to e4m3."""
+    x, w = _linear_layer(rng, M, N, K)
+    sa, sw = (np.array([np.abs(t).max() / E4M3_MAX], F32) for t in (x, w))
+    return {"A": _to_e4m3(x, f64(sa)[0]), "W": _to_e4m3(w, f64(sw)[0]), "sa": sa, "sw": sw}
+
+
+def _blocks(n: int) -> int:
+    return -(-n // 128)
+
+
+def _fp8_blockscaled(rng, M, N, K, KB, NB):
+    """DeepSeek-V3's quantization: A per row and 128 columns of K, W per 128 x 128 block,
+    each scale the block's absmax / 448 in f32; the last blocks of K and N may be short.
+    The activation scales are stored transposed, [KB, M], as the sample (and DeepGEMM)
+    takes them."""
+    assert (KB, NB) == (_blocks(K), _blocks(N)), f"KB, NB should be {_blocks(K)}, {_blocks(N)}"
+    x, w = _linear_layer(rng, M, N, K)
+    pad_k, pad_n = KB * 128 - K, NB * 128 - N
+    xb = np.pad(np.abs(x), ((0, 0), (0, pad_k))).reshape(M, KB, 128)
+    wb = np.pad(np.abs(w), ((0, pad_n), (0, pad_k))).reshape(NB, 128, KB, 128)
+    SA = np.maximum(xb.max(axis=2), 1e-12).T / E4M3_MAX               # [KB, M]
+    SW = np.maximum(wb.max(axis=(1, 3)), 1e-12) / E4M3_MAX            # [NB, KB]
+    SA, SW = SA.astype(F32), SW.astype(F32)
+    cols = np.arange(K) // 128
+    A = _to_e4m3(x, f64(SA)[cols].T)
+    W = _to_e4m3(w, f64(SW)[np.arange(N)[:, None] // 128, cols[None, :]])
+    return {"A": A, "W": W, "SA": SA, "SW": SW}
 
 
 def rel_l2(got, want) -> float:

@@ -24,8 +24,19 @@ def cases():
     return out
 
 
-@pytest.mark.parametrize("name,target,shape", cases(),
-                         ids=[f"{n}.{t}.{s}" for n, t, s in cases()])
+# Known spills, each with why (docs/low-precision.md): strict, so a fix shows as a pass.
+SPILLS = {("fp8_blockscaled_gemm", "sm80", "bench"):
+          "the unaligned variant of the sm80 plan (BM 64 BN 64 BK 128, 4 warps) takes 255 "
+          "registers and spills 20 bytes: each k-step's e4m3 fragments are widened to f16 "
+          "beside the tile product and the accumulator (issue 21, part 3b's widening)"}
+
+
+def params():
+    return [pytest.param(*c, id=".".join(c), marks=[pytest.mark.xfail(
+        strict=True, reason=SPILLS[c])] if c in SPILLS else []) for c in cases()]
+
+
+@pytest.mark.parametrize("name,target,shape", params())
 def test_sample_builds_without_spills_and_with_the_promised_instructions(name, target, shape,
                                                                           tmp_path):
     """At the benchmark shape (the dims' defaults) and at a ragged edge-tile shape (the

@@ -81,6 +81,15 @@ CASES: dict[str, tuple[list[dict], list[dict]]] = {
         [dict(M=100, N=136, K=72), dict(M=128, N=64, K=256), dict(M=7, N=200, K=40)],
         [dict(BM=64, BN=64, BK=64), dict(BM=128, BN=128, BK=128)],
     ),
+    "fp8_gemm": (
+        [dict(M=100, N=136, K=72), dict(M=128, N=64, K=256), dict(M=7, N=200, K=40)],
+        [dict(BM=64, BN=64, BK=64), dict(BM=128, BN=128, BK=128)],
+    ),
+    "fp8_blockscaled_gemm": (
+        [dict(M=100, N=136, K=200, KB=2, NB=2), dict(M=128, N=256, K=384, KB=3, NB=2),
+         dict(M=7, N=200, K=40, KB=1, NB=2)],
+        [dict(BM=64, BN=64, BK=64), dict(BM=128, BN=128, BK=128)],
+    ),
 }
 
 # Relative L2 error allowed against the formula, by output dtype. Measured by emulating the
@@ -222,6 +231,19 @@ def test_rmsnorm_and_softmax_formulas():
     np.testing.assert_allclose(F.softmax(x)[0], np.exp([1, 2, 3]) / np.exp([1, 2, 3]).sum())
     y = F.rmsnorm(x, np.array([1.0, 2.0, 0.5]), 0.0)
     np.testing.assert_allclose(y[0], x[0] / math.sqrt(14 / 3) * [1, 2, 0.5])
+
+
+def test_blockscaled_formula_matches_the_dequantized_product():
+    """Scaling each block's product == multiplying the operands dequantized elementwise
+    (each A value by its row block's scale, each W value by its 128 x 128 block's)."""
+    rng = np.random.default_rng(3)
+    M, N, K = 5, 260, 300
+    inputs = F.make_inputs("fp8_blockscaled_gemm", dict(M=M, N=N, K=K, KB=3, NB=3), rng)
+    cols = np.arange(K) // 128
+    a = F.f64(inputs["A"]) * F.f64(inputs["SA"]).T[:, cols]
+    w = F.f64(inputs["W"]) * F.f64(inputs["SW"])[np.arange(N)[:, None] // 128, cols]
+    np.testing.assert_allclose(F.REFERENCE["fp8_blockscaled_gemm"](inputs)["C"], a @ w.T,
+                               rtol=1e-12, atol=1e-12)
 
 
 # ---- the samples on the reference interpreter -----------------------------------------

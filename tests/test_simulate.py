@@ -55,6 +55,8 @@ EDGE = {
     "softmax": dict(M=33, N=1000),
     "w8a8_gemm": dict(M=7, N=200, K=40),
     "w4a16_gemm": dict(M=7, N=200, P=8, KP=128, KG=1),
+    "fp8_gemm": dict(M=7, N=200, K=40),
+    "fp8_blockscaled_gemm": dict(M=7, N=200, K=40, KB=1, NB=2),
 }
 
 
