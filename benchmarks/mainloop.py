@@ -2,8 +2,8 @@
 
     python benchmarks/mainloop.py [--target sm80|sm90|gfx90a|gfx942] [--shape D=64]
 
-For gemm, flash_attn and w8a8_gemm: builds ptc's kernel for the target (the plan the search picks at
-the benchmark shape), compiles the Triton baseline (benchmarks/baselines/) at the same
+For each of SAMPLES: builds ptc's kernel for the target (the plan the search picks at the
+benchmark shape), compiles the Triton baseline (benchmarks/baselines/) at the same
 tile, warps and stages ahead of time (benchmarks/triton_aot.py), and prints what each main
 loop issues per warp and iteration (ptc.runtime.mainloop) with the ratio of instructions
 per tensor-core MFLOP. Needs nvcc and cuobjdump (ptc's dev extra); Triton is installed in
@@ -29,7 +29,7 @@ from ptc.runtime.ptxas import kernel_name  # noqa: E402
 
 
 # the samples with a Triton baseline (benchmarks/baselines/triton_<sample>.py)
-SAMPLES = ("gemm", "flash_attn", "w8a8_gemm")
+SAMPLES = ("gemm", "flash_attn", "w8a8_gemm", "fp8_gemm", "fp8_blockscaled_gemm")
 
 
 def ptc_build(sample: str, target: str, shapes: str | None, out: Path) -> dict:
