@@ -136,7 +136,7 @@ def fp8_gemm(A, W, sa, sw) -> np.ndarray:
 
 
 def fp8_blockscaled_gemm(A, W, SA, SW) -> np.ndarray:
-    """C[m, n] = sum over k blocks b of SA[b, m] * SW[n // 128, b] * (A[m, b] . W[n, b]),
+    """C[m, n] = sum over k blocks b of SA[m, b] * SW[n // 128, b] * (A[m, b] . W[n, b]),
     each block's product of the e4m3 values scaled (DeepSeek-V3's 1 x 128 activation and
     128 x 128 weight blocks; the last block may be short)."""
     a, w = f64(A), f64(W)
@@ -145,7 +145,7 @@ def fp8_blockscaled_gemm(A, W, SA, SW) -> np.ndarray:
     for b in range(0, K, 128):
         blk = b // 128
         part = a[:, b:b + 128] @ w[:, b:b + 128].T
-        C += part * f64(SA)[blk, :, None] * f64(SW)[np.arange(N) // 128, blk][None, :]
+        C += part * f64(SA)[:, blk, None] * f64(SW)[np.arange(N) // 128, blk][None, :]
     return C
 
 
@@ -335,19 +335,17 @@ def _blocks(n: int) -> int:
 
 def _fp8_blockscaled(rng, M, N, K, KB, NB):
     """DeepSeek-V3's quantization: A per row and 128 columns of K, W per 128 x 128 block,
-    each scale the block's absmax / 448 in f32; the last blocks of K and N may be short.
-    The activation scales are stored transposed, [KB, M], as the sample (and DeepGEMM)
-    takes them."""
+    each scale the block's absmax / 448 in f32; the last blocks of K and N may be short."""
     assert (KB, NB) == (_blocks(K), _blocks(N)), f"KB, NB should be {_blocks(K)}, {_blocks(N)}"
     x, w = _linear_layer(rng, M, N, K)
     pad_k, pad_n = KB * 128 - K, NB * 128 - N
     xb = np.pad(np.abs(x), ((0, 0), (0, pad_k))).reshape(M, KB, 128)
     wb = np.pad(np.abs(w), ((0, pad_n), (0, pad_k))).reshape(NB, 128, KB, 128)
-    SA = np.maximum(xb.max(axis=2), 1e-12).T / E4M3_MAX               # [KB, M]
+    SA = np.maximum(xb.max(axis=2), 1e-12) / E4M3_MAX                 # [M, KB]
     SW = np.maximum(wb.max(axis=(1, 3)), 1e-12) / E4M3_MAX            # [NB, KB]
     SA, SW = SA.astype(F32), SW.astype(F32)
     cols = np.arange(K) // 128
-    A = _to_e4m3(x, f64(SA)[cols].T)
+    A = _to_e4m3(x, f64(SA)[:, cols])
     W = _to_e4m3(w, f64(SW)[np.arange(N)[:, None] // 128, cols[None, :]])
     return {"A": A, "W": W, "SA": SA, "SW": SW}
 

@@ -259,6 +259,24 @@ def test_a_wrong_ldmatrix_address_in_the_header_gives_wrong_numbers():
     assert all(e > 0.5 for e in errors.values()), errors
 
 
+def test_a_column_of_row_scales_is_copied_by_sm90s_producer_at_its_stride():
+    """DeepSeek-V3's activation scales SA [M, K/128]: `load(SA[i, g])` is a column of
+    stride K/128 that no TMA box takes, so the producer warpgroup copies it one cp.async per
+    element and the plan stays warp-specialized (wgmma FP8). The copy at stride 1 (a
+    plausible slip) reads the wrong scales."""
+    c = case("fp8_blockscaled_gemm", "sm90-bench-plan")
+    assert c.plan.style == "warp_specialized"
+    assert "ptc::copy_tile_async_strided<float, 1, 128," in c.source
+    name = "global_to_shared.cuh"
+    header = (CUDA_TEMPLATES / name).read_text()
+    good = "g + (r * row_stride + c * col_stride) : g;\n    cp_async<sizeof(T)>"
+    assert good in header
+    bad = header.replace(good, good.replace("c * col_stride", "c"))
+    kernel = build_emulated(c.source, header_overrides={name: bad})
+    errors = compare(c, kernel(c.kernel, c.inputs, c.dims), reference(c.name, c.variant))
+    assert not within_tolerance(c, errors), errors
+
+
 def test_a_missing_barrier_after_the_cp_async_wait_gives_wrong_numbers():
     c = gemm_case()
     bad = mutate(c.source, r"(ptc::cp_async_wait<\d+>\(\);[^\n]*\n)\s*__syncthreads\(\);[^\n]*\n",

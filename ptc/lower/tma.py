@@ -111,16 +111,12 @@ def _box(kernel, tiles, name: str, index, shape_exprs, parts: int) -> TmaBox | s
 
 def per_thread_copy(kernel: T.TypedKernel, load: T.Load) -> str | None:
     """None when a load the producer's threads copy can go by cp.async (4-byte elements
-    or wider, one per copy, zero past the edges: a tile whose columns are the tensor's
-    innermost dim, or a scalar), else why not."""
+    or wider, one per copy at any stride, zero past the edges), else why not."""
     esize = DTYPE_BYTES[kernel.tensor(load.tensor).dtype]
     if esize < 4:
         return f"cp.async moves at least 4 bytes, and its elements are {esize}"
     if load.pad != 0.0:
         return f"cp.async fills past the edges with zero, not {load.pad}"
-    sliced = [i for i in load.index if not isinstance(i, T.Point)]
-    if sliced and isinstance(load.index[-1], T.Point):
-        return "its columns are not the tensor's innermost dim"
     return None
 
 

@@ -78,7 +78,6 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   float v_scale[4];  // scale: f32[64, 1] in acc_c_b1
   float t_acc_mma[32];  // %acc_mma: f32[64, 64] in acc_c
   uint32_t t_C[16];  // %C: bf16[64, 64] in acc_c, two per register
-  const ptc::TileCopy<float, 1, 64, 4, THREADS, 256, false> copy_load_SA((int)(0), tid);  // load_SA's offsets
   const ptc::TileCopy<ptc::f8e4m3, 64, 128, 16, THREADS, 128, true> copy_load_A((int)(d_K), tid);  // load_A's offsets
   const ptc::TileCopy<ptc::f8e4m3, 64, 128, 16, THREADS, 128, true> copy_load_W((int)(d_K), tid);  // load_W's offsets
   // acc = ...  (simt_acc)
@@ -93,12 +92,10 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       const int i_k = 0;  // the first stages - 1 iterations' copies
       // load_SA: SA[1x64] -> SA_smem
       if (0 < trips_k) {
-        const float* g = g_SA + (((ptc::floordiv((i_k * 128), 128) * d_M) + (i_i * 64)));
+        const float* g = g_SA + ((((i_i * 64) * d_KB) + ptc::floordiv((i_k * 128), 128)));
         const int rows_left = ((((ptc::floordiv((i_k * 128), 128) >= 0) && (ptc::floordiv((i_k * 128), 128) < d_KB))) ? 1 : 0), cols_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL);
-        if (ALIGNED) copy_load_SA.async(smem + 32768u + (i_k % 2) * 256u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 32768u + (i_k % 2) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 32768u + (i_k % 2) * 256u, g, (int)(0), (int)(d_KB), rows_left, cols_left, 0.0f, tid);
       }
-      ptc::cp_async_commit();
       // load_SW: SW[1x1] -> SW_smem
       if (0 < trips_k) {
         const float* g = g_SW + (((ptc::floordiv((i_j * 64), 128) * d_KB) + ptc::floordiv((i_k * 128), 128)));
@@ -123,15 +120,12 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       ptc::cp_async_commit();
     }
     for (int i_k = 0; i_k < trips_k; ++i_k) {
-      ptc::cp_async_wait<2>();  // SA_smem, SW_smem
       // load_SA: SA[1x64] -> SA_smem, 1 iteration(s) ahead
       if (i_k + 1 < trips_k) {
-        const float* g = g_SA + (((ptc::floordiv(((i_k + 1) * 128), 128) * d_M) + (i_i * 64)));
+        const float* g = g_SA + ((((i_i * 64) * d_KB) + ptc::floordiv(((i_k + 1) * 128), 128)));
         const int rows_left = ((((ptc::floordiv(((i_k + 1) * 128), 128) >= 0) && (ptc::floordiv(((i_k + 1) * 128), 128) < d_KB))) ? 1 : 0), cols_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL);
-        if (ALIGNED) copy_load_SA.async(smem + 32768u + ((i_k + 1) % 2) * 256u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 32768u + ((i_k + 1) % 2) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 32768u + ((i_k + 1) % 2) * 256u, g, (int)(0), (int)(d_KB), rows_left, cols_left, 0.0f, tid);
       }
-      ptc::cp_async_commit();
       // load_SW: SW[1x1] -> SW_smem, 1 iteration(s) ahead
       if (i_k + 1 < trips_k) {
         const float* g = g_SW + (((ptc::floordiv((i_j * 64), 128) * d_KB) + ptc::floordiv(((i_k + 1) * 128), 128)));
@@ -161,7 +155,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const int c0 = L_acc_c_b1::base0(lane, warp) + L_acc_c_b1::off0(L_acc_c_b1::slot0(r));
         v_scale[r] = (ptc::f32(ptc::ld_shared<float>(smem + 32768u + (i_k % 2) * 256u + ptc::tile_offset<256, false>(0, (c0) * 4))) * ptc::f32(ptc::ld_shared<float>(smem + 33280u + (i_k % 2) * 16u + ptc::tile_offset<4, false>(0, (0) * 4))));
       }
-      ptc::cp_async_wait<3>();  // A_smem, W_smem
+      ptc::cp_async_wait<2>();  // A_smem, W_smem
       __syncthreads();  // Mma of mma_acc reads what other threads wrote
       // mma_acc: %acc_mma = %A @ %W on mma.sync.m16n8k32, 2x4 atoms per warp, 4 k-steps
       #pragma unroll
@@ -229,8 +223,6 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   blocks *= ptc::floordiv((d_N + 63), 64);  // j
   if (blocks == 0) return (int)cudaSuccess;
   const bool aligned = true &&
-      d_M % 4 == 0 &&
-      (uintptr_t)tensors[2] % 16 == 0 &&
       d_K % 16 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
       (uintptr_t)tensors[1] % 16 == 0 &&

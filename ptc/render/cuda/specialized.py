@@ -121,11 +121,18 @@ class SpecializedOps:
         origin, rs, cs, rows_left, cols_left = self.tile_bounds(tile, None, 0)
         self.emit(f"// {op.task}: {tile.tensor}[{tile.rows}x{tile.cols}] -> {op.buffer}, "
                   "by the producer warpgroup's cp.async (no TMA box takes it)")
+        swizzled = 'true' if swz else 'false'
         with self.block(""):
             self.emit(f"const {ctype}* g = g_{tile.tensor} + ({origin});")
-            self.emit(f"ptc::copy_tile_async<{ctype}, {rows}, {cols}, 1, 128, {row_bytes}, "
-                      f"{'true' if swz else 'false'}>({slot}, g, (int)({rs}), {rows_left}, "
-                      f"{cols_left}, tid % 128);")
+            if tile.cols == 1 or (isinstance(tile.col_stride, T.Const)
+                                  and tile.col_stride.value == 1):
+                self.emit(f"ptc::copy_tile_async<{ctype}, {rows}, {cols}, 1, 128, {row_bytes}, "
+                          f"{swizzled}>({slot}, g, (int)({rs}), {rows_left}, {cols_left}, "
+                          "tid % 128);")
+            else:       # a column of the tensor: one element per copy at its stride
+                self.emit(f"ptc::copy_tile_async_strided<{ctype}, {rows}, {cols}, 128, "
+                          f"{row_bytes}, {swizzled}>({slot}, g, (int)({rs}), (int)({cs}), "
+                          f"{rows_left}, {cols_left}, tid % 128);")
             self.emit("ptc::cp_async_commit();")
             self.emit("ptc::cp_async_wait<0>();")
             self.emit("ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in")

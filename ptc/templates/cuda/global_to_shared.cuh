@@ -72,6 +72,24 @@ __device__ __forceinline__ void copy_tile_async(uint32_t smem, const T* g, int r
   }
 }
 
+// One element per cp.async (4 bytes or more) at any row and column strides: a column of a
+// row-major tensor (a scale per row of a k block) that no TMA box takes.
+template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE>
+__device__ __forceinline__ void copy_tile_async_strided(uint32_t smem, const T* g,
+                                                        int row_stride, int col_stride,
+                                                        int rows_left, int cols_left, int tid) {
+  static_assert(sizeof(T) >= 4, "cp.async copies 4, 8 or 16 bytes");
+#pragma unroll
+  for (int i = 0; i < (ROWS * COLS + THREADS - 1) / THREADS; ++i) {
+    const int id = tid + i * THREADS;
+    if ((ROWS * COLS) % THREADS != 0 && id >= ROWS * COLS) break;
+    const int r = id / COLS, c = id % COLS;
+    const bool valid = r < rows_left && c < cols_left;
+    const T* src = valid ? g + (r * row_stride + c * col_stride) : g;
+    cp_async<sizeof(T)>(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), src, valid);
+  }
+}
+
 // The same copy with every thread's offsets computed once, before the loop that repeats
 // it: a thread's chunks are rows r0, r0 + RSTEP, ... of one column c0 (THREADS is a
 // multiple of the chunks per row), and when RSTEP is a multiple of the rows over which
