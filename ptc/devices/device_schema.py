@@ -48,6 +48,13 @@ DEVICE = Record({
     "backend": Choice(*BACKEND_OF.values()),
     "arch": Pattern("|".join(p for p, _ in ARCH_OF.values()), "an arch like sm_90a or gfx942"),
     "shared_space": Choice(*SHARED_SPACES),
+    # the device's own words (model.Terms): explain's text says "4 waves" on AMD
+    "terms": Optional(Record({
+        "warp": Str(),
+        "block": Str(),
+        "eu": Str(),
+        "fragment_load": Str(),
+    })),
     "clock_ghz": Num(),
     "eu_count": Int(min=1),
     "memory": Record({
