@@ -63,7 +63,7 @@ VARIANTS = {
 # two consumer warpgroups divide 128 rows
 ROWS_128 = {"gemm": "BM", "matmul_sum": "BM", "flash_attn": "BM", "flash_attn_causal": "BM",
             "gemm_chain": "BM", "mamba2_chunk_state": "BP", "mamba2_chunk_scan": "BM",
-            "w8a8_gemm": "BM", "w4a16_gemm": "BM"}
+            "w8a8_gemm": "BM", "w4a16_gemm": "BM", "fp8_flash_attn": "BM"}
 # ... at shapes where both have rows to compute
 SHAPES_128 = {"mamba2_chunk_state": dict(P=160), "mamba2_chunk_scan": dict(L=160)}
 # a consumer warpgroup multiplies 64 rows (the SMOKE tiles of the mamba2 kernels have 32)

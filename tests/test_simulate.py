@@ -55,6 +55,7 @@ EDGE = {
     "softmax": dict(M=33, N=1000),
     "w8a8_gemm": dict(M=7, N=200, K=40),
     "w4a16_gemm": dict(M=7, N=200, P=8, KP=128, KG=1),
+    "fp8_flash_attn": dict(B=2, H=1, S=64, T=130, D=32),
 }
 
 
