@@ -276,6 +276,8 @@ class Machine:
             if isinstance(item, T.TileSlice):
                 size = self.extent(item.size)
                 start = int(self.scalars[item.var]) * size
+                if item.offset is not None:        # an offset tile: any start
+                    start += int(self.eval(item.offset))
                 lo, hi = max(start, 0), min(start + size, n)
                 tile_shape.append(size)
                 inside = inside and hi > lo

@@ -46,6 +46,13 @@ def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
     """The box that loads `load`'s tile, or why TMA cannot."""
     if load.pad != 0.0:
         return f"TMA fills out-of-bounds elements with zero, not {load.pad}"
+    inner = load.index[-1]
+    if isinstance(inner, T.TileSlice) and inner.offset is not None and \
+            divisible(inner.offset, 16 // DTYPE_BYTES[kernel.tensor(load.tensor).dtype]) \
+            != (True, ()):
+        # the box's rows start anywhere (negative ones too); its innermost start is kept
+        # to whole 16-byte chunks, where the PTX ISA's tiled mode is plainly safe
+        return "its columns are moved by an offset that may not be whole 16-byte chunks"
     return _box(kernel, tiles, load.tensor, load.index, load.type.shape, 1)
 
 

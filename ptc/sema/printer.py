@@ -68,7 +68,8 @@ def _index(items) -> str:
     parts = []
     for it in items:
         if isinstance(it, T.TileSlice):
-            parts.append(f"{it.var}:{it.size}")
+            parts.append(f"{it.var}:{it.size}" if it.offset is None
+                         else f"{it.var}:{it.size}+{expr(it.offset)}")
         elif isinstance(it, T.WholeDim):
             parts.append(f":{it.extent}")
         else:
