@@ -150,6 +150,16 @@ def w4a16_gemm(A, W, S, Z) -> np.ndarray:
     return f64(A).reshape(M, P * KP) @ ((q - z) * scale)
 
 
+def causal_conv1d(x, w, bias) -> np.ndarray:
+    """Mamba2's causal depthwise conv1d with SiLU, channels last: x [B, L, C] left-padded
+    with W - 1 zero rows, each output row the W rows ending at it weighted by w [C, W]."""
+    B, L, C = x.shape
+    W = w.shape[1]
+    padded = np.concatenate([np.zeros((B, W - 1, C)), f64(x)], axis=1)
+    out = f64(bias) + sum(padded[:, r:r + L, :] * f64(w)[:, r] for r in range(W))
+    return out / (1.0 + np.exp(-out))
+
+
 def softmax(X) -> np.ndarray:
     """Row-wise softmax."""
     x = f64(X)
@@ -175,6 +185,7 @@ REFERENCE: dict[str, Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
     "gemm_chain": lambda i: {"E": gemm_chain(i["A"], i["B"], i["D"])},
     "rmsnorm": lambda i: {"Y": rmsnorm(i["X"], i["W"], i["eps"])},
     "softmax": lambda i: {"Y": softmax(i["X"])},
+    "causal_conv1d": lambda i: {"y": causal_conv1d(i["x"], i["w"], i["bias"])},
     "w8a8_gemm": lambda i: {"C": w8a8_gemm(i["A"], i["W"], i["sa"], i["sw"])},
     "w4a16_gemm": lambda i: {"C": w4a16_gemm(i["A"], i["W"], i["S"], i["Z"])},
     "fp8_flash_attn": lambda i: {"O": fp8_attention(
@@ -192,6 +203,7 @@ OUTPUT_DTYPES: dict[str, dict[str, str]] = {
     "gemm_chain": {"E": "f16"},
     "rmsnorm": {"Y": "f16"},
     "softmax": {"Y": "f16"},
+    "causal_conv1d": {"y": "f16"},
     "w8a8_gemm": {"C": "f16"},
     "w4a16_gemm": {"C": "f16"},
     "fp8_flash_attn": {"O": "bf16"},
@@ -257,6 +269,10 @@ def make_inputs(sample: str, shapes: Mapping[str, int], rng: np.random.Generator
     if sample == "softmax":
         M, N = d["M"], d["N"]
         return {"X": _randn(rng, (M, N), F16, 3.0)}
+    if sample == "causal_conv1d":
+        B, L, C, W = d["B"], d["L"], d["C"], d["W"]
+        return {"x": _randn(rng, (B, L, C), F16), "w": _randn(rng, (C, W), F32, W ** -0.5),
+                "bias": _randn(rng, (C,), F32, 0.1)}
     if sample == "w4a16_gemm":
         return _gptq_4bit(rng, d["M"], d["N"], d["P"], d["KP"], d["KG"])
     if sample == "w8a8_gemm":

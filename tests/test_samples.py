@@ -86,6 +86,12 @@ CASES: dict[str, tuple[list[dict], list[dict]]] = {
          dict(B=1, H=1, S=150, T=300, D=128), dict(B=1, H=1, S=40, T=70, D=256)],
         [dict(BM=64, BN=64), dict(BM=128, BN=64)],
     ),
+    # L = 2 and 3: every tap's tile reaches before the sequence and past its end
+    "causal_conv1d": (
+        [dict(B=2, L=100, C=72, W=4), dict(B=1, L=37, C=40, W=4), dict(B=3, L=2, C=8, W=4),
+         dict(B=1, L=3, C=130, W=4)],
+        [dict(BL=32, BC=32), dict(BL=64, BC=128), dict(BL=128, BC=64)],
+    ),
 }
 
 # Relative L2 error allowed against the formula, by output dtype. Measured by emulating the
