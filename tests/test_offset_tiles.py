@@ -138,6 +138,59 @@ kernel taps(x: f32[L, C], w: f32[R]) -> (y: f32[L, C]) {
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
+# every S-th row (column) of the tensor from the tile's start times S, moved by s; rows
+# (or columns) outside padded. Rows: f32 with a pad; columns: f16 with zeros.
+STRIDED_ROWS = """
+kernel strided(X: f32[M, N], s: i32) -> (Y: f32[P, N]) {
+  tile BP = 16, BN = 64
+  parallel p: BP of P, j: BN of N {
+    store(Y[p, j], load(X[index(p) * 2 + s, j], pad=-1.5))
+  }
+}
+"""
+STRIDED_COLS = """
+kernel strided(X: f16[N, M], s: i32) -> (Y: f16[N, P]) {
+  tile BN = 16, BP = 32
+  parallel j: BN of N, p: BP of P {
+    store(Y[j, p], load(X[j, (index(p) - 1) * 3 - s]))
+  }
+}
+"""
+STRIDED_SHAPE = {"M": 45, "N": 37, "P": 30}
+STRIDES = [0, 1, -1, -7, 20, 44, -60, 90]
+
+
+def strided_want(text: str, x: np.ndarray, s: int) -> np.ndarray:
+    """Y[p] = X[2p + s] (rows, pad -1.5) or Y[:, p] = X[:, 3(p - 1) - s] (columns, 0)."""
+    P = STRIDED_SHAPE["P"]
+    rows = text == STRIDED_ROWS
+    src = x if rows else x.T
+    out = np.full((P,) + src.shape[1:], -1.5 if rows else 0.0, x.dtype)
+    for p in range(P):
+        m = 2 * p + s if rows else 3 * (p - 1) - s
+        if 0 <= m < src.shape[0]:
+            out[p] = src[m]
+    return out if rows else out.T
+
+
+def strided_inputs(text: str, s: int) -> dict:
+    M, N = STRIDED_SHAPE["M"], STRIDED_SHAPE["N"]
+    rng = np.random.default_rng(6)
+    if text == STRIDED_ROWS:
+        return {"X": rng.standard_normal((M, N)).astype(np.float32), "s": np.int32(s)}
+    return {"X": rng.standard_normal((N, M)).astype(np.float16), "s": np.int32(s)}
+
+
+@pytest.mark.parametrize("which", ["rows", "cols"])
+def test_the_interpreter_takes_every_nth_element_of_a_strided_tile(which):
+    text = STRIDED_ROWS if which == "rows" else STRIDED_COLS
+    kernel = typed(text, STRIDED_SHAPE)
+    for s in STRIDES:
+        inputs = strided_inputs(text, s)
+        got = run_kernel(kernel, inputs, shapes=STRIDED_SHAPE)["Y"]
+        np.testing.assert_array_equal(got, strided_want(text, inputs["X"], s), err_msg=str(s))
+
+
 # ---- every target, emulated ----------------------------------------------------------------
 @lru_cache(maxsize=None)
 def rendered(text: str, target: str, shapes: tuple, choice=None):
@@ -195,6 +248,22 @@ def test_vector_copies_zero_fill_outside_on_every_target(target):
         for config in ORDERS + (dict(eager_cp_async=True),):
             np.testing.assert_array_equal(run(kernel, inputs, SHAPE, **config)["Y"], want,
                                           err_msg=f"{target} s={s} t={t} {config}")
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("which", ["rows", "cols"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_strided_tiles_on_every_target(target, which):
+    text = STRIDED_ROWS if which == "rows" else STRIDED_COLS
+    kernel, source, device = rendered(text, target, tuple(STRIDED_SHAPE.items()))
+    assert "tma_load" not in source
+    run = emulated(source, device)
+    for s in STRIDES:
+        inputs = strided_inputs(text, s)
+        want = strided_want(text, inputs["X"], s)
+        for config in ORDERS:
+            np.testing.assert_array_equal(run(kernel, inputs, STRIDED_SHAPE, **config)["Y"],
+                                          want, err_msg=f"{target} s={s} {config}")
 
 
 def gemm_cases():
@@ -260,3 +329,27 @@ def _loads_in(e):
         yield e
     for c in T.children(e):
         yield from _loads_in(c)
+
+
+STRIDED_IN_A_LOOP = """
+kernel colsum(X: f32[M, K], s: i32, h: f32[KH]) -> (Y: f32[M]) {
+  tile BM = 64, BK = 32
+  parallel i: BM of M {
+    acc = zeros(f32[BM])
+    for k: BK of KH {
+      acc += rowsum(load(X[i, index(k) * 2 + s]))
+    }
+    store(Y[i], acc)
+  }
+}
+"""
+
+
+def test_a_warp_specialized_producer_refuses_strided_columns_with_the_reason():
+    """No TMA box takes every other column, and the producer's cp.async copies take
+    consecutive columns: the plan does not apply (the search takes another)."""
+    from ptc.sched.construct import Choice, Unfit
+
+    with pytest.raises(Unfit, match="every n-th element of the innermost dim"):
+        rendered(STRIDED_IN_A_LOOP, "sm90", (("M", 70), ("K", 100), ("KH", 50)),
+                 Choice("warp_specialized", 2, 1))

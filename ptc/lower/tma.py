@@ -46,6 +46,8 @@ def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
     """The box that loads `load`'s tile, or why TMA cannot."""
     if load.pad != 0.0:
         return f"TMA fills out-of-bounds elements with zero, not {load.pad}"
+    if any(isinstance(i, T.TileSlice) and i.stride != 1 for i in load.index):
+        return "it takes every n-th element of a dim (a strided tile: the threads copy it)"
     inner = load.index[-1]
     if isinstance(inner, T.TileSlice) and inner.offset is not None and \
             divisible(inner.offset, 16 // DTYPE_BYTES[kernel.tensor(load.tensor).dtype]) \
@@ -128,6 +130,8 @@ def per_thread_copy(kernel: T.TypedKernel, load: T.Load) -> str | None:
     sliced = [i for i in load.index if not isinstance(i, T.Point)]
     if sliced and isinstance(load.index[-1], T.Point):
         return "its columns are not the tensor's innermost dim"
+    if isinstance(load.index[-1], T.TileSlice) and load.index[-1].stride != 1:
+        return "its columns are every n-th element of the innermost dim (a strided tile)"
     return None
 
 

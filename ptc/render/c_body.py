@@ -500,10 +500,15 @@ class CBodyPrinter:
         if not (tile.row_low or tile.col_low):
             return None
         with self.iteration_ahead(ahead_var, ahead):
-            return tuple(f"(int){self.INT_FN['max']}(-(long long)({self.scalar_expr(start)}), 0LL)"
-                         if low else "0"
-                         for start, low in ((tile.row_start, tile.row_low),
-                                            (tile.col_start, tile.col_low)))
+            return tuple(self.first(start, step) if low else "0"
+                         for start, low, step in ((tile.row_start, tile.row_low, tile.row_step),
+                                                  (tile.col_start, tile.col_low, tile.col_step)))
+
+    def first(self, start: T.TExpr, step: int) -> str:
+        """The first of a tile's rows (columns) at or after the tensor's start: those
+        before it are ceil(-start / step) where start < 0."""
+        before = f"{self.INT_FN['max']}(-(long long)({self.scalar_expr(start)}), 0LL)"
+        return f"(int)({before} + {step - 1}) / {step}" if step != 1 else f"(int){before}"
 
     def tile_bounds(self, tile: ir.GlobalTile, ahead_var: str | None, ahead: int) -> tuple[str, str, str, str, str]:
         """(origin, row stride, col stride, rows left, cols left) as C expressions."""
@@ -511,19 +516,23 @@ class CBodyPrinter:
             origin = self.scalar_expr(tile.origin)
             rs = self.scalar_expr(tile.row_stride)
             cs = self.scalar_expr(tile.col_stride)
-            rows_left = self.left(tile.row_bound, tile.row_start, tile.rows)
-            cols_left = self.left(tile.col_bound, tile.col_start, tile.cols)
+            rows_left = self.left(tile.row_bound, tile.row_start, tile.rows, tile.row_step)
+            cols_left = self.left(tile.col_bound, tile.col_start, tile.cols, tile.col_step)
             if tile.valid is not None:
                 rows_left = f"(({self.scalar_expr(tile.valid)}) ? {rows_left} : 0)"
         return origin, rs, cs, rows_left, cols_left
 
-    def left(self, bound: T.TExpr, start: T.TExpr, n: int) -> str:
-        """Rows (or columns) of the tile inside the tensor, at most n (negative: none)."""
+    def left(self, bound: T.TExpr, start: T.TExpr, n: int, step: int = 1) -> str:
+        """Rows (or columns) of the tile inside the tensor, at most n (negative: none);
+        a strided tile's every step-th: ceil((bound - start) / step), which C's division
+        keeps at most 0 where the difference is."""
         if isinstance(bound, T.Const) and isinstance(start, T.Const) and \
-                bound.value - start.value >= n:
+                bound.value - start.value >= n * step:
             return str(n)
-        return (f"(int){self.INT_FN['min']}((long long)({self.scalar_expr(bound)}) - "
-                f"(long long)({self.scalar_expr(start)}), {n}LL)")
+        gap = f"(long long)({self.scalar_expr(bound)}) - (long long)({self.scalar_expr(start)})"
+        if step != 1:
+            gap = f"({gap} + {step - 1}) / {step}"
+        return f"(int){self.INT_FN['min']}({gap}, {n}LL)"
 
     # ---- elementwise --------------------------------------------------------------------------
     def Compute(self, op: ir.Compute) -> None:

@@ -85,15 +85,16 @@ class IndexChecker:
                       f"load(X[{shown} - 1, ...])")
         found = split_offset(v.expr)
         if isinstance(found, str):
-            self.fail(f"an offset tile's subscript must be {shown} plus or minus an index "
-                      f"expression: {found.replace('index(l)', shown)}", span,
-                      f"write {shown} + e or {shown} - e, e an i32 scalar computed from "
-                      "tile and loop indices, dims, tile sizes and integers")
-        vec, offset = found
+            self.fail(f"an offset tile's subscript is {shown} [* S] + e: "
+                      f"{found.replace('index(l)', shown)}", span,
+                      f"write {shown} + e, {shown} - e or {shown} * S + e: S a positive "
+                      "integer literal, e an i32 scalar of tile and loop indices, dims, tile "
+                      "sizes and integers")
+        vec, stride, offset = found
         if offset is None:
-            return T.TileSlice(vec.var, vec.size)
+            return T.TileSlice(vec.var, vec.size, None, stride)
         e = self._index_scalar(V(offset), span, "an offset tile's offset")
-        return T.TileSlice(vec.var, vec.size, e)
+        return T.TileSlice(vec.var, vec.size, e, stride)
 
     def _index_scalar(self, v: V, span: Span, what: str) -> T.TExpr:
         """An i32 scalar that indexes a tensor or bounds a loop, as every back end computes
@@ -152,11 +153,12 @@ def _index_vec(e: T.TExpr) -> T.IndexVec | None:
     return next((v for v in map(_index_vec, T.children(e)) if v is not None), None)
 
 
-def split_offset(e: T.TExpr) -> tuple[T.IndexVec, T.TExpr | None] | str:
-    """(the index(l) in e, the scalar added to it -- None for none) where e is
-    index(l) plus or minus scalars, else why not."""
+def split_offset(e: T.TExpr) -> tuple[T.IndexVec, int, T.TExpr | None] | str:
+    """(the index(l) in e, the number it is multiplied by, the scalar added -- None for
+    none) where e is index(l) times positive integers plus or minus scalars, else why
+    not."""
     if isinstance(e, T.IndexVec):
-        return (e, None) if e.size is not None else "it is not a tile index"
+        return (e, 1, None) if e.size is not None else "it is not a tile index"
     if isinstance(e, T.Convert):
         return split_offset(e.arg)
     if not (isinstance(e, T.Elementwise) and e.op in ("add", "sub", "mul")):
@@ -164,8 +166,6 @@ def split_offset(e: T.TExpr) -> tuple[T.IndexVec, T.TExpr | None] | str:
     tiles = [a for a in e.args if a.type.rank]
     if len(tiles) != 1:
         return "it adds two tile-shaped terms"
-    if e.op == "mul":
-        return "a stride (index(l) * S) is not supported yet"
     (tile,) = tiles
     scalar = e.args[1] if tile is e.args[0] else e.args[0]
     if e.op == "sub" and tile is e.args[1]:
@@ -173,10 +173,18 @@ def split_offset(e: T.TExpr) -> tuple[T.IndexVec, T.TExpr | None] | str:
     found = split_offset(tile)
     if isinstance(found, str):
         return found
-    vec, offset = found
+    vec, stride, offset = found
+    if e.op == "mul":
+        if not (isinstance(scalar, T.Const) and isinstance(scalar.value, int)
+                and scalar.value > 0):
+            return "a stride is a positive integer literal (index(l) * 2)"
+        step = scalar.value
+        return vec, stride * step, None if offset is None else \
+            T.Elementwise("mul", (offset, scalar), scalar.type)
     if offset is None:
-        return vec, scalar if e.op == "add" else T.Elementwise("neg", (scalar,), scalar.type)
-    return vec, T.Elementwise(e.op, (offset, scalar), scalar.type)
+        return vec, stride, (scalar if e.op == "add" else
+                             T.Elementwise("neg", (scalar,), scalar.type))
+    return vec, stride, T.Elementwise(e.op, (offset, scalar), scalar.type)
 
 
 def inline_index_vars(e: T.TExpr, values: dict[str, T.TExpr]) -> T.TExpr:

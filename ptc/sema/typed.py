@@ -122,13 +122,15 @@ class Scalar:
 @dataclass(frozen=True)
 class TileSlice:
     """Subscript item: the tile `var` of a dim (`A[i, ...]` with `i: BM of M`). An offset
-    tile (`X[index(l) - 3 + r, c]`, loads only) starts `offset` elements (an i32 scalar
-    index expression) from there; its elements outside the dim, before 0 or past the end,
-    read the load's pad."""
+    tile (`X[index(l) * 2 - 3 + r, c]`, loads only) takes every `stride`-th element from
+    `var`'s tile moved `offset` elements (an i32 scalar index expression): element k is at
+    (var * size + k) * stride + offset; its elements outside the dim, before 0 or past the
+    end, read the load's pad."""
 
     var: str
     size: Extent
     offset: "TExpr | None" = None
+    stride: int = 1
 
 
 @dataclass(frozen=True)
