@@ -67,7 +67,7 @@ __device__ __forceinline__ void copy_tile_async(uint32_t smem, const T* g, int r
     const int id = tid + i * THREADS;
     if (CHUNKS % THREADS != 0 && id >= CHUNKS) break;
     const int r = id / PER_ROW, c = (id % PER_ROW) * VEC;
-    const bool valid = r >= rows_first && r < rows_left && c >= cols_first && c < cols_left;
+    const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
     const T* src = valid ? g + (r * row_stride + c) : g;
     cp_async<VEC * sizeof(T)>(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), src,
                               valid);
@@ -110,11 +110,11 @@ struct TileCopy {
           smem, g, row_stride, rows_left, cols_left, tid, rows_first, cols_first);
       return;
     }
-    const bool col_ok = c0 >= cols_first && c0 < cols_left;
+    const bool col_ok = inside(c0, cols_first, cols_left);
 #pragma unroll
     for (int i = 0; i < ITERS; ++i) {
       if (CHUNKS % THREADS != 0 && r0 + i * RSTEP >= ROWS) break;
-      const bool valid = col_ok && r0 + i * RSTEP >= rows_first && r0 + i * RSTEP < rows_left;
+      const bool valid = col_ok && inside(r0 + i * RSTEP, rows_first, rows_left);
       // past the edge: src-size 0 reads nothing, so the address needs no clamping
       cp_async<VEC * sizeof(T)>(smem + soff + i * RSTEP * ROW_BYTES, g + (goff + i * gstep),
                                 valid);
@@ -132,7 +132,7 @@ __device__ __forceinline__ void copy_tile_sync(uint32_t smem, const T* g, int ro
 #pragma unroll 2   // the cold path: little unrolling leaves the registers to the hot one
   for (int id = tid; id < ROWS * COLS; id += THREADS) {
     const int r = id / COLS, c = id % COLS;
-    const bool valid = r >= rows_first && r < rows_left && c >= cols_first && c < cols_left;
+    const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
     const T v = valid ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride)) : fill;
     st_shared(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), v);
   }

@@ -66,7 +66,7 @@ __device__ __forceinline__ void copy_tile_to_tma_layout(uint32_t smem, const T* 
 #pragma unroll 1
   for (int id = t; id < ROWS * COLS; id += 128) {
     const int r = id / COLS, c = id % COLS;
-    const bool valid = r >= rows_first && r < rows_left && c >= cols_first && c < cols_left;
+    const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
     const T v = valid ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride)) : from_f32<T>(0.0f);
     st_shared(smem + tma_offset<SPAN, PANEL_BYTES>(r, c * (int)sizeof(T)), v);
   }

@@ -73,8 +73,8 @@ struct StagedTile {
                                        int cols_first = 0) {
 #pragma unroll
     for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i)
-      data[i] = guarded_load<Word>(g, r * row_stride + c, r >= rows_first && r < rows_left &&
-                                                              c >= cols_first && c < cols_left);
+      data[i] = guarded_load<Word>(g, r * row_stride + c, inside(r, rows_first, rows_left) &&
+                                                              inside(c, cols_first, cols_left));
     dst = smem;
     live = true;
   }
@@ -130,8 +130,8 @@ struct StagedTileK8 {
       for (int j = 0; j < 4; ++j)
         data[i][j] = __builtin_bit_cast(
             Words, guarded_load<Word>(g, (r + j) * row_stride + c,
-                                      r + j >= rows_first && r + j < rows_left &&
-                                          c >= cols_first && c < cols_left));
+                                      inside(r + j, rows_first, rows_left) &&
+                                          inside(c, cols_first, cols_left)));
     }
     dst = smem;
     live = true;
@@ -164,7 +164,7 @@ __device__ __forceinline__ void copy_tile_sync_k8(uint32_t smem, const T* g, int
 #pragma unroll 2
   for (int id = tid; id < ROWS * COLS; id += THREADS) {
     const int r = id % ROWS, c = id / ROWS;   // consecutive threads: consecutive k of a column
-    const bool valid = r >= rows_first && r < rows_left && c >= cols_first && c < cols_left;
+    const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
     const T v = valid ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride)) : fill;
     st_shared(smem + tile_offset_k8<ROW_BYTES>(c, r * static_cast<int>(sizeof(T))), v);
   }
@@ -180,7 +180,7 @@ __device__ __forceinline__ void copy_tile_sync(uint32_t smem, const T* g, int ro
 #pragma unroll 2   // the cold path: little unrolling leaves the registers to the hot one
   for (int id = tid; id < ROWS * COLS; id += THREADS) {
     const int r = id / COLS, c = id % COLS;
-    const bool valid = r >= rows_first && r < rows_left && c >= cols_first && c < cols_left;
+    const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
     const T v = valid ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride)) : fill;
     st_shared(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), v);
   }
