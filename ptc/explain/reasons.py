@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from ..lower.atoms import rate_dtype
+from ..lower.atoms import rate_dtype, reads_fnuz
 from ..sched.search import Candidate, SearchResult
 from .compare import Context, bound_phrase, busy, busy_clause, peers, rejected_peers
 from .model import Reason
@@ -276,6 +276,14 @@ def _matmul_unit_reasons(ctx: Context) -> list[Reason]:
             out.append(Reason("unit", f"{task.name} runs on the integer tensor cores"
                                       f"{wgmma}: i8 products, exact s32 sums that wrap "
                                       "modulo 2^32"))
+        elif task.kind == "mma" and reads_fnuz(device, task.mma_dtype):
+            out.append(Reason("unit", f"{task.name} runs on the FP8 matrix unit at its FP8 rate: "
+                                      "its instructions read the FNUZ formats, so each register "
+                                      "of four OCP codes is rebiased in registers (-0 and NaN "
+                                      "fixed up; a code read as FNUZ is half its value) and the "
+                                      "accumulator is kept in quarter units, exact; a k-step "
+                                      "whose e5m2 operands hold an infinity (no FNUZ code) is "
+                                      "multiplied through f16 instead"))
         elif task.kind == "mma" and rate_dtype(device, task.mma_dtype) != task.mma_dtype \
                 and w.choice.style != "warp_specialized":     # (wgmma takes FP8 itself)
             to = rate_dtype(device, task.mma_dtype)

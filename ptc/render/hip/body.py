@@ -88,10 +88,11 @@ class HipBodyPrinter(CBodyPrinter):
 
     # ---- matrix multiplies ----------------------------------------------------------------------
     def instruction(self, mma: ir.Mma) -> str:
-        if mma.atom.widens_to:      # FP8 widened to f16 (CDNA2): each operand's format
+        if mma.atom.widens_to or mma.atom.fnuz:     # FP8: each operand's format
             e5m2 = [str(self.operand_dtype(op) == "f8e5m2").lower() for op in (mma.a, mma.b)]
-            a = mma.atom
-            return f"ptc::MfmaF8<{a.m}, {a.n}, {a.k}, {e5m2[0]}, {e5m2[1]}>"
+            a = mma.atom            # widened to f16 (CDNA2), or rebiased to FNUZ (CDNA3)
+            kind = "MfmaFnuz" if a.fnuz else "MfmaF8"
+            return f"ptc::{kind}<{a.m}, {a.n}, {a.k}, {e5m2[0]}, {e5m2[1]}>"
         try:
             return MFMA_INSTRUCTIONS[mma.atom.name, mma.dtype]
         except KeyError:

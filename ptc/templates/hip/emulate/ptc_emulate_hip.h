@@ -111,7 +111,9 @@ inline int thread_index(const char* what) {
 // ---- wave collectives -------------------------------------------------------------------------
 enum Kind { NONE = 0, DPP, SWIZZLE, BPERMUTE, READFIRSTLANE, READLANE, MFMA_16x16x16_F16,
             MFMA_16x16x16_BF16, MFMA_32x32x8_F16, MFMA_32x32x8_BF16, MFMA_16x16x16_I8,
-            MFMA_32x32x8_I8, MFMA_16x16x32_I8, MFMA_32x32x16_I8 };
+            MFMA_32x32x8_I8, MFMA_16x16x32_I8, MFMA_32x32x16_I8, BALLOT,
+            MFMA_16x16x32_F8,                   // + 2 (A is bf8) + (B is bf8): four kinds
+            MFMA_32x32x16_F8 = MFMA_16x16x32_F8 + 4 };
 
 // Deposit `value` and an immediate of this lane; after the wave meets, check that every lane
 // reached the same instruction with the same immediate. Returns the buffer, or -1.
@@ -343,6 +345,86 @@ inline void mfma_i8(int* d, uint64_t a, uint64_t b, int cbsz, int abid, int blgp
   }
 }
 
+// v_mfma_f32_{16x16x32,32x32x16}_{fp8,bf8}_{fp8,bf8} (gfx940+): the i8 instructions' lanes
+// and bytes (above, KPL = 8), each byte an FNUZ code -- fp8 e4m3fnuz (bias 8, 3 mantissa
+// bits), bf8 e5m2fnuz (bias 16, 2): exponent 0 subnormal, 0x80 the only NaN, no -0, no
+// infinities (AMD CDNA3 ISA, "Data Types"; ml_dtypes float8_e4m3fnuz / float8_e5m2fnuz).
+// Products of two codes are exact in f32; they are added to C in f32, k in order.
+// break_layout (a self-test): A's bytes 1 and 2 swapped.
+inline float fnuz_value(uint8_t code, bool e5m2) {
+  if (code == 0x80) return __builtin_nanf("");
+  const int mbits = e5m2 ? 2 : 3, bias = e5m2 ? 16 : 8;
+  const int e = (code & 0x7f) >> mbits, m = code & ((1 << mbits) - 1);
+  const float mag = e == 0 ? __builtin_ldexpf(static_cast<float>(m), 1 - bias - mbits)
+                           : __builtin_ldexpf(static_cast<float>((1 << mbits) | m), e - bias - mbits);
+  return code & 0x80 ? -mag : mag;
+}
+
+template <int M, bool A_BF8, bool B_BF8>
+inline void mfma_fnuz(float* d, uint64_t a, uint64_t b, int cbsz, int abid, int blgp,
+                      const char* what) {
+  constexpr int K = M == 16 ? 32 : 16, REGS = M * M / WARP, BLOCKS = WARP / M, KPL = K / BLOCKS;
+  static_assert(M == 16 || M == 32, "MFMA FP8 16x16x32 or 32x32x16");
+  const int kind = (M == 16 ? MFMA_16x16x32_F8 : MFMA_32x32x16_F8) + 2 * A_BF8 + B_BF8;
+  const unsigned imm = static_cast<unsigned>(cbsz) | static_cast<unsigned>(abid) << 8 |
+                       static_cast<unsigned>(blgp) << 16;
+  if (rt.current < 0) { fail("%s outside a kernel", what); return; }
+  Fiber& f = cur();
+  WarpScratch& s = rt.warps[warp_of(f)];
+  const int lane = lane_of(f);
+  const int buf = deposit(kind);
+  s.a[buf][lane][0] = static_cast<uint32_t>(a);
+  s.a[buf][lane][1] = static_cast<uint32_t>(a >> 32);
+  s.b[buf][lane][0] = static_cast<uint32_t>(b);
+  s.b[buf][lane][1] = static_cast<uint32_t>(b >> 32);
+  s.a[buf][lane][3] = imm;
+  warp_barrier(what);
+  if (!same_kind(s, buf, kind, what)) return;
+  if (imm != 0) {
+    fail("%s with cbsz %d, abid %d, blgp %d: the emulator takes 0, 0, 0 (no broadcast or lane "
+         "swizzle of the operands)", what, cbsz, abid, blgp);
+    return;
+  }
+  auto code = [](const unsigned* regs, int r) {
+    return static_cast<uint8_t>(regs[r / 4] >> (8 * (r % 4)));
+  };
+  const bool broken = config.break_layout != 0;
+  auto A = [&](int i, int k) {
+    int r = k % KPL;
+    if (broken && (r == 1 || r == 2)) r = 3 - r;
+    return fnuz_value(code(s.a[buf][i + M * (k / KPL)], r), A_BF8);
+  };
+  auto B = [&](int k, int j) { return fnuz_value(code(s.b[buf][j + M * (k / KPL)], k % KPL), B_BF8); };
+  const int j = lane % M, block = lane / M;
+  for (int r = 0; r < REGS; ++r) {
+    const int i = M == 16 ? 4 * block + r : 8 * (r / 4) + 4 * block + r % 4;
+    float acc = d[r];
+    for (int k = 0; k < K; ++k) acc += A(i, k) * B(k, j);
+    d[r] = acc;
+  }
+}
+
+template <int M, bool A_BF8, bool B_BF8, typename C>
+inline C mfma_fnuz_builtin(long a, long b, C c, int cbsz, int abid, int blgp, const char* what) {
+  float d[M * M / WARP];
+  for (int r = 0; r < M * M / WARP; ++r) d[r] = c[r];
+  mfma_fnuz<M, A_BF8, B_BF8>(d, static_cast<uint64_t>(a), static_cast<uint64_t>(b), cbsz, abid,
+                             blgp, what);
+  C out;
+  for (int r = 0; r < M * M / WARP; ++r) out[r] = d[r];
+  return out;
+}
+
+// v_cmp / s_ballot: a bit per lane of the wave whose predicate is true
+inline uint64_t ballot(bool pred) {
+  const int buf = exchange(BALLOT, pred ? 1u : 0u, 0, "ballot");
+  if (buf < 0) return 0;
+  uint64_t out = 0;
+  for (int l = 0; l < WARP; ++l)
+    out |= static_cast<uint64_t>(rt.warps[warp_of(cur())].v[buf][l] != 0) << l;
+  return out;
+}
+
 template <int M, int K, typename V, typename C>
 inline C mfma_i8_builtin(V a, V b, C c, int cbsz, int abid, int blgp, const char* what) {
   int d[M * M / WARP];
@@ -455,3 +537,21 @@ inline ptc::i32x16 __builtin_amdgcn_mfma_i32_32x32x16_i8(long a, long b, ptc::i3
                                                          int abid, int blgp) {
   return ptc::emu::mfma_i8_builtin<32, 16>(a, b, c, cbsz, abid, blgp, "v_mfma_i32_32x32x16_i8");
 }
+// the FP8 MFMAs (gfx940+): eight FNUZ codes (a long) per operand; fp8 = e4m3fnuz, bf8 = e5m2fnuz
+#define PTC_EMU_MFMA_FNUZ(SHAPE, M, NAME, ABF8, BBF8, C)                                      \
+  inline C __builtin_amdgcn_mfma_f32_##SHAPE##_##NAME(long a, long b, C c, int cbsz, int abid,  \
+                                                      int blgp) {                               \
+    return ptc::emu::mfma_fnuz_builtin<M, ABF8, BBF8>(a, b, c, cbsz, abid, blgp,               \
+                                                      "v_mfma_f32_" #SHAPE "_" #NAME);          \
+  }
+PTC_EMU_MFMA_FNUZ(16x16x32, 16, fp8_fp8, false, false, ptc::f32x4)
+PTC_EMU_MFMA_FNUZ(16x16x32, 16, fp8_bf8, false, true, ptc::f32x4)
+PTC_EMU_MFMA_FNUZ(16x16x32, 16, bf8_fp8, true, false, ptc::f32x4)
+PTC_EMU_MFMA_FNUZ(16x16x32, 16, bf8_bf8, true, true, ptc::f32x4)
+PTC_EMU_MFMA_FNUZ(32x32x16, 32, fp8_fp8, false, false, ptc::f32x16)
+PTC_EMU_MFMA_FNUZ(32x32x16, 32, fp8_bf8, false, true, ptc::f32x16)
+PTC_EMU_MFMA_FNUZ(32x32x16, 32, bf8_fp8, true, false, ptc::f32x16)
+PTC_EMU_MFMA_FNUZ(32x32x16, 32, bf8_bf8, true, true, ptc::f32x16)
+#undef PTC_EMU_MFMA_FNUZ
+
+inline unsigned long __builtin_amdgcn_ballot_w64(bool pred) { return ptc::emu::ballot(pred); }
