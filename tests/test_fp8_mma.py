@@ -267,7 +267,8 @@ def test_every_fp8_code_reaches_the_matrix_unit_exactly(target, dtype, side):
 
 # the FNUZ fix-ups of mfma.h (fragment, slip, the formats whose codes then come out wrong)
 FNUZ_FIXUPS = [
-    ("return (x & (nonzero | 0x7f7f7f7fu) & ~", "return (x & ~", FORMATS),   # -0 stays 0x80: NaN
+    ("const uint32_t keep = (nonzero | 0x7f7f7f7fu)", "const uint32_t keep = (0xffffffffu)",
+     FORMATS),                                          # -0 stays 0x80: FNUZ's NaN
     ("(E5M2 ? 0x03030303u : 0x01010101u)", "(E5M2 ? 0x03030303u : 0x00000000u)",
      ("f8e4m3",)),                                      # e4m3's NaN codes read as +-240
     ("(E5M2 ? 0x03030303u : 0x01010101u)", "(E5M2 ? 0x02020202u : 0x01010101u)",
@@ -339,9 +340,13 @@ def test_e5m2_infinities_on_gfx942_give_what_the_interpreter_gives():
         check(emulated(source, device)(kernel, inputs, EDGE, **config)["C"])
     path = HEADERS / "hip" / "mfma.h"
     text = path.read_text()
-    good = "a[mi] + w, b[ni] + w);"
+    good = "bf[ni][h] = fp8x2_to_f16x2<B_E5M2>(b[ni][w], h);"
     assert good in text
-    slip = (("mfma.h", text.replace(good, "a[mi] + w, b[ni] + (1 - w));")),)
+    slip = (("mfma.h", text.replace(good, "bf[ni][h] = fp8x2_to_f16x2<B_E5M2>(b[ni][1 - w], h);")),)
+    with pytest.raises(AssertionError):
+        check(emulated(source, device, slip)(kernel, inputs, EDGE)["C"])
+    slip = (("mfma.h", text.replace("const _Float16 q = static_cast<_Float16>(0.25f);",
+                                    "const _Float16 q = static_cast<_Float16>(1.0f);")),)
     with pytest.raises(AssertionError):
         check(emulated(source, device, slip)(kernel, inputs, EDGE)["C"])
     slip = (("mfma.h", text.replace("0x7c7c7c7cu", "0x7d7d7d7du")),)   # infinities unseen

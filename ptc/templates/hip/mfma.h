@@ -142,13 +142,18 @@ struct MfmaF8 {
 // NaN) becomes +0, the NaN codes (e4m3 S.1111.111, e5m2 S.11111.xx with xx != 0) 0x80.
 // e5m2's infinities (S.11111.00) have no FNUZ code: a k-step whose e5m2 operands hold one
 // anywhere in the wave (a ballot: one uniform branch) is multiplied as CDNA2 multiplies FP8
-// instead -- MfmaF8 widens to f16, which keeps them -- at two f16 instructions per atom.
+// instead -- widened to f16, which keeps them (fp8x2_to_f16x2) -- at two f16 instructions per
+// atom.
+// Per byte (no carry or borrow crosses a byte): `nan` is 0x80 where the code is a NaN, `keep`
+// 0xff where it stays, 0x7f where it is -0 (its sign dropped), 0x80 where it is a NaN
+// (0xff - 0x7f: its low bits dropped, then `nan` sets 0x80). Full-rate VALU only.
 template <bool E5M2>
 __device__ __forceinline__ uint32_t ocp_to_fnuz(uint32_t x) {
   const uint32_t low = x & 0x7f7f7f7fu;         // per byte: the code without its sign
   const uint32_t nan = (low + (E5M2 ? 0x03030303u : 0x01010101u)) & 0x80808080u;
   const uint32_t nonzero = (low + 0x7f7f7f7fu) & 0x80808080u;
-  return (x & (nonzero | 0x7f7f7f7fu) & ~((nan >> 7) * 0xffu)) | nan;
+  const uint32_t keep = (nonzero | 0x7f7f7f7fu) - (nan - (nan >> 7));
+  return (x & keep) | nan;
 }
 
 // a byte of an e5m2 word is an infinity (low bits 0x7c): nonzero then
@@ -156,7 +161,16 @@ __device__ __forceinline__ uint32_t e5m2_infinities(uint32_t x) {
   return ~(((x & 0x7f7f7f7fu) ^ 0x7c7c7c7cu) + 0x7f7f7f7fu) & 0x80808080u;
 }
 
-// whether any lane of the wave holds a nonzero `x` (a ballot; a template, so that targets
+// two f16 values times 1/4 (exact where the quarter is an f16 value, as every FP8 value's is)
+__device__ __forceinline__ uint32_t f16x2_quarter(uint32_t v) {
+  const _Float16 q = static_cast<_Float16>(0.25f);
+  const _Float16 lo = __builtin_bit_cast(_Float16, static_cast<uint16_t>(v)) * q;
+  const _Float16 hi = __builtin_bit_cast(_Float16, static_cast<uint16_t>(v >> 16)) * q;
+  return static_cast<uint32_t>(__builtin_bit_cast(uint16_t, lo)) |
+         static_cast<uint32_t>(__builtin_bit_cast(uint16_t, hi)) << 16;
+}
+
+// whether any lane of the wave holds a nonzero `x`// whether any lane of the wave holds a nonzero `x` (a ballot; a template, so that targets
 // whose clang does not declare the wave64 builtin never look it up)
 template <typename T>
 __device__ __forceinline__ bool wave_any(T x) {
@@ -227,22 +241,32 @@ struct MfmaFnuz {
 #pragma unroll
       for (int ni = 0; ni < NI; ++ni) mma(c + (mi * NI + ni) * CREGS, a[mi], b[ni]);
   }
-  // The k-step through f16 at full value: the f16 instruction of half the k takes 4 k per
-  // lane in the same lane blocks, so word w of every lane's A and B pair the same k (k
-  // 8 (l / M) + 4 w + 0..3 at the f16 instruction's k 4 (l / M) + 0..3), and the two
-  // instructions (w = 0, 1) sum every k once.
+  // The k-step through f16: the f16 instruction of half the k takes 4 k per lane in the
+  // same lane blocks, so word w of every lane's A and B pair the same k (k 8 (l / M) + 4 w +
+  // 0..3 at the f16 instruction's k 4 (l / M) + 0..3), and the two instructions (w = 0, 1)
+  // sum every k once. A's f16 values are quartered, so the products come in the quarter
+  // units of the accumulator: exact, as every FP8 value over 4 is an f16 value (e5m2's
+  // smallest, 2^-16, gives 2^-18, f16 subnormals reach 2^-24; infinities stay infinite).
   template <int MI, int NI>
   __device__ __forceinline__ static void widened(float* c, const uint32_t (&a)[MI][REGS],
                                                  const uint32_t (&b)[NI][REGS]) {
-    scale<MI * NI * CREGS>(c, 4.0f);
 #pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
+    for (int w = 0; w < REGS; ++w) {
+      uint32_t af[MI][2], bf[NI][2];
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) af[mi][h] = f16x2_quarter(fp8x2_to_f16x2<A_E5M2>(a[mi][w], h));
 #pragma unroll
       for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
-        for (int w = 0; w < REGS; ++w)
-          MfmaF8<M_, N_, K_ / 2, A_E5M2, B_E5M2>::mma(c + (mi * NI + ni) * CREGS, a[mi] + w, b[ni] + w);
-    scale<MI * NI * CREGS>(c, 0.25f);
+        for (int h = 0; h < 2; ++h) bf[ni][h] = fp8x2_to_f16x2<B_E5M2>(b[ni][w], h);
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni)
+          Mfma<M_, N_, K_ / 2, false>::mma(c + (mi * NI + ni) * CREGS, af[mi], bf[ni]);
+    }
   }
   template <int CN>
   __device__ __forceinline__ static void scale(float* c, float by) {
