@@ -407,11 +407,10 @@ SLIPS = {
     "gfx942": [("mfma.h",         # the accumulator scaled back by 2, not 4
                 "I::template scale<MI * NI * I::CREGS>(c, 4.0f);",
                 "I::template scale<MI * NI * I::CREGS>(c, 2.0f);"),
-               ("mfma.h",         # a lane's two words of k swapped (A's 64-bit operand)
-                "const long x = static_cast<long>(static_cast<uint64_t>(a[0]) | "
-                "(static_cast<uint64_t>(a[1]) << 32));",
-                "const long x = static_cast<long>(static_cast<uint64_t>(a[1]) | "
-                "(static_cast<uint64_t>(a[0]) << 32));")],
+               ("mfma.h",         # a lane's two words of k swapped in A's 64-bit operand
+                "const long x = word_pair(a), y = word_pair(b);",
+                "const uint32_t swapped[2] = {a[1], a[0]};\n"
+                "const long x = word_pair(swapped), y = word_pair(b);")],
 }
 SLIPS["sm90"] = SLIPS["sm80"]
 

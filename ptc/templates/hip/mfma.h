@@ -20,18 +20,30 @@
 
 namespace ptc {
 
+// d = f(d) through the builtin's accumulator vector type C of CN values (float or int)
+template <typename C, int CN, typename T, typename F>
+__device__ __forceinline__ void acc_call(T* d, F f) {
+  C c;
+#pragma unroll
+  for (int i = 0; i < CN; ++i) c[i] = d[i];
+  c = f(c);
+#pragma unroll
+  for (int i = 0; i < CN; ++i) d[i] = c[i];
+}
+
+// a lane's 64-bit operand of two registers, the first lowest
+__device__ __forceinline__ long word_pair(const uint32_t* r) {
+  return static_cast<long>(static_cast<uint64_t>(r[0]) | (static_cast<uint64_t>(r[1]) << 32));
+}
+
 // d = mfma(a, b, d) through the builtin's vector types: C the accumulator vector of N
 // floats, I the 4-value input vector (two registers, low half first)
 template <typename C, int N, typename I, typename F>
 __device__ __forceinline__ void mfma_call(float* d, const uint32_t* a, const uint32_t* b, F f) {
   const uint64_t a64 = static_cast<uint64_t>(a[0]) | (static_cast<uint64_t>(a[1]) << 32);
   const uint64_t b64 = static_cast<uint64_t>(b[0]) | (static_cast<uint64_t>(b[1]) << 32);
-  C c;
-#pragma unroll
-  for (int i = 0; i < N; ++i) c[i] = d[i];
-  c = f(__builtin_bit_cast(I, a64), __builtin_bit_cast(I, b64), c);
-#pragma unroll
-  for (int i = 0; i < N; ++i) d[i] = c[i];
+  const I x = __builtin_bit_cast(I, a64), y = __builtin_bit_cast(I, b64);
+  acc_call<C, N>(d, [&](C c) { return f(x, y, c); });
 }
 
 // One instruction: M x N x K, CREGS accumulator registers per lane; 16-bit inputs.
@@ -67,29 +79,19 @@ struct MfmaI8 {
   static_assert((M_ == 16 && N_ == 16 && (K_ == 16 || K_ == 32)) ||
                 (M_ == 32 && N_ == 32 && (K_ == 8 || K_ == 16)),
                 "MFMA i8 16x16x16, 32x32x8 (gfx90a), 16x16x32 or 32x32x16 (gfx942)");
-  template <typename C, int CN, typename F>
-  __device__ __forceinline__ static void call(int* d, F f) {
-    C c;
-#pragma unroll
-    for (int i = 0; i < CN; ++i) c[i] = d[i];
-    c = f(c);
-#pragma unroll
-    for (int i = 0; i < CN; ++i) d[i] = c[i];
-  }
   __device__ __forceinline__ static void mma(int* d, const uint32_t* a, const uint32_t* b) {
     if constexpr (KPL == 4) {
       const int x = static_cast<int>(a[0]), y = static_cast<int>(b[0]);
       if constexpr (M_ == 16)
-        call<i32x4, 4>(d, [&](i32x4 c) { return __builtin_amdgcn_mfma_i32_16x16x16i8(x, y, c, 0, 0, 0); });
+        acc_call<i32x4, 4>(d, [&](i32x4 c) { return __builtin_amdgcn_mfma_i32_16x16x16i8(x, y, c, 0, 0, 0); });
       else
-        call<i32x16, 16>(d, [&](i32x16 c) { return __builtin_amdgcn_mfma_i32_32x32x8i8(x, y, c, 0, 0, 0); });
+        acc_call<i32x16, 16>(d, [&](i32x16 c) { return __builtin_amdgcn_mfma_i32_32x32x8i8(x, y, c, 0, 0, 0); });
     } else {
-      const long x = static_cast<long>(static_cast<uint64_t>(a[0]) | (static_cast<uint64_t>(a[1]) << 32));
-      const long y = static_cast<long>(static_cast<uint64_t>(b[0]) | (static_cast<uint64_t>(b[1]) << 32));
+      const long x = word_pair(a), y = word_pair(b);
       if constexpr (M_ == 16)
-        call<i32x4, 4>(d, [&](i32x4 c) { return __builtin_amdgcn_mfma_i32_16x16x32_i8(x, y, c, 0, 0, 0); });
+        acc_call<i32x4, 4>(d, [&](i32x4 c) { return __builtin_amdgcn_mfma_i32_16x16x32_i8(x, y, c, 0, 0, 0); });
       else
-        call<i32x16, 16>(d, [&](i32x16 c) { return __builtin_amdgcn_mfma_i32_32x32x16_i8(x, y, c, 0, 0, 0); });
+        acc_call<i32x16, 16>(d, [&](i32x16 c) { return __builtin_amdgcn_mfma_i32_32x32x16_i8(x, y, c, 0, 0, 0); });
     }
   }
 };
@@ -184,27 +186,17 @@ struct MfmaFnuz {
   static constexpr bool FNUZ = true;          // mfma_tile: quarter units, fix-ups per k-step
   static_assert((M_ == 16 && N_ == 16 && K_ == 32) || (M_ == 32 && N_ == 32 && K_ == 16),
                 "MFMA FP8 16x16x32 or 32x32x16");
-  template <typename C, int CN, typename F>
-  __device__ __forceinline__ static void call(float* d, F f) {
-    C c;
-#pragma unroll
-    for (int i = 0; i < CN; ++i) c[i] = d[i];
-    c = f(c);
-#pragma unroll
-    for (int i = 0; i < CN; ++i) d[i] = c[i];
-  }
   // the instruction, on FNUZ codes
   __device__ __forceinline__ static void mma(float* d, const uint32_t* a, const uint32_t* b) {
-    const long x = static_cast<long>(static_cast<uint64_t>(a[0]) | (static_cast<uint64_t>(a[1]) << 32));
-    const long y = static_cast<long>(static_cast<uint64_t>(b[0]) | (static_cast<uint64_t>(b[1]) << 32));
+    const long x = word_pair(a), y = word_pair(b);
     if constexpr (M_ == 16) {
-      call<f32x4, 4>(d, [&](f32x4 c) {
+      acc_call<f32x4, 4>(d, [&](f32x4 c) {
         if constexpr (!A_E5M2 && !B_E5M2) return __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(x, y, c, 0, 0, 0);
         else if constexpr (!A_E5M2) return __builtin_amdgcn_mfma_f32_16x16x32_fp8_bf8(x, y, c, 0, 0, 0);
         else if constexpr (!B_E5M2) return __builtin_amdgcn_mfma_f32_16x16x32_bf8_fp8(x, y, c, 0, 0, 0);
         else return __builtin_amdgcn_mfma_f32_16x16x32_bf8_bf8(x, y, c, 0, 0, 0); });
     } else {
-      call<f32x16, 16>(d, [&](f32x16 c) {
+      acc_call<f32x16, 16>(d, [&](f32x16 c) {
         if constexpr (!A_E5M2 && !B_E5M2) return __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8(x, y, c, 0, 0, 0);
         else if constexpr (!A_E5M2) return __builtin_amdgcn_mfma_f32_32x32x16_fp8_bf8(x, y, c, 0, 0, 0);
         else if constexpr (!B_E5M2) return __builtin_amdgcn_mfma_f32_32x32x16_bf8_fp8(x, y, c, 0, 0, 0);
