@@ -146,6 +146,7 @@ struct MfmaF8 {
 // anywhere in the wave (a ballot: one uniform branch) is multiplied as CDNA2 multiplies FP8
 // instead -- widened to f16, which keeps them (fp8x2_to_f16x2) -- at two f16 instructions per
 // atom.
+
 // Per byte (no carry or borrow crosses a byte): `nan` is 0x80 where the code is a NaN, `keep`
 // 0xff where it stays, 0x7f where it is -0 (its sign dropped), 0x80 where it is a NaN
 // (0xff - 0x7f: its low bits dropped, then `nan` sets 0x80). Full-rate VALU only.
@@ -172,8 +173,9 @@ __device__ __forceinline__ uint32_t f16x2_quarter(uint32_t v) {
          static_cast<uint32_t>(__builtin_bit_cast(uint16_t, hi)) << 16;
 }
 
-// whether any lane of the wave holds a nonzero `x`// whether any lane of the wave holds a nonzero `x` (a ballot; a template, so that targets
-// whose clang does not declare the wave64 builtin never look it up)
+// whether any lane of the wave holds a nonzero `x` (a ballot; a template, so that targets
+// that never instantiate it never look the builtin up: ptc's gfx90a build, clang-19, calls it
+// undeclared)
 template <typename T>
 __device__ __forceinline__ bool wave_any(T x) {
   return __builtin_amdgcn_ballot_w64(x != 0) != 0;
