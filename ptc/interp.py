@@ -275,12 +275,16 @@ class Machine:
         for item, n in zip(index, shape):
             if isinstance(item, T.TileSlice):
                 size = self.extent(item.size)
-                start = int(self.scalars[item.var]) * size
-                lo, hi = max(start, 0), min(start + size, n)
+                step = item.stride                 # an offset tile: any start and step
+                start = int(self.scalars[item.var]) * size * step
+                if item.offset is not None:
+                    start += int(self.eval(item.offset))
+                # tile elements k with 0 <= start + k * step < n: lo <= k < hi
+                lo, hi = max(-(start // step), 0), min(-((start - n) // step), size)
                 tile_shape.append(size)
                 inside = inside and hi > lo
-                src.append(slice(lo, hi))
-                dst.append(slice(lo - start, hi - start))
+                src.append(slice(start + lo * step, start + (hi - 1) * step + 1, step))
+                dst.append(slice(lo, hi))
             elif isinstance(item, T.WholeDim):
                 tile_shape.append(n)
                 src.append(slice(0, n))

@@ -14,6 +14,7 @@ import ml_dtypes
 import numpy as np
 
 BF16 = ml_dtypes.bfloat16
+E4M3 = ml_dtypes.float8_e4m3fn
 F16 = np.float16
 F32 = np.float32
 
@@ -49,6 +50,25 @@ def attention(Q, K, V, causal: bool = False) -> np.ndarray:
     p = np.exp(scores)
     p /= p.sum(axis=-1, keepdims=True)
     return np.einsum("bhst,bhtd->bhsd", p, v)
+
+
+def fp8_attention(Q, K, Vt, q_descale, k_descale, v_descale) -> np.ndarray:
+    """FlashAttention-3's FP8 forward, non-causal: softmax(q k^T / sqrt(D)) v for the
+    e4m3 codes Q, K [B, H, S|T, D] and Vt [B, H, D, T] (V transposed) times their per-tensor
+    descales, with the softmax's numerator P = exp(s - rowmax) rounded to e4m3 before it
+    multiplies v (the kernel's `p as f8e4m3`) and its row sum taken before the rounding.
+
+    The kernel rounds exp(s - m) with m the running max of the key blocks seen so far, then
+    rescales by exp(m - rowmax); this formula rounds at the final row max. The two differ by
+    e4m3 roundings (docs/low-precision.md, part 4b, gives the tolerance this sets).
+    """
+    q = f64(Q) * float(np.asarray(q_descale).reshape(-1)[0])
+    k = f64(K) * float(np.asarray(k_descale).reshape(-1)[0])
+    v = np.swapaxes(f64(Vt), -1, -2) * float(np.asarray(v_descale).reshape(-1)[0])
+    scores = np.einsum("bhsd,bhtd->bhst", q, k) / np.sqrt(q.shape[-1])
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    p = e.astype(E4M3).astype(np.float64)        # round to nearest even; all in [0, 1]
+    return np.einsum("bhst,bhtd->bhsd", p, v) / e.sum(axis=-1, keepdims=True)
 
 
 def _per_head(a, H: int, axis: int) -> np.ndarray:
@@ -147,6 +167,14 @@ def fp8_blockscaled_gemm(A, W, SA, SW) -> np.ndarray:
         part = a[:, b:b + 128] @ w[:, b:b + 128].T
         C += part * f64(SA)[:, blk, None] * f64(SW)[np.arange(N) // 128, blk][None, :]
     return C
+def causal_conv1d(x, w, bias) -> np.ndarray:
+    """Mamba2's causal depthwise conv1d with SiLU, channels last: x [B, L, C] left-padded
+    with W - 1 zero rows, each output row the W rows ending at it weighted by w [C, W]."""
+    B, L, C = x.shape
+    W = w.shape[1]
+    padded = np.concatenate([np.zeros((B, W - 1, C)), f64(x)], axis=1)
+    out = f64(bias) + sum(padded[:, r:r + L, :] * f64(w)[:, r] for r in range(W))
+    return out / (1.0 + np.exp(-out))
 
 
 def softmax(X) -> np.ndarray:
@@ -174,11 +202,14 @@ REFERENCE: dict[str, Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
     "gemm_chain": lambda i: {"E": gemm_chain(i["A"], i["B"], i["D"])},
     "rmsnorm": lambda i: {"Y": rmsnorm(i["X"], i["W"], i["eps"])},
     "softmax": lambda i: {"Y": softmax(i["X"])},
+    "causal_conv1d": lambda i: {"y": causal_conv1d(i["x"], i["w"], i["bias"])},
     "w8a8_gemm": lambda i: {"C": w8a8_gemm(i["A"], i["W"], i["sa"], i["sw"])},
     "w4a16_gemm": lambda i: {"C": w4a16_gemm(i["A"], i["W"], i["S"], i["Z"])},
     "fp8_gemm": lambda i: {"C": fp8_gemm(i["A"], i["W"], i["sa"], i["sw"])},
     "fp8_blockscaled_gemm": lambda i: {
         "C": fp8_blockscaled_gemm(i["A"], i["W"], i["SA"], i["SW"])},
+    "fp8_flash_attn": lambda i: {"O": fp8_attention(
+        i["Q"], i["K"], i["Vt"], i["q_descale"], i["k_descale"], i["v_descale"])},
 }
 
 # The dtype of every output, as the kernels declare them.
@@ -192,10 +223,12 @@ OUTPUT_DTYPES: dict[str, dict[str, str]] = {
     "gemm_chain": {"E": "f16"},
     "rmsnorm": {"Y": "f16"},
     "softmax": {"Y": "f16"},
+    "causal_conv1d": {"y": "f16"},
     "w8a8_gemm": {"C": "f16"},
     "w4a16_gemm": {"C": "f16"},
     "fp8_gemm": {"C": "bf16"},
     "fp8_blockscaled_gemm": {"C": "bf16"},
+    "fp8_flash_attn": {"O": "bf16"},
 }
 
 
@@ -258,6 +291,10 @@ def make_inputs(sample: str, shapes: Mapping[str, int], rng: np.random.Generator
     if sample == "softmax":
         M, N = d["M"], d["N"]
         return {"X": _randn(rng, (M, N), F16, 3.0)}
+    if sample == "causal_conv1d":
+        B, L, C, W = d["B"], d["L"], d["C"], d["W"]
+        return {"x": _randn(rng, (B, L, C), F16), "w": _randn(rng, (C, W), F32, W ** -0.5),
+                "bias": _randn(rng, (C,), F32, 0.1)}
     if sample == "w4a16_gemm":
         return _gptq_4bit(rng, d["M"], d["N"], d["P"], d["KP"], d["KG"])
     if sample == "w8a8_gemm":
@@ -267,6 +304,12 @@ def make_inputs(sample: str, shapes: Mapping[str, int], rng: np.random.Generator
         return _fp8_per_tensor(rng, d["M"], d["N"], d["K"])
     if sample == "fp8_blockscaled_gemm":
         return _fp8_blockscaled(rng, d["M"], d["N"], d["K"], d["KB"], d["NB"])
+    if sample == "fp8_flash_attn":
+        B, H, S, T, D = d["B"], d["H"], d["S"], d["T"], d["D"]
+        Q, qd = _e4m3_per_tensor(rng.standard_normal((B, H, S, D)) * 1.5)
+        K, kd = _e4m3_per_tensor(rng.standard_normal((B, H, T, D)))
+        Vt, vd = _e4m3_per_tensor(rng.standard_normal((B, H, D, T)))
+        return {"Q": Q, "K": K, "Vt": Vt, "q_descale": qd, "k_descale": kd, "v_descale": vd}
     raise KeyError(f"no inputs for sample {sample!r}")
 
 
@@ -348,6 +391,11 @@ def _fp8_blockscaled(rng, M, N, K, KB, NB):
     A = _to_e4m3(x, f64(SA)[:, cols])
     W = _to_e4m3(w, f64(SW)[np.arange(N)[:, None] // 128, cols[None, :]])
     return {"A": A, "W": W, "SA": SA, "SW": SW}
+def _e4m3_per_tensor(x) -> tuple[np.ndarray, np.ndarray]:
+    """x as e4m3 codes with one descale for the tensor, as FA3's FP8 callers quantize:
+    descale = absmax / 448 (e4m3's largest), codes = x / descale rounded to nearest even."""
+    descale = max(float(np.abs(x).max()), 1e-8) / 448.0
+    return (x / descale).astype(E4M3), np.array([descale], F32)
 
 
 def rel_l2(got, want) -> float:

@@ -14,6 +14,7 @@ import pytest
 from ptc.devices import (Device, DeviceError, Throughput, builtin_targets, get_device,
                          load_device)
 from ptc.devices.loader import BUILTIN_DIR
+from ptc.devices.model import Terms
 from ptc.diagnostics import CompileError
 
 SM90 = (BUILTIN_DIR / "sm90.yaml").read_text()
@@ -194,6 +195,15 @@ def test_missing_key(tmp_path):
     assert d.span.line == _line_of(SM90, "memory:") + 1  # the mapping that lacks it
 
 
+def test_a_device_without_terms_speaks_nvidias_words(tmp_path):
+    """`terms` may be left out (a user's YAML written before it existed): warps, CTAs, SMs."""
+    path = tmp_path / "dev.yaml"
+    path.write_text("\n".join(line for line in SM90.splitlines()
+                              if not line.startswith("terms:")) + "\n")
+    assert load_device(path).terms == Terms()
+    assert Terms().warps(1) == "1 warp" and Terms(warp="wave").warps(4) == "4 waves"
+
+
 def test_missing_top_level_key(tmp_path):
     f, d = _one_error(tmp_path, ("features: [", "# features: ["))
     assert d.message == f"{f}: missing key 'features'; expected a list"
@@ -226,6 +236,8 @@ def test_missing_top_level_key(tmp_path):
      "arch: expected an arch like sm_90a or gfx942, got the string 'hopper'"),
     (("features: [tma,", "features: {tma: 1}\nxfeatures: [tma,"),
      "features: expected a list, got a mapping"),
+    (("fragment_load: ldmatrix}", "fragment_load: 4}"),
+     "terms.fragment_load: expected a non-empty string, got 4"),
 ])
 def test_wrong_types(tmp_path, edit, message):
     text = _edit(SM90, edit)

@@ -497,7 +497,7 @@ def test_ptc_run_emulate_errors_are_one_line(monkeypatch):
     # a failed host build, and a failed emulation (less shared memory than the kernel takes)
     monkeypatch.setattr(E, "CXX_FLAGS", E.CXX_FLAGS + ("-include", "/no/such/header.h"))
     line = one_error(ptc(*args, "-t", "sm80", expect=1))
-    assert "the host build of the kernel failed: " in line and "header.h" in line
+    assert "the host build of the kernel failed" in line and "header.h" in line
     monkeypatch.setattr(E, "CXX_FLAGS", E.CXX_FLAGS[:-2] + ("-DPTC_EMU_SMEM_CAPACITY=1024",))
     line = one_error(ptc(*args, "-t", "sm80", expect=1))
     assert re.search(r"the emulated kernel gemm failed \(code 1\): \d+ bytes of shared "

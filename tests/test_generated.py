@@ -23,10 +23,9 @@ pytestmark = pytest.mark.cxx
 
 # (file, target) -> what goes wrong today
 OPEN: dict[tuple[str, str], str] = {}
-# seeds checked in every run: two of each skeleton (two grids, elementwise -- 8 also stores
-# its loaded tile as it is --, loop, rows, chain), about 10 s of compiles each when the
-# build cache is cold
-SEEDS = (0, 2, 1, 8, 5, 9, 7, 13, 19, 20)
+# seeds checked in every run: two of each skeleton (two grids, rows, elementwise, loop,
+# chain, quant: 8-bit products), a few seconds of compiles each when the build cache is cold
+SEEDS = (0, 17, 1, 18, 2, 6, 3, 4, 7, 16, 9, 11)
 OPEN_SEEDS: dict[int, str] = {}
 
 
@@ -95,7 +94,7 @@ def test_the_reducer_keeps_the_property_and_drops_the_rest():
             return False
         return any("rowmin(x1)" in line for _, body, _ in candidate.grids for line in body)
 
-    program = generate(3)
+    program = generate(66)
     assert keeps(program)
     small = program
     for candidates in (without_lines, simpler_assignments, without_lines, smaller_dims):
@@ -113,10 +112,10 @@ def test_the_fuzz_command_counts_what_it_checked_and_leaves_no_build_folder(
 
     from ptc.fuzz.__main__ import main
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    status = main(["--count", "1", "--seed", "1", "--jobs", "1", "--targets", "sm80",
+    status = main(["--count", "1", "--seed", "2", "--jobs", "1", "--targets", "sm80",
                    "--corpus", ""])
     out = capsys.readouterr().out
     assert status == 0, out
-    assert "1 programs (elementwise 1) x 1 targets = 1 kernels, seeds 1..1" in out
+    assert "1 programs (elementwise 1) x 1 targets = 1 kernels, seeds 2..2" in out
     assert "no findings" in out
     assert list(tmp_path.iterdir()) == []

@@ -44,7 +44,24 @@ def test_explain_says_the_ctas_the_model_simulated():
     allow (explain once recomputed 2 from the resources alone)."""
     out = ptc("explain", ROOT / "samples" / "gemm.pt", "-t", "sm80",
               "--shape", "M=256,N=256,K=4096").stdout
-    assert "1 CTA per EU" in out and "CTAs per EU share" not in out
+    assert "1 CTA per SM" in out and "CTAs per SM share" not in out
+
+
+def test_explain_speaks_the_devices_words():
+    """explain counts in the device description's `terms`: waves, workgroups, CUs and LDS
+    fragment reads on AMD; warps, CTAs, SMs and ldmatrix on NVIDIA (a new target brings its
+    own words in its YAML)."""
+    amd = ptc("explain", ROOT / "samples" / "gemm.pt", "-t", "gfx942").stdout
+    for said in ("4 waves", "Timeline of one CU", "workgroups per CU", "one workgroup per tile",
+                 "issues per wave", " ds_read "):
+        assert said in amd, said
+    for never in (" warps", "CTA", " EU ", "ldmatrix", "per warp"):
+        assert never not in amd, never
+    nvidia = ptc("explain", ROOT / "samples" / "gemm.pt", "-t", "sm80").stdout
+    for said in (" warps", "Timeline of one SM", "one CTA per tile", "issues per warp",
+                 " ldmatrix "):
+        assert said in nvidia, said
+    assert " waves;" not in nvidia and "workgroup" not in nvidia
 
 
 def test_explain_shows_the_layouts_the_buffers_were_built_in():

@@ -90,13 +90,27 @@ CASES: dict[str, tuple[list[dict], list[dict]]] = {
          dict(M=7, N=200, K=40, KB=1, NB=2)],
         [dict(BM=64, BN=64, BK=64), dict(BM=128, BN=128, BK=128)],
     ),
+    "fp8_flash_attn": (
+        [dict(B=1, H=2, S=77, T=77, D=64), dict(B=2, H=1, S=64, T=130, D=32),
+         dict(B=1, H=1, S=150, T=300, D=128), dict(B=1, H=1, S=40, T=70, D=256)],
+        [dict(BM=64, BN=64), dict(BM=128, BN=64)],
+    ),
+    # L = 2 and 3: every tap's tile reaches before the sequence and past its end
+    "causal_conv1d": (
+        [dict(B=2, L=100, C=72, W=4), dict(B=1, L=37, C=40, W=4), dict(B=3, L=2, C=8, W=4),
+         dict(B=1, L=3, C=130, W=4)],
+        [dict(BL=32, BC=32), dict(BL=64, BC=128), dict(BL=128, BC=64)],
+    ),
 }
 
 # Relative L2 error allowed against the formula, by output dtype. Measured by emulating the
 # kernels with per-op rounding: about 2e-4 for f16 outputs, 2e-3 for bf16, 1e-7 for f32.
 TOLERANCE = {"f16": 5e-3, "bf16": 1e-2, "f32": 1e-4}
 # Outputs whose error is set by an f16/bf16 rounding inside the kernel, not by their dtype.
-TOLERANCE_OVERRIDE = {("mamba2_chunk_state", "states"): 2e-3}   # B * weight as f16
+TOLERANCE_OVERRIDE = {("mamba2_chunk_state", "states"): 2e-3,   # B * weight as f16
+                      # P rounded to e4m3 at the running max, the formula at the final
+                      # one: two roundings of about 1.8% each (docs/low-precision.md, 4b)
+                      ("fp8_flash_attn", "O"): 3e-2}
 NUMPY_DTYPE = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}
 
 
@@ -191,6 +205,40 @@ def test_attention_formula_matches_loops(causal):
     q, k, v = (rng.standard_normal((2, 2, n, 8)) for n in (S, T, T))
     np.testing.assert_allclose(F.attention(q, k, v, causal), _attention_loops(q, k, v, causal),
                                rtol=1e-10, atol=1e-12)
+
+
+def test_fp8_attention_formula_matches_loops():
+    """fp8_attention against loops that decode each code, descale, and round each P to
+    e4m3 on its own (ml_dtypes, one scalar at a time)."""
+    rng = np.random.default_rng(3)
+    inputs = F.make_inputs("fp8_flash_attn", dict(B=1, H=2, S=5, T=7, D=8), rng)
+    Q, K, Vt = (F.f64(inputs[n]) for n in ("Q", "K", "Vt"))
+    qd, kd, vd = (float(inputs[n][0]) for n in ("q_descale", "k_descale", "v_descale"))
+    want = np.zeros(Q.shape)
+    for b, h, i in np.ndindex(*Q.shape[:3]):
+        s = [qd * kd * float(Q[b, h, i] @ K[b, h, j]) / math.sqrt(8) for j in range(7)]
+        e = [math.exp(x - max(s)) for x in s]
+        p = [float(ml_dtypes.float8_e4m3fn(x)) for x in e]
+        want[b, h, i] = sum(pj * vd * Vt[b, h, :, j] for j, pj in enumerate(p)) / sum(e)
+    np.testing.assert_allclose(F.fp8_attention(*(inputs[n] for n in (
+        "Q", "K", "Vt", "q_descale", "k_descale", "v_descale"))), want, rtol=1e-12, atol=1e-12)
+
+
+def test_fp8_flash_attn_rounds_p_to_e4m3_as_the_formula_does():
+    """With one key block (T <= BN) the kernel's running max is the row max, so it rounds
+    the formula's P: the two agree within bf16's rounding, while attention of the unrounded
+    P is about 2% away. The sample's 3e-2 tolerance elsewhere is for P rounded at a running
+    max that later grows; this test is what sees a kernel that does not round P."""
+    shapes = dict(B=1, H=2, S=100, T=64, D=64)
+    inputs = F.make_inputs("fp8_flash_attn", shapes, np.random.default_rng(4))
+    got = _interpret()(sample_path("fp8_flash_attn"), inputs, shapes=shapes,
+                       tiles=dict(BM=64, BN=64))["O"]
+    want = F.REFERENCE["fp8_flash_attn"](inputs)["O"]
+    unrounded = F.attention(F.f64(inputs["Q"]) * inputs["q_descale"][0],
+                            F.f64(inputs["K"]) * inputs["k_descale"][0],
+                            np.swapaxes(F.f64(inputs["Vt"]), -1, -2) * inputs["v_descale"][0])
+    assert F.rel_l2(want, unrounded) > 1e-2
+    assert F.rel_l2(got, want) <= 5e-3
 
 
 def test_mamba2_formulas_match_the_ssm_recurrence():

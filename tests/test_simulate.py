@@ -57,6 +57,8 @@ EDGE = {
     "w4a16_gemm": dict(M=7, N=200, P=8, KP=128, KG=1),
     "fp8_gemm": dict(M=7, N=200, K=40),
     "fp8_blockscaled_gemm": dict(M=7, N=200, K=40, KB=1, NB=2),
+    "fp8_flash_attn": dict(B=2, H=1, S=64, T=130, D=32),
+    "causal_conv1d": dict(B=1, L=37, C=40, W=4),
 }
 
 

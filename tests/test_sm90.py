@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from ptc.driver import check_file
-from ptc.render.emulate import (CORE_HEADERS, CUDA_TEMPLATES, EMULATE_HEADERS, EmulationError,
+from ptc.render.emulate import (BACKENDS, CORE_HEADERS, CUDA_TEMPLATES, EMULATE_HEADERS, EmulationError,
                                 build_emulated)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,8 +68,7 @@ def test_a_producer_that_does_not_wait_for_a_free_slot_is_caught():
         run(("WAIT_EMPTY=0",), dict(M=256, N=128, K=512), {})
 
 
-DESCRIPTOR_PROGRAM = r"""
-#include "cuda_runtime.h"
+DESCRIPTOR_PROGRAM = BACKENDS["cuda"].runtime + r"""
 #include "wgmma.cuh"
 #include <cstdio>
 using ptc::emu::decode_desc;

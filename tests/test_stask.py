@@ -4,6 +4,8 @@ from pathlib import Path
 import pytest
 
 from ptc.driver import check_file
+from ptc.grammar import parse
+from ptc.sema import check
 from ptc.stask import build_graphs, print_graph, propagate, to_dot
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -76,6 +78,43 @@ kernel d(X: f32[M, N], dY: f32[M, N]) -> (dG: f32[N]) {
         assert order.index(e.src) < order.index(e.dst), e
     (dy,) = [t for t in g.tasks if "dy" in t.defines]
     assert ("load_dY", dy.name, "%dY", 0) in edges(g)
+
+
+TRANSPOSED = """
+kernel nt(A: f16[M, K], B: f16[N, K]) -> (C: f32[M, N]) {{
+  dims M = 256, N = 256, K = 256
+  tile BM in [64], BN in [64], BK in [32]
+  parallel i: BM of M, j: BN of N {{
+    acc = zeros(f32[BM, BN])
+    for k: BK of K {{
+      {body}
+    }}
+    store(C[i, j], acc)
+  }}
+}}
+"""
+
+
+def test_a_named_transposed_load_is_a_layout_as_the_inline_one_is():
+    """`b = load(B[j, k]).T; acc += load(A[i, k]) @ b` gives the graph of the inline
+    `acc += load(A[i, k]) @ load(B[j, k]).T`: the mma reads the loaded tile transposed. It
+    was a CUDA-core transpose task of its own (samples/fp8_flash_attn's
+    `v = load(Vt[..]).T`: no gfx942 plan fitted)."""
+    def built(body):
+        kernel = check(parse(TRANSPOSED.format(body=body), "nt.pt"), {}).kernels[0]
+        (g,) = build_graphs(kernel)
+        return g
+    named = built("b = load(B[j, k]).T\n      acc += load(A[i, k]) @ b")
+    inline = built("acc += load(A[i, k]) @ load(B[j, k]).T")
+    # the same tasks and edges (the named load's task comes first)
+    assert sorted(print_graph(named).splitlines()) == sorted(print_graph(inline).splitlines())
+    assert [t.kind for t in named.tasks] == ["simt", "copy", "copy", "mma", "copy"]
+    assert "transpose(%B)" in print_graph(named)
+    # used twice, once elementwise: both uses read the one loaded tile
+    both = built("b = load(B[j, k]).T\n      acc += load(A[i, k]) @ b\n"
+                 "      acc += load(A[i, k]) @ (b * 2.0)")
+    assert [t.name for t in both.tasks if t.op == "load"] == ["load_B", "load_A", "load_A2"]
+    assert "mul(transpose(%B), 2.0:f16)" in print_graph(both)
 
 
 def test_nested_loops_keep_their_regions():

@@ -217,20 +217,21 @@ int main() {
 
 
 def descriptor_program(tmp_path: Path, emulator: str | None = None):
-    """Builds and runs DESCRIPTOR_PROGRAM (with `emulator` as ptc_emulate_sm90.h)."""
+    """Builds and runs DESCRIPTOR_PROGRAM (with `emulator` as ptc_emulate.cc, the emulator's
+    definitions)."""
     import shutil
     import subprocess
 
-    from ptc.render.emulate import CORE_HEADERS, CUDA_TEMPLATES, EMULATE_HEADERS
+    from ptc.render.emulate import BACKENDS, CORE_HEADERS, CUDA_TEMPLATES, EMULATE_HEADERS
 
     first = []
     if emulator is not None:
         own = tmp_path / "emulate"
         shutil.copytree(EMULATE_HEADERS, own)
-        (own / "ptc_emulate_sm90.h").write_text(emulator)
+        (own / "ptc_emulate.cc").write_text(emulator)
         first = [f"-I{own}"]
     src = tmp_path / "desc8.cpp"
-    src.write_text('#include "cuda_runtime.h"\n#include "wgmma.cuh"\n' + DESCRIPTOR_PROGRAM)
+    src.write_text(BACKENDS["cuda"].runtime + '#include "wgmma.cuh"\n' + DESCRIPTOR_PROGRAM)
     exe = tmp_path / "desc8"
     subprocess.run(["g++", "-std=c++20", "-DPTC_EMULATE", *first, f"-I{EMULATE_HEADERS}",
                     f"-I{CUDA_TEMPLATES}", f"-I{CORE_HEADERS}", "-w", str(src), "-o", str(exe)],
@@ -255,7 +256,7 @@ def test_the_emulator_reads_8bit_k_major_operands_where_the_ptx_isa_puts_them(tm
 def test_an_emulator_that_reads_a_byte_from_the_wrong_place_fails(tmp_path):
     """The emulator is the truth the kernels are held to: with each row's bytes read in
     swapped pairs (or the 16-byte chunks of k without their step) it fails the check above."""
-    text = (HEADERS / "emulate" / "ptc_emulate_sm90.h").read_text()
+    text = (HEADERS / "emulate" / "ptc_emulate.cc").read_text()
     for good, bad in [("(k % T) * esize +", "((k % T) ^ 1) * esize +"),
                       ("(k / T) * (d.swizzle ? 16 : d.lbo)", "(k / T) * (d.swizzle ? 32 : d.lbo)")]:
         assert good in text

@@ -408,8 +408,9 @@ def _mfma(t: str) -> tuple[Case, ...]:
              "M=64 N=64 K=64"),
         case(f"igemm_regs.{t}.seq4.16", IGEMM, "igemm_regs", t, "BM=96 BN=96 BK=32", SEQ4,
              "M=96 N=96 K=64"),
-        # FP8 (gfx90a: the i8 atoms' bytes widened to f16 for the f16 MFMAs): both formats
-        # as A, 32x32 and 16x16 atoms, products computed transposed, operands in registers
+        # FP8 (gfx90a: the i8 atoms' bytes widened to f16 for the f16 MFMAs; gfx942: the FP8
+        # MFMAs, OCP codes rebiased to FNUZ): both formats as A, 32x32 and 16x16 atoms,
+        # products computed transposed, operands in registers
         case(f"fp8_nn.{t}.ms2", FP8GEMM, "fp8_nn", t, "BM=64 BN=64 BK=32", MS2,
              "M=128 N=128 K=64", "M=70 N=72 K=40"),
         case(f"fp8_nn.{t}.ms2.swapped", FP8GEMM, "fp8_nn", t, "BM=256 BN=32 BK=32", MS2,
@@ -426,6 +427,8 @@ def _mfma(t: str) -> tuple[Case, ...]:
              "M=128 N=32 K=64"),
         case(f"fp8_regs.{t}.seq4", FP8GEMM, "fp8_regs", t, "BM=64 BN=64 BK=32", SEQ4,
              "M=64 N=64 K=64"),
+        case(f"fp8_regs.{t}.seq4.16", FP8GEMM, "fp8_regs", t, "BM=96 BN=96 BK=32", SEQ4,
+             "M=96 N=96 K=64"),
     )
 
 

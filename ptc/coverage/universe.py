@@ -66,10 +66,11 @@ UNREACHABLE = (
                              source=("shared", "hoisted")),
          "tf32 operands are `x as tf32` conversions, computed in registers: no tile in shared "
          "memory holds tf32"),
-    Rule("mma.operand", dict(atom=tuple(a.name for a in ATOMS if "i8" in a.dtypes),
+    Rule("mma.operand", dict(atom=tuple(a.name for a in ATOMS
+                                        if {"i8", "f8e4m3"} & set(a.dtypes)),
                              source="hoisted"),
          "loop-invariant operands are read into registers before their loop for f16 and "
-         "bf16 atoms only (ptc.lower.hoist): an i8 operand is read where it is used"),
+         "bf16 atoms only (ptc.lower.hoist): an i8 or FP8 operand is read where it is used"),
     Rule("lds.fragment", dict(tile="k8t", read="u16x4"),
          "a tile is stored transposed (k8t) only when each of its readers reads its k "
          "along the tile's rows, which the transposed storage makes contiguous "

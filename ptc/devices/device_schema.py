@@ -22,7 +22,8 @@ FEATURES = {
     "nvidia": ("cp_async", "ldmatrix", "stmatrix", "mma_sync", "mbarrier", "named_barrier",
                "tma", "wgmma", "setmaxnreg", "cluster"),
     # mfma_i8: v_mfma_i32_{32x32x8,16x16x16}i8 (CDNA1/2); mfma_i8_k8: CDNA3's
-    # v_mfma_i32_{32x32x16,16x16x32}_i8, eight i8 per lane (ptc/lower/atoms.py)
+    # v_mfma_i32_{32x32x16,16x16x32}_i8, eight i8 per lane; mfma_f8: CDNA3's
+    # v_mfma_f32_{32x32x16,16x16x32}_{fp8,bf8}_{fp8,bf8}, FNUZ operands (ptc/lower/atoms.py)
     "amd": ("mfma", "mfma_bf16_1k", "mfma_xf32", "mfma_f8", "mfma_i8", "mfma_i8_k8", "lds",
             "s_waitcnt", "buffer_load", "buffer_load_lds", "dpp", "s_setprio"),
 }
@@ -48,6 +49,13 @@ DEVICE = Record({
     "backend": Choice(*BACKEND_OF.values()),
     "arch": Pattern("|".join(p for p, _ in ARCH_OF.values()), "an arch like sm_90a or gfx942"),
     "shared_space": Choice(*SHARED_SPACES),
+    # the device's own words (model.Terms): explain's text says "4 waves" on AMD
+    "terms": Optional(Record({
+        "warp": Str(),
+        "block": Str(),
+        "eu": Str(),
+        "fragment_load": Str(),
+    })),
     "clock_ghz": Num(),
     "eu_count": Int(min=1),
     "memory": Record({

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from ptc.devices.device_schema import DEVICE, cross_check
-from ptc.devices.model import Device, Memory, Resources, Throughput, Unit
+from ptc.devices.model import Device, Memory, Resources, Terms, Throughput, Unit
 from ptc.devices.schema import Walk, describe, did_you_mean
 from ptc.diagnostics import NOWHERE, CompileError, Diagnostic, Span, caret_lines
 
@@ -166,7 +166,7 @@ def _build(d: dict[str, Any], path: Path) -> Device:
         backend=d["backend"], arch=d["arch"], clock_ghz=d["clock_ghz"],
         eu_count=d["eu_count"], memory=Memory(**d["memory"]), resources=Resources(**res),
         units=units, features=frozenset(d["features"]), path=path,
-        shared_space=d["shared_space"])
+        shared_space=d["shared_space"], terms=Terms(**(d["terms"] or {})))
 
 
 __all__ = ["DeviceError", "builtin_targets", "get_device", "load_device"]

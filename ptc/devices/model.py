@@ -135,6 +135,24 @@ class Resources:
 
 
 @dataclass(frozen=True)
+class Terms:
+    """The device's own words for what plans count, in explain's text and messages: the
+    lanes that issue together, the block of threads, the execution unit, and the reads
+    that fill matrix fragments from shared memory."""
+
+    warp: str = "warp"
+    block: str = "CTA"
+    eu: str = "SM"
+    fragment_load: str = "ldmatrix"
+
+    def warps(self, n: int) -> str:
+        return f"{n} {self.warp}" + ("" if n == 1 else "s")
+
+    def blocks(self, n: int) -> str:
+        return f"{n} {self.block}" + ("" if n == 1 else "s")
+
+
+@dataclass(frozen=True)
 class Device:
     name: str
     description: str
@@ -149,6 +167,7 @@ class Device:
     features: frozenset[str]
     path: Path
     shared_space: str = "smem"  # SHARED_SPACES: what plans call a block's shared memory
+    terms: Terms = Terms()
 
     @property
     def clock_hz(self) -> float:

@@ -3,7 +3,7 @@ a reason quotes when it compares them."""
 from __future__ import annotations
 
 from ..sched.search import Candidate, Rejected, SearchResult
-from .wording import percent, tiles_text
+from .wording import percent, short_plan, tiles_text
 
 ASPECTS = ("tiles", "style", "stages", "consumers", "pingpong", "overlap", "warps")
 
@@ -46,6 +46,7 @@ class Context:
         self.best = result.best
         self.dims = dict(result.dims)
         self.order = [t.name for t in result.kernel.tiles]
+        self.terms = result.device.terms
         mma = result.device.units_of("mma")
         has_mma = self.best.graph.total_work().mma_flops > 0
         bound = self.best.estimate.bound
@@ -54,6 +55,13 @@ class Context:
 
     def tiles(self, c) -> str:
         return tiles_text(c.tiles, self.order)
+
+    def plan(self, c: Candidate) -> str:
+        return short_plan(c, self.terms)
+
+    def label(self, c: Candidate) -> str:
+        """A candidate's tiles and plan, as a reason names the one it compares with."""
+        return self.tiles(c) + "; " + self.plan(c)
 
     def ratio(self, c: Candidate) -> float:
         return c.estimate.seconds / self.best.estimate.seconds

@@ -26,11 +26,12 @@ def explain(result: SearchResult, iterations: int = TIMELINE_ITERATIONS) -> Expl
         kernel=result.kernel.name,
         device=result.device.name,
         device_description=result.device.description,
+        terms=result.device.terms,
         dims=tuple(result.dims),
         tiles=ordered_tiles(best.tiles, order),
         graph_text=print_graph(best.graph),
         tasks=_task_rows(best.graph, dict(result.dims)),
-        plan=_plan_summary(best),
+        plan=_plan_summary(best, result.device.terms),
         performance=_performance(best, result.device),
         timeline=timeline_view(best, result, iterations),
         runners_up=_runners_up(result, order),
@@ -51,7 +52,7 @@ def _task_rows(graph: STaskGraph, dims) -> tuple[TaskRow, ...]:
                  for t in graph.tasks)
 
 
-def _plan_summary(c: Candidate) -> PlanSummary:
+def _plan_summary(c: Candidate, terms) -> PlanSummary:
     p = c.plan
     roles = []
     for role in p.roles:
@@ -67,7 +68,7 @@ def _plan_summary(c: Candidate) -> PlanSummary:
                     for b in p.buffers)
     issue = tuple((t.task, t.mma, t.fragment_loads, t.simt, t.sfu, t.shuffles, t.shared)
                   for t in p.issue)
-    return PlanSummary(short_plan(c), p.style, p.stages, p.pipelined, tuple(roles),
+    return PlanSummary(short_plan(c, terms), p.style, p.stages, p.pipelined, tuple(roles),
                        buffers, p.launch.grid, p.launch.threads, p.launch.dynamic_smem,
                        p.launch.raster, p.launch.persistent, issue)
 
@@ -115,7 +116,8 @@ def _performance(c: Candidate, device) -> Performance:
 
 def _runners_up(result: SearchResult, order) -> tuple[RunnerUp, ...]:
     best = result.best.estimate.seconds
-    return tuple(RunnerUp(i + 2, tiles_text(c.tiles, order), short_plan(c), c.estimate.seconds,
+    return tuple(RunnerUp(i + 2, tiles_text(c.tiles, order), short_plan(c, result.device.terms),
+                          c.estimate.seconds,
                           c.estimate.seconds / best, c.estimate.bound)
                  for i, c in enumerate(result.ranked[1:1 + RUNNERS_UP]))
 

@@ -167,6 +167,7 @@ class Explanation:
     kernel: str
     device: str
     device_description: str
+    terms: Terms                             # the device's words (warp/wave, CTA/workgroup, ...)
     dims: tuple[tuple[str, int], ...]
     tiles: tuple[tuple[str, int], ...]      # in the kernel's declaration order
     graph_text: str                          # print_graph of the winner's propagated graph

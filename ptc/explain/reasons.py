@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from ..lower.atoms import rate_dtype
+from ..lower.atoms import rate_dtype, reads_fnuz
 from ..sched.search import Candidate, SearchResult
 from .compare import Context, bound_phrase, busy, busy_clause, peers, rejected_peers
 from .model import Reason
 from .tile_reasons import tiles_reasons
-from .wording import percent, plural, short_plan, slower
+from .wording import choice_text, percent, plural, slower
 
 
 def why(result: SearchResult) -> tuple[Reason, ...]:
@@ -58,7 +58,7 @@ def _stages_reasons(ctx: Context) -> list[Reason]:
         else:
             text = (f"{plural(s, 'stage')}: {o.choice.stages} stages take {slower(r)}; "
                     f"the tie is broken by the ranking order")
-        out.append(Reason("stages", text, ctx.tiles(o) + "; " + short_plan(o), r))
+        out.append(Reason("stages", text, ctx.label(o), r))
     more = [c for c in ranked if c.choice.stages > s]
     if more:
         o = min(more, key=lambda c: (c.choice.stages, c.estimate.seconds))
@@ -70,7 +70,7 @@ def _stages_reasons(ctx: Context) -> list[Reason]:
             text += f": {clause}"
         if extra > 0:
             text += f"; they need {extra // 1024} KB more shared memory"
-        out.append(Reason("stages", text, ctx.tiles(o) + "; " + short_plan(o), r))
+        out.append(Reason("stages", text, ctx.label(o), r))
     else:
         unfit = [x for x in rejected_peers(ctx.result, {"stages"}) if x.choice.stages > s]
         if unfit:
@@ -98,7 +98,7 @@ def _count_reason(ctx: Context, aspect: str, noun: str, vary: frozenset = frozen
         else:
             text = (f"{plural(mine, noun)}: {plural(n, noun)} take {slower(r)}; "
                     f"ties go to the smaller configuration")
-        return [Reason(aspect, text, ctx.tiles(o) + "; " + short_plan(o), r)]
+        return [Reason(aspect, text, ctx.label(o), r)]
     unfit = [x for x in rejected_peers(ctx.result, vary) if getattr(x.choice, aspect) != mine]
     if unfit:
         x = unfit[0]
@@ -128,7 +128,7 @@ def _switch_reason(ctx: Context, aspect: str, on: tuple[str, str], off: tuple[st
             text += f"; {how}"
         clause = busy_clause(o, w, ctx.unit)
         return [Reason(aspect, text + (f", {clause}" if clause else ""),
-                       ctx.tiles(o) + "; " + short_plan(o), r)]
+                       ctx.label(o), r)]
     unfit = rejected_peers(ctx.result, {aspect})
     if unfit:
         x = unfit[0]
@@ -161,7 +161,7 @@ def _overlap_reasons(ctx: Context) -> list[Reason]:
 def _warps_reasons(ctx: Context) -> list[Reason]:
     if ctx.best.choice.style == "warp_specialized":
         return []
-    return _count_reason(ctx, "warps", "warp")
+    return _count_reason(ctx, "warps", ctx.terms.warp)
 
 
 STYLE_NAMES = {"warp_specialized": "warp-specialized", "multistage": "multistage",
@@ -187,24 +187,24 @@ def _style_reasons(ctx: Context) -> list[Reason]:
             o = same[0]
             r = ctx.ratio(o)
             text = (f"{mine}: the best {STYLE_NAMES[style]} plan with these tiles "
-                    f"({short_plan(o)}) takes {slower(r)} and is {bound_phrase(o)}")
-            out.append(Reason("style", text, ctx.tiles(o) + "; " + short_plan(o), r))
+                    f"({ctx.plan(o)}) takes {slower(r)} and is {bound_phrase(o)}")
+            out.append(Reason("style", text, ctx.label(o), r))
             continue
         unfit = [x for x in ctx.result.rejected if x.choice.style == style]
         if unfit:
             x = next((x for x in unfit if x.tiles == w.tiles), unfit[0])
             out.append(Reason("style", f"{mine}: {STYLE_NAMES[style]} is not possible: "
-                                       f"{x.reason}", x.choice.describe()))
+                                       f"{x.reason}", choice_text(x.choice, ctx.terms)))
     return out
 
 
-def _pipeline(ch) -> str:
+def _pipeline(ch, terms) -> str:
     if ch.style == "warp_specialized":
         return (f"{ch.stages}-stage warp-specialized pipeline "
                 f"({plural(ch.consumers, 'consumer warpgroup')})")
     if ch.style == "interleaved":
-        return f"interleaved-load pipeline ({ch.warps} warps)"
-    return f"{ch.stages}-stage multistage pipeline ({ch.warps} warps)"
+        return f"interleaved-load pipeline ({terms.warps(ch.warps)})"
+    return f"{ch.stages}-stage multistage pipeline ({terms.warps(ch.warps)})"
 
 
 def _pipelining_reasons(ctx: Context) -> list[Reason]:
@@ -215,15 +215,15 @@ def _pipelining_reasons(ctx: Context) -> list[Reason]:
         if pipelined:
             o = pipelined[0]
             return [Reason("pipelining", f"no pipelining: the best pipelined plan with these "
-                                         f"tiles ({short_plan(o)}) takes {slower(ctx.ratio(o))}",
-                           ctx.tiles(o) + "; " + short_plan(o), ctx.ratio(o))]
+                                         f"tiles ({ctx.plan(o)}) takes {slower(ctx.ratio(o))}",
+                           ctx.label(o), ctx.ratio(o))]
         unfit = sorted((x for x in ctx.result.rejected if x.choice.style != "sequential"),
                        key=lambda x: (x.tiles != w.tiles, x.choice.style != "multistage",
                                       x.choice.stages, x.choice.warps != w.choice.warps))
         if unfit:
             x = unfit[0]
             these = "with these tiles " if x.tiles == w.tiles else f"({ctx.tiles(x)}) "
-            return [Reason("pipelining", f"no pipelining: a {_pipeline(x.choice)} {these}"
+            return [Reason("pipelining", f"no pipelining: a {_pipeline(x.choice, ctx.terms)} {these}"
                                          f"is not possible: {x.reason}", x.choice.describe())]
         return []
     same = _same_tiles(ctx, "sequential")
@@ -234,9 +234,9 @@ def _pipelining_reasons(ctx: Context) -> list[Reason]:
     u = ctx.unit
     clause = busy_clause(o, w, u)
     return [Reason("pipelining",
-                   f"pipelining: the unpipelined plan ({short_plan(o)}) takes {slower(r)}"
+                   f"pipelining: the unpipelined plan ({ctx.plan(o)}) takes {slower(r)}"
                    + (f"; {clause}" if clause else ""),
-                   ctx.tiles(o) + "; " + short_plan(o), r)]
+                   ctx.label(o), r)]
 
 
 def _launch_reasons(ctx: Context) -> list[Reason]:
@@ -246,9 +246,10 @@ def _launch_reasons(ctx: Context) -> list[Reason]:
     waves = w.estimate.waves
     last_wave_empty = 1 - (waves - math.floor(waves))
     saved = (math.ceil(waves) - waves) / math.ceil(waves)
-    return [Reason("launch", f"persistent CTAs: {waves:.2f} waves of one CTA per tile would "
-                             f"leave the last wave {percent(last_wave_empty)} empty; looping over "
-                             f"the tiles in resident CTAs saves up to {percent(saved)}")]
+    block = ctx.terms.block
+    return [Reason("launch", f"persistent {block}s: {waves:.2f} waves of one {block} per tile "
+                             f"would leave the last wave {percent(last_wave_empty)} empty; looping "
+                             f"over the tiles in resident {block}s saves up to {percent(saved)}")]
 
 
 def _matmul_unit_reasons(ctx: Context) -> list[Reason]:
@@ -275,6 +276,14 @@ def _matmul_unit_reasons(ctx: Context) -> list[Reason]:
             out.append(Reason("unit", f"{task.name} runs on the integer tensor cores"
                                       f"{wgmma}: i8 products, exact s32 sums that wrap "
                                       "modulo 2^32"))
+        elif task.kind == "mma" and reads_fnuz(device, task.mma_dtype):
+            out.append(Reason("unit", f"{task.name} runs on the FP8 matrix unit at its FP8 rate: "
+                                      "its instructions read the FNUZ formats, so each register "
+                                      "of four OCP codes is rebiased in registers (-0 and NaN "
+                                      "fixed up; a code read as FNUZ is half its value) and the "
+                                      "accumulator is kept in quarter units, exact; a k-step "
+                                      "whose e5m2 operands hold an infinity (no FNUZ code) is "
+                                      "multiplied through f16 instead"))
         elif task.kind == "mma" and rate_dtype(device, task.mma_dtype) != task.mma_dtype \
                 and w.choice.style != "warp_specialized":     # (wgmma takes FP8 itself)
             to = rate_dtype(device, task.mma_dtype)

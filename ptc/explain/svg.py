@@ -54,7 +54,8 @@ def _title(expl: Explanation, left: int) -> list[str]:
             f"{v.loop}" if v.iterations else "the whole tile")
     head = (f"{expl.kernel} on {expl.device}: {expl.tiles_text}; {expl.plan.description} "
             f"- {fmt_seconds(expl.performance.seconds)}")
-    sub = f"cycles {v.start:,.0f}-{v.end:,.0f} of {v.cycles:,.0f} ({what}); {ctas_text(v.ctas)}"
+    sub = (f"cycles {v.start:,.0f}-{v.end:,.0f} of {v.cycles:,.0f} ({what}); "
+           f"{ctas_text(v.ctas, expl.terms)}")
     return [f"<text x='8' y='20' font-weight='bold'>{escape(head)}</text>",
             f"<text x='8' y='38' fill='#555'>{escape(sub)}</text>"]
 

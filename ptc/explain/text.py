@@ -89,14 +89,14 @@ def _para(console: Console, text: str | Text, bullet: str = "", indent: int = 2)
 
 def _timeline_section(expl: Explanation, console: Console) -> None:
     v = expl.timeline
-    _heading(console, "Timeline of one EU (cycles)")
+    _heading(console, f"Timeline of one {expl.terms.eu} (cycles)")
     if v.iterations:
         what = (f"iterations {v.first_iteration + 1}-{v.first_iteration + v.iterations} "
                 f"of loop {v.loop} (steady state)")
     else:
         what = "the whole tile"
     _para(console, f"cycles {v.start:,.0f}-{v.end:,.0f} of {v.cycles:,.0f}: {what}; "
-                   f"{ctas_text(v.ctas)}")
+                   f"{ctas_text(v.ctas, expl.terms)}")
     label_w = min(26, max(len(lane.label) for lane in v.lanes)) if v.lanes else 10
     width = max(20, console.width - label_w - 2 - 6)
     for lane in v.lanes:
@@ -173,11 +173,13 @@ def _plan_section(expl: Explanation, console: Console) -> None:
     _heading(console, "Plan")
     loop = f"loop {p.pipelined} pipelined" if p.pipelined else "no loop pipelined"
     _para(console, f"{p.description}; {loop}")
-    launch = "persistent CTAs" if p.persistent else "one CTA per tile"
+    words = expl.terms
+    launch = f"persistent {words.block}s" if p.persistent else f"one {words.block} per tile"
     _para(console, f"launch grid ({', '.join(p.grid)}), {p.threads} threads, "
                    f"{fmt_bytes(p.smem_bytes)} shared memory, {p.raster} raster, {launch}")
-    roles = _table("role", "warps", "threads", "regs/thread", "instances", "steps",
-                   right=("warps", "threads", "regs/thread", "instances"))
+    warps = f"{words.warp}s"
+    roles = _table("role", warps, "threads", "regs/thread", "instances", "steps",
+                   right=(warps, "threads", "regs/thread", "instances"))
     for r in p.roles:
         _row(roles, r.name, r.warps, r.threads, r.registers, r.instances, " ".join(r.steps))
     console.print(roles)
@@ -189,10 +191,10 @@ def _plan_section(expl: Explanation, console: Console) -> None:
                  fmt_bytes(b.slot_bytes), fmt_bytes(b.bytes), b.layout)
         console.print(bufs)
     if p.issue:
-        _para(console, "what each run of a task issues per warp in the built kernel "
+        _para(console, f"what each run of a task issues per {words.warp} in the built kernel "
                        "(`ptc compile --emit lowered` shows its ops):")
-        issued = _table("task", "mma", "ldmatrix", "simt", "sfu", "shuffles", "shared",
-                        right=("mma", "ldmatrix", "simt", "sfu", "shuffles", "shared"))
+        counts = ("mma", words.fragment_load, "simt", "sfu", "shuffles", "shared")
+        issued = _table("task", *counts, right=counts)
         for row in p.issue:
             _row(issued, *row)
         console.print(issued)

@@ -5,7 +5,7 @@ from ..sched.cost import executions, loop_trips
 from ..sched.search import Candidate
 from .compare import Context, bound_phrase, busy, busy_clause, peers, rejected_peers
 from .model import Reason
-from .wording import percent, short_plan, slower
+from .wording import percent, slower
 
 
 def tile_traffic(c: Candidate, dims) -> tuple[float, float]:
@@ -78,4 +78,4 @@ def _tile_comparison(ctx: Context, o: Candidate) -> Reason:
         parts.append(f"are {bound_phrase(o)} too")
     text = (f"{ctx.tiles(w)}: {ctx.tiles(o)} tiles " + ", ".join(parts[:-1])
             + (" and " if len(parts) > 1 else "") + parts[-1] + f"; they take {slower(r)}")
-    return Reason("tiles", text, ctx.tiles(o) + "; " + short_plan(o), r)
+    return Reason("tiles", text, ctx.label(o), r)

@@ -1,6 +1,7 @@
 """How tiles, plans, ratios and quantities are put into words (shared by every rendering)."""
 from __future__ import annotations
 
+from ..devices.model import Terms
 from ..sched.search import Candidate
 
 
@@ -29,21 +30,25 @@ def plural(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def short_plan(c: Candidate) -> str:
-    """A compact description of a candidate's Choice and launch."""
-    ch = c.choice
+def short_plan(c: Candidate, terms: Terms) -> str:
+    """A compact description of a candidate's Choice and launch, in the device's words."""
+    return choice_text(c.choice, terms) + (", persistent" if c.plan.launch.persistent else "")
+
+
+def choice_text(ch, terms: Terms) -> str:
+    """A compact description of a Choice (ptc.sched.construct), in the device's words."""
     if ch.style == "warp_specialized":
         text = (f"warp-specialized, {plural(ch.stages, 'stage')}, "
                 f"{plural(ch.consumers, 'consumer warpgroup')}"
                 + (" in ping-pong" if ch.pingpong else "")
                 + (", intra-warpgroup overlap" if ch.overlap else ""))
     elif ch.style == "multistage":
-        text = f"multistage, {plural(ch.stages, 'stage')}, {ch.warps} warps"
+        text = f"multistage, {plural(ch.stages, 'stage')}, {terms.warps(ch.warps)}"
     elif ch.style == "interleaved":
-        text = f"interleaved loads, {ch.warps} warps"
+        text = f"interleaved loads, {terms.warps(ch.warps)}"
     else:
-        text = f"sequential, {ch.warps} warps"
-    return text + (", persistent" if c.plan.launch.persistent else "")
+        text = f"sequential, {terms.warps(ch.warps)}"
+    return text
 
 
 def percent(x: float) -> str:
@@ -73,5 +78,7 @@ def fmt_count(n: float) -> str:
     return f"{n:g}"
 
 
-def ctas_text(ctas: int) -> str:
-    return "1 CTA per EU" if ctas == 1 else f"{ctas} CTAs per EU share the units"
+def ctas_text(ctas: int, terms: Terms) -> str:
+    """How many blocks share an EU in the timeline, in the device's words."""
+    per = f"{terms.blocks(ctas)} per {terms.eu}"
+    return per if ctas == 1 else per + " share the units"

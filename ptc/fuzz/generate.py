@@ -421,8 +421,72 @@ def column_grids(rng: random.Random, seed: int) -> Program:
                    tuple(sorted(shapes.items())), seed)
 
 
+EIGHT_BIT = ("i8", "f8e4m3", "f8e5m2")
+
+
+def quant_grid(rng: random.Random, seed: int) -> Program:
+    """A product of 8-bit operands (issue 21): i8 @ i8 into an i32 or f32 accumulator, or
+    FP8 @ FP8 (e4m3 / e5m2 each side) into f32; each operand loaded as it is stored or
+    quantized in registers from an f16 tile (a power-of-two scale, so that the conversion
+    rounds the same everywhere); B stored [K, N] or [N, K] (K-major, read transposed: what
+    wgmma takes); per-row and per-column scales as named broadcasts; the epilogue's
+    elementwise steps."""
+    kind = rng.choice(EIGHT_BIT)
+    a_dt, b_dt = (kind, kind) if kind == "i8" else (kind, rng.choice(EIGHT_BIT[1:]))
+    zero = "0" if kind == "i8" else "0.0"
+    s = Scope(rng)
+    int_acc = kind == "i8" and rng.random() < 0.5
+    body = [f"acc = zeros({'i32' if int_acc else 'f32'}[BM, BN])"]
+    params, loop = [], []
+    quantized = False
+    for name, dt, index in (("A", a_dt, "i, k"), ("B", b_dt, None)):
+        k_major = name == "A" or rng.random() < 0.5
+        stored = "[M, K]" if name == "A" else ("[N, K]" if k_major else "[K, N]")
+        at = index or ("j, k" if k_major else "k, j")
+        pad = rng.choice(["", f", pad={zero}"])
+        tile = f"load({name}[{at}]{pad})"
+        if rng.random() < 0.3:       # quantized in registers from f16
+            params.append(f"{name}: f16{stored}")
+            scale = rng.choice(["16.0", "32.0"]) if dt == "i8" else rng.choice(["1.0", "4.0"])
+            tile = f"(({tile} * {scale}) as {dt})"
+            quantized = True
+        else:
+            params.append(f"{name}: {dt}{stored}")
+        if name == "B" and k_major:
+            tile += ".T"
+        loop.append(f"{name.lower()} = {tile}")
+    loop.append("acc += a @ b")
+    s.values = [Value("acc", "i32" if int_acc else "f32", ("BM", "BN"))]
+    s.lines = []
+    acc = s.bind("accf", "acc as f32", "f32", ("BM", "BN")) if int_acc else s.values[0]
+    scaled = acc.name
+    if rng.random() < 0.6:
+        scaled = f"({scaled} * {s.bind('sa', 'load(sa[i])[:, None]', 'f32', ('BM', '1')).name})"
+    if rng.random() < 0.6:
+        scaled = f"({scaled} * {s.bind('sb', 'load(sb[j])[None, :]', 'f32', ('1', 'BN')).name})"
+    if scaled != acc.name:
+        s.bind("y", scaled, "f32", ("BM", "BN"))
+    for _ in range(rng.randint(0, 2)):
+        elementwise_step(s, is_float)
+    out = full_tile(s, ("BM", "BN"))
+    out_dt = "f32" if kind == "i8" else rng.choice(["f32", "f16"])   # i8 sums overflow f16
+    stored = out.name if out_dt == "f32" else f"{out.name} as f16"
+    body += ["for k: BK of K {"] + [f"  {line}" for line in loop] + ["}"]
+    body += s.lines + [f"store(C[i, j], {stored})"]
+    header = (f"kernel gen{seed}({', '.join(params)}, sa: f32[M], sb: f32[N]) "
+              f"-> (C: {out_dt}[M, N]) {{")
+    # an f16 tile quantized in registers takes registers as an f16 tile does: k of 128
+    # beside 128 rows does not fit (a located "no plan fits", not a bug)
+    decls = (tiles_line(rng, {"BM": (64, 32, 16, 128), "BN": (64, 32, 16, 128),
+                              "BK": (32, 64) if quantized else (32, 64, 128)}),)
+    shapes = {"M": odd(rng, 1, 150), "N": odd(rng, 1, 150), "K": odd(rng, 1, 200)}
+    return Program(f"gen{seed}", "quant", header, decls,
+                   (("parallel i: BM of M, j: BN of N {", tuple(body), "}"),),
+                   tuple(sorted(shapes.items())), seed)
+
+
 SKELETONS = (elementwise_grid, elementwise_grid, row_grid, loop_grid, loop_grid, chain_grid,
-             column_grids)
+             column_grids, quant_grid)
 
 
 def generate(seed: int) -> Program:

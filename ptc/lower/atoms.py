@@ -44,6 +44,13 @@ register digits count bytes: four 8-bit values per 32-bit register, lowest byte 
   lane i + M * (k / 8), byte k % 8 (two registers, low first); B[k][j] in lane
   j + M * (k / 8); D as the f32 instructions' (xdlops_gemm.hpp: k_per_blk 8, num_input_blks
   4 and 2; AMD CDNA3 ISA, "Dependent Arithmetic / MFMA" operand tables).
+- v_mfma_f32_{32x32x16,16x16x32}_{fp8,bf8}_{fp8,bf8} (CDNA3: gfx940+, clang's
+  __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8 etc. with 64-bit operands): the i8 instructions'
+  lanes and bytes (CK's xdlops_gemm.hpp: mfma_f32_32x32x16f8f8 and the other three pairs have
+  k_per_blk 8, as mfma_i32_32x32x16i8; CK's amd_xdlops.hpp passes eight FP8 as one `long`),
+  f32 accumulators as the f32 instructions'. Their operands are the FNUZ formats (e4m3fnuz:
+  bias 8, e5m2fnuz: bias 16; NaN only 0x80, no -0, no infinities), so the renderer rebiases
+  OCP codes in registers (`Atom.fnuz`; templates/hip/mfma.h, MfmaFnuz).
 """
 from __future__ import annotations
 
@@ -81,6 +88,10 @@ class Atom:
     # "f16": the operands are converted to f16 in registers before the instruction (FP8
     # on a matrix unit without an FP8 form; the cost model counts the conversions)
     widens_to: str = ""
+    # the instruction reads FP8 in the FNUZ formats (CDNA3): the renderer fixes up each
+    # register of four OCP codes (-0, NaN) and keeps the accumulator in quarter units (an
+    # OCP code read as FNUZ is half its value); the cost model counts both
+    fnuz: bool = False
 
 
 MMA_SYNC_16816 = Atom(
@@ -188,11 +199,17 @@ MFMA_I8_16x16x32 = Atom(
     c=Fragment(digits((4, (1, 0))), digits((16, (0, 1)), (4, (4, 0)))),
     dtypes=("i8",), a_loads=(1.0, 8.0), b_loads=(1.0, 8.0), accumulator="i32")
 
+# FP8 on CDNA3's FP8 matrix unit: the i8 atoms' lanes and bytes, f32 accumulators
+MFMA_F8_32x32x16 = replace(MFMA_I8_32x32x16, name="mfma.f32.32x32x16f8", feature="mfma_f8",
+                           dtypes=("f8e4m3", "f8e5m2"), accumulator="f32", fnuz=True)
+MFMA_F8_16x16x32 = replace(MFMA_I8_16x16x32, name="mfma.f32.16x16x32f8", feature="mfma_f8",
+                           dtypes=("f8e4m3", "f8e5m2"), accumulator="f32", fnuz=True)
+
 # in order of preference where a device offers several
 ATOMS = (MMA_SYNC_16816, MMA_SYNC_1688_TF32, MMA_SYNC_16832_S8, MMA_SYNC_16832_F8,
          MFMA_16x16x16, MFMA_32x32x8,
          MFMA_I8_16x16x32, MFMA_I8_32x32x16, MFMA_I8_16x16x16, MFMA_I8_32x32x8,
-         MFMA_F8_16x16x16, MFMA_F8_32x32x8)
+         MFMA_F8_16x16x16, MFMA_F8_32x32x8, MFMA_F8_16x16x32, MFMA_F8_32x32x16)
 
 
 def atoms_for(features, supported: frozenset[str] | None = None) -> tuple[Atom, ...]:
@@ -303,13 +320,23 @@ def why_not_k_major(dtype: str, operand: str, name: str) -> str | None:
             f"along its rows: {fix}")
 
 
+def first_atom(device, dtype: str) -> Atom | None:
+    """The device's preferred atom for `dtype` inputs, whatever the shape (None: none)."""
+    return next((a for a in atoms_for(device.features) if dtype in a.dtypes), None)
+
+
 def rate_dtype(device, dtype: str) -> str:
     """The dtype whose matrix-unit throughput (device YAML) times an mma of `dtype` inputs:
     its own, or the one an atom widens it to (FP8 multiplied as f16)."""
-    for atom in atoms_for(device.features):
-        if dtype in atom.dtypes:
-            return atom.widens_to or dtype
-    return dtype
+    atom = first_atom(device, dtype)
+    return (atom.widens_to or dtype) if atom else dtype
+
+
+def reads_fnuz(device, dtype: str) -> bool:
+    """Whether the device multiplies `dtype` (FP8) on an instruction that reads the FNUZ
+    formats: the OCP codes are rebiased in registers on the way (Atom.fnuz)."""
+    atom = first_atom(device, dtype)
+    return bool(atom and atom.fnuz)
 
 
 def why_no_wgmma(dtype: str, m: int, n: int, k: int) -> str | None:

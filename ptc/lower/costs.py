@@ -37,6 +37,15 @@ FP8 = ("f8e4m3", "f8e5m2")
 # by 256 and the NaN fix-up, twice. sm_80 SASS (nvcc 13.0), the 1024^3 main loop of an
 # e4m3 x e5m2 GEMM: one HMUL2 per two e4m3 bytes, 726 instructions for 32 HMMA.16816
 WIDEN_INSTRUCTIONS_PER_WORD = {"f8e4m3": 20, "f8e5m2": 4}
+# FP8 operands rebiased to FNUZ for CDNA3's FP8 MFMAs (atoms.Atom.fnuz; mfma.h, MfmaFnuz),
+# per register of four codes: the -0 and NaN fix-up, 9 VALU (masks, adds, a shift, one
+# v_and_or_b32), and for e5m2 the infinity test that picks the f16 k-step, 4 more; the
+# accumulator is scaled by 1/4 and by 4 around each tile of k-steps: per register an AGPR read,
+# two multiplies packed as one v_pk_mul_f32, an AGPR write. Read from the clang-19 gfx942 ISA of
+# the 1024^3 main loops (B [N, K], one 32x32x16 atom per wave, 4 k-steps, 16 words): e4m3 x
+# e4m3 275 instructions, e5m2 x e5m2 345 beside its f16 k-steps.
+FNUZ_FIXUP_INSTRUCTIONS_PER_WORD = {"f8e4m3": 9, "f8e5m2": 13}
+FNUZ_SCALE_INSTRUCTIONS_PER_REGISTER = 3
 COPY_INSTRUCTIONS_PER_CHUNK = 3   # address, predicate, the copy
 
 
@@ -91,14 +100,18 @@ def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.
                 c["fragment_loads"] += math.ceil(op.mi * op.atom.a_loads[op.a.transposed]) * op.ks
             if not op.b.in_registers:
                 c["fragment_loads"] += math.ceil(op.ni * op.atom.b_loads[not op.b.transposed]) * op.ks
-            if op.atom.widens_to:    # each distinct operand register converted once
+            if op.atom.widens_to or op.atom.fnuz:    # each operand register converted once
                 at = op.atom      # a lane's bytes of a fragment, four to a register
                 words = {"a": at.m * at.k // at.threads * op.mi,
                          "b": at.n * at.k // at.threads * op.ni}
+                table = FNUZ_FIXUP_INSTRUCTIONS_PER_WORD if at.fnuz else \
+                    WIDEN_INSTRUCTIONS_PER_WORD
                 for which, operand in (("a", op.a), ("b", op.b)):
                     dtype = _operand_dtype(kernel, values, operand.value)
-                    per = WIDEN_INSTRUCTIONS_PER_WORD.get(dtype, 0)
-                    c["simt_instructions"] += per * words[which] // 4 * op.ks
+                    c["simt_instructions"] += table.get(dtype, 0) * words[which] // 4 * op.ks
+                if at.fnuz:
+                    c["simt_instructions"] += (FNUZ_SCALE_INSTRUCTIONS_PER_REGISTER * op.mi
+                                               * op.ni * at.m * at.n // at.threads)
         elif isinstance(op, ir.SimtMatmul):
             n = size(op.out)
             acc[op.task]["simt_instructions"] += n * op.k

@@ -78,8 +78,11 @@ Home = Union[RegTile, InShared]
 class GlobalTile:
     """A tile of a global tensor: element (r, c) of the tile (rows, cols; 1-D tiles have one
     row, 0-D one element) is at  tensor + origin + r * row_stride + c * col_stride  and
-    exists when  row_start + r < row_bound  and  col_start + c < col_bound  and `valid`.
-    Offsets, strides and bounds are typed scalar expressions."""
+    exists when  row_start + r * row_step < row_bound  and  col_start + c * col_step <
+    col_bound  and `valid` -- and, for an offset tile whose start may lie before the tensor
+    (`row_low`, `col_low`), 0 <= row_start + r * row_step (and the same for columns). The
+    steps are 1 but for a strided offset tile (whose row_stride is the dim's times the
+    step). Offsets, strides and bounds are typed scalar expressions."""
 
     tensor: str
     dtype: str
@@ -93,6 +96,10 @@ class GlobalTile:
     col_start: T.TExpr
     col_bound: T.TExpr
     valid: T.TExpr | None        # point indices inside their dims
+    row_low: bool = False        # an offset tile's rows may start before row 0
+    col_low: bool = False        # ... its columns before column 0
+    row_step: int = 1            # a strided offset tile's rows: every row_step-th
+    col_step: int = 1
 
 
 # ---- ops -----------------------------------------------------------------------------

@@ -473,7 +473,10 @@ class Builder:
                 continue
             conds: list[T.TExpr] = []
             ok = True
-            for e in (tile.row_stride, tile.origin, tile.col_bound):
+            # an offset tile's columns may start before the tensor: a vector is all
+            # outside or all inside only where its start is a multiple too
+            for e in (tile.row_stride, tile.origin, tile.col_bound) + \
+                    ((tile.col_start,) if tile.col_low else ()):
                 known, c = divisible(e, vec)
                 if not known:
                     ok = False

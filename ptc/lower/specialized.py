@@ -43,7 +43,7 @@ from .sync import op_reads
 from .stmatrix import stmatrix_blocks
 from .swizzle import ALIGN, smem_layout, tma_layout
 from .tiles import (TileError, add, const, dim_expr, divisible, extent_value, global_tile,
-                    index, mul)
+                    index, mul, tile_start)
 from .tma import TmaBox, tma_box, tma_store_box
 
 WARPGROUP = 4          # warps
@@ -646,9 +646,9 @@ class _Producer:
         dims = [dim_expr(kernel, d) for d in tensor.dims]
         coords = []
         for item in s.value.index:
-            if isinstance(item, T.TileSlice):
-                size = extent_value(kernel, self.b.spec.tiles, item.size)
-                coords.append(mul(index(item.var), const(size)))
+            if isinstance(item, T.TileSlice):     # an offset tile's may be below 0: TMA
+                size = extent_value(kernel, self.b.spec.tiles, item.size)   # zero-fills
+                coords.append(tile_start(item, size))
             elif isinstance(item, T.Point):
                 coords.append(item.index)
             else:

@@ -94,7 +94,8 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
         strides.append(s)
     origin: T.TExpr = const(0)
     valid: T.TExpr | None = None
-    axes: list[tuple[int, T.TExpr, T.TExpr, T.TExpr]] = []   # (extent, start, bound, stride)
+    axes: list[tuple[int, T.TExpr, T.TExpr, T.TExpr, bool, int]] = []
+    # (extent, start, bound, stride, whether the start may be below 0, step)
     for item, d, stride in zip(items, dims, strides):
         if isinstance(item, T.Point):
             origin = add(origin, mul(item.index, stride))
@@ -103,19 +104,29 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
             valid = both(both(valid, lo), hi)
         elif isinstance(item, T.TileSlice):
             size = extent_value(kernel, tiles, item.size)
-            start = mul(index(item.var), const(size))
+            start = tile_start(item, size)
             if split is not None and item.var == split[0]:
                 start, size = add(start, split[1]), split[2]
             origin = add(origin, mul(start, stride))
-            axes.append((size, start, d, stride))
+            axes.append((size, start, d, mul(stride, const(item.stride)),
+                         item.offset is not None, item.stride))
         else:
-            axes.append((extent_value(kernel, tiles, item.extent), const(0), d, stride))
+            axes.append((extent_value(kernel, tiles, item.extent), const(0), d, stride, False,
+                         1))
     if len(axes) > 2:
         raise TileError(f"a tile of {tensor} spans {len(axes)} dims; tiles have at most 2")
     while len(axes) < 2:
-        axes.insert(0, (1, const(0), const(1), const(0)))
-    (rows, r0, rb, rs), (cols, c0, cb, cs) = axes
-    return GlobalTile(tensor, p.dtype, rows, cols, origin, rs, cs, r0, rb, c0, cb, valid)
+        axes.insert(0, (1, const(0), const(1), const(0), False, 1))
+    (rows, r0, rb, rs, rlow, rstep), (cols, c0, cb, cs, clow, cstep) = axes
+    return GlobalTile(tensor, p.dtype, rows, cols, origin, rs, cs, r0, rb, c0, cb, valid,
+                      rlow, clow, rstep, cstep)
+
+
+def tile_start(item: T.TileSlice, size: int) -> T.TExpr:
+    """The first element a tile slice selects: its tile's (times a strided tile's
+    stride), moved by an offset tile's offset (which may put it before 0)."""
+    start = mul(index(item.var), const(size * item.stride))
+    return start if item.offset is None else add(start, item.offset)
 
 
 def loop_vars(e: T.TExpr) -> set[str]:

@@ -46,6 +46,15 @@ def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
     """The box that loads `load`'s tile, or why TMA cannot."""
     if load.pad != 0.0:
         return f"TMA fills out-of-bounds elements with zero, not {load.pad}"
+    if any(isinstance(i, T.TileSlice) and i.stride != 1 for i in load.index):
+        return "it takes every n-th element of a dim (a strided tile: the threads copy it)"
+    inner = load.index[-1]
+    if isinstance(inner, T.TileSlice) and inner.offset is not None and \
+            divisible(inner.offset, 16 // DTYPE_BYTES[kernel.tensor(load.tensor).dtype]) \
+            != (True, ()):
+        # the box's rows start anywhere (negative ones too); its innermost start is kept
+        # to whole 16-byte chunks, where the PTX ISA's tiled mode is plainly safe
+        return "its columns are moved by an offset that may not be whole 16-byte chunks"
     return _box(kernel, tiles, load.tensor, load.index, load.type.shape, 1)
 
 
@@ -117,6 +126,8 @@ def per_thread_copy(kernel: T.TypedKernel, load: T.Load) -> str | None:
         return f"cp.async moves at least 4 bytes, and its elements are {esize}"
     if load.pad != 0.0:
         return f"cp.async fills past the edges with zero, not {load.pad}"
+    if isinstance(load.index[-1], T.TileSlice) and load.index[-1].stride != 1:
+        return "its columns are every n-th element of the innermost dim (a strided tile)"
     return None
 
 

@@ -9,6 +9,7 @@ wait and barrier is the op that says so.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 
@@ -374,6 +375,9 @@ class CBodyPrinter:
         with self.block(f"if ({guard})" if guard else ""):
             self.emit(f"const {self.ctypes[tile.dtype]}* g = g_{tile.tensor} + ({origin});")
             self.emit(f"const int rows_left = {rows_left}, cols_left = {cols_left};")
+            firsts = self.tile_firsts(tile, op.loop or None, op.ahead)
+            if firsts:
+                self.emit(f"const int rows_first = {firsts[0]}, cols_first = {firsts[1]};")
             sync = self.sync_copy(op, dst, rs, cs)
             if not op.asynchronous:
                 self.emit(sync)
@@ -385,9 +389,15 @@ class CBodyPrinter:
             else:
                 self.emit(fast)
 
+    @staticmethod
+    def first_args(tile: ir.GlobalTile) -> str:
+        """The arguments a copy of an offset tile takes after the thread (rows_first and
+        cols_first, in scope where CopyTile declared them); none for other tiles."""
+        return ", rows_first, cols_first" if tile.row_low or tile.col_low else ""
+
     def sync_copy(self, op: ir.CopyTile, dst: str, rs: str, cs: str) -> str:
         """The statement of an element-wise copy of `op`'s tile (g, rows_left, cols_left
-        are in scope)."""
+        are in scope, and rows_first, cols_first for an offset tile)."""
         raise RenderError(f"{type(self).__name__} prints no element-wise copy")
 
     def async_copy(self, op: ir.CopyTile, dst: str, rs: str) -> str:
@@ -471,30 +481,58 @@ class CBodyPrinter:
         return next(m for m in ir.walk(self.low.body) if isinstance(m, ir.Mma)
                     and op.target in (m.a.value, m.b.value))
 
-    def tile_bounds(self, tile: ir.GlobalTile, ahead_var: str | None, ahead: int) -> tuple[str, str, str, str, str]:
-        """(origin, row stride, col stride, rows left, cols left) as C expressions."""
+    @contextlib.contextmanager
+    def iteration_ahead(self, ahead_var: str | None, ahead: int):
+        """Scalar expressions rendered inside read loop `ahead_var`'s index `ahead`
+        iterations on (a prefetch's)."""
         saved = dict(self.index_override)
         if ahead_var is not None and ahead:
             self.index_override[ahead_var] = f"(i_{ahead_var} + {ahead})"
         try:
+            yield
+        finally:
+            self.index_override = saved
+
+    def tile_firsts(self, tile: ir.GlobalTile, ahead_var: str | None = None,
+                    ahead: int = 0) -> tuple[str, str] | None:
+        """(rows, cols) of an offset tile that lie before the tensor, as C expressions
+        (None for a tile that never starts before it)."""
+        if not (tile.row_low or tile.col_low):
+            return None
+        with self.iteration_ahead(ahead_var, ahead):
+            return tuple(self.first(start, step) if low else "0"
+                         for start, low, step in ((tile.row_start, tile.row_low, tile.row_step),
+                                                  (tile.col_start, tile.col_low, tile.col_step)))
+
+    def first(self, start: T.TExpr, step: int) -> str:
+        """The first of a tile's rows (columns) at or after the tensor's start: those
+        before it are ceil(-start / step) where start < 0."""
+        before = f"{self.INT_FN['max']}(-(long long)({self.scalar_expr(start)}), 0LL)"
+        return f"(int)({before} + {step - 1}) / {step}" if step != 1 else f"(int){before}"
+
+    def tile_bounds(self, tile: ir.GlobalTile, ahead_var: str | None, ahead: int) -> tuple[str, str, str, str, str]:
+        """(origin, row stride, col stride, rows left, cols left) as C expressions."""
+        with self.iteration_ahead(ahead_var, ahead):
             origin = self.scalar_expr(tile.origin)
             rs = self.scalar_expr(tile.row_stride)
             cs = self.scalar_expr(tile.col_stride)
-            rows_left = self.left(tile.row_bound, tile.row_start, tile.rows)
-            cols_left = self.left(tile.col_bound, tile.col_start, tile.cols)
+            rows_left = self.left(tile.row_bound, tile.row_start, tile.rows, tile.row_step)
+            cols_left = self.left(tile.col_bound, tile.col_start, tile.cols, tile.col_step)
             if tile.valid is not None:
                 rows_left = f"(({self.scalar_expr(tile.valid)}) ? {rows_left} : 0)"
-        finally:
-            self.index_override = saved
         return origin, rs, cs, rows_left, cols_left
 
-    def left(self, bound: T.TExpr, start: T.TExpr, n: int) -> str:
-        """Rows (or columns) of the tile inside the tensor, at most n (negative: none)."""
+    def left(self, bound: T.TExpr, start: T.TExpr, n: int, step: int = 1) -> str:
+        """Rows (or columns) of the tile inside the tensor, at most n (negative: none);
+        a strided tile's every step-th: ceil((bound - start) / step), which C's division
+        keeps at most 0 where the difference is."""
         if isinstance(bound, T.Const) and isinstance(start, T.Const) and \
-                bound.value - start.value >= n:
+                bound.value - start.value >= n * step:
             return str(n)
-        return (f"(int){self.INT_FN['min']}((long long)({self.scalar_expr(bound)}) - "
-                f"(long long)({self.scalar_expr(start)}), {n}LL)")
+        gap = f"(long long)({self.scalar_expr(bound)}) - (long long)({self.scalar_expr(start)})"
+        if step != 1:
+            gap = f"({gap} + {step - 1}) / {step}"
+        return f"(int){self.INT_FN['min']}({gap}, {n}LL)"
 
     # ---- elementwise --------------------------------------------------------------------------
     def Compute(self, op: ir.Compute) -> None:

@@ -71,6 +71,8 @@ class Backend:
     access_kinds: tuple[str, ...]    # of ACCESS_KINDS, the ones its accesses are counted as
     prelude: str = ""                # the emulation runtime every kernel includes first:
                                      # precompiled once (`precompiled_prelude`)
+    runtime: str = ""                # the translation unit of the runtime's definitions:
+                                     # compiled once, linked by every kernel (`runtime_object`)
     device: object = field(default=None, compare=False, hash=False)   # backend_of(a Device)
 
     @property
@@ -105,11 +107,19 @@ def system_includes(*folders: Path) -> str:
     return "".join(line + "\n" for line in sorted(found))
 
 
+def runtime_source(*includes: str) -> str:
+    """A runtime translation unit: the headers a kernel includes, then the definitions."""
+    return "#define PTC_EMU_RUNTIME\n" + "".join(f'#include {name}\n' for name in includes)
+
+
 BACKENDS = {
-    "cuda": Backend("cuda", ACCESS_KINDS, prelude="#include <cuda_runtime.h>\n"),
+    "cuda": Backend("cuda", ACCESS_KINDS, prelude="#include <cuda_runtime.h>\n",
+                    runtime=runtime_source("<cuda_runtime.h>", '"ptc_emulate_core.cc"',
+                                           '"ptc_emulate.cc"')),
     # the C++ library is most of what a HIP build parses (a third of its time)
     "hip": Backend("hip", ("lds", "sts"),
-                   prelude=system_includes(TEMPLATES / "hip" / "emulate", CORE_HEADERS)),
+                   prelude=system_includes(TEMPLATES / "hip" / "emulate", CORE_HEADERS),
+                   runtime=runtime_source('"ptc_types.h"', '"ptc_emulate_core.cc"')),
 }
 
 
@@ -198,9 +208,11 @@ def cache_dir() -> Path:
 
 
 def _headers(backend: Backend) -> dict[str, str]:
-    """Every header a build of `backend` may read, by a name unique among them."""
-    files = backend.device_headers() + sorted(backend.emulate_headers.glob("*.h")) + \
-        sorted(CORE_HEADERS.glob("*.h"))
+    """Every header (and runtime definition file) a build of `backend` may read, by a name
+    unique among them."""
+    files = backend.device_headers() + [p for folder in (backend.emulate_headers, CORE_HEADERS)
+                                        for pattern in ("*.h", "*.cc")
+                                        for p in sorted(folder.glob(pattern))]
     return {str(p.relative_to(TEMPLATES)): p.read_text() for p in files}
 
 
@@ -236,6 +248,7 @@ def build_emulated(source: str, *, backend="cuda", defines: Sequence[str] = (),
                 (Path(tmp) / name).write_text(text)
             out = Path(tmp) / "kernel.so"
             cmd = [cxx, *flags, *precompiled_prelude(back, cxx, flags), "-x", "c++", str(src),
+                   "-x", "none", str(runtime_object(back, cxx, flags)),
                    *(f"-I{d}" for d in back.include_dirs()), "-o", str(out)]
             res = subprocess.run(cmd, capture_output=True, text=True)
             if res.returncode != 0:
@@ -253,6 +266,30 @@ def build_emulated(source: str, *, backend="cuda", defines: Sequence[str] = (),
 PRELUDE_FAILED = "failed.txt"    # a prelude that did not precompile: what the compiler said
 
 
+def _cached_folder(kind: str, back: Backend, cxx: str, flags: Sequence[str], text: str) -> Path:
+    """The cache folder of a per-backend build product (`kind`: prelude, runtime), keyed by
+    the backend, the compiler, the flags, the product's source and every header."""
+    key = hashlib.sha256()
+    for part in [back.name, cxx, " ".join(flags), text] + \
+            [f"{n}\0{t}" for n, t in sorted(_headers(back).items())]:
+        key.update(part.encode())
+        key.update(b"\1")
+    return cache_dir() / f"{kind}-{back.name}-{key.hexdigest()[:24]}"
+
+
+def _object_flags(flags: Sequence[str]) -> list[str]:
+    """The build flags less the link's."""
+    return [f for f in flags if f != "-shared" and not f.startswith("-Wl,")]
+
+
+def _publish(tmp: Path, folder: Path) -> None:
+    """Move a finished build folder into place: atomic, so a concurrent builder's wins."""
+    try:
+        os.rename(tmp, folder)
+    except OSError:
+        pass
+
+
 def precompiled_prelude(back: Backend, cxx: str, flags: Sequence[str]) -> list[str]:
     """The flags that make a kernel build read the emulation runtime (`back.prelude`) from
     a precompiled header instead of parsing it again (a third of a build's time): built
@@ -262,12 +299,7 @@ def precompiled_prelude(back: Backend, cxx: str, flags: Sequence[str]) -> list[s
     Device headers stay out of it: a test may override them beside the source."""
     if not back.prelude:
         return []
-    key = hashlib.sha256()
-    for part in [back.name, cxx, " ".join(flags), back.prelude] + \
-            [f"{n}\0{t}" for n, t in sorted(_headers(back).items())]:
-        key.update(part.encode())
-        key.update(b"\1")
-    folder = cache_dir() / f"prelude-{back.name}-{key.hexdigest()[:24]}"
+    folder = _cached_folder("prelude", back, cxx, flags, back.prelude)
     header = folder / "ptc_prelude.h"
     use = ["-include", str(header)]
     if (folder / "ptc_prelude.h.gch").exists():
@@ -277,21 +309,50 @@ def precompiled_prelude(back: Backend, cxx: str, flags: Sequence[str]) -> list[s
     tmp = Path(tempfile.mkdtemp(prefix=".prelude-", dir=cache_dir()))
     try:
         (tmp / "ptc_prelude.h").write_text(back.prelude)
-        compile_flags = [f for f in flags if f != "-shared" and not f.startswith("-Wl,")]
-        res = subprocess.run([cxx, *compile_flags, "-x", "c++-header", str(tmp / "ptc_prelude.h"),
+        res = subprocess.run([cxx, *_object_flags(flags), "-x", "c++-header",
+                              str(tmp / "ptc_prelude.h"),
                               *(f"-I{d}" for d in back.include_dirs()),
                               "-o", str(tmp / "ptc_prelude.h.gch")],
                              capture_output=True, text=True)
         if res.returncode != 0:
             (tmp / "ptc_prelude.h.gch").unlink(missing_ok=True)
             (tmp / PRELUDE_FAILED).write_text(res.stderr[-4000:])
-        try:
-            os.rename(tmp, folder)       # atomic: a concurrent builder's folder wins
-        except OSError:
-            pass
+        _publish(tmp, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return use if (folder / "ptc_prelude.h.gch").exists() else []
+
+
+RUNTIME_OBJECT = "runtime.o"
+
+
+def runtime_object(back: Backend, cxx: str, flags: Sequence[str]) -> Path:
+    """The object of the backend's emulation runtime (`back.runtime`: the definitions of
+    emulate_core/ptc_emulate_core.cc and the backend's own .cc), compiled once per backend,
+    compiler, flags and header contents, in the build cache, and linked into every emulated
+    kernel: compiling it with each kernel was most of a kernel's build time. It reads the
+    device headers as shipped (ptc_types.h for HIP's vector types); a test's override of
+    one is seen by the kernel's own code."""
+    folder = _cached_folder("runtime", back, cxx, flags, back.runtime)
+    obj = folder / RUNTIME_OBJECT
+    if obj.exists():
+        return obj
+    tmp = Path(tempfile.mkdtemp(prefix=".runtime-", dir=cache_dir()))
+    try:
+        (tmp / "runtime.cc").write_text(back.runtime)
+        res = subprocess.run([cxx, *_object_flags(flags), "-c", "-x", "c++",
+                              str(tmp / "runtime.cc"),
+                              *(f"-I{d}" for d in back.include_dirs()),
+                              "-o", str(tmp / RUNTIME_OBJECT)],
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            first = next((line for line in res.stderr.splitlines() if "error" in line), "")
+            raise EmulationError(f"the host build of the kernel failed (its {back.name} "
+                                 f"emulation runtime): {first.strip()}\n{res.stderr[-6000:]}")
+        _publish(tmp, folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return obj
 
 
 # what the emulator puts in the accumulator registers of a wgmma in flight (an f32 NaN with

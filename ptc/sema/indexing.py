@@ -68,8 +68,33 @@ class IndexChecker:
                     items.append(T.Point(T.Scalar(axis.var, "index", T.TileType("i32"))))
                 continue
             v = self.expr(item)
+            if v.type.rank == 1 and _index_vec(v.expr) is not None:
+                items.append(self._offset_tile(v, item.span, func, name))
+                shape.append(items[-1].size)
+                continue
             items.append(T.Point(self._index_scalar(v, item.span, "a tensor index")))
         return tensor, tuple(items), tuple(shape)
+
+    def _offset_tile(self, v: V, span: Span, func: str, tensor: str) -> T.TileSlice:
+        """`index(l) - 3 + r`: the tile of `l`'s positions, moved by a scalar index
+        expression (docs/language.md, "Offset tiles")."""
+        shown = f"index({_index_vec(v.expr).var})"
+        if func != "load":
+            self.fail(f"{func} writes whole tiles: an offset tile is for load only", span,
+                      f"{func} the tile itself and move what you load instead, e.g. "
+                      f"load(X[{shown} - 1, ...])")
+        found = split_offset(v.expr)
+        if isinstance(found, str):
+            self.fail(f"an offset tile's subscript is {shown} [* S] + e: "
+                      f"{found.replace('index(l)', shown)}", span,
+                      f"write {shown} + e, {shown} - e or {shown} * S + e: S a positive "
+                      "integer literal, e an i32 scalar of tile and loop indices, dims, tile "
+                      "sizes and integers")
+        vec, stride, offset = found
+        if offset is None:
+            return T.TileSlice(vec.var, vec.size, None, stride)
+        e = self._index_scalar(V(offset), span, "an offset tile's offset")
+        return T.TileSlice(vec.var, vec.size, e, stride)
 
     def _index_scalar(self, v: V, span: Span, what: str) -> T.TExpr:
         """An i32 scalar that indexes a tensor or bounds a loop, as every back end computes
@@ -119,6 +144,47 @@ class IndexChecker:
                 hint = ("tile indices, dims, tile sizes and integers combine with + - * // %; "
                         "or convert with `as i32`")
             self.fail(f"{what} must be an i32 scalar, not {v.type}", span, hint)
+
+
+def _index_vec(e: T.TExpr) -> T.IndexVec | None:
+    """The first index(t) an expression reads (None: none)."""
+    if isinstance(e, T.IndexVec):
+        return e
+    return next((v for v in map(_index_vec, T.children(e)) if v is not None), None)
+
+
+def split_offset(e: T.TExpr) -> tuple[T.IndexVec, int, T.TExpr | None] | str:
+    """(the index(l) in e, the number it is multiplied by, the scalar added -- None for
+    none) where e is index(l) times positive integers plus or minus scalars, else why
+    not."""
+    if isinstance(e, T.IndexVec):
+        return (e, 1, None) if e.size is not None else "it is not a tile index"
+    if isinstance(e, T.Convert):
+        return split_offset(e.arg)
+    if not (isinstance(e, T.Elementwise) and e.op in ("add", "sub", "mul")):
+        return "it computes more than a sum"
+    tiles = [a for a in e.args if a.type.rank]
+    if len(tiles) != 1:
+        return "it adds two tile-shaped terms"
+    (tile,) = tiles
+    scalar = e.args[1] if tile is e.args[0] else e.args[0]
+    if e.op == "sub" and tile is e.args[1]:
+        return "index(l) is subtracted (the tile would run backwards)"
+    found = split_offset(tile)
+    if isinstance(found, str):
+        return found
+    vec, stride, offset = found
+    if e.op == "mul":
+        if not (isinstance(scalar, T.Const) and isinstance(scalar.value, int)
+                and scalar.value > 0):
+            return "a stride is a positive integer literal (index(l) * 2)"
+        step = scalar.value
+        return vec, stride * step, None if offset is None else \
+            T.Elementwise("mul", (offset, scalar), scalar.type)
+    if offset is None:
+        return vec, stride, (scalar if e.op == "add" else
+                             T.Elementwise("neg", (scalar,), scalar.type))
+    return vec, stride, T.Elementwise(e.op, (offset, scalar), scalar.type)
 
 
 def inline_index_vars(e: T.TExpr, values: dict[str, T.TExpr]) -> T.TExpr:

@@ -68,7 +68,9 @@ def _index(items) -> str:
     parts = []
     for it in items:
         if isinstance(it, T.TileSlice):
-            parts.append(f"{it.var}:{it.size}")
+            step = "" if it.stride == 1 else f"*{it.stride}"
+            parts.append(f"{it.var}:{it.size}{step}" if it.offset is None
+                         else f"{it.var}:{it.size}{step}+{expr(it.offset)}")
         elif isinstance(it, T.WholeDim):
             parts.append(f":{it.extent}")
         else:

@@ -121,10 +121,16 @@ class Scalar:
 
 @dataclass(frozen=True)
 class TileSlice:
-    """Subscript item: the tile `var` of a dim (`A[i, ...]` with `i: BM of M`)."""
+    """Subscript item: the tile `var` of a dim (`A[i, ...]` with `i: BM of M`). An offset
+    tile (`X[index(l) * 2 - 3 + r, c]`, loads only) takes every `stride`-th element from
+    `var`'s tile moved `offset` elements (an i32 scalar index expression): element k is at
+    (var * size + k) * stride + offset; its elements outside the dim, before 0 or past the
+    end, read the load's pad."""
 
     var: str
     size: Extent
+    offset: "TExpr | None" = None
+    stride: int = 1
 
 
 @dataclass(frozen=True)
@@ -247,8 +253,18 @@ def children(e: TExpr) -> tuple[TExpr, ...]:
     if isinstance(e, Fill):
         return (e.value,)
     if isinstance(e, Load):
-        return tuple(i.index for i in e.index if isinstance(i, Point))
+        return tuple(x for x in map(index_operand, e.index) if x is not None)
     return ()
+
+
+def index_operand(item: IndexItem) -> "TExpr | None":
+    """The scalar expression a subscript item reads: a point's index, an offset tile's
+    offset (None for the rest)."""
+    if isinstance(item, Point):
+        return item.index
+    if isinstance(item, TileSlice):
+        return item.offset
+    return None
 
 
 def map_children(e: TExpr, fn) -> TExpr:
@@ -265,8 +281,10 @@ def map_children(e: TExpr, fn) -> TExpr:
     if isinstance(e, Fill):
         return replace(e, value=fn(e.value))
     if isinstance(e, Load):
-        return replace(e, index=tuple(replace(i, index=fn(i.index)) if isinstance(i, Point)
-                                      else i for i in e.index))
+        return replace(e, index=tuple(
+            replace(i, index=fn(i.index)) if isinstance(i, Point) else
+            replace(i, offset=fn(i.offset)) if isinstance(i, TileSlice) and i.offset is not None
+            else i for i in e.index))
     return e
 
 

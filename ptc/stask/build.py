@@ -111,6 +111,9 @@ class _Flattener:
         self.names: set[str] = set()
         self.loaded: set[str] = set()    # names bound to a load: the tile is in shared memory
         self.reassigned = reassigned     # names assigned again later: values in registers
+        # names bound to a transposed load (`v = load(X[..]).T`): each use reads the loaded
+        # tile transposed, as `load(X[..]).T` written there does -- a layout, not a task
+        self.transposed: dict[str, T.Transpose] = {}
 
     def fresh(self, base: str) -> str:
         name, n = f"%{base}", 1
@@ -123,6 +126,8 @@ class _Flattener:
     def block(self, stmts) -> list:
         out: list = []
         for s in stmts:
+            if isinstance(s, (T.Let, T.Store)) and self.transposed:
+                s = replace(s, value=self.untransposed(s.value))
             if isinstance(s, T.Let):
                 out.extend(self.let(s))
             elif isinstance(s, T.Store):
@@ -158,8 +163,20 @@ class _Flattener:
             self.loaded.add(s.name)
             pre.append(s)
             return pre
+        if isinstance(v, T.Transpose) and isinstance(v.arg, T.Load) and \
+                s.name not in self.reassigned:
+            tile = self.lift(v.arg, pre, v.arg.tensor, s.span)
+            self.loaded.add(tile.name)
+            self.transposed[s.name] = replace(v, arg=tile)
+            return pre
         pre.append(T.Let(s.name, self.lower(v, pre, s.name, s.span), s.span))
         return pre
+
+    def untransposed(self, e: T.TExpr) -> T.TExpr:
+        """e with each name bound to a transposed load read as that load, transposed."""
+        if isinstance(e, T.Var) and e.name in self.transposed:
+            return self.transposed[e.name]
+        return T.map_children(e, self.untransposed)
 
     def lift(self, e: T.TExpr, pre: list, base: str, span) -> T.Var:
         name = self.fresh(base)

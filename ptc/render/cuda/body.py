@@ -34,16 +34,18 @@ class BodyPrinter(SpecializedOps, CBodyPrinter):
         rows, cols, row_bytes, swz = self.tile_shape(self.buffers[op.buffer])
         return (f"ptc::copy_tile_sync<{CTYPES[op.tile.dtype]}, {rows}, {cols}, THREADS, "
                 f"{row_bytes}, {'true' if swz else 'false'}>({dst}, g, (int)({rs}), "
-                f"(int)({cs}), rows_left, cols_left, {literal(op.pad, 'f32')}, tid);")
+                f"(int)({cs}), rows_left, cols_left, {literal(op.pad, 'f32')}, tid"
+                f"{self.first_args(op.tile)});")
 
     def async_copy(self, op: ir.CopyTile, dst: str, rs: str) -> str:
         state = self.copy_states.get(op.task)
         if state is not None:
-            return f"{state}.async({dst}, g, (int)({rs}), rows_left, cols_left);"
+            return (f"{state}.async({dst}, g, (int)({rs}), rows_left, cols_left"
+                    f"{self.first_args(op.tile)});")
         rows, cols, row_bytes, swz = self.tile_shape(self.buffers[op.buffer])
         return (f"ptc::copy_tile_async<{CTYPES[op.tile.dtype]}, {rows}, {cols}, {op.vector}, "
                 f"THREADS, {row_bytes}, {'true' if swz else 'false'}>({dst}, g, (int)({rs}), "
-                "rows_left, cols_left, tid);")
+                f"rows_left, cols_left, tid{self.first_args(op.tile)});")
 
     def copy_state(self, op: ir.CopyTile) -> None:
         """Declare the per-thread offsets of an async copy whose row stride does not change

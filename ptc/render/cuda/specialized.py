@@ -98,18 +98,24 @@ class SpecializedOps:
             lay = b.layout
             ctype = CTYPES[tile.dtype]
             origin, rs, cs, rows_left, cols_left = self.tile_bounds(tile, None, 0)
+            firsts = self.inline_firsts(tile)
             self.emit(f"const {ctype}* g = g_{tile.tensor} + ({origin});")
             if lay.swizzle == "tma":
                 self.emit(f"ptc::copy_tile_to_tma_layout<{ctype}, {lay.rows}, {lay.cols}, "
                           f"{lay.span}, {lay.panel_bytes}>({slot}, g, (int)({rs}), "
-                          f"(int)({cs}), {rows_left}, {cols_left}, tid % 128);")
+                          f"(int)({cs}), {rows_left}, {cols_left}, tid % 128{firsts});")
             else:       # stored densely, as TMA without a swizzle does
                 self.emit(f"ptc::copy_tile_sync<{ctype}, {lay.rows}, {lay.cols}, 128, "
                           f"{lay.row_bytes}, false>({slot}, g, (int)({rs}), (int)({cs}), "
-                          f"{rows_left}, {cols_left}, 0.0f, tid % 128);")
+                          f"{rows_left}, {cols_left}, 0.0f, tid % 128{firsts});")
             self.emit("ptc::fence_proxy_async();  // generic stores, read by the tensor cores")
             self.emit("ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in")
             self.emit(f"if (tid % 128 == 0) ptc::mbarrier_arrive({bar});")
+
+    def inline_firsts(self, tile: ir.GlobalTile) -> str:
+        """An offset tile's rows_first, cols_first arguments, as expressions."""
+        firsts = self.tile_firsts(tile)
+        return f", {firsts[0]}, {firsts[1]}" if firsts else ""
 
     def ProducerCopy(self, op: ir.ProducerCopy) -> None:
         b = self.buffers[op.buffer]
@@ -124,15 +130,16 @@ class SpecializedOps:
         swizzled = 'true' if swz else 'false'
         with self.block(""):
             self.emit(f"const {ctype}* g = g_{tile.tensor} + ({origin});")
+            firsts = self.inline_firsts(tile)
             if tile.cols == 1 or (isinstance(tile.col_stride, T.Const)
                                   and tile.col_stride.value == 1):
                 self.emit(f"ptc::copy_tile_async<{ctype}, {rows}, {cols}, 1, 128, {row_bytes}, "
                           f"{swizzled}>({slot}, g, (int)({rs}), {rows_left}, {cols_left}, "
-                          "tid % 128);")
+                          f"tid % 128{firsts});")
             else:       # a column of the tensor: one element per copy at its stride
                 self.emit(f"ptc::copy_tile_async_strided<{ctype}, {rows}, {cols}, 128, "
                           f"{row_bytes}, {swizzled}>({slot}, g, (int)({rs}), (int)({cs}), "
-                          f"{rows_left}, {cols_left}, tid % 128);")
+                          f"{rows_left}, {cols_left}, tid % 128{firsts});")
             self.emit("ptc::cp_async_commit();")
             self.emit("ptc::cp_async_wait<0>();")
             self.emit("ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in")

@@ -73,7 +73,7 @@ class HipBodyPrinter(CBodyPrinter):
         rows, cols, row_bytes, swz = self.tile_shape(self.buffers[op.buffer])
         ctype = self.ctypes[op.tile.dtype]
         args = (f"({dst}, g, (int)({rs}), (int)({cs}), rows_left, cols_left, "
-                f"{literal(op.pad, 'f32')}, tid);")
+                f"{literal(op.pad, 'f32')}, tid{self.first_args(op.tile)});")
         if self.transposed(op.buffer):
             return f"ptc::copy_tile_sync_k8<{ctype}, {rows}, {cols}, THREADS, {row_bytes}>" + args
         return (f"ptc::copy_tile_sync<{ctype}, {rows}, {cols}, THREADS, {row_bytes}, "
@@ -83,14 +83,16 @@ class HipBodyPrinter(CBodyPrinter):
         if not op.staged:
             raise RenderError(f"{op.task}: an asynchronous copy that is not staged (HIP has "
                               "no async global -> LDS copy of this width)")
-        return f"staged_{op.task}.load({dst}, g, (int)({rs}), rows_left, cols_left, tid);"
+        return (f"staged_{op.task}.load({dst}, g, (int)({rs}), rows_left, cols_left, tid"
+                f"{self.first_args(op.tile)});")
 
     # ---- matrix multiplies ----------------------------------------------------------------------
     def instruction(self, mma: ir.Mma) -> str:
-        if mma.atom.widens_to:      # FP8 widened to f16 (CDNA2): each operand's format
+        if mma.atom.widens_to or mma.atom.fnuz:     # FP8: each operand's format
             e5m2 = [str(self.operand_dtype(op) == "f8e5m2").lower() for op in (mma.a, mma.b)]
-            a = mma.atom
-            return f"ptc::MfmaF8<{a.m}, {a.n}, {a.k}, {e5m2[0]}, {e5m2[1]}>"
+            a = mma.atom            # widened to f16 (CDNA2), or rebiased to FNUZ (CDNA3)
+            kind = "MfmaFnuz" if a.fnuz else "MfmaF8"
+            return f"ptc::{kind}<{a.m}, {a.n}, {a.k}, {e5m2[0]}, {e5m2[1]}>"
         try:
             return MFMA_INSTRUCTIONS[mma.atom.name, mma.dtype]
         except KeyError:

@@ -2,7 +2,8 @@
 // A tile is ROWS x COLS elements; element (r, c) is at g[r * row_stride + c] (vector
 // copies) or g[r * row_stride + c * col_stride] (element copies) -- offsets within a tile
 // are 32-bit, the tile's origin in `g` is not --, and exists when
-// r < rows_left and c < cols_left. Shared tiles are row-major, ROW_BYTES per row, 16-byte
+// rows_first <= r < rows_left and cols_first <= c < cols_left (the firsts are 0 but for an
+// offset tile that starts before the tensor: ptc/lower/ir.py, GlobalTile). Shared tiles are row-major, ROW_BYTES per row, 16-byte
 // chunks XOR-swizzled when SWIZZLE (ptc/lower/swizzle.py: swizzle_offset).
 // Shared addresses are 32-bit offsets from ptc::shared_base(), the start of the block's
 // dynamic shared memory.
@@ -55,7 +56,8 @@ __device__ __forceinline__ uint32_t tile_offset(int row, int byte) {
 // Asynchronous copy, VEC elements per cp.async; the threads take chunks in turn.
 template <typename T, int ROWS, int COLS, int VEC, int THREADS, int ROW_BYTES, bool SWIZZLE>
 __device__ __forceinline__ void copy_tile_async(uint32_t smem, const T* g, int row_stride,
-                                                int rows_left, int cols_left, int tid) {
+                                                int rows_left, int cols_left, int tid,
+                                                int rows_first = 0, int cols_first = 0) {
   constexpr int PER_ROW = COLS / VEC;
   constexpr int CHUNKS = ROWS * PER_ROW;
   constexpr int ITERS = (CHUNKS + THREADS - 1) / THREADS;
@@ -65,7 +67,7 @@ __device__ __forceinline__ void copy_tile_async(uint32_t smem, const T* g, int r
     const int id = tid + i * THREADS;
     if (CHUNKS % THREADS != 0 && id >= CHUNKS) break;
     const int r = id / PER_ROW, c = (id % PER_ROW) * VEC;
-    const bool valid = r < rows_left && c < cols_left;
+    const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
     const T* src = valid ? g + (r * row_stride + c) : g;
     cp_async<VEC * sizeof(T)>(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), src,
                               valid);
@@ -77,14 +79,15 @@ __device__ __forceinline__ void copy_tile_async(uint32_t smem, const T* g, int r
 template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE>
 __device__ __forceinline__ void copy_tile_async_strided(uint32_t smem, const T* g,
                                                         int row_stride, int col_stride,
-                                                        int rows_left, int cols_left, int tid) {
+                                                        int rows_left, int cols_left, int tid,
+                                                        int rows_first = 0, int cols_first = 0) {
   static_assert(sizeof(T) >= 4, "cp.async copies 4, 8 or 16 bytes");
 #pragma unroll
   for (int i = 0; i < (ROWS * COLS + THREADS - 1) / THREADS; ++i) {
     const int id = tid + i * THREADS;
     if ((ROWS * COLS) % THREADS != 0 && id >= ROWS * COLS) break;
     const int r = id / COLS, c = id % COLS;
-    const bool valid = r < rows_left && c < cols_left;
+    const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
     const T* src = valid ? g + (r * row_stride + c * col_stride) : g;
     cp_async<sizeof(T)>(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), src, valid);
   }
@@ -119,17 +122,18 @@ struct TileCopy {
     gstep = RSTEP * row_stride;
   }
   __device__ __forceinline__ void async(uint32_t smem, const T* g, int row_stride, int rows_left,
-                                        int cols_left) const {
+                                        int cols_left, int rows_first = 0,
+                                        int cols_first = 0) const {
     if (!REGULAR) {
-      copy_tile_async<T, ROWS, COLS, VEC, THREADS, ROW_BYTES, SWIZZLE>(smem, g, row_stride,
-                                                                       rows_left, cols_left, tid);
+      copy_tile_async<T, ROWS, COLS, VEC, THREADS, ROW_BYTES, SWIZZLE>(
+          smem, g, row_stride, rows_left, cols_left, tid, rows_first, cols_first);
       return;
     }
-    const bool col_ok = c0 < cols_left;
+    const bool col_ok = inside(c0, cols_first, cols_left);
 #pragma unroll
     for (int i = 0; i < ITERS; ++i) {
       if (CHUNKS % THREADS != 0 && r0 + i * RSTEP >= ROWS) break;
-      const bool valid = col_ok && r0 + i * RSTEP < rows_left;
+      const bool valid = col_ok && inside(r0 + i * RSTEP, rows_first, rows_left);
       // past the edge: src-size 0 reads nothing, so the address needs no clamping
       cp_async<VEC * sizeof(T)>(smem + soff + i * RSTEP * ROW_BYTES, g + (goff + i * gstep),
                                 valid);
@@ -141,12 +145,13 @@ struct TileCopy {
 template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE>
 __device__ __forceinline__ void copy_tile_sync(uint32_t smem, const T* g, int row_stride,
                                                int col_stride, int rows_left,
-                                               int cols_left, float pad, int tid) {
+                                               int cols_left, float pad, int tid,
+                                               int rows_first = 0, int cols_first = 0) {
   const T fill = from_f32<T>(pad);
 #pragma unroll 2   // the cold path: little unrolling leaves the registers to the hot one
   for (int id = tid; id < ROWS * COLS; id += THREADS) {
     const int r = id / COLS, c = id % COLS;
-    const bool valid = r < rows_left && c < cols_left;
+    const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
     const T v = valid ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride)) : fill;
     st_shared(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), v);
   }

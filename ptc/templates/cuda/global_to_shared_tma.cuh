@@ -61,12 +61,13 @@ __device__ __forceinline__ uint32_t tma_offset(int row, int byte) {
 template <typename T, int ROWS, int COLS, int SPAN, int PANEL_BYTES>
 __device__ __forceinline__ void copy_tile_to_tma_layout(uint32_t smem, const T* g,
                                                         int row_stride, int col_stride,
-                                                        int rows_left, int cols_left, int t) {
+                                                        int rows_left, int cols_left, int t,
+                                                        int rows_first = 0, int cols_first = 0) {
 #pragma unroll 1
   for (int id = t; id < ROWS * COLS; id += 128) {
     const int r = id / COLS, c = id % COLS;
-    const T v = (r < rows_left && c < cols_left) ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride))
-                                                 : from_f32<T>(0.0f);
+    const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
+    const T v = valid ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride)) : from_f32<T>(0.0f);
     st_shared(smem + tma_offset<SPAN, PANEL_BYTES>(r, c * (int)sizeof(T)), v);
   }
 }

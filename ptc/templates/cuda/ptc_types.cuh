@@ -33,6 +33,13 @@ extern __shared__ __align__(1024) unsigned char ptc_smem[];
 
 namespace ptc {
 
+// first <= i < left: the rows or columns of a tile that lie inside the tensor. `first` is
+// 0 but for an offset tile that starts before the tensor; a caller that passes no firsts
+// (a literal 0) gets `i < left` alone, the code of copies before offset tiles.
+__device__ __forceinline__ bool inside(int i, int first, int left) {
+  return (first == 0 || i >= first) && i < left;
+}
+
 // Shared addresses are 32-bit offsets from here (0 in the emulation).
 __device__ __forceinline__ uint32_t shared_base() {
   return static_cast<uint32_t>(__cvta_generic_to_shared(ptc_smem));

@@ -1,8 +1,9 @@
 // ptc: global -> LDS tile copies, as the lowering planned them (ptc/lower: CopyTile).
 // A tile is ROWS x COLS elements; element (r, c) is at g[r * row_stride + c] (vector
 // copies) or g[r * row_stride + c * col_stride] (element copies) -- offsets within a tile
-// are 32-bit, the tile's origin in `g` is not --, and exists when r < rows_left and
-// c < cols_left. LDS tiles are row-major, ROW_BYTES per row, 16-byte chunks XOR-swizzled
+// are 32-bit, the tile's origin in `g` is not --, and exists when
+// rows_first <= r < rows_left and cols_first <= c < cols_left (the firsts are 0 but for an
+// offset tile that starts before the tensor: ptc/lower/ir.py, GlobalTile). LDS tiles are row-major, ROW_BYTES per row, 16-byte chunks XOR-swizzled
 // when SWIZZLE (ptc/lower/swizzle.py: swizzle_offset). LDS addresses are byte offsets.
 //
 // Asynchronous copies are staged in registers (CopyTile.staged), as CK and Triton do on
@@ -68,10 +69,12 @@ struct StagedTile {
   }
 
   __device__ __forceinline__ void load(uint32_t smem, const T* g, int row_stride, int rows_left,
-                                       int cols_left, int tid) {
+                                       int cols_left, int tid, int rows_first = 0,
+                                       int cols_first = 0) {
 #pragma unroll
     for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i)
-      data[i] = guarded_load<Word>(g, r * row_stride + c, r < rows_left && c < cols_left);
+      data[i] = guarded_load<Word>(g, r * row_stride + c, inside(r, rows_first, rows_left) &&
+                                                              inside(c, cols_first, cols_left));
     dst = smem;
     live = true;
   }
@@ -119,14 +122,16 @@ struct StagedTileK8 {
   }
 
   __device__ __forceinline__ void load(uint32_t smem, const T* g, int row_stride, int rows_left,
-                                       int cols_left, int tid) {
+                                       int cols_left, int tid, int rows_first = 0,
+                                       int cols_first = 0) {
 #pragma unroll
     for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i) {
 #pragma unroll
       for (int j = 0; j < 4; ++j)
         data[i][j] = __builtin_bit_cast(
             Words, guarded_load<Word>(g, (r + j) * row_stride + c,
-                                      r + j < rows_left && c < cols_left));
+                                      inside(r + j, rows_first, rows_left) &&
+                                          inside(c, cols_first, cols_left)));
     }
     dst = smem;
     live = true;
@@ -153,12 +158,13 @@ struct StagedTileK8 {
 template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES>
 __device__ __forceinline__ void copy_tile_sync_k8(uint32_t smem, const T* g, int row_stride,
                                                   int col_stride, int rows_left, int cols_left,
-                                                  float pad, int tid) {
+                                                  float pad, int tid, int rows_first = 0,
+                                                  int cols_first = 0) {
   const T fill = from_f32<T>(pad);
 #pragma unroll 2
   for (int id = tid; id < ROWS * COLS; id += THREADS) {
     const int r = id % ROWS, c = id / ROWS;   // consecutive threads: consecutive k of a column
-    const bool valid = r < rows_left && c < cols_left;
+    const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
     const T v = valid ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride)) : fill;
     st_shared(smem + tile_offset_k8<ROW_BYTES>(c, r * static_cast<int>(sizeof(T))), v);
   }
@@ -168,12 +174,13 @@ __device__ __forceinline__ void copy_tile_sync_k8(uint32_t smem, const T* g, int
 template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE>
 __device__ __forceinline__ void copy_tile_sync(uint32_t smem, const T* g, int row_stride,
                                                int col_stride, int rows_left,
-                                               int cols_left, float pad, int tid) {
+                                               int cols_left, float pad, int tid,
+                                               int rows_first = 0, int cols_first = 0) {
   const T fill = from_f32<T>(pad);
 #pragma unroll 2   // the cold path: little unrolling leaves the registers to the hot one
   for (int id = tid; id < ROWS * COLS; id += THREADS) {
     const int r = id / COLS, c = id % COLS;
-    const bool valid = r < rows_left && c < cols_left;
+    const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
     const T v = valid ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride)) : fill;
     st_shared(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), v);
   }

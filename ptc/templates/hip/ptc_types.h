@@ -58,6 +58,13 @@ extern __shared__ __attribute__((aligned(1024))) unsigned char ptc_smem[];
 
 namespace ptc {
 
+// first <= i < left: the rows or columns of a tile that lie inside the tensor. `first` is
+// 0 but for an offset tile that starts before the tensor; a caller that passes no firsts
+// (a literal 0) gets `i < left` alone, the code of copies before offset tiles.
+__device__ __forceinline__ bool inside(int i, int first, int left) {
+  return (first == 0 || i >= first) && i < left;
+}
+
 __device__ __forceinline__ int thread_id() { return (int)__builtin_amdgcn_workitem_id_x(); }
 // the wave of thread `tid`, in a scalar register (it is the same for all 64 lanes)
 __device__ __forceinline__ int wave_id(int tid) {

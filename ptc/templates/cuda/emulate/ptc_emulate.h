@@ -29,6 +29,9 @@
 // site, and reported per launch (ptc_emulate_bank_conflicts; see the core's "bank
 // conflicts"): phases of 128 bytes of consecutive lanes, an ldmatrix phase the 8 row
 // addresses of one 8x8 matrix.
+//
+// Functions declared here and in ptc_emulate_sm90.h without a body are defined in
+// ptc_emulate.cc, part of the runtime object (see emulate_core/ptc_emulate_core.h).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -93,18 +96,18 @@ struct FiberExt {
 
 #include "ptc_emulate_core.h"
 
-// Set by the scheduler before it switches to a fiber (external linkage on purpose: the
+// Set by the scheduler before it switches to a fiber (defined in ptc_emulate.cc: the
 // compiler must assume that a context switch changes them).
-uint3 threadIdx, blockIdx;
-dim3 blockDim, gridDim;
+extern uint3 threadIdx, blockIdx;
+extern dim3 blockDim, gridDim;
 
 namespace ptc {
 namespace emu {
 
 // ptc_emulate_sm90.h: generic-proxy writes of shared memory, and values of the registers
 // of a wgmma in flight
-inline void generic_write(const void* p, size_t bytes);
-inline void check_f32(float x, const char* what);
+void generic_write(const void* p, size_t bytes);
+void check_f32(float x, const char* what);
 
 // ---- cp.async ---------------------------------------------------------------------------
 // cp.async.{ca,cg}.shared.global [smem], [gmem], BYTES, src-size: BYTES of 4, 8 or 16, both
@@ -147,34 +150,13 @@ inline void cp_async_16(void* smem, const void* gmem, bool valid,
 
 inline void cp_async_commit() { ++cur().commits; }
 
-inline void cp_async_wait(int n) {
-  Fiber& f = cur();
-  const long long limit = f.commits - n;  // groups [0, limit) must be complete
-  std::vector<Copy> keep;
-  for (const Copy& c : f.pending) {
-    if (c.group < limit) do_copy(c);
-    else keep.push_back(c);
-  }
-  f.pending.swap(keep);
-}
+void cp_async_wait(int n);
 
 // ---- warp collectives ---------------------------------------------------------------------
 // ldmatrix / stmatrix, once per warp instruction: the bank conflicts of its `rows` 16-byte
 // rows (lanes 0 .. rows - 1 give their addresses), 8 rows per phase
-inline void account_matrix_rows(const WarpScratch& s, int buf, int rows, Access acc,
-                                const std::source_location& where) {
-  uint32_t offset[32];
-  bool inside = true;
-  for (int l = 0; l < rows; ++l) {
-    inside = inside && in_smem(s.addr[buf][l], 16);
-    offset[l] = static_cast<uint32_t>(static_cast<const unsigned char*>(s.addr[buf][l]) -
-                                      ptc_smem);
-  }
-  if (inside)
-    account(site_stats(SiteKey{where.file_name(), static_cast<unsigned>(where.line()),
-                               static_cast<unsigned>(where.column()), acc, 16}),
-            acc, offset, rows == 32 ? 0xffffffffu : (1u << rows) - 1, 16);
-}
+void account_matrix_rows(const WarpScratch& s, int buf, int rows, Access acc,
+                                const std::source_location& where);
 
 // ldmatrix.sync.aligned.m8n8.x{NUM}[.trans].shared.b16: lane 8*i + r gives the address of
 // row r of matrix i; lane L receives, in register i, elements (L/4, 2*(L%4)) and
@@ -298,36 +280,7 @@ inline void mma_m16n8k16(float* d, const unsigned* a, const unsigned* b) {
 // with .tf32): g = lane / 4, t = lane % 4; a0 (g, t), a1 (g + 8, t), a2 (g, t + 4),
 // a3 (g + 8, t + 4); b0 (t, g), b1 (t + 4, g); c as m16n8k16's. Operands are f32 bits of
 // which the tensor core reads the TF32 part (the 13 low mantissa bits are ignored).
-inline void mma_m16n8k8_tf32(float* d, const unsigned* a, const unsigned* b) {
-  const int lane = cur().tid % 32;
-  WarpScratch& s = rt.warps[cur().tid / 32];
-  const int buf = deposit(MMA_TF32);
-  for (int i = 0; i < 4; ++i) s.a[buf][lane][i] = a[i];
-  for (int i = 0; i < 2; ++i) s.b[buf][lane][i] = b[i];
-  warp_barrier("mma.sync");
-  if (!same_kind(s, buf, MMA_TF32, "mma.sync")) return;
-  auto elem = [](unsigned reg) -> float {
-    const unsigned bits = reg & 0xffffe000u;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-  };
-  const bool broken = config.break_layout != 0;
-  auto A = [&](int m, int k) -> float {
-    const int owner = (m % 8) * 4 + k % 4;
-    const int reg = broken ? (m >= 8 ? 2 : 0) + (k >= 4 ? 1 : 0)   // a1 and a2 swapped
-                           : (m >= 8 ? 1 : 0) + (k >= 4 ? 2 : 0);
-    return elem(s.a[buf][owner][reg]);
-  };
-  auto B = [&](int k, int n) -> float { return elem(s.b[buf][n * 4 + k % 4][k >= 4 ? 1 : 0]); };
-  const int g = lane / 4, t = lane % 4;
-  for (int i = 0; i < 4; ++i) {
-    const int m = g + (i >= 2 ? 8 : 0), n = 2 * t + (i & 1);
-    float acc = d[i];
-    for (int k = 0; k < 8; ++k) acc += A(m, k) * B(k, n);
-    d[i] = acc;
-  }
-}
+void mma_m16n8k8_tf32(float* d, const unsigned* a, const unsigned* b);
 
 // mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 d, a, b, d (PTX ISA, "Matrix Fragments for
 // mma.m16n8k32", .s8; g = lane / 4, t = lane % 4; element i of a register is its byte i % 4,
@@ -338,35 +291,7 @@ inline void mma_m16n8k8_tf32(float* d, const unsigned* a, const unsigned* b) {
 //   C/D: s32 c_i at row g (+8 for i >= 2), col 2t + (i & 1)
 // Products of s8 values summed exactly, the sum added to C modulo 2^32 (no .satfinite).
 // break_layout (a self-test): A's registers 1 and 2 swapped.
-inline void mma_m16n8k32_s8(int* d, const unsigned* a, const unsigned* b) {
-  const int lane = cur().tid % 32;
-  WarpScratch& s = rt.warps[cur().tid / 32];
-  const int buf = deposit(MMA_S8);
-  for (int i = 0; i < 4; ++i) s.a[buf][lane][i] = a[i];
-  for (int i = 0; i < 2; ++i) s.b[buf][lane][i] = b[i];
-  warp_barrier("mma.sync");
-  if (!same_kind(s, buf, MMA_S8, "mma.sync")) return;
-  auto byte = [](unsigned reg, int i) -> int {
-    return static_cast<int8_t>(static_cast<uint8_t>(reg >> (8 * i)));
-  };
-  const bool broken = config.break_layout != 0;
-  auto A = [&](int m, int k) -> int {
-    const int owner = (m % 8) * 4 + (k % 16) / 4;
-    const int reg = broken ? (m >= 8 ? 2 : 0) + (k >= 16 ? 1 : 0)   // a 1 and 2 swapped
-                           : (m >= 8 ? 1 : 0) + (k >= 16 ? 2 : 0);
-    return byte(s.a[buf][owner][reg], k % 4);
-  };
-  auto B = [&](int k, int n) -> int {
-    return byte(s.b[buf][n * 4 + (k % 16) / 4][k >= 16 ? 1 : 0], k % 4);
-  };
-  const int g = lane / 4, t = lane % 4;
-  for (int i = 0; i < 4; ++i) {
-    const int m = g + (i >= 2 ? 8 : 0), n = 2 * t + (i & 1);
-    long long sum = 0;
-    for (int k = 0; k < 32; ++k) sum += A(m, k) * B(k, n);
-    d[i] = static_cast<int>(static_cast<uint32_t>(d[i]) + static_cast<uint32_t>(sum));
-  }
-}
+void mma_m16n8k32_s8(int* d, const unsigned* a, const unsigned* b);
 
 // ---- shuffles, votes, __syncwarp ----------------------------------------------------------
 // shfl.sync.{idx,up,down,bfly}.b32 after the PTX ISA's pseudo-code, with CUDA's clamp values
@@ -375,29 +300,9 @@ inline void mma_m16n8k32_s8(int* d, const unsigned* a, const unsigned* b) {
 // where the source falls outside its width segment. Only whole-warp masks are emulated.
 enum ShflMode { SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_BFLY };
 
-inline bool full_mask(unsigned mask, const char* what) {
-  if (mask == 0xffffffffu) return true;
-  fail("%s with mask 0x%08x: the emulator takes whole-warp masks only (0xffffffff), every "
-       "lane of the warp taking part", what, mask);
-  return false;
-}
+bool full_mask(unsigned mask, const char* what);
 
-inline int shfl_source(ShflMode mode, int lane, unsigned b, int width) {
-  const int segmask = 32 - width;                  // c[12:8]
-  const int cval = mode == SHFL_UP ? 0 : 31;       // c[4:0]
-  const int bval = static_cast<int>(b & 31u);
-  const int max_lane = (lane & segmask) | (cval & ~segmask);
-  const int min_lane = lane & segmask;
-  int j = lane;
-  bool ok = false;
-  switch (mode) {
-    case SHFL_UP: j = lane - bval; ok = j >= max_lane; break;
-    case SHFL_DOWN: j = lane + bval; ok = j <= max_lane; break;
-    case SHFL_BFLY: j = lane ^ bval; ok = j <= max_lane; break;
-    case SHFL_IDX: j = min_lane | (bval & ~segmask & 31); ok = j <= max_lane; break;
-  }
-  return ok ? j : lane;
-}
+int shfl_source(ShflMode mode, int lane, unsigned b, int width);
 
 template <typename T>
 inline T shfl(ShflMode mode, unsigned mask, T var, unsigned b, int width, const char* what) {
@@ -429,28 +334,9 @@ inline T shfl(ShflMode mode, unsigned mask, T var, unsigned b, int width, const 
 }
 
 // vote.sync.ballot: bit l of the result is lane l's predicate
-inline unsigned ballot(unsigned mask, bool pred, const char* what) {
-  if (rt.current < 0) { fail("%s outside a kernel", what); return 0; }
-  full_mask(mask, what);
-  Fiber& f = cur();
-  WarpScratch& s = rt.warps[f.tid / 32];
-  const int buf = deposit(VOTE);
-  s.v[buf][f.tid % 32] = pred ? 1 : 0;
-  warp_barrier(what);
-  if (!same_kind(s, buf, VOTE, what)) return 0;
-  unsigned bits = 0;
-  for (int l = 0; l < 32; ++l) bits |= (s.v[buf][l] ? 1u : 0u) << l;
-  return bits;
-}
+unsigned ballot(unsigned mask, bool pred, const char* what);
 
-inline void syncwarp(unsigned mask) {
-  if (rt.current < 0) { fail("__syncwarp outside a kernel"); return; }
-  full_mask(mask, "__syncwarp");
-  Fiber& f = cur();
-  const int buf = deposit(SYNCWARP);
-  warp_barrier("__syncwarp");
-  same_kind(rt.warps[f.tid / 32], buf, SYNCWARP, "__syncwarp");
-}
+void syncwarp(unsigned mask);
 
 }  // namespace emu
 }  // namespace ptc

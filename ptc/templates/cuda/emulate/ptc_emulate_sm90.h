@@ -137,85 +137,29 @@ struct Sm90State {
   std::vector<SharedWriter> writers;              // per 2 bytes of shared memory
   int threads = 0;
 };
-Sm90State sm90;
+extern Sm90State sm90;   // defined in ptc_emulate.cc
 
-inline void sm90_block_start(int threads) {
-  sm90.bars.clear();
-  sm90.loads.clear();
-  std::fill(std::begin(sm90.named_arrived), std::end(sm90.named_arrived), 0);
-  std::fill(std::begin(sm90.named_count), std::end(sm90.named_count), 0);
-  std::fill(std::begin(sm90.named_phase), std::end(sm90.named_phase), 0);
-  for (auto& v : sm90.named_in) v.assign(threads, -1);
-  sm90.group_arrived.assign((threads + 127) / 128, 0);
-  sm90.wgmma.assign(threads, {});
-  sm90.regsets.assign(threads, {});
-  sm90.group_a.assign(threads, {});
-  sm90.stores.assign(threads, {});
-  sm90.bulk_commits.assign(threads, 0);
-  sm90.writers.assign(static_cast<size_t>(rt.smem_bytes + 1) / 2, SharedWriter{});
-  sm90.threads = threads;
-}
+void sm90_block_start(int threads);
 
 // ---- the generic and the async proxy ----------------------------------------------------
 // a value of the registers of a wgmma in flight, read by the thread (`what` reads it)
-inline void in_flight_value(const char* what) {
-  fail("%s reads a register of a wgmma.mma_async in flight (its accumulators or A "
-       "fragments) before the wgmma.wait_group that retires it (PTX ISA 9.7.15.7.3 "
-       "wgmma.wait_group: accessing them before is undefined)", what);
-}
-inline void check_f32(float x, const char* what) {
-  uint32_t u;
-  memcpy(&u, &x, 4);
-  if ((u & 0x7fffffffu) == IN_FLIGHT_F32) in_flight_value(what);
-}
-inline void check_b16(uint16_t h, const char* what) {
-  if ((h & 0x7fffu) == IN_FLIGHT_B16) in_flight_value(what);
-}
+void in_flight_value(const char* what);
+void check_f32(float x, const char* what);
+void check_b16(uint16_t h, const char* what);
 
 // generic-proxy writes of shared memory (st.shared through the door, stmatrix, cp.async)
-inline void generic_write(const void* p, size_t bytes) {
-  if (rt.current < 0) return;
-  const size_t o = static_cast<size_t>(static_cast<const unsigned char*>(p) - ptc_smem);
-  const Fiber& f = cur();
-  for (size_t i = o / 2; i < (o + bytes + 1) / 2 && i < sm90.writers.size(); ++i)
-    sm90.writers[i] = SharedWriter{f.tid, f.proxy_fences};
-  if (bytes == 4) {       // a 32-bit value read from an accumulator in flight
-    float x;
-    memcpy(&x, p, 4);
-    check_f32(x, "a shared-memory store");
-  }
-}
-inline void shared_written(const void* p, size_t bytes) { generic_write(p, bytes); }
+void generic_write(const void* p, size_t bytes);
+void shared_written(const void* p, size_t bytes);
 
 // async-proxy writes (a TMA load landing): the bytes are the async proxy's
-inline void async_write(uint32_t o, size_t bytes) {
-  for (size_t i = o / 2; i < (o + bytes + 1) / 2 && i < sm90.writers.size(); ++i)
-    sm90.writers[i] = SharedWriter{};
-}
+void async_write(uint32_t o, size_t bytes);
 
 // an async-proxy read (a wgmma operand, a TMA store's box) of `bytes` at shared offset o
-inline bool async_read(uint32_t o, size_t bytes, const char* what) {
-  for (size_t i = o / 2; i < (o + bytes + 1) / 2 && i < sm90.writers.size(); ++i) {
-    const SharedWriter& w = sm90.writers[i];
-    if (w.tid >= 0 && rt.fibers[w.tid].proxy_fences <= w.epoch) {
-      fail("%s reads shared offset %zu, which thread %d wrote through the generic proxy "
-           "(st.shared, stmatrix, cp.async) and did not follow with fence.proxy.async "
-           "(PTX ISA 9.7.15.4 / 9.7.9.25.2 \"Async Proxy\": a cross-proxy fence is needed "
-           "between generic-proxy writes and async-proxy reads of the same memory)",
-           what, 2 * i, w.tid);
-      return false;
-    }
-  }
-  return true;
-}
+bool async_read(uint32_t o, size_t bytes, const char* what);
 
 // fence.proxy.async.shared::cta: this thread's generic writes so far are visible to the
 // async proxy; so are its mbarrier.inits (as fence.mbarrier_init makes them)
-inline void mbarrier_inits_fenced();
-inline void fence_proxy_async() {
-  ++cur().proxy_fences;
-  mbarrier_inits_fenced();
-}
+void fence_proxy_async();
 
 // ---- swizzles -----------------------------------------------------------------------------
 inline uint32_t swizzle_address(uint32_t a, int span) {
@@ -230,276 +174,59 @@ inline uint32_t swizzle_address(uint32_t a, int span) {
 // ---- mbarrier ---------------------------------------------------------------------------
 // the mbarrier at `addr`, for `what`; `async`: used by the async proxy (a TMA load's
 // complete_tx), which needs the init fenced even for the initializing thread
-inline Mbarrier* mbar(uint32_t addr, const char* what, bool async = false) {
-  if (!in_smem(ptc_smem + addr, 8) || addr % 8 != 0) {
-    fail("%s at shared offset %u: not an 8-byte aligned word of the %d bytes of shared memory",
-         what, addr, rt.smem_bytes);
-    return nullptr;
-  }
-  auto it = sm90.bars.find(addr);
-  if (it == sm90.bars.end()) {
-    fail("%s at shared offset %u, which no mbarrier.init set up", what, addr);
-    return nullptr;
-  }
-  Mbarrier& b = it->second;
-  // the async proxy sees the init once it was fenced; another thread once the block met
-  // at a barrier after the fence; the initializing thread at once
-  const int tid = rt.current >= 0 ? cur().tid : -1;
-  const bool visible = async ? b.fenced
-                             : tid == b.init_tid || (b.fenced && rt.block_barriers > b.fenced_at);
-  if (!visible) {
-    fail("%s at shared offset %u by %s before %s (PTX ISA 9.7.13.15.9 mbarrier.init and "
-         "9.7.13.4 fence.mbarrier_init: the init must be made visible -- fenced by the "
-         "thread %d that executed it, then a barrier -- before other threads or the async "
-         "proxy use the mbarrier)", what, addr, async ? "the async proxy" : "another thread",
-         b.fenced ? "the block met at a barrier after the init's fence"
-                  : "the init was fenced (fence.mbarrier_init or fence.proxy.async)",
-         b.init_tid);
-    return nullptr;
-  }
-  return &b;
-}
+Mbarrier* mbar(uint32_t addr, const char* what, bool async = false);
 
-inline void mbarrier_wake(uint32_t addr) {
-  for (Fiber& f : rt.fibers)
-    if (f.state == AT_MBARRIER && f.wait_bar == addr) f.state = READY;
-}
+void mbarrier_wake(uint32_t addr);
 
-inline void mbarrier_check(uint32_t addr, Mbarrier& b) {
-  if (b.pending == 0 && b.tx == 0) {
-    ++b.phases;
-    b.pending = b.count;
-    mbarrier_wake(addr);
-  }
-}
+void mbarrier_check(uint32_t addr, Mbarrier& b);
 
-inline void mbarrier_init(uint32_t addr, int count) {
-  if (!in_smem(ptc_smem + addr, 8) || addr % 8 != 0) {
-    fail("mbarrier.init at shared offset %u: not an 8-byte aligned word of shared memory", addr);
-    return;
-  }
-  if (count < 1 || count > (1 << 20) - 1) {
-    fail("mbarrier.init with %d arrivals (1 to 2^20 - 1)", count);
-    return;
-  }
-  sm90.bars[addr] = Mbarrier{count, count, 0, 0, cur().tid, false, 0};
-}
+void mbarrier_init(uint32_t addr, int count);
 
 // fence.mbarrier_init (and fence.proxy.async): the thread's inits so far are visible once
 // the block meets at a barrier
-inline void mbarrier_inits_fenced() {
-  const int tid = cur().tid;
-  for (auto& [addr, b] : sm90.bars)
-    if (b.init_tid == tid && !b.fenced) {
-      b.fenced = true;
-      b.fenced_at = rt.block_barriers;
-    }
-}
-inline void mbarrier_init_fence() {
-  ++cur().proxy_fences;
-  mbarrier_inits_fenced();
-}
+void mbarrier_inits_fenced();
+void mbarrier_init_fence();
 
-inline void mbarrier_arrive(uint32_t addr) {
-  Mbarrier* b = mbar(addr, "mbarrier.arrive");
-  if (!b) return;
-  if (b->pending <= 0) {
-    fail("mbarrier.arrive at shared offset %u: more arrivals than its %d", addr, b->count);
-    return;
-  }
-  --b->pending;
-  mbarrier_check(addr, *b);
-}
+void mbarrier_arrive(uint32_t addr);
 
-inline void mbarrier_expect_tx(uint32_t addr, unsigned bytes) {
-  Mbarrier* b = mbar(addr, "mbarrier.expect_tx");
-  if (b) b->tx += bytes;
-}
+void mbarrier_expect_tx(uint32_t addr, unsigned bytes);
 
-inline void mbarrier_arrive_expect_tx(uint32_t addr, unsigned bytes) {
-  Mbarrier* b = mbar(addr, "mbarrier.arrive.expect_tx");
-  if (!b) return;
-  b->tx += bytes;
-  mbarrier_arrive(addr);
-}
+void mbarrier_arrive_expect_tx(uint32_t addr, unsigned bytes);
 
-inline void mbarrier_complete_tx(uint32_t addr, long long bytes) {
-  Mbarrier* b = mbar(addr, "a TMA load's complete_tx", true);
-  if (!b) return;
-  b->tx -= bytes;
-  mbarrier_check(addr, *b);
-}
+void mbarrier_complete_tx(uint32_t addr, long long bytes);
 
 // mbarrier.try_wait.parity in a loop: returns once the phase of parity `parity` completed
-inline void mbarrier_wait_parity(uint32_t addr, unsigned parity) {
-  for (;;) {
-    Mbarrier* b = mbar(addr, "mbarrier.try_wait.parity");
-    if (!b) return;
-    if (static_cast<unsigned>(b->phases & 1) != (parity & 1u)) return;
-    Fiber& f = cur();
-    f.state = AT_MBARRIER;
-    f.wait_bar = addr;
-    f.wait_parity = parity & 1u;
-    yield();
-  }
-}
+void mbarrier_wait_parity(uint32_t addr, unsigned parity);
 
 // ---- TMA ------------------------------------------------------------------------------------
-inline void tma_land(const TmaLoad& l) {
-  for (size_t o = 0; o < l.image.size(); o += 16) {
-    const uint32_t at = swizzle_address(l.dst + static_cast<uint32_t>(o), l.swizzle);
-    memcpy(ptc_smem + at, l.image.data() + o, std::min<size_t>(16, l.image.size() - o));
-  }
-  async_write(l.dst, l.image.size());
-  mbarrier_complete_tx(l.bar, static_cast<long long>(l.image.size()));
-}
+void tma_land(const TmaLoad& l);
 
 // no thread can go on: land the deferred loads (their waiters wake); false if there were none
-inline bool sm90_progress() {
-  if (sm90.loads.empty()) return false;
-  std::vector<TmaLoad> loads;
-  loads.swap(sm90.loads);
-  for (const TmaLoad& l : loads) tma_land(l);
-  return true;
-}
+bool sm90_progress();
 
 // cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // [dst], [map, {c0, ..}], [bar]: coordinates innermost first
 // The bytes of one box of `m` at shared offset `at`, or -1 (reported) when the box is not
 // aligned to its swizzle pattern (or 128 bytes) inside shared memory.
-inline long long box_in_smem(const TensorMapData& m, uint32_t at, const char* what) {
-  const uint32_t align = m.swizzle == 128 ? 1024 : m.swizzle == 64 ? 512 : m.swizzle == 32 ? 256 : 128;
-  long long elems = 1;
-  for (int i = 0; i < m.rank; ++i) elems *= m.box[i];
-  const long long bytes = elems * m.elem_bytes;
-  if (at % align != 0 || !in_smem(ptc_smem + at, static_cast<size_t>(bytes))) {
-    fail("%s shared offset %u of %lld bytes: not %u-byte aligned inside shared memory of %d "
-         "bytes", what, at, bytes, align, rt.smem_bytes);
-    return -1;
-  }
-  return bytes;
-}
+long long box_in_smem(const TensorMapData& m, uint32_t at, const char* what);
 
-inline void tma_load(uint32_t dst, const void* map, const int* coords, uint32_t bar) {
-  const TensorMapData& m = *static_cast<const TensorMapData*>(map);
-  const long long bytes = box_in_smem(m, dst, "TMA load to");
-  if (bytes < 0) return;
-  const long long elems = bytes / m.elem_bytes;
-  if (!mbar(bar, "a TMA load's mbarrier", true)) return;
-  TmaLoad l{bar, dst, std::vector<unsigned char>(static_cast<size_t>(bytes)), m.swizzle};
-  long long idx[5] = {0, 0, 0, 0, 0};
-  for (long long e = 0; e < elems; ++e) {
-    bool inside = true;
-    long long off = 0;
-    for (int i = 0; i < m.rank; ++i) {
-      const long long c = coords[i] + idx[i];
-      inside = inside && c >= 0 && c < m.dims[i];
-      off += c * m.strides[i];
-    }
-    unsigned char* out = l.image.data() + e * m.elem_bytes;
-    if (inside) {
-      const unsigned char* src = m.base + off;
-      if (!in_tensor(src, m.elem_bytes)) {
-        fail("TMA load reads %d bytes at %p outside every tensor", m.elem_bytes, (const void*)src);
-        return;
-      }
-      memcpy(out, src, m.elem_bytes);
-    } else {
-      memset(out, 0, m.elem_bytes);    // out of bounds: zero fill
-    }
-    for (int i = 0; i < m.rank && ++idx[i] == m.box[i]; ++i) idx[i] = 0;
-  }
-  if (config.eager) tma_land(l);
-  else sm90.loads.push_back(std::move(l));
-}
+void tma_load(uint32_t dst, const void* map, const int* coords, uint32_t bar);
 
 // cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group [map, {c0, ..}], [src]: the box
 // is read out of shared memory (unswizzled) when a wait_group.read retires its group --
 // as late as allowed, so a thread that rewrites the tile before waiting stores the new
 // bytes -- or at once in eager mode; elements past the tensor's end are not written (PTX
 // ISA 5.5.3.3 "Out of Boundary Access": the box may cross the tensor's boundary)
-inline void tma_store_now(const TmaStore& st) {
-  const TensorMapData& m = *st.map;
-  long long elems = 1;
-  for (int i = 0; i < m.rank; ++i) elems *= m.box[i];
-  long long idx[5] = {0, 0, 0, 0, 0};
-  for (long long e = 0; e < elems; ++e) {
-    bool inside = true;
-    long long off = 0;
-    for (int i = 0; i < m.rank; ++i) {
-      const long long c = st.coords[i] + idx[i];
-      inside = inside && c < m.dims[i];
-      off += c * m.strides[i];
-    }
-    if (inside) {
-      const uint32_t o = static_cast<uint32_t>(e * m.elem_bytes);
-      const uint32_t at = swizzle_address(st.src + (o & ~15u), m.swizzle) + (o & 15u);
-      unsigned char* dst = const_cast<unsigned char*>(m.base) + off;
-      if (!in_tensor(dst, m.elem_bytes)) {
-        fail("TMA store writes %d bytes at %p outside every tensor", m.elem_bytes, (void*)dst);
-        return;
-      }
-      memcpy(dst, ptc_smem + at, m.elem_bytes);
-    }
-    for (int i = 0; i < m.rank && ++idx[i] == m.box[i]; ++i) idx[i] = 0;
-  }
-}
+void tma_store_now(const TmaStore& st);
 
-inline void tma_store(const void* map, uint32_t src, const int* coords) {
-  const TensorMapData& m = *static_cast<const TensorMapData*>(map);
-  const long long bytes = box_in_smem(m, src, "TMA store from");
-  if (bytes < 0) return;
-  for (int i = 0; i < m.rank; ++i)
-    if (coords[i] < 0) {
-      fail("TMA store at coordinate %d of dim %d: the box of a shared-to-global "
-           "cp.async.bulk.tensor starts at non-negative coordinates (PTX ISA 9.7.9.25.5.1 "
-           "\"Restriction on Tensor Copy instructions\", the .global.shared::cta direction)",
-           coords[i], i);
-      return;
-    }
-  if (!async_read(src, static_cast<size_t>(bytes), "a TMA store (cp.async.bulk.tensor)")) return;
-  Fiber& f = cur();
-  TmaStore st{sm90.bulk_commits[f.tid], &m, src, {0, 0, 0, 0, 0}};
-  for (int i = 0; i < m.rank; ++i) st.coords[i] = coords[i];
-  if (config.eager) tma_store_now(st);
-  else sm90.stores[f.tid].push_back(st);
-}
+void tma_store(const void* map, uint32_t src, const int* coords);
 
 inline void bulk_commit_group() { ++sm90.bulk_commits[cur().tid]; }
 
-inline void bulk_wait_group_read(int n) {
-  Fiber& f = cur();
-  std::vector<TmaStore> keep;
-  for (const TmaStore& st : sm90.stores[f.tid]) {
-    if (st.group < sm90.bulk_commits[f.tid] - n) tma_store_now(st);
-    else keep.push_back(st);
-  }
-  sm90.stores[f.tid].swap(keep);
-}
+void bulk_wait_group_read(int n);
 
 // the block's end: a TMA store still reading shared memory is a kernel that did not wait
-inline void sm90_block_end() {
-  for (int t = 0; t < sm90.threads; ++t)
-    if (!sm90.stores[t].empty()) {
-      fail("thread %d ended with %zu TMA store(s) not waited for (cp.async.bulk.wait_group"
-           ".read): shared memory may be gone before they read it", t, sm90.stores[t].size());
-      return;
-    }
-  for (int t = 0; t < sm90.threads; ++t)
-    if (!sm90.wgmma[t].empty()) {
-      fail("thread %d ended with %zu wgmma.mma_async not retired by a wgmma.wait_group (PTX "
-           "ISA 9.7.15.7.3 wgmma.wait_group: its accumulators are undefined until then, and "
-           "it may still read shared memory)", t, sm90.wgmma[t].size());
-      return;
-    }
-  for (int id = 0; id < 16; ++id)
-    if (sm90.named_arrived[id] > 0) {
-      fail("named barrier %d: the block ended with %d of its %d threads counted in (an "
-           "arrive without its sync, or the other way round)", id, sm90.named_arrived[id],
-           sm90.named_count[id]);
-      return;
-    }
-}
+void sm90_block_end();
 
 // ---- named barriers -----------------------------------------------------------------------
 // bar.sync id, count: the thread counts in and waits until `count` threads have (those
@@ -507,49 +234,11 @@ inline void sm90_block_end() {
 // on. The barrier then starts again from zero. A thread (a warp, on the GPU) counts in once
 // per phase: an arrive followed by another arrive or sync at the same barrier before it
 // completes is an error.
-inline bool named_barrier_count_in(const char* what, int id, int count) {
-  if (id < 0 || id > 15 || count <= 0 || count % 32 != 0 || count > rt.threads) {
-    fail("%s %d, %d: the id is 0 to 15 and the count a multiple of 32 up to the block's "
-         "%d threads", what, id, count, rt.threads);
-    return false;
-  }
-  if (sm90.named_arrived[id] > 0 && sm90.named_count[id] != count) {
-    fail("%s %d: threads arrive with counts %d and %d", what, id, sm90.named_count[id], count);
-    return false;
-  }
-  const int tid = cur().tid;
-  if (sm90.named_in[id][tid] == sm90.named_phase[id]) {
-    fail("%s %d, %d: thread %d (warp %d) counts in a second time before the barrier "
-         "completed (PTX ISA 9.7.13.1 bar, barrier: a warp must not execute bar.arrive and "
-         "then another barrier instruction on the same barrier before the barrier resets)",
-         what, id, count, tid, tid / 32);
-    return false;
-  }
-  sm90.named_in[id][tid] = sm90.named_phase[id];
-  sm90.named_count[id] = count;
-  if (++sm90.named_arrived[id] == count) {
-    sm90.named_arrived[id] = 0;
-    ++sm90.named_phase[id];
-    for (Fiber& g : rt.fibers)
-      if (g.state == AT_NAMED_BARRIER && g.named == id) { g.state = READY; g.named = -1; }
-    return true;
-  }
-  return false;
-}
+bool named_barrier_count_in(const char* what, int id, int count);
 
-inline void named_barrier_sync(int id, int count) {
-  Fiber& f = cur();
-  f.state = AT_NAMED_BARRIER;
-  f.named = id;
-  if (named_barrier_count_in("bar.sync", id, count)) { f.state = READY; f.named = -1; }
-  if (!rt.error.empty()) { f.state = READY; f.named = -1; }
-  yield();
-}
+void named_barrier_sync(int id, int count);
 
-inline void named_barrier_arrive(int id, int count) {
-  named_barrier_count_in("bar.arrive", id, count);
-  yield();
-}
+void named_barrier_arrive(int id, int count);
 
 // ---- setmaxnreg -------------------------------------------------------------------------
 // setmaxnreg.{inc,dec}.sync.aligned.u32 N: N a multiple of 8 in 24..256, the same in every
@@ -558,57 +247,10 @@ inline void named_barrier_arrive(int id, int count) {
 // USETMAXREG.DEALLOC.CTAPOOL): the registers the block was launched with, its threads x
 // `launch_registers`. An increase waits until decreases have returned enough to the pool;
 // one the pool can never satisfy is a deadlock.
-inline void setmaxnreg(int n, bool inc, int launch_registers) {
-  Fiber& f = cur();
-  if (n < 24 || n > 256 || n % 8 != 0) {
-    fail("setmaxnreg.%s %d: the count is a multiple of 8 from 24 to 256", inc ? "inc" : "dec", n);
-    return;
-  }
-  const long long pool = static_cast<long long>(rt.threads) * launch_registers;
-  if (pool > 65536) {
-    fail("setmaxnreg in a block of %d threads launched with %d registers each: %lld "
-         "registers, more than an SM's 65536", rt.threads, launch_registers, pool);
-    return;
-  }
-  const int before = f.maxnreg ? f.maxnreg : launch_registers;
-  if ((inc && n < before) || (!inc && n > before)) {
-    fail("setmaxnreg.%s %d from %d registers (PTX ISA 9.7.19.5 setmaxnreg: .inc may only "
-         "raise the count, .dec only lower it)", inc ? "inc" : "dec", n, before);
-    return;
-  }
-  // an increase waits until the decreases of other warps have freed the registers; a
-  // warp's registers change together (its lanes that have not executed it yet are
-  // counted at n too)
-  for (;;) {
-    long long total = 0;
-    for (const Fiber& g : rt.fibers)
-      total += (&g == &f || (inc && g.tid / 32 == f.tid / 32)) ? n
-                                                             : (g.maxnreg ? g.maxnreg : launch_registers);
-    if (!inc || total <= pool) break;
-    f.state = AT_REGISTERS;         // woken by the next setmaxnreg.dec
-    f.maxnreg_wanted = n;
-    yield();
-  }
-  f.maxnreg = n;
-  if (!inc)
-    for (Fiber& g : rt.fibers)
-      if (g.state == AT_REGISTERS) g.state = READY;
-}
+void setmaxnreg(int n, bool inc, int launch_registers);
 
 // ---- warpgroup collectives ----------------------------------------------------------------
-inline void group_barrier(const char* what) {
-  Fiber& f = cur();
-  const int g = f.tid / 128;
-  f.waiting_at = what;
-  f.state = AT_GROUP_BARRIER;
-  ++f.group_collectives;
-  if (++sm90.group_arrived[g] == 128) {
-    sm90.group_arrived[g] = 0;
-    for (int t = g * 128; t < g * 128 + 128 && t < rt.threads; ++t)
-      if (rt.fibers[t].state == AT_GROUP_BARRIER) rt.fibers[t].state = READY;
-  }
-  yield();
-}
+void group_barrier(const char* what);
 
 // ---- wgmma.fence: the thread's registers as the fence saw them ----------------------------
 // Here a thread's registers are its stack: the fence keeps a copy of the part in use (from
@@ -627,33 +269,10 @@ __attribute__((noinline)) inline void wgmma_fence() {
 }
 
 // the emulator wrote the thread's registers: so would the fence's copy have them
-inline void fence_sees(Fiber& f, const void* p, size_t bytes) {
-  const unsigned char* a = static_cast<const unsigned char*>(p);
-  if (f.fence_lo && a >= f.fence_lo && a + bytes <= f.fence_lo + f.fence_stack.size())
-    memcpy(f.fence_stack.data() + (a - f.fence_lo), a, bytes);
-}
+void fence_sees(Fiber& f, const void* p, size_t bytes);
 
 // a wgmma reads (or writes) `count` registers at p: they must be as the last fence saw them
-inline bool fenced(Fiber& f, const uint32_t* p, int count, const char* what) {
-  if (f.wgmma_fences == 0) {
-    fail("wgmma.mma_async by thread %d with no wgmma.fence before it (PTX ISA 9.7.15.7.1 "
-         "wgmma.fence: required before the first wgmma.mma_async of a warpgroup)", f.tid);
-    return false;
-  }
-  const unsigned char* a = reinterpret_cast<const unsigned char*>(p);
-  const size_t bytes = static_cast<size_t>(count) * 4;
-  if (a < f.fence_lo || a + bytes > f.fence_lo + f.fence_stack.size()) return true;
-  const unsigned char* seen = f.fence_stack.data() + (a - f.fence_lo);
-  for (int r = 0; r < count; ++r)
-    if (memcmp(seen + 4 * r, a + 4 * r, 4) != 0) {
-      fail("thread %d wrote %s register %d after its last wgmma.fence and before the "
-           "wgmma.mma_async that uses it (PTX ISA 9.7.15.7.1 wgmma.fence: required between "
-           "a register access and a wgmma.mma_async that accesses the same registers)",
-           f.tid, what, r);
-      return false;
-    }
-  return true;
-}
+bool fenced(Fiber& f, const uint32_t* p, int count, const char* what);
 
 // ---- wgmma ----------------------------------------------------------------------------------
 // The shared-memory matrix descriptor (PTX ISA 9.7.15.5.1.2.2 "Matrix Descriptor Format"):
@@ -665,13 +284,7 @@ struct Desc {
   int swizzle;    // span in bytes, 0 for none
   int base_offset;
 };
-inline Desc decode_desc(uint64_t d) {
-  static const int spans[4] = {0, 128, 64, 32};
-  return Desc{static_cast<uint32_t>(d & 0x3fff) << 4,
-              static_cast<uint32_t>((d >> 16) & 0x3fff) << 4,
-              static_cast<uint32_t>((d >> 32) & 0x3fff) << 4, spans[(d >> 62) & 3],
-              static_cast<int>((d >> 49) & 7)};
-}
+Desc decode_desc(uint64_t d);
 
 // The byte address of 16-bit element (mn, k) of an operand described by `desc`: the PTX
 // ISA's canonical layouts (9.7.15.5.1.2.1.3; CuTe notation, strides in elements, T = 8
@@ -687,190 +300,43 @@ inline Desc decode_desc(uint64_t d) {
 //                       the next 8 S mn LBO; k rows a span apart, the next 8 k SBO
 // 8-bit elements (T = 16 per 16 bytes) take the K-major layouts only, k % 16 a byte of the
 // row's 16-byte chunk (PTX ISA 9.7.15.5.1.2.1.3: T = 128 / sizeof-bits elements).
-inline uint32_t operand_address(const Desc& d, int mn, int k, bool mn_major, int esize = 2) {
-  const uint32_t span = d.swizzle ? static_cast<uint32_t>(d.swizzle) : 16;
-  const int T = 16 / esize;
-  uint32_t off;
-  if (!mn_major) {
-    off = (mn % 8) * span + (mn / 8) * d.sbo + (k % T) * esize +
-          (k / T) * (d.swizzle ? 16 : d.lbo);
-  } else if (d.swizzle) {
-    const uint32_t per = span / 2;     // mn elements per swizzle row
-    off = (mn % per) * 2 + (mn / per) * d.lbo + (k % 8) * span + (k / 8) * d.sbo;
-  } else {                             // no swizzle: the two offsets trade places
-    off = (mn % 8) * 2 + (mn / 8) * d.sbo + (k % 8) * 16 + (k / 8) * d.lbo;
-  }
-  return swizzle_address(d.start + off, d.swizzle);
-}
+uint32_t operand_address(const Desc& d, int mn, int k, bool mn_major, int esize = 2);
 
-inline float operand_element(const Desc& d, int mn, int k, bool mn_major, bool bf16) {
-  const uint32_t a = operand_address(d, mn, k, mn_major);
-  if (!in_smem(ptc_smem + a, 2)) {
-    fail("wgmma reads shared offset %u, outside the %d bytes of shared memory", a, rt.smem_bytes);
-    return 0.0f;
-  }
-  uint16_t bits;
-  memcpy(&bits, ptc_smem + a, 2);
-  return bf16 ? bf16_bits_to_f32(bits) : f16_bits_to_f32(bits);
-}
+float operand_element(const Desc& d, int mn, int k, bool mn_major, bool bf16);
 
 // a shared-memory operand of a wgmma being issued: its descriptor is one the emulator
 // models, and the bytes it reads are the async proxy's (or fenced generic writes)
-inline bool check_operand(uint64_t desc, int mns, bool mn_major, const char* which,
-                          int esize = 2) {
-  const Desc d = decode_desc(desc);
-  if (d.base_offset != 0) {
-    fail("wgmma %s descriptor 0x%016llx has base offset %d: the emulator models swizzle "
-         "patterns that start on their repeat boundary (base offset 0; PTX ISA 9.7.15.5.1.2.2 "
-         "\"Matrix Descriptor Format\"), where ptc aligns every swizzled tile", which,
-         static_cast<unsigned long long>(desc), d.base_offset);
-    return false;
-  }
-  const int ks = 32 / esize;      // k per instruction: 32 bytes of a row
-  for (int mn = 0; mn < mns; ++mn)
-    for (int k = 0; k < ks; k += 2 / esize) {     // writers are tracked per 2 bytes
-      const uint32_t a = operand_address(d, mn, k, mn_major, esize) & ~1u;
-      if (in_smem(ptc_smem + a, 2) && !async_read(a, 2, "wgmma.mma_async (a shared operand)"))
-        return false;
-    }
-  return true;
-}
+bool check_operand(uint64_t desc, int mns, bool mn_major, const char* which,
+                   int esize = 2);
 
-inline float half_of(unsigned reg, int half, bool bf16) {
-  const uint16_t bits = static_cast<uint16_t>(half ? reg >> 16 : reg & 0xffffu);
-  return bf16 ? bf16_bits_to_f32(bits) : f16_bits_to_f32(bits);
-}
+float half_of(unsigned reg, int half, bool bf16);
 
-inline RegSet* regset(int tid, const void* regs) {
-  for (RegSet& s : sm90.regsets[tid])
-    if (s.regs == regs) return &s;
-  return nullptr;
-}
+RegSet* regset(int tid, const void* regs);
 
 // The registers of a wgmma being issued by this thread go to the async proxy: their values
 // aside, the marker in the registers. Returns their values (those the async proxy has, if
 // a wgmma in flight already holds them).
-inline RegSet* hand_over(Fiber& f, uint32_t* regs, int count, bool acc, const char* what) {
-  RegSet* s = regset(f.tid, regs);
-  if (s && s->count != count) {
-    fail("a wgmma.mma_async uses %d of the %d %s registers of one in flight", count, s->count,
-         what);
-    return nullptr;
-  }
-  if (s) {                 // in flight already: its registers must still hold the marker
-    for (int r = 0; r < count; ++r)
-      if (regs[r] != (acc ? IN_FLIGHT_F32 : IN_FLIGHT_A)) {
-        fail("thread %d wrote %s register %d of a wgmma.mma_async in flight before the "
-             "wgmma.wait_group that retires it (PTX ISA 9.7.15.7.3 wgmma.wait_group: "
-             "accessing it before is undefined)", f.tid, what, r);
-        return nullptr;
-      }
-  } else {
-    for (const RegSet& o : sm90.regsets[f.tid])
-      if (regs < o.regs + o.count && o.regs < regs + count) {
-        fail("a wgmma.mma_async's %s registers overlap, without being the same, those of "
-             "one in flight (the emulator tracks whole operands)", what);
-        return nullptr;
-      }
-    if (!fenced(f, regs, count, what)) return nullptr;
-    sm90.regsets[f.tid].push_back(RegSet{regs, count, acc, 0, std::vector<uint32_t>(regs, regs + count)});
-    s = &sm90.regsets[f.tid].back();
-    for (int r = 0; r < count; ++r) regs[r] = acc ? IN_FLIGHT_F32 : IN_FLIGHT_A;
-    fence_sees(f, regs, static_cast<size_t>(count) * 4);
-  }
-  ++s->in_flight;
-  return s;
-}
+RegSet* hand_over(Fiber& f, uint32_t* regs, int count, bool acc, const char* what);
 
 // The accumulator of m64nNk16: thread t of the warpgroup (warp w = t / 32, lane l) holds in
 // register r the element row 16w + l/4 + 8 * ((r / 2) % 2), column 8 * (r / 4) + 2 * (l % 4)
 // + r % 2 (PTX ISA, "Register Fragments and Shared Memory Matrix Layouts" for wgmma D).
 // Computed on the values the async proxy has for thread `tid`'s registers.
-inline int8_t operand_byte(const Desc& d, int mn, int k) {
-  const uint32_t a = operand_address(d, mn, k, false, 1);
-  if (!in_smem(ptc_smem + a, 1)) {
-    fail("wgmma reads shared offset %u, outside the %d bytes of shared memory", a, rt.smem_bytes);
-    return 0;
-  }
-  return static_cast<int8_t>(ptc_smem[a]);
-}
+int8_t operand_byte(const Desc& d, int mn, int k);
 
 // m64nNk32 .s32.s8.s8: the accumulator layout of m64nNk16 (s32 for f32), 32 k per
 // instruction, the sum modulo 2^32 (no .satfinite)
-inline void wgmma8_compute(WgmmaOp& op, RegSet* s, int tid) {
-  const int t = tid % 128;
-  const int w = t / 32, l = t % 32;
-  const Desc da = decode_desc(op.desc_a), db = decode_desc(op.desc_b);
-  for (int r = 0; r < op.n / 2; ++r) {
-    const int row = 16 * w + l / 4 + 8 * ((r / 2) % 2);
-    const int col = 8 * (r / 4) + 2 * (l % 4) + r % 2;
-    uint32_t acc = op.scale_d ? s->value[r] : 0u;
-    for (int k = 0; k < 32; ++k)
-      acc += static_cast<uint32_t>(static_cast<int32_t>(operand_byte(da, row, k)) *
-                                   static_cast<int32_t>(operand_byte(db, col, k)));
-    s->value[r] = acc;
-  }
-  op.computed = true;
-}
+void wgmma8_compute(WgmmaOp& op, RegSet* s, int tid);
 
 // an FP8 code's value (OCP E4M3FN: bias 7, S.1111.111 NaN, no infinities; E5M2: bias 15,
 // IEEE-like), from the formats' definitions
-inline float fp8_value(uint8_t c, bool e5m2) {
-  const int sign = c >> 7, mbits = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7;
-  const int e = (c & 0x7f) >> mbits, m = c & ((1 << mbits) - 1);
-  float v;
-  if (e5m2 && e == 31) v = m ? NAN : INFINITY;
-  else if (!e5m2 && e == 15 && m == 7) v = NAN;
-  else if (e == 0) v = std::ldexp(static_cast<float>(m), 1 - bias - mbits);
-  else v = std::ldexp(static_cast<float>(m + (1 << mbits)), e - bias - mbits);
-  return sign ? -v : v;
-}
+float fp8_value(uint8_t c, bool e5m2);
 
 // m64nNk32 .f32 with FP8 inputs: the accumulator layout of m64nNk16, 32 k per instruction,
 // the exact products summed in f32 in k order
-inline void wgmma_fp8_compute(WgmmaOp& op, RegSet* s, int tid) {
-  const int t = tid % 128;
-  const int w = t / 32, l = t % 32;
-  const bool a5 = op.kind8 == 3 || op.kind8 == 4, b5 = op.kind8 == 2 || op.kind8 == 4;
-  const Desc da = decode_desc(op.desc_a), db = decode_desc(op.desc_b);
-  for (int r = 0; r < op.n / 2; ++r) {
-    const int row = 16 * w + l / 4 + 8 * ((r / 2) % 2);
-    const int col = 8 * (r / 4) + 2 * (l % 4) + r % 2;
-    float acc;
-    memcpy(&acc, &s->value[r], 4);
-    if (!op.scale_d) acc = 0.0f;
-    for (int k = 0; k < 32; ++k)
-      acc += fp8_value(static_cast<uint8_t>(operand_byte(da, row, k)), a5) *
-             fp8_value(static_cast<uint8_t>(operand_byte(db, col, k)), b5);
-    memcpy(&s->value[r], &acc, 4);
-  }
-  op.computed = true;
-}
+void wgmma_fp8_compute(WgmmaOp& op, RegSet* s, int tid);
 
-inline void wgmma_compute(WgmmaOp& op, int tid) {
-  RegSet* s = regset(tid, op.d);
-  if (!s) { fail("internal: a wgmma in flight without its accumulators"); return; }
-  if (op.kind8 == 0) { wgmma8_compute(op, s, tid); return; }
-  if (op.kind8 > 0) { wgmma_fp8_compute(op, s, tid); return; }
-  const int t = tid % 128;
-  const int w = t / 32, l = t % 32;
-  for (int r = 0; r < op.n / 2; ++r) {
-    const int row = 16 * w + l / 4 + 8 * ((r / 2) % 2);
-    const int col = 8 * (r / 4) + 2 * (l % 4) + r % 2;
-    float acc;
-    memcpy(&acc, &s->value[r], 4);
-    if (!op.scale_d) acc = 0.0f;
-    for (int k = 0; k < 16; ++k) {
-      const float a = op.a_in_regs ? op.a_rows[(r / 2) % 2][k]
-                                   : operand_element(decode_desc(op.desc_a), row, k,
-                                                     op.trans_a != 0, op.bf16);
-      const float b = operand_element(decode_desc(op.desc_b), col, k, op.trans_b != 0, op.bf16);
-      acc += a * b;
-    }
-    memcpy(&s->value[r], &acc, 4);
-  }
-  op.computed = true;
-}
+void wgmma_compute(WgmmaOp& op, int tid);
 
 template <int N, bool BF16>
 inline void wgmma_issue(float* d, const unsigned* a, uint64_t desc_a, uint64_t desc_b,
@@ -953,42 +419,7 @@ inline void wgmma_commit() { ++cur().wgmma_commits; }
 // operation of the whole warpgroup: once one thread sees it complete, it has read its
 // operands and computed every thread's accumulators, so the first thread to wait computes
 // the warpgroup's copies of it; each thread's registers receive them at its own wait.
-inline void wgmma_wait(int n) {
-  Fiber& f = cur();
-  long long last = -1;
-  for (const WgmmaOp& op : sm90.wgmma[f.tid])
-    if (op.group < f.wgmma_commits - n) last = std::max(last, op.seq);
-  if (last < 0) return;
-  const int first = (f.tid / 128) * 128;
-  for (int t = first; t < first + 128 && t < rt.threads; ++t)
-    for (WgmmaOp& op : sm90.wgmma[t])
-      if (op.seq <= last && !op.computed) wgmma_compute(op, t);
-  // this thread's registers of the retired wgmmas come back from the async proxy
-  std::vector<WgmmaOp> keep;
-  for (const WgmmaOp& op : sm90.wgmma[f.tid]) {
-    if (op.seq > last) { keep.push_back(op); continue; }
-    if (RegSet* s = regset(f.tid, op.d)) --s->in_flight;
-    if (op.a_in_regs)
-      if (RegSet* s = regset(f.tid, op.a)) --s->in_flight;
-  }
-  sm90.wgmma[f.tid].swap(keep);
-  std::vector<RegSet>& sets = sm90.regsets[f.tid];
-  for (size_t i = 0; i < sets.size();) {
-    RegSet& s = sets[i];
-    if (s.in_flight > 0) { ++i; continue; }
-    for (int r = 0; r < s.count; ++r)
-      if (s.regs[r] != (s.acc ? IN_FLIGHT_F32 : IN_FLIGHT_A)) {
-        fail("thread %d wrote %s register %d of a wgmma.mma_async in flight before the "
-             "wgmma.wait_group that retires it (PTX ISA 9.7.15.7.3 wgmma.wait_group: "
-             "accessing it before is undefined)", f.tid, s.acc ? "accumulator" : "A fragment",
-             r);
-        break;
-      }
-    memcpy(s.regs, s.value.data(), static_cast<size_t>(s.count) * 4);
-    fence_sees(f, s.regs, static_cast<size_t>(s.count) * 4);
-    sets.erase(sets.begin() + static_cast<long>(i));
-  }
-}
+void wgmma_wait(int n);
 
 }  // namespace emu
 }  // namespace ptc

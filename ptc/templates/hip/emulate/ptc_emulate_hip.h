@@ -111,7 +111,9 @@ inline int thread_index(const char* what) {
 // ---- wave collectives -------------------------------------------------------------------------
 enum Kind { NONE = 0, DPP, SWIZZLE, BPERMUTE, READFIRSTLANE, READLANE, MFMA_16x16x16_F16,
             MFMA_16x16x16_BF16, MFMA_32x32x8_F16, MFMA_32x32x8_BF16, MFMA_16x16x16_I8,
-            MFMA_32x32x8_I8, MFMA_16x16x32_I8, MFMA_32x32x16_I8 };
+            MFMA_32x32x8_I8, MFMA_16x16x32_I8, MFMA_32x32x16_I8, BALLOT,
+            MFMA_16x16x32_F8,                   // + 2 (A is bf8) + (B is bf8): four kinds
+            MFMA_32x32x16_F8 = MFMA_16x16x32_F8 + 4 };
 
 // Deposit `value` and an immediate of this lane; after the wave meets, check that every lane
 // reached the same instruction with the same immediate. Returns the buffer, or -1.
@@ -231,30 +233,14 @@ inline int read_lane(int v, int lane, Kind kind, const char* what) {
 }
 
 // ---- MFMA ---------------------------------------------------------------------------------
-// v_mfma_f32_{16x16x16,32x32x8}{f16,bf16_1k}: D = A B + C over the wave, with AMD's layouts
-// (matrix instruction calculator, CDNA2 and CDNA3; CK's xdlops_gemm.hpp; docs/hip.md
-// "Layouts"). Lane l, value r (of the 4 16-bit values, two per 32-bit register, low half
-// first) holds
-//   16x16x16: A[l % 16][4 (l / 16) + r], B[4 (l / 16) + r][l % 16]; D register r of lane l is
-//             D[4 (l / 16) + r][l % 16]
-//   32x32x8:  A[l % 32][4 (l / 32) + r], B[4 (l / 32) + r][l % 32]; D register r of lane l is
-//             D[8 (r / 4) + 4 (l / 32) + r % 4][l % 32]
-// Products of f16 or bf16 values are exact in f32; they are added to C in f32, k in order.
-// break_layout (a self-test): A's values 1 and 2 swapped.
-inline float half_value(uint16_t bits, bool bf16) {
-  return bf16 ? __builtin_bit_cast(float, static_cast<uint32_t>(bits) << 16)
-              : static_cast<float>(__builtin_bit_cast(_Float16, bits));
-}
-
-template <int M, bool BF16>
-inline void mfma(float* d, uint64_t a, uint64_t b, int cbsz, int abid, int blgp, const char* what) {
-  constexpr int K = M == 16 ? 16 : 8, REGS = M * M / WARP, BLOCKS = WARP / M;
-  static_assert(M == 16 || M == 32, "MFMA 16x16x16 or 32x32x8");
-  const Kind kind = M == 16 ? (BF16 ? MFMA_16x16x16_BF16 : MFMA_16x16x16_F16)
-                            : (BF16 ? MFMA_32x32x8_BF16 : MFMA_32x32x8_F16);
+// An MFMA is a wave collective: each lane deposits its 64-bit A and B operands (the 32-bit ones
+// zero-extended) and the modifiers; the wave meets; one instruction, modifiers 0, 0, 0 (the
+// emulator has no broadcast or lane swizzle of the operands). The buffer, or -1.
+inline int mfma_meet(int kind, uint64_t a, uint64_t b, int cbsz, int abid, int blgp,
+                     const char* what) {
   const unsigned imm = static_cast<unsigned>(cbsz) | static_cast<unsigned>(abid) << 8 |
                        static_cast<unsigned>(blgp) << 16;
-  if (rt.current < 0) { fail("%s outside a kernel", what); return; }
+  if (rt.current < 0) { fail("%s outside a kernel", what); return -1; }
   Fiber& f = cur();
   WarpScratch& s = rt.warps[warp_of(f)];
   const int lane = lane_of(f);
@@ -265,23 +251,34 @@ inline void mfma(float* d, uint64_t a, uint64_t b, int cbsz, int abid, int blgp,
   s.b[buf][lane][1] = static_cast<uint32_t>(b >> 32);
   s.a[buf][lane][3] = imm;
   warp_barrier(what);
-  if (!same_kind(s, buf, kind, what)) return;
+  if (!same_kind(s, buf, kind, what)) return -1;
   if (imm != 0) {
     fail("%s with cbsz %d, abid %d, blgp %d: the emulator takes 0, 0, 0 (no broadcast or lane "
          "swizzle of the operands)", what, cbsz, abid, blgp);
-    return;
+    return -1;
   }
-  auto value = [](const unsigned* regs, int r) {
-    return half_value(static_cast<uint16_t>(regs[r / 2] >> (16 * (r % 2))), BF16);
-  };
+  return buf;
+}
+
+// D = A B + C with f32 sums, from the deposits in `buf`, by AMD's layouts (matrix instruction
+// calculator, CDNA2 and CDNA3; CK's xdlops_gemm.hpp; docs/hip.md "Layouts"): lane l, value r of
+// the KPL = K M / 64 a lane holds (`value(regs, r)` decodes it from the lane's registers)
+//   A[l % M][KPL (l / M) + r], B[KPL (l / M) + r][l % M]; D register r of lane l is
+//   D[4 (l / M) + r][l % M] (16 x 16) or D[8 (r / 4) + 4 (l / M) + r % 4][l % M] (32 x 32).
+// The products are exact in f32 (16-bit or 8-bit floats); they are added to C in f32, k in
+// order. break_layout (a self-test): A's values 1 and 2 swapped.
+template <int M, int K, typename VA, typename VB>
+inline void mfma_f32_sums(float* d, int buf, VA a_value, VB b_value) {
+  constexpr int REGS = M * M / WARP, KPL = K * M / WARP;
+  const WarpScratch& s = rt.warps[warp_of(cur())];
+  const int lane = lane_of(cur());
   const bool broken = config.break_layout != 0;
   auto A = [&](int i, int k) {
-    int r = k % 4;
+    int r = k % KPL;
     if (broken && (r == 1 || r == 2)) r = 3 - r;
-    return value(s.a[buf][i + M * (k / 4)], r);
+    return a_value(s.a[buf][i + M * (k / KPL)], r);
   };
-  auto B = [&](int k, int j) { return value(s.b[buf][j + M * (k / 4)], k % 4); };
-  static_assert(K == 4 * BLOCKS, "k is split over the lane blocks");
+  auto B = [&](int k, int j) { return b_value(s.b[buf][j + M * (k / KPL)], k % KPL); };
   const int j = lane % M, block = lane / M;
   for (int r = 0; r < REGS; ++r) {
     const int i = M == 16 ? 4 * block + r : 8 * (r / 4) + 4 * block + r % 4;
@@ -291,13 +288,31 @@ inline void mfma(float* d, uint64_t a, uint64_t b, int cbsz, int abid, int blgp,
   }
 }
 
+// v_mfma_f32_{16x16x16,32x32x8}{f16,bf16_1k}: four 16-bit values a lane, two per 32-bit
+// register, low half first
+inline float half_value(uint16_t bits, bool bf16) {
+  return bf16 ? __builtin_bit_cast(float, static_cast<uint32_t>(bits) << 16)
+              : static_cast<float>(__builtin_bit_cast(_Float16, bits));
+}
+
+template <int M, bool BF16>
+inline void mfma(float* d, uint64_t a, uint64_t b, int cbsz, int abid, int blgp, const char* what) {
+  static_assert(M == 16 || M == 32, "MFMA 16x16x16 or 32x32x8");
+  const Kind kind = M == 16 ? (BF16 ? MFMA_16x16x16_BF16 : MFMA_16x16x16_F16)
+                            : (BF16 ? MFMA_32x32x8_BF16 : MFMA_32x32x8_F16);
+  const int buf = mfma_meet(kind, a, b, cbsz, abid, blgp, what);
+  if (buf < 0) return;
+  auto value = [](const unsigned* regs, int r) {
+    return half_value(static_cast<uint16_t>(regs[r / 2] >> (16 * (r % 2))), BF16);
+  };
+  mfma_f32_sums<M, M == 16 ? 16 : 8>(d, buf, value, value);
+}
+
 // v_mfma_i32_{16x16x16,32x32x8}i8 (gfx908/gfx90a) and v_mfma_i32_{16x16x32,32x32x16}_i8
-// (gfx940+): D = A B + C over the wave, s32 accumulate, with the layouts of the f16
-// instructions but KPL = K M / 64 signed bytes per lane in a 32- or 64-bit operand (AMD
-// matrix instruction calculator; CK's xdlops_gemm.hpp, k_per_blk 4 and 8): lane l, byte r of
-// its operand holds A[l % M][KPL (l / M) + r], B[KPL (l / M) + r][l % M]; D as the f32
-// instructions' (above). The products are exact; their sum is added to C modulo 2^32.
-// break_layout (a self-test): A's bytes 1 and 2 swapped.
+// (gfx940+): D = A B + C over the wave, s32 accumulate, with the layouts above, KPL signed
+// bytes per lane in a 32- or 64-bit operand (CK's xdlops_gemm.hpp, k_per_blk 4 and 8). The
+// products are exact; their sum is added to C modulo 2^32. break_layout: A's bytes 1 and 2
+// swapped.
 template <int M, int K>
 inline void mfma_i8(int* d, uint64_t a, uint64_t b, int cbsz, int abid, int blgp, const char* what) {
   constexpr int REGS = M * M / WARP, BLOCKS = WARP / M, KPL = K / BLOCKS;
@@ -305,25 +320,9 @@ inline void mfma_i8(int* d, uint64_t a, uint64_t b, int cbsz, int abid, int blgp
                 "MFMA i8 16x16x16, 32x32x8, 16x16x32 or 32x32x16");
   const Kind kind = M == 16 ? (K == 16 ? MFMA_16x16x16_I8 : MFMA_16x16x32_I8)
                             : (K == 8 ? MFMA_32x32x8_I8 : MFMA_32x32x16_I8);
-  const unsigned imm = static_cast<unsigned>(cbsz) | static_cast<unsigned>(abid) << 8 |
-                       static_cast<unsigned>(blgp) << 16;
-  if (rt.current < 0) { fail("%s outside a kernel", what); return; }
-  Fiber& f = cur();
-  WarpScratch& s = rt.warps[warp_of(f)];
-  const int lane = lane_of(f);
-  const int buf = deposit(kind);
-  s.a[buf][lane][0] = static_cast<uint32_t>(a);
-  s.a[buf][lane][1] = static_cast<uint32_t>(a >> 32);
-  s.b[buf][lane][0] = static_cast<uint32_t>(b);
-  s.b[buf][lane][1] = static_cast<uint32_t>(b >> 32);
-  s.a[buf][lane][3] = imm;
-  warp_barrier(what);
-  if (!same_kind(s, buf, kind, what)) return;
-  if (imm != 0) {
-    fail("%s with cbsz %d, abid %d, blgp %d: the emulator takes 0, 0, 0 (no broadcast or lane "
-         "swizzle of the operands)", what, cbsz, abid, blgp);
-    return;
-  }
+  const int buf = mfma_meet(kind, a, b, cbsz, abid, blgp, what);
+  if (buf < 0) return;
+  const WarpScratch& s = rt.warps[warp_of(cur())];
   auto value = [](const unsigned* regs, int r) {   // byte r of a lane's operand, signed
     return static_cast<int>(static_cast<int8_t>(static_cast<uint8_t>(regs[r / 4] >> (8 * (r % 4)))));
   };
@@ -334,13 +333,63 @@ inline void mfma_i8(int* d, uint64_t a, uint64_t b, int cbsz, int abid, int blgp
     return value(s.a[buf][i + M * (k / KPL)], r);
   };
   auto B = [&](int k, int j) { return value(s.b[buf][j + M * (k / KPL)], k % KPL); };
-  const int j = lane % M, block = lane / M;
+  const int lane = lane_of(cur()), j = lane % M, block = lane / M;
   for (int r = 0; r < REGS; ++r) {
     const int i = M == 16 ? 4 * block + r : 8 * (r / 4) + 4 * block + r % 4;
     long long sum = 0;
     for (int k = 0; k < K; ++k) sum += A(i, k) * B(k, j);
     d[r] = static_cast<int>(static_cast<uint32_t>(d[r]) + static_cast<uint32_t>(sum));
   }
+}
+
+// v_mfma_f32_{16x16x32,32x32x16}_{fp8,bf8}_{fp8,bf8} (gfx940+): the i8 instructions' lanes
+// and bytes (KPL = 8), each byte an FNUZ code -- fp8 e4m3fnuz (bias 8, 3 mantissa bits), bf8
+// e5m2fnuz (bias 16, 2): exponent 0 subnormal, 0x80 the only NaN, no -0, no infinities (AMD
+// CDNA3 ISA, "Data Types"; ml_dtypes float8_e4m3fnuz / float8_e5m2fnuz). Products of two
+// codes are exact in f32; f32 sums as above.
+inline float fnuz_value(uint8_t code, bool e5m2) {
+  if (code == 0x80) return __builtin_nanf("");
+  const int mbits = e5m2 ? 2 : 3, bias = e5m2 ? 16 : 8;
+  const int e = (code & 0x7f) >> mbits, m = code & ((1 << mbits) - 1);
+  const float mag = e == 0 ? __builtin_ldexpf(static_cast<float>(m), 1 - bias - mbits)
+                           : __builtin_ldexpf(static_cast<float>((1 << mbits) | m), e - bias - mbits);
+  return code & 0x80 ? -mag : mag;
+}
+
+template <int M, bool A_BF8, bool B_BF8>
+inline void mfma_fnuz(float* d, uint64_t a, uint64_t b, int cbsz, int abid, int blgp,
+                      const char* what) {
+  static_assert(M == 16 || M == 32, "MFMA FP8 16x16x32 or 32x32x16");
+  const int kind = (M == 16 ? MFMA_16x16x32_F8 : MFMA_32x32x16_F8) + 2 * A_BF8 + B_BF8;
+  const int buf = mfma_meet(kind, a, b, cbsz, abid, blgp, what);
+  if (buf < 0) return;
+  auto code = [](const unsigned* regs, int r) {
+    return static_cast<uint8_t>(regs[r / 4] >> (8 * (r % 4)));
+  };
+  mfma_f32_sums<M, M == 16 ? 32 : 16>(
+      d, buf, [&](const unsigned* regs, int r) { return fnuz_value(code(regs, r), A_BF8); },
+      [&](const unsigned* regs, int r) { return fnuz_value(code(regs, r), B_BF8); });
+}
+
+template <int M, bool A_BF8, bool B_BF8, typename C>
+inline C mfma_fnuz_builtin(long a, long b, C c, int cbsz, int abid, int blgp, const char* what) {
+  float d[M * M / WARP];
+  for (int r = 0; r < M * M / WARP; ++r) d[r] = c[r];
+  mfma_fnuz<M, A_BF8, B_BF8>(d, static_cast<uint64_t>(a), static_cast<uint64_t>(b), cbsz, abid,
+                             blgp, what);
+  C out;
+  for (int r = 0; r < M * M / WARP; ++r) out[r] = d[r];
+  return out;
+}
+
+// v_cmp / s_ballot: a bit per lane of the wave whose predicate is true
+inline uint64_t ballot(bool pred) {
+  const int buf = exchange(BALLOT, pred ? 1u : 0u, 0, "ballot");
+  if (buf < 0) return 0;
+  uint64_t out = 0;
+  for (int l = 0; l < WARP; ++l)
+    out |= static_cast<uint64_t>(rt.warps[warp_of(cur())].v[buf][l] != 0) << l;
+  return out;
 }
 
 template <int M, int K, typename V, typename C>
@@ -455,3 +504,21 @@ inline ptc::i32x16 __builtin_amdgcn_mfma_i32_32x32x16_i8(long a, long b, ptc::i3
                                                          int abid, int blgp) {
   return ptc::emu::mfma_i8_builtin<32, 16>(a, b, c, cbsz, abid, blgp, "v_mfma_i32_32x32x16_i8");
 }
+// the FP8 MFMAs (gfx940+): eight FNUZ codes (a long) per operand; fp8 = e4m3fnuz, bf8 = e5m2fnuz
+#define PTC_EMU_MFMA_FNUZ(SHAPE, M, NAME, ABF8, BBF8, C)                                      \
+  inline C __builtin_amdgcn_mfma_f32_##SHAPE##_##NAME(long a, long b, C c, int cbsz, int abid,  \
+                                                      int blgp) {                               \
+    return ptc::emu::mfma_fnuz_builtin<M, ABF8, BBF8>(a, b, c, cbsz, abid, blgp,               \
+                                                      "v_mfma_f32_" #SHAPE "_" #NAME);          \
+  }
+PTC_EMU_MFMA_FNUZ(16x16x32, 16, fp8_fp8, false, false, ptc::f32x4)
+PTC_EMU_MFMA_FNUZ(16x16x32, 16, fp8_bf8, false, true, ptc::f32x4)
+PTC_EMU_MFMA_FNUZ(16x16x32, 16, bf8_fp8, true, false, ptc::f32x4)
+PTC_EMU_MFMA_FNUZ(16x16x32, 16, bf8_bf8, true, true, ptc::f32x4)
+PTC_EMU_MFMA_FNUZ(32x32x16, 32, fp8_fp8, false, false, ptc::f32x16)
+PTC_EMU_MFMA_FNUZ(32x32x16, 32, fp8_bf8, false, true, ptc::f32x16)
+PTC_EMU_MFMA_FNUZ(32x32x16, 32, bf8_fp8, true, false, ptc::f32x16)
+PTC_EMU_MFMA_FNUZ(32x32x16, 32, bf8_bf8, true, true, ptc::f32x16)
+#undef PTC_EMU_MFMA_FNUZ
+
+inline unsigned long __builtin_amdgcn_ballot_w64(bool pred) { return ptc::emu::ballot(pred); }
