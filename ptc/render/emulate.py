@@ -228,13 +228,9 @@ def build_emulated(source: str, *, backend="cuda", defines: Sequence[str] = (),
     overrides = dict(header_overrides or {})
     cxx = compiler()
     flags = list(CXX_FLAGS) + [f"-D{d}" for d in defines]
-    key = hashlib.sha256()
-    for part in [BUILD_LAYOUT, back.name, cxx, " ".join(flags), source] + \
-            [f"{n}\0{t}" for n, t in sorted(_headers(back).items())] + \
-            [f"override {n}\0{t}" for n, t in sorted(overrides.items())]:
-        key.update(part.encode())
-        key.update(b"\1")
-    digest = key.hexdigest()[:24]
+    digest = _digest([BUILD_LAYOUT, back.name, cxx, " ".join(flags), source] +
+                     [f"{n}\0{t}" for n, t in sorted(_headers(back).items())] +
+                     [f"override {n}\0{t}" for n, t in sorted(overrides.items())])
     lib = cache_dir() / f"kernel-{digest}.so"
     if not lib.exists():
         with tempfile.TemporaryDirectory(prefix="ptc-emulate-") as tmp:
@@ -269,12 +265,18 @@ PRELUDE_FAILED = "failed.txt"    # a prelude that did not precompile: what the c
 def _cached_folder(kind: str, back: Backend, cxx: str, flags: Sequence[str], text: str) -> Path:
     """The cache folder of a per-backend build product (`kind`: prelude, runtime), keyed by
     the backend, the compiler, the flags, the product's source and every header."""
+    digest = _digest([back.name, cxx, " ".join(flags), text] +
+                     [f"{n}\0{t}" for n, t in sorted(_headers(back).items())])
+    return cache_dir() / f"{kind}-{back.name}-{digest}"
+
+
+def _digest(parts: Sequence[str]) -> str:
+    """A cache key of the parts, each ended by a separator byte."""
     key = hashlib.sha256()
-    for part in [back.name, cxx, " ".join(flags), text] + \
-            [f"{n}\0{t}" for n, t in sorted(_headers(back).items())]:
+    for part in parts:
         key.update(part.encode())
         key.update(b"\1")
-    return cache_dir() / f"{kind}-{back.name}-{key.hexdigest()[:24]}"
+    return key.hexdigest()[:24]
 
 
 def _object_flags(flags: Sequence[str]) -> list[str]:
