@@ -37,6 +37,8 @@ def started_in_code() -> dict[str, str]:
     found: dict[str, str] = {}
     for folder in ("ptc", "tests", "benchmarks", "tools"):
         for path in sorted((ROOT / folder).rglob("*.py")):
+            if any(part.startswith(".") for part in path.relative_to(ROOT).parts):
+                continue    # a virtual environment's (benchmarks/.venv-triton), not ours
             text = path.read_text()
             for pattern in STARTS:
                 for m in re.finditer(pattern, text):
