@@ -117,6 +117,23 @@ def test_a_named_transposed_load_is_a_layout_as_the_inline_one_is():
     assert "mul(transpose(%B), 2.0:f16)" in print_graph(both)
 
 
+def test_a_second_name_for_a_loaded_tile_is_no_task():
+    """`a = load(A[i, k]); a2 = a; acc += a2 @ b` gives the graph of `acc += a @ b`: the
+    product reads the one shared tile. `a2 = a` was a CUDA-core task that read the tile
+    into registers, and the product spilled it back to shared memory (fuzz seed 102127:
+    32 KiB more, and no plan fitted gfx90a or gfx942). An alias of the transposed load too.
+    """
+    def built(body):
+        kernel = check(parse(TRANSPOSED.format(body=body), "nt.pt"), {}).kernels[0]
+        (g,) = build_graphs(kernel)
+        return print_graph(g)
+    direct = built("a = load(A[i, k])\n      b = load(B[j, k]).T\n      acc += a @ b")
+    renamed = built("a = load(A[i, k])\n      a2 = a\n      a3 = a2\n"
+                    "      b = load(B[j, k]).T\n      bb = b\n      acc += a3 @ bb")
+    assert renamed == direct
+    assert "simt" not in direct.split("mma")[0].split("for k")[1]
+
+
 def test_nested_loops_keep_their_regions():
     g = graph("gemm_chain")
     assert {r.name for r in g.loop_regions()} == {"n", "k"}

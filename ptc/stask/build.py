@@ -111,9 +111,11 @@ class _Flattener:
         self.names: set[str] = set()
         self.loaded: set[str] = set()    # names bound to a load: the tile is in shared memory
         self.reassigned = reassigned     # names assigned again later: values in registers
-        # names bound to a transposed load (`v = load(X[..]).T`): each use reads the loaded
-        # tile transposed, as `load(X[..]).T` written there does -- a layout, not a task
-        self.transposed: dict[str, T.Transpose] = {}
+        # names read as another expression where they are used: a transposed load
+        # (`v = load(X[..]).T`: each use reads the loaded tile transposed, as `load(X[..]).T`
+        # written there does -- a layout, not a task) and a second name for a loaded tile
+        # (`a2 = a`, `a2 = a.T`: the same bytes in shared memory, not a copy to registers)
+        self.substituted: dict[str, T.TExpr] = {}
 
     def fresh(self, base: str) -> str:
         name, n = f"%{base}", 1
@@ -126,8 +128,8 @@ class _Flattener:
     def block(self, stmts) -> list:
         out: list = []
         for s in stmts:
-            if isinstance(s, (T.Let, T.Store)) and self.transposed:
-                s = replace(s, value=self.untransposed(s.value))
+            if isinstance(s, (T.Let, T.Store)) and self.substituted:
+                s = replace(s, value=self.substitute(s.value))
             if isinstance(s, T.Let):
                 out.extend(self.let(s))
             elif isinstance(s, T.Store):
@@ -167,16 +169,25 @@ class _Flattener:
                 s.name not in self.reassigned:
             tile = self.lift(v.arg, pre, v.arg.tensor, s.span)
             self.loaded.add(tile.name)
-            self.transposed[s.name] = replace(v, arg=tile)
+            self.substituted[s.name] = replace(v, arg=tile)
+            return pre
+        if self.names_loaded_tile(v) and s.name not in self.reassigned:
+            self.substituted[s.name] = v
             return pre
         pre.append(T.Let(s.name, self.lower(v, pre, s.name, s.span), s.span))
         return pre
 
-    def untransposed(self, e: T.TExpr) -> T.TExpr:
-        """e with each name bound to a transposed load read as that load, transposed."""
-        if isinstance(e, T.Var) and e.name in self.transposed:
-            return self.transposed[e.name]
-        return T.map_children(e, self.untransposed)
+    def substitute(self, e: T.TExpr) -> T.TExpr:
+        """e with each name in `substituted` read as what it stands for."""
+        if isinstance(e, T.Var) and e.name in self.substituted:
+            return self.substituted[e.name]
+        return T.map_children(e, self.substitute)
+
+    def names_loaded_tile(self, e: T.TExpr) -> bool:
+        """e is a loaded tile's name, or its transpose."""
+        if isinstance(e, T.Transpose):
+            e = e.arg
+        return isinstance(e, T.Var) and e.name in self.loaded
 
     def lift(self, e: T.TExpr, pre: list, base: str, span) -> T.Var:
         name = self.fresh(base)
