@@ -94,3 +94,29 @@ def test_a_report_only_build_compiles_the_kernel_alone(compiles, tmp_path):
     assert result.ptxas.kernels and result.ptxas.spills == 0
     assert not (tmp_path / "a" / B.LIBRARY).exists()
     assert "HMMA" in B.sass(tmp_path / "a")
+
+
+@pytest.mark.hip
+def test_a_hip_kernels_assembly_is_compiled_once(compiles, tmp_path):
+    """HIP's resource report is the kernel's assembly (kernel.s): every sample's ISA check
+    reads it, and it was compiled again in every run."""
+    from ptc.runtime import BuildError
+    from ptc.runtime.hip import find_compiler
+    try:
+        find_compiler("gfx942")
+    except BuildError as exc:
+        pytest.skip(f"no HIP compiler here: {exc.message}")
+    prepared = prepare(ROOT / "samples" / "softmax.pt", "gfx942", shapes=SHAPES["softmax"])
+    for folder in (tmp_path / "a", tmp_path / "b"):
+        B.write_build_dir(folder, kernel_source=prepared.source,
+                          signature=prepared.signature, arch=prepared.device.arch,
+                          target="gfx942", plan_json=prepared.plan_json, backend="hip")
+    def built():        # not the compiler's probes, not c++filt
+        return [out for out in compiles if "/" not in out]
+    first = B.build(tmp_path / "a", report_only=True)
+    assert built() == ["kernel.s"]
+    compiles.clear()
+    again = B.build(tmp_path / "b", report_only=True)
+    assert built() == []
+    assert (tmp_path / "b" / "kernel.s").read_text() == (tmp_path / "a" / "kernel.s").read_text()
+    assert again.resources.to_json() == first.resources.to_json()

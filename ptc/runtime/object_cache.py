@@ -7,8 +7,8 @@ A step's key is the sha256 of its command line, its compiler (path, size and mod
 time: a reinstalled compiler is a new key), and the bytes of its inputs and of every
 header in the build folder (what its #includes can reach: the device headers are copied
 there). An entry holds the output file and what the compiler printed (ptxas -v's report
-is nvcc's output for kernel.o). Only compiles are cached, never links: a link's inputs
-are these objects. Entries live in the stage cache's root (ptc.stage_cache: $PTC_CACHE_DIR
+is nvcc's output for kernel.o). Only compiles are cached (to objects and to assembly),
+never links: a link's inputs are these objects. Entries live in the stage cache's root (ptc.stage_cache: $PTC_CACHE_DIR
 or ~/.cache/ptc, `objects/`) and PTC_STAGE_CACHE=0 turns this off with it.
 """
 from __future__ import annotations
@@ -27,8 +27,10 @@ OUTPUT_TEXT = "output.txt"
 
 
 def cacheable(step: Step) -> bool:
-    """A compile to an object (not a link: its inputs are objects)."""
-    return "-c" in step.command and step.output.endswith(".o")
+    """A compile to an object or to assembly (HIP's kernel.s, the ISA report: every
+    sample's check reads it), not a link (its inputs are objects)."""
+    return ("-c" in step.command and step.output.endswith(".o")) or \
+        ("-S" in step.command and step.output.endswith(".s"))
 
 
 def step_key(step: Step, compiler: Compiler, folder: Path) -> str:
