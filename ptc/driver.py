@@ -204,6 +204,12 @@ def build_options(device) -> dict:
 def built_plan(plan, graph, device):
     """The plan as it gets built: refused (Unbuildable) when the renderer or the lowering
     cannot build it, else with the lowered kernel's shared memory and registers."""
+    return lowered_plan(plan, graph, device)[1]
+
+
+def lowered_plan(plan, graph, device) -> tuple:
+    """(the lowered kernel, the plan as built) of `plan`, or Unbuildable as `built_plan`
+    says: for a caller that renders what it checked, with one lowering."""
     from .lower import LoweringError, lower
     from .render import capabilities
     from .sched.search import Unbuildable
@@ -222,7 +228,7 @@ def built_plan(plan, graph, device):
         raise Unbuildable(f"the lowered kernel needs {low.launch.dynamic_smem // 1024} KB of "
                           f"shared memory, over the {res.shared_memory_bytes // 1024} KB a "
                           "block may use")
-    return finalized(plan, low, device)
+    return low, finalized(plan, low, device)
 
 
 def finalized(plan, low, device):

@@ -130,9 +130,8 @@ class Built:
 def lowered(c: Case) -> Built:
     """Check, plan (the case's choice, its tiles), lower and render `c` for its target."""
     from ..devices import get_device
-    from ..driver import built_plan, check_file, grids
-    from ..lower import lower
-    from ..render import capabilities, render
+    from ..driver import check_file, grids, lowered_plan
+    from ..render import render
     from ..sched.construct import construct, pipelined_loop
     from ..stask import build_graph, propagate
 
@@ -150,8 +149,9 @@ def lowered(c: Case) -> Built:
         choice = c.choice if pipelined_loop(graph) else \
             Choice("sequential", 1, warps=c.choice.warps)
         plan = construct(graph, device, choice)
-        plans.append(built_plan(plan, graph, device))   # refused as the search would
-        lows.append(lower(plan, graph, device, capabilities(device)))
+        low, built = lowered_plan(plan, graph, device)   # refused as the search would
+        plans.append(built)
+        lows.append(low)
     return Built(kernel, device, tuple(lows), tuple(plans), render(lows, kernel, plans, device))
 
 

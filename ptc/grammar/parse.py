@@ -64,6 +64,13 @@ MAX_DEPTH = 215
 
 
 def parse(source: str, filename: str = "<input>") -> Module:
+    """The AST of `source` (frozen, so one parse per text and name serves every caller in
+    the process: the search, the renderer and the tests check the same files again)."""
+    return _parsed(source, filename)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(source: str, filename: str) -> Module:
     try:
         tree = _parser().parse(source)
     except UnexpectedInput as exc:
