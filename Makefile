@@ -10,6 +10,9 @@
 # and two for a GPU machine without network (docs/gpu.md):
 #   make gpu-wheels -- here, with network: the wheels ptc needs that the GPU image lacks
 #   make gpu        -- there: every GPU check in one run (QUICK=1: the 3-minute one)
+# Python's bytecode caches stay on (a shell may turn them off): make samples starts ~135
+# ptc processes and make test a worker per core, each importing ptc
+unexport PYTHONDONTWRITEBYTECODE
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PTC    := $(VENV)/bin/ptc
