@@ -166,8 +166,72 @@ void converge(int warp) {
 
 extern "C" void ptc_emu_fiber_entry() {
   rt.body();
-  cur().state = DONE;  // returning switches to uc_link: the scheduler
+  cur().state = DONE;
+  switch_context(cur().ctx, rt.scheduler);   // never resumed: its stack is set up afresh
+  abort();
 }
+
+#if defined(__x86_64__)
+// ptc_emu_switch(&from_sp, to_sp): push rbp, rbx, r12-r15 (callee-saved in the SysV ABI)
+// and the x87 and SSE control words, keep rsp in *from_sp, take to_sp, pop the same, return
+// to where that context left off.
+extern "C" void ptc_emu_switch(void** from_sp, void* to_sp);
+asm(R"(
+  .text
+  .globl ptc_emu_switch
+  .hidden ptc_emu_switch
+  .type ptc_emu_switch, @function
+ptc_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $16, %rsp
+  stmxcsr 8(%rsp)
+  fnstcw (%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  fldcw (%rsp)
+  ldmxcsr 8(%rsp)
+  addq $16, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size ptc_emu_switch, .-ptc_emu_switch
+)");
+
+void switch_context(Context& from, Context& to) { ptc_emu_switch(&from.sp, to.sp); }
+
+void start_context(Context& c, unsigned char* stack, size_t bytes) {
+  // the frame ptc_emu_switch pops: control words, six registers, then the return address
+  // (the entry), above it a null return address for the entry's own frame, so that the
+  // entry starts with rsp = 8 mod 16 as after a call
+  uintptr_t top = (reinterpret_cast<uintptr_t>(stack) + bytes) & ~uintptr_t(15);
+  uint64_t* p = reinterpret_cast<uint64_t*>(top);
+  *--p = 0;
+  *--p = reinterpret_cast<uint64_t>(&ptc_emu_fiber_entry);
+  for (int i = 0; i < 6; ++i) *--p = 0;                  // rbp rbx r12 r13 r14 r15
+  *--p = 0x1F80;                                         // mxcsr: the default
+  *--p = 0x037F;                                         // x87 control word: the default
+  c.sp = p;
+}
+#else
+void switch_context(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }
+
+void start_context(Context& c, unsigned char* stack, size_t bytes) {
+  getcontext(&c.uc);
+  c.uc.uc_stack.ss_sp = stack;
+  c.uc.uc_stack.ss_size = bytes;
+  c.uc.uc_link = nullptr;
+  makecontext(&c.uc, ptc_emu_fiber_entry, 0);
+}
+#endif
 
 void report_deadlock() {
   int counts[STATES] = {};
@@ -250,11 +314,7 @@ int launch_blocks(long long blocks, int threads, int smem_bytes, std::function<v
     rt.block_barriers = 0;
     std::fill(rt.warp_arrived.begin(), rt.warp_arrived.end(), 0);
     for (Fiber& f : rt.fibers) {
-      getcontext(&f.ctx);
-      f.ctx.uc_stack.ss_sp = f.stack + page;
-      f.ctx.uc_stack.ss_size = stack_bytes;
-      f.ctx.uc_link = &rt.scheduler;
-      makecontext(&f.ctx, ptc_emu_fiber_entry, 0);
+      start_context(f.ctx, f.stack + page, stack_bytes);
       f.state = READY;
       f.collectives = 0;
       f.waiting_at = "";
@@ -278,7 +338,7 @@ int launch_blocks(long long blocks, int threads, int smem_bytes, std::function<v
             if (f.state != READY) continue;
             rt.current = i;
             backend_switch(i);
-            swapcontext(&rt.scheduler, &f.ctx);
+            switch_context(rt.scheduler, f.ctx);
             ran = again = true;
           }
         }

@@ -5,8 +5,8 @@
 // ptc_emulate_hip.h: waves of 64); ptc/render/emulate.py puts this folder on the include
 // path. Nothing here is used by GPU builds.
 //
-// Execution model. Blocks run one after another. The threads of a block are fibers
-// (ucontext) on the calling OS thread: a fiber runs until it reaches a barrier (or a
+// Execution model. Blocks run one after another. The threads of a block are fibers on the
+// calling OS thread (Context: a stack switch of our own on x86-64, ucontext elsewhere): a fiber runs until it reaches a barrier (or a
 // warp-collective instruction), then the scheduler runs the next ready fiber. It runs one
 // warp as far as it can go -- until all its lanes wait at the block barrier -- before the
 // next, so warps drift apart as far as the barriers allow; warps and lanes go in thread
@@ -95,8 +95,24 @@ struct Config {
 };
 extern Config config;
 
+// Where a fiber (or the scheduler) goes on from. On x86-64 a switch pushes the callee-saved
+// registers and the FP control words on the stack it leaves and keeps that stack pointer:
+// glibc's swapcontext also saves and restores the signal mask, a system call per switch,
+// which was a third of an emulated GEMM's time. Elsewhere, ucontext.
+struct Context {
+#if defined(__x86_64__)
+  void* sp = nullptr;
+#else
+  ucontext_t uc;
+#endif
+};
+// save the running context in `from`, resume `to`
+void switch_context(Context& from, Context& to);
+// `c` starts ptc_emu_fiber_entry on `stack` (`bytes` long) when first switched to
+void start_context(Context& c, unsigned char* stack, size_t bytes);
+
 struct Fiber : FiberExt {
-  ucontext_t ctx;
+  Context ctx;
   unsigned char* stack = nullptr;
   size_t stack_bytes = 0;
   int tid = 0;
@@ -170,7 +186,7 @@ struct Runtime {
   long long block = -1;
   long long blocks = 0;
   int current = -1;
-  ucontext_t scheduler;
+  Context scheduler;
   std::function<void()> body;
   std::string error;
   long long errors = 0;
@@ -206,7 +222,7 @@ inline int warp_of(const Fiber& f) { return f.tid / WARP; }
 
 inline void yield() {
   Fiber& f = cur();
-  swapcontext(&f.ctx, &rt.scheduler);
+  switch_context(f.ctx, rt.scheduler);
 }
 
 // ---- barriers ---------------------------------------------------------------------------
