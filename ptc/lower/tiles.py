@@ -154,6 +154,9 @@ def divisible(e: T.TExpr, n: int) -> tuple[bool, tuple[T.TExpr, ...]]:
         (ok_a, cond_a), (ok_b, cond_b) = (divisible(x, n) for x in e.args)
         if ok_a and not cond_a or ok_b and not cond_b:
             return True, ()
+        if ok_a and ok_b:   # either factor will do: the fewer conditions, on a tie the inner
+            # factor (a stride is the outer dims times the inner ones: (H * W) * C asks C only)
+            return True, min(cond_b, cond_a, key=len)
         if ok_a:
             return True, cond_a
         return ok_b, cond_b

@@ -172,10 +172,8 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       d_C % 4 == 0 &&
       (uintptr_t)tensors[2] % 16 == 0 &&
       d_C % 8 == 0 &&
-      d_L % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
       (uintptr_t)tensors[1] % 4 == 0 &&
-      d_L % 4 == 0 &&
       (uintptr_t)tensors[3] % 8 == 0;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
   (void)stream;

@@ -256,23 +256,14 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   blocks *= ptc::floordiv((d_N + 127), 128);  // n
   if (blocks == 0) return (int)cudaSuccess;
   const bool aligned = true &&
-      d_H % 4 == 0 &&
-      d_NC % 4 == 0 &&
       d_L % 4 == 0 &&
       (uintptr_t)tensors[3] % 16 == 0 &&
       (uintptr_t)tensors[2] % 16 == 0 &&
-      d_G % 8 == 0 &&
-      d_NC % 8 == 0 &&
-      d_L % 8 == 0 &&
       d_N % 8 == 0 &&
       (uintptr_t)tensors[1] % 16 == 0 &&
-      d_H % 8 == 0 &&
       d_P % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
       d_N % 2 == 0 &&
-      d_NC % 2 == 0 &&
-      d_H % 2 == 0 &&
-      d_P % 2 == 0 &&
       (uintptr_t)tensors[4] % 8 == 0;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/cuda/emulate, ptc.render.emulate
   (void)stream;

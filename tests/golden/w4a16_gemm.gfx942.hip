@@ -560,15 +560,12 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   const bool aligned = true &&
       d_N % 4 == 0 &&
       (uintptr_t)tensors[1] % 16 == 0 &&
-      d_P % 8 == 0 &&
       d_KP % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
       d_N % 16 == 0 &&
       (uintptr_t)tensors[3] % 16 == 0 &&
       d_N % 8 == 0 &&
-      (uintptr_t)tensors[2] % 16 == 0 &&
-      d_KG % 16 == 0 &&
-      d_KG % 8 == 0;
+      (uintptr_t)tensors[2] % 16 == 0;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
