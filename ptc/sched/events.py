@@ -192,43 +192,66 @@ def resolve_sources(edges: list[Edge], paths: Mapping[str, tuple[str, ...]],
                     iters: tuple[tuple[str, int], ...], trips: Trips):
     """For an execution of a task at `iters`, each value it reads from another task:
     (value, edge, the producing execution's iters). A distance-1 edge applies from the
-    second iteration of the reader's loop on; before that the value comes from the
-    distance-0 edge that initialises it (from outside the loop)."""
+    second iteration of the reader's loop on, and in nested loops (a convolution's taps
+    `for r { for s { acc += ... } }`) also at the first iteration of the inner loop in a
+    later iteration of an outer one entered after the value's initialisation; otherwise the
+    value comes from the distance-0 edge that initialises it (from outside the loops)."""
     it = dict(iters)
     by_value: dict[str, list[Edge]] = defaultdict(list)
     for e in edges:
         by_value[e.value].append(e)
     out = []
     for value, es in by_value.items():
+        inits = [e for e in es if e.distance == 0]
         chosen = []
-        carried = [e for e in es if e.distance == 1]
-        for e in carried:
-            loop = paths[e.dst][-1]
-            if it.get(loop, 0) > 0:
-                chosen.append(e)
+        for e in (e for e in es if e.distance == 1):
+            loop = _carried_loop(e, inits, paths, it)
+            if loop is not None:
+                chosen.append((e, loop))
         if not chosen:
-            chosen = [e for e in es if e.distance == 0]
-        for e in chosen:
-            src = _source_iters(e, paths, it, trips)
+            chosen = [(e, None) for e in inits]
+        for e, loop in chosen:
+            src = _source_iters(e, paths, it, trips, loop)
             if src is not None:
                 out.append((value, e, src))
     return out
 
 
-def _source_iters(e: Edge, paths, it: dict[str, int], trips: Trips):
+def _carried_loop(e: Edge, inits: list[Edge], paths, it: dict[str, int]) -> str | None:
+    """The loop whose previous iteration carried edge `e` reads from: the innermost loop
+    around the reader, inside every loop around the value's initialisation, that is past
+    its first iteration (None: the first iteration of all of them reads the initial
+    value)."""
+    dp = paths[e.dst]
+    depth = max((_common(paths[i.src], dp) for i in inits), default=len(dp) - 1)
+    for loop in reversed(dp[depth:]):
+        if it.get(loop, 0) > 0:
+            return loop
+    return None
+
+
+def _common(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _source_iters(e: Edge, paths, it: dict[str, int], trips: Trips, carried: str | None):
+    """The producing execution's iters: the reader's in the loops both are in, the previous
+    iteration of loop `carried` (a distance-1 edge), the last iteration of the loops inside."""
     sp, dp = paths[e.src], paths[e.dst]
-    common = 0
-    while common < min(len(sp), len(dp)) and sp[common] == dp[common]:
-        common += 1
+    common = _common(sp, dp)
+    if carried is not None:
+        if carried not in sp[:common]:
+            return None
+        common = sp.index(carried) + 1
     src: dict[str, int] = {}
     for v in sp[:common]:
         src[v] = it[v]
-    if e.distance == 1:
-        loop = dp[-1]
-        if loop not in src:
-            return None
-        src[loop] -= 1
-        if src[loop] < 0:
+    if carried is not None:
+        src[carried] -= 1
+        if src[carried] < 0:
             return None
     for v in sp[common:]:
         n = trips(v, dict(src))
