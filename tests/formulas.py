@@ -177,6 +177,38 @@ def causal_conv1d(x, w, bias) -> np.ndarray:
     return out / (1.0 + np.exp(-out))
 
 
+def conv2d(x, w, pad, dilation, stride=1) -> np.ndarray:
+    """NHWC conv2d: x [N, H, W, C] zero-padded by `pad` on every side, filter w [R, S, C, CO]
+    with its taps `dilation` apart, outputs every `stride`-th position (PyTorch's
+    conv2d(x, w, stride, padding, dilation) in channels-last layout)."""
+    N, H, W, C = x.shape
+    R, S = w.shape[:2]
+    OH = (H + 2 * pad - dilation * (R - 1) - 1) // stride + 1
+    OW = (W + 2 * pad - dilation * (S - 1) - 1) // stride + 1
+    padded = np.zeros((N, H + 2 * pad, W + 2 * pad, C))
+    padded[:, pad:pad + H, pad:pad + W, :] = f64(x)
+    out = np.zeros((N, OH, OW, w.shape[3]))
+    for r in range(R):
+        for s in range(S):
+            h0, w0 = r * dilation, s * dilation
+            window = padded[:, h0:h0 + stride * (OH - 1) + 1:stride,
+                            w0:w0 + stride * (OW - 1) + 1:stride, :]
+            out += window @ f64(w[r, s])
+    return out
+
+
+def depthwise_conv2d(x, w, pad, dilation) -> np.ndarray:
+    """Channels-last depthwise conv2d, stride 1: channel c of x [N, H, W, C] (zero-padded by
+    `pad`) filtered by w[:, :, c] of w [R, S, C], its taps `dilation` apart."""
+    N, H, W, C = x.shape
+    R, S = w.shape[:2]
+    OH, OW = H + 2 * pad - dilation * (R - 1), W + 2 * pad - dilation * (S - 1)
+    padded = np.zeros((N, H + 2 * pad, W + 2 * pad, C))
+    padded[:, pad:pad + H, pad:pad + W, :] = f64(x)
+    return sum(padded[:, r * dilation:r * dilation + OH, s * dilation:s * dilation + OW, :]
+               * f64(w[r, s]) for r in range(R) for s in range(S))
+
+
 def softmax(X) -> np.ndarray:
     """Row-wise softmax."""
     x = f64(X)
@@ -203,6 +235,10 @@ REFERENCE: dict[str, Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
     "rmsnorm": lambda i: {"Y": rmsnorm(i["X"], i["W"], i["eps"])},
     "softmax": lambda i: {"Y": softmax(i["X"])},
     "causal_conv1d": lambda i: {"y": causal_conv1d(i["x"], i["w"], i["bias"])},
+    "conv2d": lambda i: {"y": conv2d(i["x"], i["w"], int(i["P"]), int(i["D"]))},
+    "conv2d_stride2": lambda i: {"y": conv2d(i["x"], i["w"], int(i["P"]), int(i["D"]), 2)},
+    "depthwise_conv2d": lambda i: {"y": depthwise_conv2d(i["x"], i["w"], int(i["P"]),
+                                                         int(i["D"]))},
     "w8a8_gemm": lambda i: {"C": w8a8_gemm(i["A"], i["W"], i["sa"], i["sw"])},
     "w4a16_gemm": lambda i: {"C": w4a16_gemm(i["A"], i["W"], i["S"], i["Z"])},
     "fp8_gemm": lambda i: {"C": fp8_gemm(i["A"], i["W"], i["sa"], i["sw"])},
@@ -224,6 +260,9 @@ OUTPUT_DTYPES: dict[str, dict[str, str]] = {
     "rmsnorm": {"Y": "f16"},
     "softmax": {"Y": "f16"},
     "causal_conv1d": {"y": "f16"},
+    "conv2d": {"y": "f16"},
+    "conv2d_stride2": {"y": "f16"},
+    "depthwise_conv2d": {"y": "f16"},
     "w8a8_gemm": {"C": "f16"},
     "w4a16_gemm": {"C": "f16"},
     "fp8_gemm": {"C": "bf16"},
@@ -249,6 +288,18 @@ def _mamba_dt_dA(rng, B, H, NC, L):
     A = -np.geomspace(16.0, 0.1, H) if H > 1 else np.array([-1.0])
     dA_cs = np.cumsum(dt * A.astype(F32)[None, :, None, None], axis=-1, dtype=F32)
     return dt, dA_cs
+
+
+def _conv_padding_dilation(d: Mapping[str, int], stride: int) -> tuple[int, int]:
+    """A convolution's padding and dilation, read off its shapes: padding 1 (the issue's), and
+    the dilation whose output size is the shapes' OH and OW (1 for OH = H at stride 1, 2 for
+    OH = H - 2)."""
+    for dilation in (1, 2, 3):
+        sizes = [(size + 2 - dilation * (taps - 1) - 1) // stride + 1
+                 for size, taps in ((d["H"], d["R"]), (d["W"], d["S"]))]
+        if sizes == [d["OH"], d["OW"]]:
+            return 1, dilation
+    raise ValueError(f"no dilation gives OH, OW = {d['OH']}, {d['OW']} from {dict(d)}")
 
 
 def make_inputs(sample: str, shapes: Mapping[str, int], rng: np.random.Generator) -> dict:
@@ -295,6 +346,17 @@ def make_inputs(sample: str, shapes: Mapping[str, int], rng: np.random.Generator
         B, L, C, W = d["B"], d["L"], d["C"], d["W"]
         return {"x": _randn(rng, (B, L, C), F16), "w": _randn(rng, (C, W), F32, W ** -0.5),
                 "bias": _randn(rng, (C,), F32, 0.1)}
+    if sample in ("conv2d", "conv2d_stride2"):
+        N, H, W, C, CO, R, S = (d[k] for k in ("N", "H", "W", "C", "CO", "R", "S"))
+        pad, dilation = _conv_padding_dilation(d, 2 if sample == "conv2d_stride2" else 1)
+        return {"x": _randn(rng, (N, H, W, C), F16),
+                "w": _randn(rng, (R, S, C, CO), F16, (R * S * C) ** -0.5),
+                "P": np.int32(pad), "D": np.int32(dilation)}
+    if sample == "depthwise_conv2d":
+        N, H, W, C, R, S = (d[k] for k in ("N", "H", "W", "C", "R", "S"))
+        pad, dilation = _conv_padding_dilation(d, 1)
+        return {"x": _randn(rng, (N, H, W, C), F16), "w": _randn(rng, (R, S, C), F32, 1 / 3),
+                "P": np.int32(pad), "D": np.int32(dilation)}
     if sample == "w4a16_gemm":
         return _gptq_4bit(rng, d["M"], d["N"], d["P"], d["KP"], d["KG"])
     if sample == "w8a8_gemm":

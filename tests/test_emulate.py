@@ -64,12 +64,14 @@ VARIANTS = {
 ROWS_128 = {"gemm": "BM", "matmul_sum": "BM", "flash_attn": "BM", "flash_attn_causal": "BM",
             "gemm_chain": "BM", "mamba2_chunk_state": "BP", "mamba2_chunk_scan": "BM",
             "w8a8_gemm": "BM", "w4a16_gemm": "BM", "fp8_gemm": "BM",
-            "fp8_blockscaled_gemm": "BM", "fp8_flash_attn": "BM"}
+            "fp8_blockscaled_gemm": "BM", "fp8_flash_attn": "BM", "conv2d": "BQ",
+            "conv2d_stride2": "BQ"}
 # ... at shapes where both have rows to compute
 SHAPES_128 = {"mamba2_chunk_state": dict(P=160), "mamba2_chunk_scan": dict(L=160)}
 # a consumer warpgroup multiplies 64 rows (the SMOKE tiles of the mamba2 kernels have 32)
 WS_TILES = {"mamba2_chunk_state": dict(BP=64), "mamba2_chunk_scan": dict(BM=64),
-            "causal_conv1d": dict(BL=64)}
+            "causal_conv1d": dict(BL=64), "conv2d_stride2": dict(BQ=64),
+            "depthwise_conv2d": dict(BQ=64)}
 # how the emulator schedules threads and copies: in thread order with cp.async copies
 # deferred to their wait, in reverse with eager copies, and shuffled
 CONFIGS = [dict(), dict(order="reverse", eager_cp_async=True), dict(order="random", seed=7)]

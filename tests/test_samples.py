@@ -101,6 +101,29 @@ CASES: dict[str, tuple[list[dict], list[dict]]] = {
          dict(B=1, L=3, C=130, W=4)],
         [dict(BL=32, BC=32), dict(BL=64, BC=128), dict(BL=128, BC=64)],
     ),
+    # padding 1 and dilation 1 where OH = H (stride 1), dilation 2 where OH = H - 2
+    # (formulas._conv_padding_dilation); H, W = 2, 3: every tap reaches outside the image
+    "conv2d": (
+        [dict(N=2, H=9, W=70, C=40, CO=72, R=3, S=3, OH=9, OW=70),
+         dict(N=1, H=7, W=13, C=20, CO=36, R=3, S=3, OH=5, OW=11),
+         dict(N=2, H=2, W=3, C=8, CO=8, R=3, S=3, OH=2, OW=3),
+         dict(N=1, H=6, W=40, C=72, CO=136, R=3, S=3, OH=4, OW=38)],
+        [dict(BQ=64, BCO=64, BK=32), dict(BQ=32, BCO=128, BK=64), dict(BQ=128, BCO=64, BK=32)],
+    ),
+    "conv2d_stride2": (
+        [dict(N=2, H=9, W=70, C=40, CO=72, R=3, S=3, OH=5, OW=35),
+         dict(N=1, H=8, W=15, C=20, CO=36, R=3, S=3, OH=3, OW=7),
+         dict(N=1, H=2, W=3, C=8, CO=8, R=3, S=3, OH=1, OW=2),
+         dict(N=1, H=11, W=80, C=72, CO=40, R=3, S=3, OH=4, OW=38)],
+        [dict(BQ=32, BCO=64, BK=32), dict(BQ=64, BCO=128, BK=64)],
+    ),
+    "depthwise_conv2d": (
+        [dict(N=2, H=9, W=70, C=72, R=3, S=3, OH=9, OW=70),
+         dict(N=1, H=7, W=13, C=20, R=3, S=3, OH=5, OW=11),
+         dict(N=2, H=2, W=3, C=8, R=3, S=3, OH=2, OW=3),
+         dict(N=1, H=6, W=40, C=130, R=3, S=3, OH=4, OW=38)],
+        [dict(BQ=32, BC=32), dict(BQ=16, BC=128), dict(BQ=64, BC=64)],
+    ),
 }
 
 # Relative L2 error allowed against the formula, by output dtype. Measured by emulating the
@@ -271,6 +294,36 @@ def test_mamba2_formulas_match_the_ssm_recurrence():
     cb = np.einsum("bclgn,bcsgn->bcgls", C, Bm)
     out = F.mamba2_chunk_scan(cb, x, dt, dA_cs, C, prev, D)
     np.testing.assert_allclose(out, y, rtol=1e-9, atol=1e-9)
+
+
+def _conv_loops(x, w, pad, dilation, stride, depthwise=False):
+    """conv2d by its definition: a sum over taps and channels of in-image elements only."""
+    N, H, W, C = x.shape
+    R, S = w.shape[:2]
+    OH = (H + 2 * pad - dilation * (R - 1) - 1) // stride + 1
+    OW = (W + 2 * pad - dilation * (S - 1) - 1) // stride + 1
+    out = np.zeros((N, OH, OW) + (w.shape[2:3] if depthwise else w.shape[3:]))
+    for n, p, q, r, s in np.ndindex(N, OH, OW, R, S):
+        h, v = p * stride + r * dilation - pad, q * stride + s * dilation - pad
+        if 0 <= h < H and 0 <= v < W:
+            pixel = x[n, h, v].astype(np.float64)
+            out[n, p, q] += pixel * w[r, s] if depthwise else pixel @ w[r, s]
+    return out
+
+
+@pytest.mark.parametrize("stride, pad, dilation", [(1, 1, 1), (2, 1, 1), (1, 1, 2), (2, 2, 2),
+                                                   (1, 0, 1)])
+def test_conv_formulas_match_loops(stride, pad, dilation):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 7, 9, 5))
+    w = rng.standard_normal((3, 3, 5, 4))
+    np.testing.assert_allclose(F.conv2d(x, w, pad, dilation, stride),
+                               _conv_loops(x, w, pad, dilation, stride), rtol=1e-12, atol=1e-12)
+    if stride == 1:
+        dw = rng.standard_normal((3, 3, 5))
+        np.testing.assert_allclose(F.depthwise_conv2d(x, dw, pad, dilation),
+                                   _conv_loops(x, dw, pad, dilation, 1, depthwise=True),
+                                   rtol=1e-12, atol=1e-12)
 
 
 def test_rmsnorm_and_softmax_formulas():

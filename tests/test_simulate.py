@@ -59,6 +59,9 @@ EDGE = {
     "fp8_blockscaled_gemm": dict(M=7, N=200, K=40, KB=1, NB=2),
     "fp8_flash_attn": dict(B=2, H=1, S=64, T=130, D=32),
     "causal_conv1d": dict(B=1, L=37, C=40, W=4),
+    "conv2d": dict(N=1, H=7, W=13, C=20, CO=36, R=3, S=3, OH=5, OW=11),          # dilation 2
+    "conv2d_stride2": dict(N=1, H=8, W=15, C=20, CO=36, R=3, S=3, OH=3, OW=7),   # dilation 2
+    "depthwise_conv2d": dict(N=1, H=7, W=13, C=20, R=3, S=3, OH=5, OW=11),       # dilation 2
 }
 
 
