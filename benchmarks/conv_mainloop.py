@@ -4,11 +4,11 @@
 
 Issue 22 asks that a conv2d 3x3 main loop issue at most 1.5x the instructions per
 tensor-core MFLOP of the f16 GEMM at the same tile. For each plan (the search's pick for
-samples/conv2d.pt at its benchmark shape, and on sm90 also the warp-specialized plans at the
-same tiles) this builds conv2d and samples/gemm.pt with the same tiles (BM = BQ, BN = BCO,
-BK) and plan choice, at the GEMM the convolution is (M = N * OH * OW, N = CO, K = R * S * C),
-and prints what each main loop issues per warp (wave) and iteration with the ratio of
-instructions per tensor-core MFLOP (ptc.runtime.mainloop, ptc.runtime.amdgpu_isa). Needs
+samples/conv2d.pt at its benchmark shape, and the warp-specialized plans at the same tiles
+where the target has them) this builds conv2d and samples/gemm.pt with the same tiles
+(BM = BQ, BN = BCO, BK) and plan choice, at the GEMM the convolution is (M = N * OH * OW,
+N = CO, K = R * S * C), and prints what each main loop issues per warp (wave) and
+iteration with the ratio of instructions per tensor-core MFLOP (ptc.runtime.mainloop, ptc.runtime.amdgpu_isa). Needs
 nvcc and cuobjdump, or a HIP compiler for gfx targets; no GPU.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ptc.driver import check_file, schedule  # noqa: E402
 from ptc.render import can_render, render_kernel  # noqa: E402
 from ptc.runtime.build import build, sass, write_build_dir  # noqa: E402
 from ptc.runtime.signature import signature_of  # noqa: E402
-from ptc.sched.construct import Choice, construct  # noqa: E402
+from ptc.sched.construct import Choice, Unfit, construct  # noqa: E402
 from ptc.stask import build_graphs, propagate  # noqa: E402
 
 ARCH = {"sm80": "sm_80", "sm90": "sm_90a", "gfx90a": "gfx90a", "gfx942": "gfx942"}
@@ -62,16 +62,15 @@ def counts(loop, target: str) -> str:
 
 
 def plans(target: str, shapes: dict) -> list[tuple[dict, Choice]]:
-    """The search's conv2d plan at `shapes`, and on sm90 the warp-specialized ones with its
-    tiles (wgmma: the plan the GEMM takes there)."""
+    """The search's conv2d plan at `shapes`, and warp-specialized ones at its tiles (the
+    plan the GEMM takes on sm90)."""
     kernel = check_file(ROOT / "samples" / "conv2d.pt", shapes).kernels[0]
     result = schedule(kernel, target, shapes=shapes)
     best = next(c for c in result.ranked if can_render(c.plan, get_device(target)) is None)
-    out = [(dict(best.tiles), best.choice)]
-    if target == "sm90":   # the benchmark's question, not a decision of the compiler
-        out += [(dict(best.tiles, BQ=64), Choice("warp_specialized", 3, 1)),
-                (dict(best.tiles, BQ=128, BK=64), Choice("warp_specialized", 3, 2))]
-    return out
+    # and the warp-specialized plans (wgmma on sm90), where the target has them
+    return [(dict(best.tiles), best.choice),
+            (dict(best.tiles, BQ=64), Choice("warp_specialized", 3, 1)),
+            (dict(best.tiles, BQ=128, BK=64), Choice("warp_specialized", 3, 2))]
 
 
 def main() -> None:
@@ -96,6 +95,8 @@ def main() -> None:
                                   args.target, Path(tmp) / f"conv{i}")
                 theirs = built_loop(ROOT / "samples" / "gemm.pt", gemm, gtiles, choice,
                                     args.target, Path(tmp) / f"gemm{i}")
+            except Unfit:
+                continue
             except Exception as exc:   # a row that says why, not a crash
                 print(f"{choice.describe()} {tiles}: error: {exc}")
                 continue
