@@ -379,6 +379,17 @@ def reads_with_expands(e: T.TExpr, axes: list[int] | None = None, rank: int = 0)
             yield from reads_with_expands(c, axes, rank)
 
 
+def transposes_read(e: T.TExpr):
+    """The transposes an elementwise statement computes directly (where reads_with_expands
+    stops): each one's argument is computed in the statement's layout transposed."""
+    if isinstance(e, T.Transpose):
+        yield e
+        return
+    if isinstance(e, (T.Elementwise, T.Convert, T.Fill)):
+        for c in T.children(e):
+            yield from transposes_read(c)
+
+
 def assign_layouts(problem: LayoutProblem) -> Solution:
     """`solve_layouts(problem)`, memoized."""
     # Layout equality leaves out the note, which the printed kernel shows: a solution

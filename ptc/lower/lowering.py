@@ -33,7 +33,8 @@ from ..stask.graph import STaskGraph
 from . import ir
 from .arith import base2_exponentials
 from .assign import (LayoutProblem, Tiling, assign_layouts, layout_problem,
-                     reads_with_expands, register_words, tiling_layouts, tilings)
+                     reads_with_expands, register_words, tiling_layouts, tilings,
+                     transposes_read)
 from .atoms import atoms_for, mma_atom
 from .layout import Layout, read_layout
 from .program import Stmt, flatten, mma_parts, reads
@@ -520,13 +521,19 @@ class Builder:
                 expr = value
             if target is None:
                 return []
-            for r, axes in reads_with_expands(expr):
-                home = self.values.get(r)
-                if not isinstance(home, ir.RegTile):
-                    continue
-                want = read_layout(target, self.low.shape(expr), axes, home.shape)
-                if not self.layouts[home.layout].same_map(want):
-                    wanted.append((r, want, False))
+            # what each value is read in: the statement's layout, or under a transpose
+            # (`o.T`, rendered as o's element (c, r) in the thread computing (r, c)) its
+            # transpose
+            parts = [(expr, target)] + [
+                (t.arg, target.transposed(f"{target.name}_t")) for t in transposes_read(expr)]
+            for part, layout in parts:
+                for r, axes in reads_with_expands(part):
+                    home = self.values.get(r)
+                    if not isinstance(home, ir.RegTile):
+                        continue
+                    want = read_layout(layout, self.low.shape(part), axes, home.shape)
+                    if not self.layouts[home.layout].same_map(want):
+                        wanted.append((r, want, False))
         ops: list = []
         for r, want, transposed in {(r, t): (r, w, t) for r, w, t in wanted}.values():
             home = self.values[r]
