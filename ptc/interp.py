@@ -272,6 +272,7 @@ class Machine:
         """Source (tensor) and destination (tile) slices of the in-bounds part, or None."""
         src, dst, tile_shape = [], [], []
         inside = True     # the tile's whole shape is needed even where nothing is inside
+        gathered = any(isinstance(item, T.Gather) for item in index)
         for item, n in zip(index, shape):
             if isinstance(item, T.TileSlice):
                 size = self.extent(item.size)
@@ -289,10 +290,19 @@ class Machine:
                 tile_shape.append(n)
                 src.append(slice(0, n))
                 dst.append(slice(0, n))
+            elif isinstance(item, T.Gather):       # the rows the index tile names
+                pos = np.asarray(self.eval(item.index)).astype(np.int64)
+                keep = np.nonzero((pos >= 0) & (pos < n))[0]
+                tile_shape.append(self.extent(item.size))
+                inside = inside and keep.size > 0
+                src.append(pos[keep])
+                dst.append(keep)
             else:
                 i = int(self.eval(item.index))
                 inside = inside and 0 <= i < n
-                src.append(i)
+                # beside a gathered dim, a point is a unit slice: NumPy keeps the one
+                # index array's axis in place (the callers reshape the unit axes away)
+                src.append(slice(i, i + 1) if gathered else i)
         return ((tuple(src), tuple(dst)) if inside else None), tile_shape
 
     def store(self, s: T.Store) -> None:
@@ -302,9 +312,19 @@ class Machine:
         if region is None:
             return
         src, dst = region
-        tile = np.broadcast_to(value, tile_shape)[dst]
+        tile = np.broadcast_to(value, tile_shape)[dst].reshape(out[src].shape)
         if s.atomic:
-            acc = out[src].astype(_F32 if out.dtype != np.int32 else np.int32) + tile
+            wide = _F32 if out.dtype != np.int32 else np.int32
+            rows = next((a for a in src if isinstance(a, np.ndarray)), None)
+            if rows is not None and len(np.unique(rows)) < len(rows):
+                # a scatter that names a row twice adds each of its tile rows in turn
+                axis = next(k for k, a in enumerate(src) if isinstance(a, np.ndarray))
+                for k, row in enumerate(rows):
+                    at = src[:axis] + (row,) + src[axis + 1:]
+                    part = np.take(tile, k, axis=axis).reshape(out[at].shape)
+                    out[at] = (out[at].astype(wide) + part).astype(out.dtype)
+                return
+            acc = out[src].astype(wide) + tile
             out[src] = acc.astype(out.dtype)
         else:
             out[src] = tile
@@ -331,7 +351,7 @@ class Machine:
         out = np.full(tile_shape, e.pad, dtype=_F32).astype(src.dtype)
         if region is not None:
             s, d = region
-            out[d] = src[s]
+            out[d] = src[s].reshape(out[d].shape)
         return out
 
     def _Elementwise(self, e: T.Elementwise):

@@ -207,6 +207,23 @@ def depthwise_conv2d(x, w, pad, dilation) -> np.ndarray:
     padded[:, pad:pad + H, pad:pad + W, :] = f64(x)
     return sum(padded[:, r * dilation:r * dilation + OH, s * dilation:s * dilation + OW, :]
                * f64(w[r, s]) for r in range(R) for s in range(S))
+def moe_gemm(X, W, src, dst, gate, R: int) -> np.ndarray:
+    """The experts' products in the capacity layout: for every slot (e, c) whose source
+    row 0 <= src[e, c] < T and destination row 0 <= dst[e, c] < R,
+    Y[dst] = gate * X[src] @ W[e]; rows no slot names stay 0."""
+    x, w = f64(X), f64(W)
+    Y = np.zeros((R, w.shape[2]))
+    for e in range(w.shape[0]):
+        for c in range(src.shape[1]):
+            s, d = int(src[e, c]), int(dst[e, c])
+            if 0 <= s < x.shape[0] and 0 <= d < R:
+                Y[d] = float(gate[e, c]) * (x[s] @ w[e])
+    return Y
+
+
+def _moe_rows(src, T: int) -> int:
+    """R: every (token, k) pair has one slot, so Y has a row per filled slot."""
+    return int(((src >= 0) & (src < T)).sum())
 
 
 def softmax(X) -> np.ndarray:
@@ -239,6 +256,8 @@ REFERENCE: dict[str, Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
     "conv2d_stride2": lambda i: {"y": conv2d(i["x"], i["w"], int(i["P"]), int(i["D"]), 2)},
     "depthwise_conv2d": lambda i: {"y": depthwise_conv2d(i["x"], i["w"], int(i["P"]),
                                                          int(i["D"]))},
+    "moe_gemm": lambda i: {"Y": moe_gemm(i["X"], i["W"], i["src"], i["dst"], i["gate"],
+                                         _moe_rows(i["src"], i["X"].shape[0]))},
     "w8a8_gemm": lambda i: {"C": w8a8_gemm(i["A"], i["W"], i["sa"], i["sw"])},
     "w4a16_gemm": lambda i: {"C": w4a16_gemm(i["A"], i["W"], i["S"], i["Z"])},
     "fp8_gemm": lambda i: {"C": fp8_gemm(i["A"], i["W"], i["sa"], i["sw"])},
@@ -263,6 +282,7 @@ OUTPUT_DTYPES: dict[str, dict[str, str]] = {
     "conv2d": {"y": "f16"},
     "conv2d_stride2": {"y": "f16"},
     "depthwise_conv2d": {"y": "f16"},
+    "moe_gemm": {"Y": "f16"},
     "w8a8_gemm": {"C": "f16"},
     "w4a16_gemm": {"C": "f16"},
     "fp8_gemm": {"C": "bf16"},
@@ -357,6 +377,8 @@ def make_inputs(sample: str, shapes: Mapping[str, int], rng: np.random.Generator
         pad, dilation = _conv_padding_dilation(d, 1)
         return {"x": _randn(rng, (N, H, W, C), F16), "w": _randn(rng, (R, S, C), F32, 1 / 3),
                 "P": np.int32(pad), "D": np.int32(dilation)}
+    if sample == "moe_gemm":
+        return _moe_routing(rng, d["T"], d["K"], d["N"], d["E"], d["C"], d["R"])
     if sample == "w4a16_gemm":
         return _gptq_4bit(rng, d["M"], d["N"], d["P"], d["KP"], d["KG"])
     if sample == "w8a8_gemm":
@@ -373,6 +395,34 @@ def make_inputs(sample: str, shapes: Mapping[str, int], rng: np.random.Generator
         Vt, vd = _e4m3_per_tensor(rng.standard_normal((B, H, D, T)))
         return {"Q": Q, "K": K, "Vt": Vt, "q_descale": qd, "k_descale": kd, "v_descale": vd}
     raise KeyError(f"no inputs for sample {sample!r}")
+
+
+def _moe_routing(rng, T, K, N, E, C, R):
+    """Each token routed to TOPK = R / T distinct experts (softmax weights), each expert's
+    slots filled in a shuffled order up to its count, the rest empty: src -1, dst past R
+    (src past T, dst -1: both ends of the ranges). Redrawn until no expert overflows C (every row of Y is
+    written, so no output is left as the caller initialized it)."""
+    topk = R // T
+    assert topk * T == R and 0 < topk <= E, f"R = {R} is not T = {T} times a top-k <= E"
+    for _ in range(100):
+        experts = np.argsort(rng.random((T, E)), axis=1)[:, :topk]      # distinct per token
+        if np.bincount(experts.ravel(), minlength=E).max() <= C:
+            break
+    else:
+        raise ValueError(f"C = {C} slots do not hold {T * topk} rows over {E} experts")
+    logits = rng.standard_normal((T, topk))
+    weights = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    src = np.full((E, C), T + 3, np.int32)
+    dst = np.full((E, C), -1, np.int32)
+    gate = np.zeros((E, C), F32)
+    for e in range(E):
+        t, k = np.nonzero(experts == e)
+        order = rng.permutation(len(t))
+        t, k = t[order], k[order]
+        src[e, :len(t)], dst[e, :len(t)] = t, t * topk + k
+        gate[e, :len(t)] = weights[t, k]
+    return {"X": _randn(rng, (T, K), F16), "W": _randn(rng, (E, K, N), F16, K ** -0.5),
+            "src": src, "dst": dst, "gate": gate}
 
 
 def _gptq_4bit(rng, M, N, P, KP, KG):

@@ -124,6 +124,13 @@ CASES: dict[str, tuple[list[dict], list[dict]]] = {
          dict(N=1, H=6, W=40, C=130, R=3, S=3, OH=4, OW=38)],
         [dict(BQ=32, BC=32), dict(BQ=16, BC=128), dict(BQ=64, BC=64)],
     ),
+    # C not a multiple of BM (the index tiles' tails read pad -1); T = 7 with C = 130: most
+    # slots empty; E = 1: one expert takes every token once
+    "moe_gemm": (
+        [dict(T=100, K=72, N=136, E=4, C=72, R=200), dict(T=7, K=40, N=72, E=3, C=130, R=14),
+         dict(T=90, K=96, N=64, E=1, C=90, R=90)],
+        [dict(BM=64, BN=64, BK=32), dict(BM=128, BN=128, BK=64)],
+    ),
 }
 
 # Relative L2 error allowed against the formula, by output dtype. Measured by emulating the

@@ -100,6 +100,20 @@ class GlobalTile:
     col_low: bool = False        # ... its columns before column 0
     row_step: int = 1            # a strided offset tile's rows: every row_step-th
     col_step: int = 1
+    gather: "GatherRows | None" = None   # gathered rows: each row's position is loaded
+
+
+@dataclass(frozen=True)
+class GatherRows:
+    """A gathered tile's rows: row r of the tile is row `index[r]` of the tensor (the
+    GlobalTile's origin and row_start leave the rows out, its row_stride is the dim's),
+    where `index` is the i32 tile `tile` (one row of `rows` positions), reading `pad`
+    past the index tensor; a position outside [0, bound) is no row (the pad is read, a
+    store skips it). The copy reads the index tensor itself, one position per row."""
+
+    tile: GlobalTile
+    pad: int
+    bound: T.TExpr
 
 
 # ---- ops -----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ into the origin and a validity condition.
 from __future__ import annotations
 
 from ..sema import typed as T
-from .ir import GlobalTile
+from .ir import GatherRows, GlobalTile
 
 I32 = T.TileType("i32")
 BOOL = T.TileType("bool")
@@ -95,6 +95,7 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
     origin: T.TExpr = const(0)
     valid: T.TExpr | None = None
     axes: list[tuple[int, T.TExpr, T.TExpr, T.TExpr, bool, int]] = []
+    gather: GatherRows | None = None
     # (extent, start, bound, stride, whether the start may be below 0, step)
     for item, d, stride in zip(items, dims, strides):
         if isinstance(item, T.Point):
@@ -110,16 +111,27 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
             origin = add(origin, mul(start, stride))
             axes.append((size, start, d, mul(stride, const(item.stride)),
                          item.offset is not None, item.stride))
+        elif isinstance(item, T.Gather):
+            # every row is inside the tile's bounds; the copy checks each loaded position
+            size = extent_value(kernel, tiles, item.size)
+            if axes:
+                raise TileError(f"a tile of {tensor} gathers a dim after a tiled one; "
+                                "gathered dims are the tile's rows")
+            index = global_tile(kernel, tiles, item.index.tensor, item.index.index)
+            gather = GatherRows(index, int(item.index.pad), d)
+            axes.append((size, const(0), const(size), stride, False, 1))
         else:
             axes.append((extent_value(kernel, tiles, item.extent), const(0), d, stride, False,
                          1))
     if len(axes) > 2:
         raise TileError(f"a tile of {tensor} spans {len(axes)} dims; tiles have at most 2")
+    if gather is not None and len(axes) < 2:
+        raise TileError(f"a tile of {tensor} gathers without a dim of columns")
     while len(axes) < 2:
         axes.insert(0, (1, const(0), const(1), const(0), False, 1))
     (rows, r0, rb, rs, rlow, rstep), (cols, c0, cb, cs, clow, cstep) = axes
     return GlobalTile(tensor, p.dtype, rows, cols, origin, rs, cs, r0, rb, c0, cb, valid,
-                      rlow, clow, rstep, cstep)
+                      rlow, clow, rstep, cstep, gather)
 
 
 def tile_start(item: T.TileSlice, size: int) -> T.TExpr:

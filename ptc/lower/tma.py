@@ -42,10 +42,16 @@ def tensor_strides(kernel: T.TypedKernel, tensor: str) -> tuple[T.TExpr, ...]:
     return tuple(out)
 
 
+# a tiled-mode box is consecutive rows; TMA's gather4 mode (four rows a copy) is not used
+GATHERED = "its rows are gathered (each row's position is loaded; no tiled TMA box)"
+
+
 def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
     """The box that loads `load`'s tile, or why TMA cannot."""
     if load.pad != 0.0:
         return f"TMA fills out-of-bounds elements with zero, not {load.pad}"
+    if any(isinstance(i, T.Gather) for i in load.index):
+        return GATHERED
     if any(isinstance(i, T.TileSlice) and i.stride != 1 for i in load.index):
         return "it takes every n-th element of a dim (a strided tile: the threads copy it)"
     inner = load.index[-1]
@@ -63,6 +69,8 @@ def tma_store_box(kernel: T.TypedKernel, tiles, store: T.Store, parts: int = 1) 
     of the rows), or why TMA cannot. TMA stores clip at the tensor's edges."""
     if store.atomic:
         return "it adds atomically (no TMA reduction is issued)"
+    if any(isinstance(i, T.Gather) for i in store.index):
+        return GATHERED
     if len(store.value.type.shape) != 2:
         return "the epilogue stores 2-D tiles by TMA; others from the registers"
     return _box(kernel, tiles, store.tensor, store.index, store.value.type.shape, parts)
@@ -121,6 +129,9 @@ def _box(kernel, tiles, name: str, index, shape_exprs, parts: int) -> TmaBox | s
 def per_thread_copy(kernel: T.TypedKernel, load: T.Load) -> str | None:
     """None when a load the producer's threads copy can go by cp.async (4-byte elements
     or wider, one per copy at any stride, zero past the edges), else why not."""
+    if any(isinstance(i, T.Gather) for i in load.index):
+        return ("its rows are gathered: the producer's copies take consecutive rows (a "
+                "multistage plan copies gathered rows by cp.async)")
     esize = DTYPE_BYTES[kernel.tensor(load.tensor).dtype]
     if esize < 4:
         return f"cp.async moves at least 4 bytes, and its elements are {esize}"

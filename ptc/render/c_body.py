@@ -378,6 +378,8 @@ class CBodyPrinter:
             firsts = self.tile_firsts(tile, op.loop or None, op.ahead)
             if firsts:
                 self.emit(f"const int rows_first = {firsts[0]}, cols_first = {firsts[1]};")
+            if tile.gather is not None:
+                self.gather_rows(tile, op.loop or None, op.ahead)
             sync = self.sync_copy(op, dst, rs, cs)
             if not op.asynchronous:
                 self.emit(sync)
@@ -388,6 +390,27 @@ class CBodyPrinter:
                 self.emit(f"else {sync}")
             else:
                 self.emit(fast)
+
+    def gather_rows(self, tile: ir.GlobalTile, ahead_var: str | None = None,
+                    ahead: int = 0) -> None:
+        """Declare `rows`, the positions of a gathered tile's rows (GatherRows in the copy
+        headers): its index tile's address, stride and length, the index load's pad and
+        the gathered dim."""
+        index = tile.gather.tile
+        if index.row_low or index.col_low or index.col_step != 1:
+            raise RenderError(f"the positions of {tile.tensor}'s gathered rows are an offset "
+                              "tile (not supported yet)")
+        origin, _, cs, rows_left, cols_left = self.tile_bounds(index, ahead_var, ahead)
+        with self.iteration_ahead(ahead_var, ahead):
+            bound = self.scalar_expr(tile.gather.bound)
+        self.emit(f"const ptc::GatherRows rows{{g_{index.tensor} + ({origin}), (int)({cs}), "
+                  f"({rows_left}) > 0 ? {cols_left} : 0, {tile.gather.pad}, "
+                  f"(long long)({bound})}};")
+
+    @staticmethod
+    def gathered_args(tile: ir.GlobalTile) -> str:
+        """A gathered copy's arguments after the thread: its first column."""
+        return ", cols_first" if tile.col_low else ", 0"
 
     @staticmethod
     def first_args(tile: ir.GlobalTile) -> str:
@@ -703,7 +726,12 @@ class CBodyPrinter:
         extra = [f"c{a} < {shape[a]}" for a, m in enumerate(lay.exceeds(shape)) if m]
         with self.block(""):
             self.emit(f"{ctype}* g = g_{tile.tensor} + ({origin});")
-            self.emit(f"const int rs = (int)({rs}), cs = (int)({cs});  // offsets in the tile: 32-bit")
+            if tile.gather is not None:     # scattered rows: anywhere in the tensor
+                self.emit(f"const long long rs = (long long)({rs});")
+                self.emit(f"const int cs = (int)({cs});")
+                self.gather_rows(tile)
+            else:
+                self.emit(f"const int rs = (int)({rs}), cs = (int)({cs});  // offsets in the tile: 32-bit")
             self.emit(f"const int rows_left = {rows_left}, cols_left = {cols_left};")
             owner = f"if ({s}::owner(lane, warp))" if "true" not in \
                 self.owner_text(lay) else ""
@@ -718,7 +746,12 @@ class CBodyPrinter:
                             self.coords(home.layout)
                             conds = [f"{row} < rows_left", f"{col} < cols_left"] + extra
                             self.emit(f"if (!({' && '.join(conds)})) continue;")
-                            self.emit_store(op, home, vec, packed, row, col, ctype)
+                            at = row
+                            if tile.gather is not None:   # its row's position, or none
+                                self.emit(f"const int at = rows.at({row});")
+                                self.emit("if (at < 0) continue;")
+                                at = "at"
+                            self.emit_store(op, home, vec, packed, at, col, ctype)
 
     def owner_text(self, lay: Layout) -> str:
         return owner_expr(lay)

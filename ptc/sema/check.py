@@ -82,6 +82,7 @@ class KernelChecker(SignatureChecker, StmtChecker, ExprChecker, CallChecker, Ind
         self.assigned_anywhere = set(self.assignment_counts)
         self.index_values: dict[str, T.TExpr] = {}   # variables an index may read
         self.not_index_values: dict[str, T.TExpr] = {}  # other scalars: what computes them
+        self.gather_values: dict[str, T.Load] = {}   # i32 tiles loaded once: gathered rows
         self.store_targets = _store_targets(kernel.body)
         self.errors_before = len(collector.diagnostics)
 

@@ -72,7 +72,19 @@ class IndexChecker:
                 items.append(self._offset_tile(v, item.span, func, name))
                 shape.append(items[-1].size)
                 continue
+            if v.type.rank == 1:
+                items.append(self._gather(v, item.span, items))
+                shape.append(items[-1].size)
+                continue
             items.append(T.Point(self._index_scalar(v, item.span, "a tensor index")))
+        gathered = [k for k, it in enumerate(items) if isinstance(it, T.Gather)]
+        if gathered and not any(isinstance(it, (T.TileSlice, T.WholeDim))
+                                for it in items[gathered[0] + 1:]):
+            dim = tensor.dims[gathered[0]]
+            self.fail(f"gathered columns are not supported yet: the gathered dim {dim} of "
+                      f"{name} has no tiled dim after it", sub.items[gathered[0]].span,
+                      "gather whole rows: take a later dim as a tile or `:`, e.g. "
+                      "X[load(idx[i], pad=-1), k]")
         return tensor, tuple(items), tuple(shape)
 
     def _offset_tile(self, v: V, span: Span, func: str, tensor: str) -> T.TileSlice:
@@ -95,6 +107,27 @@ class IndexChecker:
             return T.TileSlice(vec.var, vec.size, None, stride)
         e = self._index_scalar(V(offset), span, "an offset tile's offset")
         return T.TileSlice(vec.var, vec.size, e, stride)
+
+    def _gather(self, v: V, span: Span, before: list) -> T.Gather:
+        """`X[load(idx[i], pad=-1), k]`: the rows an i32 index tile names (docs/language.md,
+        "Gathered rows")."""
+        load = v.expr
+        if isinstance(load, T.Var):
+            load = self.gather_values.get(load.name, load)
+        if not isinstance(load, T.Load):
+            why = (f"{load.name!r} is assigned more than once"
+                   if isinstance(load, T.Var) and self.assignment_counts[load.name] > 1
+                   else "this one is computed")
+            self.fail(f"a gathered subscript is an i32 index tile loaded from a tensor: {why}",
+                      span, "load the positions as they are, e.g. X[load(idx[i], pad=-1), k]; "
+                      "compute them into an index tensor beforehand")
+        if load.type.dtype != "i32":
+            self.fail(f"a gathered subscript's positions must be i32, not {load.type}", span,
+                      "load an i32 tensor of row positions")
+        if any(isinstance(x, T.Gather) for x in tuple(before) + load.index):
+            self.fail("a subscript gathers along one dim only", span,
+                      "gather the rows; take the other dims as tiles, points or `:`")
+        return T.Gather(load, load.type.shape[0])
 
     def _index_scalar(self, v: V, span: Span, what: str) -> T.TExpr:
         """An i32 scalar that indexes a tensor or bounds a loop, as every back end computes
@@ -126,6 +159,9 @@ class IndexChecker:
     def _note_index_value(self, name: str, value: T.TExpr) -> None:
         """Remember a variable assigned once in the kernel, to an index expression: an
         index may read it (`_index_scalar`)."""
+        if self.assignment_counts.get(name) == 1 and isinstance(value, T.Load) and \
+                value.type.rank == 1:
+            self.gather_values[name] = value      # `rows = load(idx[i])`: gathered rows
         if self.assignment_counts.get(name) != 1 or value.type.rank != 0:
             return
         value = inline_index_vars(value, self.index_values)

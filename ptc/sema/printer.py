@@ -73,6 +73,8 @@ def _index(items) -> str:
                          else f"{it.var}:{it.size}{step}+{expr(it.offset)}")
         elif isinstance(it, T.WholeDim):
             parts.append(f":{it.extent}")
+        elif isinstance(it, T.Gather):
+            parts.append(f"gather({expr(it.index)})")
         else:
             parts.append(expr(it.index))
     return ", ".join(parts)

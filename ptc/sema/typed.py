@@ -147,7 +147,19 @@ class WholeDim:
     extent: Extent
 
 
-IndexItem = Union[TileSlice, Point, WholeDim]
+@dataclass(frozen=True)
+class Gather:
+    """Subscript item: gathered rows (`X[load(idx[i], pad=-1), k]`): tile element k is at
+    position `index[k]` of the dim, where `index` is an i32 `[size]` tile load; a position
+    outside the dim (below 0 or at its size and past) reads the pad, and a store skips it.
+    The index load is not an operand of the expression: the copy reads the index tensor
+    itself, row by row (docs/gathered-tiles.md, part 3)."""
+
+    index: "Load"
+    size: Extent
+
+
+IndexItem = Union[TileSlice, Point, WholeDim, Gather]
 
 
 @dataclass(frozen=True)

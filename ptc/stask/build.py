@@ -373,7 +373,7 @@ class _Builder:
 
 
 def _store_shape(kernel: T.TypedKernel, s: T.Store) -> tuple[T.Extent, ...]:
-    return tuple(i.size if isinstance(i, T.TileSlice) else i.extent
+    return tuple(i.size if isinstance(i, (T.TileSlice, T.Gather)) else i.extent
                  for i in s.index if not isinstance(i, T.Point))
 
 

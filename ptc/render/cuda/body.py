@@ -32,12 +32,23 @@ class BodyPrinter(SpecializedOps, CBodyPrinter):
 
     def sync_copy(self, op: ir.CopyTile, dst: str, rs: str, cs: str) -> str:
         rows, cols, row_bytes, swz = self.tile_shape(self.buffers[op.buffer])
+        if op.tile.gather is not None:
+            return (f"ptc::copy_gathered_sync<{CTYPES[op.tile.dtype]}, {rows}, {cols}, "
+                    f"THREADS, {row_bytes}, {'true' if swz else 'false'}>({dst}, g, "
+                    f"(long long)({rs}), (int)({cs}), rows, cols_left, "
+                    f"{literal(op.pad, 'f32')}, tid{self.gathered_args(op.tile)});")
         return (f"ptc::copy_tile_sync<{CTYPES[op.tile.dtype]}, {rows}, {cols}, THREADS, "
                 f"{row_bytes}, {'true' if swz else 'false'}>({dst}, g, (int)({rs}), "
                 f"(int)({cs}), rows_left, cols_left, {literal(op.pad, 'f32')}, tid"
                 f"{self.first_args(op.tile)});")
 
     def async_copy(self, op: ir.CopyTile, dst: str, rs: str) -> str:
+        if op.tile.gather is not None:
+            rows, cols, row_bytes, swz = self.tile_shape(self.buffers[op.buffer])
+            return (f"ptc::copy_gathered_async<{CTYPES[op.tile.dtype]}, {rows}, {cols}, "
+                    f"{op.vector}, THREADS, {row_bytes}, {'true' if swz else 'false'}>({dst}, "
+                    f"g, (long long)({rs}), rows, cols_left, tid"
+                    f"{self.gathered_args(op.tile)});")
         state = self.copy_states.get(op.task)
         if state is not None:
             return (f"{state}.async({dst}, g, (int)({rs}), rows_left, cols_left"
@@ -50,7 +61,7 @@ class BodyPrinter(SpecializedOps, CBodyPrinter):
     def copy_state(self, op: ir.CopyTile) -> None:
         """Declare the per-thread offsets of an async copy whose row stride does not change
         (it depends on dims only): computed once, used by every iteration."""
-        if not op.asynchronous or op.task in self.copy_states or \
+        if not op.asynchronous or op.task in self.copy_states or op.tile.gather or \
                 _mentions_index(op.tile.row_stride):
             return
         b = self.buffers[op.buffer]

@@ -157,4 +157,56 @@ __device__ __forceinline__ void copy_tile_sync(uint32_t smem, const T* g, int ro
   }
 }
 
+// Gathered rows (ptc/lower/ir.py, GatherRows): row r of the tile is row at(r) of the
+// tensor -- element r of the index tile (`pad` past the index tensor's end), -1 (no row:
+// zero-filled or padded, a store skips it) outside [0, bound). Each copy reads the index
+// of each row it copies (an L1 hit after the first): the threads' rows differ from copy
+// to copy, and a shared table would cost a barrier before the first copy.
+struct GatherRows {
+  const int* index;
+  int stride, left, pad;
+  long long bound;
+  __device__ __forceinline__ int at(int r) const {
+    const int x = r < left ? *PTC_GLOBAL(index + r * stride) : pad;
+    return 0 <= x && x < bound ? x : -1;
+  }
+};
+
+// copy_tile_async with gathered rows: each chunk's row address is its row's position times
+// the row stride (64-bit: a row may lie anywhere in the tensor).
+template <typename T, int ROWS, int COLS, int VEC, int THREADS, int ROW_BYTES, bool SWIZZLE>
+__device__ __forceinline__ void copy_gathered_async(uint32_t smem, const T* g,
+                                                    long long row_stride, GatherRows rows,
+                                                    int cols_left, int tid, int cols_first) {
+  constexpr int PER_ROW = COLS / VEC;
+  constexpr int CHUNKS = ROWS * PER_ROW;
+  static_assert(COLS % VEC == 0, "the tile's rows are whole vectors");
+#pragma unroll
+  for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; ++i) {
+    const int id = tid + i * THREADS;
+    if (CHUNKS % THREADS != 0 && id >= CHUNKS) break;
+    const int r = id / PER_ROW, c = (id % PER_ROW) * VEC, row = rows.at(r);
+    const bool valid = row >= 0 && inside(c, cols_first, cols_left);
+    const T* src = valid ? g + (row * row_stride + c) : g;
+    cp_async<VEC * sizeof(T)>(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), src,
+                              valid);
+  }
+}
+
+// copy_tile_sync with gathered rows: `pad` where a row is none or a column outside.
+template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE>
+__device__ __forceinline__ void copy_gathered_sync(uint32_t smem, const T* g,
+                                                   long long row_stride, int col_stride,
+                                                   GatherRows rows, int cols_left, float pad,
+                                                   int tid, int cols_first) {
+  const T fill = from_f32<T>(pad);
+#pragma unroll 2
+  for (int id = tid; id < ROWS * COLS; id += THREADS) {
+    const int r = id / COLS, c = id % COLS, row = rows.at(r);
+    const bool valid = row >= 0 && inside(c, cols_first, cols_left);
+    const T v = valid ? *PTC_GLOBAL(g + (row * row_stride + c * col_stride)) : fill;
+    st_shared(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), v);
+  }
+}
+
 }  // namespace ptc
