@@ -48,6 +48,26 @@ __device__ __forceinline__ Word guarded_load(const T* g, int offset, bool ok) {
   return ok ? *PTC_GLOBAL(reinterpret_cast<const Word*>(g + offset)) : Word{};
 }
 
+// Gathered rows (ptc/lower/ir.py, GatherRows): row r of the tile is row at(r) of the
+// tensor -- element r of the index tile (`pad` past the index tensor's end), -1 (no row:
+// zeros or the pad; a store skips it) outside [0, bound). Each copy reads the position of
+// each row it copies (an L1/L2 hit after the first).
+struct GatherRows {
+  const int* index;
+  int stride, left, pad;
+  long long bound;
+  __device__ __forceinline__ int at(int r) const {
+    const int x = r < left ? *PTC_GLOBAL(index + r * stride) : pad;
+    return 0 <= x && x < bound ? x : -1;
+  }
+};
+
+// The vector at g + offset (64-bit: a gathered row lies anywhere), or zeros where !ok.
+template <typename Word, typename T>
+__device__ __forceinline__ Word guarded_load_far(const T* g, long long offset, bool ok) {
+  return ok ? *PTC_GLOBAL(reinterpret_cast<const Word*>(g + offset)) : Word{};
+}
+
 // A copy in flight: VEC elements per global load, the threads taking chunks in turn.
 template <typename T, int ROWS, int COLS, int VEC, int THREADS, int ROW_BYTES, bool SWIZZLE>
 struct StagedTile {
@@ -75,6 +95,20 @@ struct StagedTile {
     for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i)
       data[i] = guarded_load<Word>(g, r * row_stride + c, inside(r, rows_first, rows_left) &&
                                                               inside(c, cols_first, cols_left));
+    dst = smem;
+    live = true;
+  }
+
+  // the same with gathered rows: each chunk's row is its position in the tensor
+  __device__ __forceinline__ void load_gathered(uint32_t smem, const T* g, long long row_stride,
+                                                GatherRows rows, int cols_left, int tid,
+                                                int cols_first) {
+#pragma unroll
+    for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i) {
+      const int row = rows.at(r);
+      data[i] = guarded_load_far<Word>(g, row * row_stride + c,
+                                       row >= 0 && inside(c, cols_first, cols_left));
+    }
     dst = smem;
     live = true;
   }
@@ -182,6 +216,21 @@ __device__ __forceinline__ void copy_tile_sync(uint32_t smem, const T* g, int ro
     const int r = id / COLS, c = id % COLS;
     const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
     const T v = valid ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride)) : fill;
+    st_shared(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), v);
+  }
+}
+
+// copy_tile_sync with gathered rows: `pad` where a row is none or a column outside.
+template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE>
+__device__ __forceinline__ void copy_gathered_sync(uint32_t smem, const T* g,
+                                                   long long row_stride, int col_stride,
+                                                   GatherRows rows, int cols_left, float pad,
+                                                   int tid, int cols_first) {
+  const T fill = from_f32<T>(pad);
+  for (int id = tid; id < ROWS * COLS; id += THREADS) {
+    const int r = id / COLS, c = id % COLS, row = rows.at(r);
+    const bool valid = row >= 0 && inside(c, cols_first, cols_left);
+    const T v = valid ? *PTC_GLOBAL(g + (row * row_stride + c * col_stride)) : fill;
     st_shared(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), v);
   }
 }
