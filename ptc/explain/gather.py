@@ -58,6 +58,7 @@ def _plan_summary(c: Candidate, terms) -> PlanSummary:
     for role in p.roles:
         # a step at offset k runs iteration n + k (prefetch, a rotated loop)
         steps = tuple(f"{s.task}@{s.unit}" + (f"({p.pipelined}+{s.offset})" if s.offset else "")
+                      + _gathered(c.graph, s.task)
                       for r, s in p.steps() if r.name == role.name and s.task != "sync")
         threads = role.warps * role.instances * _warp_size(p)
         roles.append(RoleRow(role.name, role.warps, threads, role.registers, role.instances,
@@ -71,6 +72,13 @@ def _plan_summary(c: Candidate, terms) -> PlanSummary:
     return PlanSummary(short_plan(c, terms), p.style, p.stages, p.pipelined, tuple(roles),
                        buffers, p.launch.grid, p.launch.threads, p.launch.dynamic_smem,
                        p.launch.raster, p.launch.persistent, issue)
+
+
+def _gathered(graph: STaskGraph, task: str) -> str:
+    """`[gathered by idx]` after a copy step whose rows' positions it loads (a row per
+    request, timed as such: ptc.sched.cost.gathered_bytes)."""
+    index = next((t.gathered for t in graph.tasks if t.name == task), None)
+    return f"[gathered by {index}]" if index else ""
 
 
 def _warp_size(plan) -> int:

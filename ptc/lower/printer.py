@@ -110,8 +110,8 @@ def print_op(op) -> str:
         ahead = f" +{op.ahead}" if op.ahead else ""
         slot = f"[{op.loop}{ahead}]" if op.loop else ""
         fb = f" (else {op.fallback_vector}-element)" if op.fallback_vector else ""
-        return (f"copy {op.buffer}{slot} <- {t.tensor}[{t.rows}x{t.cols}] by {how}{fb}"
-                f"{' guarded' if op.guard else ''}  # {op.task}")
+        return (f"copy {op.buffer}{slot} <- {t.tensor}[{t.rows}x{t.cols}]{_gathered(t)} by "
+                f"{how}{fb}{' guarded' if op.guard else ''}  # {op.task}")
     if isinstance(op, ir.CommitGroup):
         return "commit"
     if isinstance(op, ir.WaitGroups):
@@ -153,9 +153,14 @@ def print_op(op) -> str:
                 f"{' (transposed)' if op.transposed else ''}")
     if isinstance(op, ir.StoreTile):
         t = op.tile
-        return (f"{'atomic add' if op.atomic else 'store'} {t.tensor}[{t.rows}x{t.cols}] "
-                f"<- {op.value}  # {op.task}")
+        return (f"{'atomic add' if op.atomic else 'store'} {t.tensor}[{t.rows}x{t.cols}]"
+                f"{_gathered(t)} <- {op.value}  # {op.task}")
     return _specialized_op(op)
+
+
+def _gathered(t: ir.GlobalTile) -> str:
+    """ `rows gathered by idx` for a tile whose rows' positions are loaded."""
+    return "" if t.gather is None else f" rows gathered by {t.gather.tile.tensor}"
 
 
 def _specialized_op(op) -> str:

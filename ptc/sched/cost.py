@@ -48,6 +48,19 @@ class Timeline:
 FRAGMENT_LOAD_BYTES = 512
 
 
+# a gathered row is a request of its own: its position read from the index tensor and its
+# first sector fetched apart from its neighbours' (no coalescing across rows)
+SECTOR_BYTES = 32
+
+
+def gathered_bytes(task: STask) -> int:
+    """The extra bytes a gathered (scattered) copy costs: a sector per row for its
+    position and one per row for the row's own request."""
+    if task.gathered is None or not task.shape or not isinstance(task.shape[0], int):
+        return 0
+    return 2 * SECTOR_BYTES * task.shape[0]
+
+
 def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
                 warps: int = 0) -> float:
     """Cycles `unit` is busy running one execution of `task` (one instance's share).
@@ -59,7 +72,8 @@ def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
     if task.kind == "copy":
         rate = unit.throughput.get("bytes", 0) or 1.0
         rate = min(rate, device.l2_bytes_per_cycle_per_eu)
-        return unit.issue_latency_cycles + w.bytes / rate / (instances if task.op != "load" else 1)
+        nbytes = w.bytes + gathered_bytes(task)
+        return unit.issue_latency_cycles + nbytes / rate / (instances if task.op != "load" else 1)
     if task.kind == "mma" and unit.kind != "mma":
         # on CUDA cores: one f32 FMA (2 FLOPs) per lane and result, whatever the inputs
         rate = unit.throughput.get("f32") or max(unit.throughput.values())

@@ -78,6 +78,13 @@ class IndexChecker:
                 continue
             items.append(T.Point(self._index_scalar(v, item.span, "a tensor index")))
         gathered = [k for k, it in enumerate(items) if isinstance(it, T.Gather)]
+        if gathered and any(isinstance(it, (T.TileSlice, T.WholeDim))
+                            for it in items[:gathered[0]]):
+            self.fail(f"gathered rows are a tile's first axis: {name}'s gathered dim "
+                      f"{tensor.dims[gathered[0]]} comes after a tiled one",
+                      sub.items[gathered[0]].span,
+                      "gather a dim before the tiled ones, or take the earlier dims as "
+                      "single indices")
         if gathered and not any(isinstance(it, (T.TileSlice, T.WholeDim))
                                 for it in items[gathered[0] + 1:]):
             dim = tensor.dims[gathered[0]]
@@ -142,8 +149,9 @@ class IndexChecker:
             bad = self.not_index_values[bad.name]        # `row = load(ids[t])`: a gather too
         if isinstance(bad, T.Load):
             self.fail(f"{what} cannot be read from tensor {bad.tensor} (a gather)", span,
-                      "ptc does not gather yet: build the index from tile indices, dims, "
-                      "tile sizes, scalar parameters and integers")
+                      "ptc gathers whole rows by an index tile (X[load(idx[i], pad=-1), k]), "
+                      "not by a scalar: build this index from tile indices, dims, tile "
+                      "sizes, scalar parameters and integers")
         if isinstance(bad, T.Var):
             why = ("is assigned more than once" if self.assignment_counts[bad.name] > 1
                    else "is computed from tiles")

@@ -46,6 +46,19 @@ class STask:
     work: Work = field(default_factory=Work)
 
     @property
+    def gathered(self) -> str | None:
+        """The index tensor whose positions a copy task's rows are gathered (or scattered)
+        by, None for a copy of consecutive rows."""
+        for st in self.stmts:
+            value = st.value if isinstance(st, T.Let) else None
+            index = st.index if isinstance(st, T.Store) else \
+                value.index if isinstance(value, T.Load) else ()
+            for item in index:
+                if isinstance(item, T.Gather):
+                    return item.index.tensor
+        return None
+
+    @property
     def mma(self) -> T.MmaAccumulate:
         """What an mma task computes: its one statement's multiply-accumulate."""
         assert self.kind == "mma", self.name
