@@ -65,7 +65,7 @@ ROWS_128 = {"gemm": "BM", "matmul_sum": "BM", "flash_attn": "BM", "flash_attn_ca
             "gemm_chain": "BM", "mamba2_chunk_state": "BP", "mamba2_chunk_scan": "BM",
             "w8a8_gemm": "BM", "w4a16_gemm": "BM", "fp8_gemm": "BM",
             "fp8_blockscaled_gemm": "BM", "fp8_flash_attn": "BM", "conv2d": "BQ",
-            "conv2d_stride2": "BQ"}
+            "conv2d_stride2": "BQ", "moe_gemm": "BM"}
 # ... at shapes where both have rows to compute
 SHAPES_128 = {"mamba2_chunk_state": dict(P=160), "mamba2_chunk_scan": dict(L=160)}
 # a consumer warpgroup multiplies 64 rows (the SMOKE tiles of the mamba2 kernels have 32)

@@ -166,3 +166,19 @@ def test_a_gathered_copy_goes_by_no_tma_and_costs_a_request_per_row():
     assert gathered_bytes(load) == gathered_bytes(store) == 2 * SECTOR_BYTES * 32
     (let,) = load.stmts
     assert tma_box(kernel, {"BM": 32, "BN": 64}, let.value) == GATHERED
+
+
+def test_sm90_multiplies_gathered_rows_on_wgmma_from_the_producers_copies():
+    """No TMA box takes gathered rows: the producer warpgroup's threads copy them by cp.async
+    into the layout TMA would write, and wgmma reads them there (the MoE sample's plan;
+    tests/test_emulate.py runs it, test_nvcc finds HGMMA in its SASS)."""
+    from pathlib import Path
+
+    from ptc.driver import check_file
+
+    sample = Path(__file__).resolve().parent.parent / "samples" / "moe_gemm.pt"
+    kernel = check_file(sample).kernels[0]
+    source, plans, _, _, _ = driver.render(kernel, "sm90")
+    assert [p.style for p in plans] == ["warp_specialized"]
+    assert "ptc::copy_gathered_to_tma_layout_async<__half" in source
+    assert "ptc::wgmma_tile<" in source

@@ -394,6 +394,7 @@ class ProducerCopy:
     tile: GlobalTile
     barrier: str
     loop: str = ""
+    vector: int = 1          # gathered rows: 16-byte chunks where the launch found them aligned
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from .program import Stmt, flatten, mma_parts, reads
 from .registers import defines
 from .sync import op_reads
 from .stmatrix import stmatrix_blocks
-from .swizzle import ALIGN, smem_layout, tma_layout
+from .swizzle import ALIGN, SmemLayout, smem_layout, tma_layout
 from .tiles import (TileError, add, const, dim_expr, divisible, extent_value, global_tile,
                     index, mul, tile_start)
 from .tma import TmaBox, tma_box, tma_store_box
@@ -237,6 +237,14 @@ class _Build(Builder):
             raise LoweringError(f"{task}: the plan loads it by TMA, but {box}")
         return box
 
+    @staticmethod
+    def threads_layout(task, rows: int, cols: int, dtype: str) -> SmemLayout:
+        """The layout of a tile the producer's threads copy: gathered rows go where wgmma
+        can read them, the layout TMA would write (construct.py checked it has one)."""
+        lay = tma_layout(rows, cols, dtype) if task.gathered else None
+        return lay if lay is not None and lay.swizzle == "tma" else \
+            smem_layout(rows, cols, dtype)
+
     def homes(self) -> None:
         for b in self.plan.buffers:
             task = self.low.tasks[b.producer]
@@ -245,7 +253,7 @@ class _Build(Builder):
             if self.device.unit(self.load_unit(b.producer)).is_bulk_tensor_copy:
                 lay = self.box(b.producer).layout
             else:
-                lay = smem_layout(rows, cols, b.dtype)
+                lay = self.threads_layout(task, rows, cols, b.dtype)
             slot = align_up(lay.bytes, ALIGN)
             self.buffers[b.name] = ir.Buffer(b.name, b.dtype, shape, b.stages, lay, slot, 0,
                                              f"ring of {b.producer}" if b.stages > 1
@@ -634,7 +642,25 @@ class _Producer:
         buf = self.b.buffers[self.b.low.buffer_of[s.name].name]
         home = self.b.values[s.name]
         tile = global_tile(kernel, self.b.spec.tiles, s.value.tensor, s.value.index)
-        return ir.ProducerCopy(t.name, buf.name, tile, full, home.loop if buf.slots > 1 else "")
+        return ir.ProducerCopy(t.name, buf.name, tile, full, home.loop if buf.slots > 1 else "",
+                               self.gathered_vector(tile))
+
+    def gathered_vector(self, tile: ir.GlobalTile) -> int:
+        """16-byte chunks (in elements) for a gathered tile whose rows are whole chunks
+        where the launch checks the row stride and the tensor (else element copies);
+        1 for every other tile."""
+        vec = 16 // DTYPE_BYTES[tile.dtype]
+        if tile.gather is None or tile.cols % vec:
+            return 1
+        conds: list = []
+        for e in (tile.row_stride, tile.origin):
+            known, c = divisible(e, vec)
+            if not known:
+                return 1
+            conds += [x for x in c if isinstance(x, T.Scalar)]
+        self.b.alignment.extend(("dim", c.name, vec) for c in conds)
+        self.b.alignment.append(("tensor", tile.tensor, 16))
+        return vec
 
     def load(self, t, full: str, loops) -> ir.TmaLoad:
         (s,) = t.stmts

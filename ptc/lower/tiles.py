@@ -113,11 +113,12 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
                          item.offset is not None, item.stride))
         elif isinstance(item, T.Gather):
             # every row is inside the tile's bounds; the copy checks each loaded position
-            size = extent_value(kernel, tiles, item.size)
             if axes:
                 raise TileError(f"a tile of {tensor} gathers a dim after a tiled one; "
                                 "gathered dims are the tile's rows")
-            index = global_tile(kernel, tiles, item.index.tensor, item.index.index)
+            # a warpgroup's share of the rows is its share of the positions
+            index = global_tile(kernel, tiles, item.index.tensor, item.index.index, split)
+            size = index.cols
             gather = GatherRows(index, int(item.index.pad), d)
             axes.append((size, const(0), const(size), stride, False, 1))
         else:

@@ -129,10 +129,12 @@ def _box(kernel, tiles, name: str, index, shape_exprs, parts: int) -> TmaBox | s
 def per_thread_copy(kernel: T.TypedKernel, load: T.Load) -> str | None:
     """None when a load the producer's threads copy can go by cp.async (4-byte elements
     or wider, one per copy at any stride, zero past the edges), else why not."""
-    if any(isinstance(i, T.Gather) for i in load.index):
-        return ("its rows are gathered: the producer's copies take consecutive rows (a "
-                "multistage plan copies gathered rows by cp.async)")
     esize = DTYPE_BYTES[kernel.tensor(load.tensor).dtype]
+    if any(isinstance(i, T.Gather) for i in load.index):
+        # 16-byte chunks of each row (element copies where the launch finds them unaligned)
+        if load.pad != 0.0:
+            return f"cp.async fills rows with no position with zero, not {load.pad}"
+        return None
     if esize < 4:
         return f"cp.async moves at least 4 bytes, and its elements are {esize}"
     if load.pad != 0.0:

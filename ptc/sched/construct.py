@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from ..devices import Device, Unit
 from ..lower.atoms import mma_atom, why_no_atom, why_no_wgmma, why_not_k_major, wgmma_k
-from ..lower.tma import per_thread_copy, tma_box, tma_store_box
+from ..lower.swizzle import tma_layout
+from ..lower.tma import GATHERED, per_thread_copy, tma_box, tma_store_box
 from ..sema import typed as T
 from ..stask.graph import STaskGraph
 from ..sema import dtypes as dt
@@ -106,6 +107,19 @@ def construct(graph: STaskGraph, device: Device, choice: Choice) -> Plan:
     return _single_role(graph, device, choice, loop)
 
 
+def _gathered_operand(graph: STaskGraph, t) -> str:
+    """A gathered wgmma operand: the producer's threads copy its rows into the layout TMA
+    would write (GATHERED, for the per-thread unit), or why they cannot."""
+    load = t.stmts[0].value
+    if len(load.type.shape) != 2:
+        return f"{GATHERED}, and wgmma reads 2-D tiles"
+    rows, cols = (extent_of(graph.kernel, graph.tiles, e) for e in load.type.shape)
+    lay = tma_layout(rows, cols, load.type.dtype)
+    if lay is None or lay.swizzle != "tma":
+        return f"{GATHERED}, and no layout wgmma reads takes a {rows} x {cols} tile"
+    return per_thread_copy(graph.kernel, load) or GATHERED
+
+
 def _mma_dtype_ok(graph: STaskGraph, device: Device) -> None:
     """Warp specialization runs every mma on wgmma (or, where its shape does not tile, on
     CUDA cores): wgmma must take its dtype (f32 is never multiplied as TF32 unless the
@@ -177,7 +191,10 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
     for t in program_order(graph, lambda t: t.name in on_wgmma):
         if t.op == "load":
             box = tma_box(graph.kernel, graph.tiles, t.stmts[0].value)
-            if t.name in operands and (isinstance(box, str) or box.layout.swizzle != "tma"):
+            if box == GATHERED and t.name in operands:
+                box = _gathered_operand(graph, t)
+            if t.name in operands and box != GATHERED and \
+                    (isinstance(box, str) or box.layout.swizzle != "tma"):
                 why = box if isinstance(box, str) else "TMA would store it densely"
                 raise Unfit(f"{t.name} feeds wgmma from shared memory in a layout TMA "
                             f"writes, but {why}")

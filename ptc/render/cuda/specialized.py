@@ -131,7 +131,9 @@ class SpecializedOps:
         with self.block(""):
             self.emit(f"const {ctype}* g = g_{tile.tensor} + ({origin});")
             firsts = self.inline_firsts(tile)
-            if tile.cols == 1 or (isinstance(tile.col_stride, T.Const)
+            if tile.gather is not None:
+                self.producer_gathered(op, b, slot, rs, cs, cols_left)
+            elif tile.cols == 1 or (isinstance(tile.col_stride, T.Const)
                                   and tile.col_stride.value == 1):
                 self.emit(f"ptc::copy_tile_async<{ctype}, {rows}, {cols}, 1, 128, {row_bytes}, "
                           f"{swizzled}>({slot}, g, (int)({rs}), {rows_left}, {cols_left}, "
@@ -142,8 +144,44 @@ class SpecializedOps:
                           f"{rows_left}, {cols_left}, tid % 128{firsts});")
             self.emit("ptc::cp_async_commit();")
             self.emit("ptc::cp_async_wait<0>();")
+            if tile.gather is not None:     # wgmma may read them: the async proxy
+                self.emit("ptc::fence_proxy_async();  // the copies' bytes, read by the "
+                          "tensor cores")
             self.emit("ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in")
             self.emit(f"if (tid % 128 == 0) ptc::mbarrier_arrive({bar});")
+
+    def producer_gathered(self, op: ir.ProducerCopy, b: ir.Buffer, slot: str, rs: str,
+                          cs: str, cols_left: str) -> None:
+        """The producer's copy of gathered rows: 16-byte cp.async chunks where the launch
+        found the rows aligned, else element copies; into the layout TMA would write where
+        wgmma reads the tile (ProducerCopy fences their bytes for the async proxy after the
+        wait)."""
+        lay = b.layout
+        ctype = CTYPES[op.tile.dtype]
+        self.emit(f"const int cols_left = {cols_left};")
+        if op.tile.col_low:
+            self.emit(f"const int cols_first = {self.tile_firsts(op.tile)[1]};")
+        self.gather_rows(op.tile)
+        args = f"(long long)({rs}), rows, cols_left, tid % 128{self.gathered_args(op.tile)}"
+        if lay.swizzle == "tma":
+            shape = f"{ctype}, {lay.rows}, {lay.cols}, {lay.span}, {lay.panel_bytes}"
+            fast = f"ptc::copy_gathered_to_tma_layout_async<{shape}>({slot}, g, {args});"
+            slow = (f"ptc::copy_gathered_to_tma_layout<{shape}>({slot}, g, (long long)({rs}), "
+                    f"(int)({cs}), rows, cols_left, tid % 128{self.gathered_args(op.tile)});")
+        else:
+            rows, cols, row_bytes, swz = self.tile_shape(b)
+            shape = f"{ctype}, {rows}, {cols}"
+            tail = f"128, {row_bytes}, {'true' if swz else 'false'}"
+            fast = (f"ptc::copy_gathered_async<{shape}, {op.vector}, {tail}>({slot}, g, "
+                    f"{args});")
+            slow = (f"ptc::copy_gathered_sync<{shape}, {tail}>({slot}, g, (long long)({rs}), "
+                    f"(int)({cs}), rows, cols_left, 0.0f, tid % 128"
+                    f"{self.gathered_args(op.tile)});")
+        if op.vector > 1:
+            self.emit(f"if (ALIGNED) {fast}")
+            self.emit(f"else {slow}")
+        else:
+            self.emit(slow)
 
     def StageOperand(self, op: ir.StageOperand) -> None:
         home, lay = self.register_tile(op.value)

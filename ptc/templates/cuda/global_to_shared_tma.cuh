@@ -8,6 +8,7 @@
 // (mbarrier.cuh). PTX ISA: cp.async.bulk.tensor; docs/sm90.md.
 #pragma once
 #include "ptc_types.cuh"
+#include "global_to_shared.cuh"
 #ifdef PTC_EMULATE
 #include "cuda.h"
 #else
@@ -68,6 +69,41 @@ __device__ __forceinline__ void copy_tile_to_tma_layout(uint32_t smem, const T* 
     const int r = id / COLS, c = id % COLS;
     const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
     const T v = valid ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride)) : from_f32<T>(0.0f);
+    st_shared(smem + tma_offset<SPAN, PANEL_BYTES>(r, c * (int)sizeof(T)), v);
+  }
+}
+
+// Gathered rows (global_to_shared.cuh: GatherRows) into the layout TMA writes, where wgmma
+// reads them (no TMA box takes rows at loaded positions): the producer warpgroup's threads
+// copy 16-byte chunks by cp.async, zero-filled for no row; a 16-byte chunk stays whole
+// under the layout's swizzle (it XORs 16-byte units).
+template <typename T, int ROWS, int COLS, int SPAN, int PANEL_BYTES>
+__device__ __forceinline__ void copy_gathered_to_tma_layout_async(
+    uint32_t smem, const T* g, long long row_stride, GatherRows rows, int cols_left, int t,
+    int cols_first) {
+  constexpr int VEC = 16 / sizeof(T), PER_ROW = COLS / VEC;
+  static_assert(COLS % VEC == 0, "the tile's rows are whole 16-byte chunks");
+#pragma unroll 1
+  for (int id = t; id < ROWS * PER_ROW; id += 128) {
+    const int r = id / PER_ROW, c = (id % PER_ROW) * VEC, row = rows.at(r);
+    const bool valid = row >= 0 && inside(c, cols_first, cols_left);
+    cp_async<16>(smem + tma_offset<SPAN, PANEL_BYTES>(r, c * (int)sizeof(T)),
+                 valid ? g + (row * row_stride + c) : g, valid);
+  }
+}
+
+// The same element by element (the launch found a row not 16-byte aligned), zero for no row.
+template <typename T, int ROWS, int COLS, int SPAN, int PANEL_BYTES>
+__device__ __forceinline__ void copy_gathered_to_tma_layout(uint32_t smem, const T* g,
+                                                            long long row_stride,
+                                                            int col_stride, GatherRows rows,
+                                                            int cols_left, int t,
+                                                            int cols_first) {
+#pragma unroll 1
+  for (int id = t; id < ROWS * COLS; id += 128) {
+    const int r = id / COLS, c = id % COLS, row = rows.at(r);
+    const bool valid = row >= 0 && inside(c, cols_first, cols_left);
+    const T v = valid ? *PTC_GLOBAL(g + (row * row_stride + c * col_stride)) : from_f32<T>(0.0f);
     st_shared(smem + tma_offset<SPAN, PANEL_BYTES>(r, c * (int)sizeof(T)), v);
   }
 }
