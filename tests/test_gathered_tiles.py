@@ -182,3 +182,74 @@ def test_sm90_multiplies_gathered_rows_on_wgmma_from_the_producers_copies():
     assert [p.style for p in plans] == ["warp_specialized"]
     assert "ptc::copy_gathered_to_tma_layout_async<__half" in source
     assert "ptc::wgmma_tile<" in source
+
+
+# gathered rows as either operand of the tensor cores: A's rows (a MoE expert's tokens),
+# or B's k rows (paged attention's V rows), each with positions outside the tensor and a
+# ragged last tile of positions (the index load's pad -1)
+GATHERED_A = """
+kernel gathered_a(X: f16[T, K], B: f16[K, N], idx: i32[M]) -> (C: f32[M, N]) {
+  dims M = 256, N = 256, K = 256, T = 256
+  tile BM = 64, BN = 64, BK = 32
+  parallel i: BM of M, j: BN of N {
+    acc = zeros(f32[BM, BN])
+    for k: BK of K {
+      acc += load(X[load(idx[i], pad=-1), k]) @ load(B[k, j])
+    }
+    store(C[i, j], acc)
+  }
+}
+"""
+GATHERED_B = """
+kernel gathered_b(A: f16[M, K], V: f16[T, N], idx: i32[K]) -> (C: f32[M, N]) {
+  dims M = 256, N = 256, K = 256, T = 256
+  tile BM = 64, BN = 64, BK = 32
+  parallel i: BM of M, j: BN of N {
+    acc = zeros(f32[BM, BN])
+    for k: BK of K {
+      acc += load(A[i, k]) @ load(V[load(idx[k], pad=-1), j])
+    }
+    store(C[i, j], acc)
+  }
+}
+"""
+MMA_SHAPE = {"M": 72, "N": 40, "K": 48, "T": 60}
+
+
+def mma_case(which: str) -> tuple[dict, np.ndarray]:
+    rng = np.random.default_rng(11)
+    M, N, K, T_ = (MMA_SHAPE[d] for d in "MNKT")
+    if which == "a":
+        x = rng.standard_normal((T_, K)).astype(np.float16)
+        b = (rng.standard_normal((K, N)) / np.sqrt(K)).astype(np.float16)
+        idx = rng.integers(-2, T_ + 2, M).astype(np.int32)
+        rows = np.where(((idx >= 0) & (idx < T_))[:, None], x[np.clip(idx, 0, T_ - 1)], 0)
+        return {"X": x, "B": b, "idx": idx}, rows.astype(np.float64) @ b.astype(np.float64)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    v = (rng.standard_normal((T_, N)) / np.sqrt(K)).astype(np.float16)
+    idx = rng.integers(-2, T_ + 2, K).astype(np.int32)
+    rows = np.where(((idx >= 0) & (idx < T_))[:, None], v[np.clip(idx, 0, T_ - 1)], 0)
+    return {"A": a, "V": v, "idx": idx}, a.astype(np.float64) @ rows.astype(np.float64)
+
+
+# what carries the product on each target
+MMA_MARK = {"sm80": "ptc::mma_tile<", "sm90": "ptc::wgmma_tile<", "gfx90a": "ptc::mfma_tile<",
+            "gfx942": "ptc::mfma_tile<"}
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("which", ["a", "b"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_gathered_rows_feed_the_tensor_cores_on_every_target(target, which):
+    text = GATHERED_A if which == "a" else GATHERED_B
+    kernel, source, device = rendered(text, target, tuple(MMA_SHAPE.items()))
+    assert MMA_MARK[target] in source
+    if which == "b" and target.startswith("gfx"):     # B's k rows land transposed in LDS
+        assert "StagedTileK8<" in source and "copy_gathered_sync_k8<" in source
+    inputs, want = mma_case(which)
+    np.testing.assert_allclose(run_kernel(kernel, inputs, shapes=MMA_SHAPE)["C"], want,
+                               rtol=2e-3, atol=2e-3)
+    run = emulated(source, device)
+    for config in ORDERS:
+        np.testing.assert_allclose(run(kernel, inputs, MMA_SHAPE, **config)["C"], want,
+                                   rtol=2e-3, atol=2e-3, err_msg=f"{target} {which} {config}")

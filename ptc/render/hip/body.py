@@ -73,11 +73,13 @@ class HipBodyPrinter(CBodyPrinter):
         rows, cols, row_bytes, swz = self.tile_shape(self.buffers[op.buffer])
         ctype = self.ctypes[op.tile.dtype]
         if op.tile.gather is not None:
-            self.untransposed_gather(op)
+            args = (f"({dst}, g, (long long)({rs}), (int)({cs}), rows, cols_left, "
+                    f"{literal(op.pad, 'f32')}, tid{self.gathered_args(op.tile)});")
+            if self.transposed(op.buffer):
+                return (f"ptc::copy_gathered_sync_k8<{ctype}, {rows}, {cols}, THREADS, "
+                        f"{row_bytes}>" + args)
             return (f"ptc::copy_gathered_sync<{ctype}, {rows}, {cols}, THREADS, {row_bytes}, "
-                    f"{'true' if swz else 'false'}>({dst}, g, (long long)({rs}), (int)({cs}), "
-                    f"rows, cols_left, {literal(op.pad, 'f32')}, tid"
-                    f"{self.gathered_args(op.tile)});")
+                    f"{'true' if swz else 'false'}>" + args)
         args = (f"({dst}, g, (int)({rs}), (int)({cs}), rows_left, cols_left, "
                 f"{literal(op.pad, 'f32')}, tid{self.first_args(op.tile)});")
         if self.transposed(op.buffer):
@@ -90,16 +92,10 @@ class HipBodyPrinter(CBodyPrinter):
             raise RenderError(f"{op.task}: an asynchronous copy that is not staged (HIP has "
                               "no async global -> LDS copy of this width)")
         if op.tile.gather is not None:
-            self.untransposed_gather(op)
             return (f"staged_{op.task}.load_gathered({dst}, g, (long long)({rs}), rows, "
                     f"cols_left, tid{self.gathered_args(op.tile)});")
         return (f"staged_{op.task}.load({dst}, g, (int)({rs}), rows_left, cols_left, tid"
                 f"{self.first_args(op.tile)});")
-
-    def untransposed_gather(self, op: ir.CopyTile) -> None:
-        if self.transposed(op.buffer):
-            raise RenderError(f"{op.task}: gathered rows into a transposed LDS tile (an MFMA "
-                              "operand read along its rows) are not built yet")
 
     # ---- matrix multiplies ----------------------------------------------------------------------
     def instruction(self, mma: ir.Mma) -> str:

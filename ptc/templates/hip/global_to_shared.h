@@ -171,6 +171,24 @@ struct StagedTileK8 {
     live = true;
   }
 
+  // the same with gathered rows: each of a block's 4 rows at its position in the tensor
+  __device__ __forceinline__ void load_gathered(uint32_t smem, const T* g, long long row_stride,
+                                                GatherRows rows, int cols_left, int tid,
+                                                int cols_first) {
+#pragma unroll
+    for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int row = rows.at(r + j);
+        data[i][j] = __builtin_bit_cast(
+            Words, guarded_load_far<Word>(g, row * row_stride + c,
+                                          row >= 0 && inside(c, cols_first, cols_left)));
+      }
+    }
+    dst = smem;
+    live = true;
+  }
+
   __device__ __forceinline__ void land(int tid) {
     if (!live) return;
 #pragma unroll
@@ -200,6 +218,21 @@ __device__ __forceinline__ void copy_tile_sync_k8(uint32_t smem, const T* g, int
     const int r = id % ROWS, c = id / ROWS;   // consecutive threads: consecutive k of a column
     const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
     const T v = valid ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride)) : fill;
+    st_shared(smem + tile_offset_k8<ROW_BYTES>(c, r * static_cast<int>(sizeof(T))), v);
+  }
+}
+
+// copy_tile_sync_k8 with gathered rows: `pad` where a row is none or a column outside.
+template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES>
+__device__ __forceinline__ void copy_gathered_sync_k8(uint32_t smem, const T* g,
+                                                      long long row_stride, int col_stride,
+                                                      GatherRows rows, int cols_left, float pad,
+                                                      int tid, int cols_first) {
+  const T fill = from_f32<T>(pad);
+  for (int id = tid; id < ROWS * COLS; id += THREADS) {
+    const int r = id % ROWS, c = id / ROWS, row = rows.at(r);
+    const bool valid = row >= 0 && inside(c, cols_first, cols_left);
+    const T v = valid ? *PTC_GLOBAL(g + (row * row_stride + c * col_stride)) : fill;
     st_shared(smem + tile_offset_k8<ROW_BYTES>(c, r * static_cast<int>(sizeof(T))), v);
   }
 }
