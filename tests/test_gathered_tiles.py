@@ -13,16 +13,14 @@ takes a gathered tile to the tensor cores (tests/test_emulate*.py, test_nvcc, te
 """
 from __future__ import annotations
 
-from functools import lru_cache
+import re
 
 import numpy as np
 import pytest
 
 from ptc import driver
-from ptc.grammar import parse
 from ptc.interp import run_kernel
-from ptc.sema import check
-from ptc.sema import typed as T
+from test_offset_tiles import emulated, rendered, typed
 
 TARGETS = ("sm80", "sm90", "gfx90a", "gfx942")
 ORDERS = (dict(), dict(order="reverse"), dict(order="random", seed=5))
@@ -49,10 +47,6 @@ kernel scatter_add(V: f32[M, N], out: i32[M]) -> (Y: f32[R, N]) {
   }
 }
 """
-
-
-def typed(text: str, shapes: dict) -> T.TypedKernel:
-    return check(parse(text, "k.pt"), shapes).kernels[0]
 
 
 def positions(seed: int, shapes: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -103,20 +97,6 @@ def test_the_interpreter_adds_a_row_scattered_twice_once_per_row():
 
 
 # ---- every target, emulated --------------------------------------------------------------
-@lru_cache(maxsize=None)
-def rendered(text: str, target: str, shapes: tuple):
-    kernel = typed(text, dict(shapes))
-    source, _, _, device, _ = driver.render(kernel, target, shapes=dict(shapes))
-    return kernel, source, device
-
-
-@lru_cache(maxsize=None)
-def emulated(source: str, device):
-    from ptc.render.emulate import build_emulated
-
-    return build_emulated(source, backend=device)
-
-
 @pytest.mark.cxx
 @pytest.mark.parametrize("target", TARGETS)
 def test_element_copies_pad_rows_with_no_position_on_every_target(target):
@@ -187,49 +167,44 @@ def test_sm90_multiplies_gathered_rows_on_wgmma_from_the_producers_copies():
 # gathered rows as either operand of the tensor cores: A's rows (a MoE expert's tokens),
 # or B's k rows (paged attention's V rows), each with positions outside the tensor and a
 # ragged last tile of positions (the index load's pad -1)
-GATHERED_A = """
-kernel gathered_a(X: f16[T, K], B: f16[K, N], idx: i32[M]) -> (C: f32[M, N]) {
+GATHERED_GEMM = """
+kernel gathered(PARAMS, idx: i32[ROWS]) -> (C: f32[M, N]) {
   dims M = 256, N = 256, K = 256, T = 256
   tile BM = 64, BN = 64, BK = 32
   parallel i: BM of M, j: BN of N {
     acc = zeros(f32[BM, BN])
     for k: BK of K {
-      acc += load(X[load(idx[i], pad=-1), k]) @ load(B[k, j])
+      acc += PRODUCT
     }
     store(C[i, j], acc)
   }
 }
 """
-GATHERED_B = """
-kernel gathered_b(A: f16[M, K], V: f16[T, N], idx: i32[K]) -> (C: f32[M, N]) {
-  dims M = 256, N = 256, K = 256, T = 256
-  tile BM = 64, BN = 64, BK = 32
-  parallel i: BM of M, j: BN of N {
-    acc = zeros(f32[BM, BN])
-    for k: BK of K {
-      acc += load(A[i, k]) @ load(V[load(idx[k], pad=-1), j])
-    }
-    store(C[i, j], acc)
-  }
-}
-"""
+GATHERED_A = GATHERED_GEMM.replace("PARAMS", "X: f16[T, K], B: f16[K, N]").replace(
+    "ROWS", "M").replace("PRODUCT", "load(X[load(idx[i], pad=-1), k]) @ load(B[k, j])")
+GATHERED_B = GATHERED_GEMM.replace("PARAMS", "A: f16[M, K], V: f16[T, N]").replace(
+    "ROWS", "K").replace("PRODUCT", "load(A[i, k]) @ load(V[load(idx[k], pad=-1), j])")
 MMA_SHAPE = {"M": 72, "N": 40, "K": 48, "T": 60}
 
 
-def mma_case(which: str) -> tuple[dict, np.ndarray]:
+def mma_case(which: str, shape: dict) -> tuple[dict, np.ndarray]:
     rng = np.random.default_rng(11)
-    M, N, K, T_ = (MMA_SHAPE[d] for d in "MNKT")
-    if which == "a":
-        x = rng.standard_normal((T_, K)).astype(np.float16)
-        b = (rng.standard_normal((K, N)) / np.sqrt(K)).astype(np.float16)
-        idx = rng.integers(-2, T_ + 2, M).astype(np.int32)
-        rows = np.where(((idx >= 0) & (idx < T_))[:, None], x[np.clip(idx, 0, T_ - 1)], 0)
-        return {"X": x, "B": b, "idx": idx}, rows.astype(np.float64) @ b.astype(np.float64)
-    a = rng.standard_normal((M, K)).astype(np.float16)
-    v = (rng.standard_normal((T_, N)) / np.sqrt(K)).astype(np.float16)
-    idx = rng.integers(-2, T_ + 2, K).astype(np.int32)
-    rows = np.where(((idx >= 0) & (idx < T_))[:, None], v[np.clip(idx, 0, T_ - 1)], 0)
-    return {"A": a, "V": v, "idx": idx}, a.astype(np.float64) @ rows.astype(np.float64)
+    M, N, K, T_ = (shape[d] for d in "MNKT")
+    scale = 1.0 / np.sqrt(K)
+    if which == "a":      # X's rows at M positions, times B
+        x, b = rng.standard_normal((T_, K)), rng.standard_normal((K, N)) * scale
+        ins = {"X": x.astype(np.float16), "B": b.astype(np.float16)}
+        n, left, table = M, None, "X"
+    else:                 # A times V's rows at K positions
+        a, v = rng.standard_normal((M, K)), rng.standard_normal((T_, N)) * scale
+        ins = {"A": a.astype(np.float16), "V": v.astype(np.float16)}
+        n, left, table = K, "A", "V"
+    idx = rng.integers(-2, T_ + 2, n).astype(np.int32)
+    src = ins[table].astype(np.float64)
+    rows = np.where(((idx >= 0) & (idx < T_))[:, None], src[np.clip(idx, 0, T_ - 1)], 0.0)
+    want = rows @ ins["B"].astype(np.float64) if left is None else \
+        ins[left].astype(np.float64) @ rows
+    return dict(ins, idx=idx), want
 
 
 # what carries the product on each target
@@ -245,11 +220,15 @@ def test_gathered_rows_feed_the_tensor_cores_on_every_target(target, which):
     kernel, source, device = rendered(text, target, tuple(MMA_SHAPE.items()))
     assert MMA_MARK[target] in source
     if which == "b" and target.startswith("gfx"):     # B's k rows land transposed in LDS
-        assert "StagedTileK8<" in source and "copy_gathered_sync_k8<" in source
-    inputs, want = mma_case(which)
-    np.testing.assert_allclose(run_kernel(kernel, inputs, shapes=MMA_SHAPE)["C"], want,
-                               rtol=2e-3, atol=2e-3)
+        assert "StagedTileK8<" in source and "load_gathered(" in source
+        assert re.search(r"copy_gathered_sync<[^>]*, true>\(", source)   # K8
     run = emulated(source, device)
-    for config in ORDERS:
-        np.testing.assert_allclose(run(kernel, inputs, MMA_SHAPE, **config)["C"], want,
-                                   rtol=2e-3, atol=2e-3, err_msg=f"{target} {which} {config}")
+    # N = 37: rows of no whole 16-byte chunks, the element copies (K8 ones on gfx)
+    for shape in (MMA_SHAPE, dict(MMA_SHAPE, N=37)):
+        inputs, want = mma_case(which, shape)
+        np.testing.assert_allclose(run_kernel(kernel, inputs, shapes=shape)["C"], want,
+                                   rtol=2e-3, atol=2e-3)
+        for config in ORDERS:
+            np.testing.assert_allclose(run(kernel, inputs, shape, **config)["C"], want,
+                                       rtol=2e-3, atol=2e-3,
+                                       err_msg=f"{target} {which} {shape} {config}")

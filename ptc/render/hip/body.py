@@ -75,11 +75,9 @@ class HipBodyPrinter(CBodyPrinter):
         if op.tile.gather is not None:
             args = (f"({dst}, g, (long long)({rs}), (int)({cs}), rows, cols_left, "
                     f"{literal(op.pad, 'f32')}, tid{self.gathered_args(op.tile)});")
-            if self.transposed(op.buffer):
-                return (f"ptc::copy_gathered_sync_k8<{ctype}, {rows}, {cols}, THREADS, "
-                        f"{row_bytes}>" + args)
+            k8 = ", true" if self.transposed(op.buffer) else ""
             return (f"ptc::copy_gathered_sync<{ctype}, {rows}, {cols}, THREADS, {row_bytes}, "
-                    f"{'true' if swz else 'false'}>" + args)
+                    f"{'true' if swz else 'false'}{k8}>" + args)
         args = (f"({dst}, g, (int)({rs}), (int)({cs}), rows_left, cols_left, "
                 f"{literal(op.pad, 'f32')}, tid{self.first_args(op.tile)});")
         if self.transposed(op.buffer):

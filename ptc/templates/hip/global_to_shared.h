@@ -222,21 +222,6 @@ __device__ __forceinline__ void copy_tile_sync_k8(uint32_t smem, const T* g, int
   }
 }
 
-// copy_tile_sync_k8 with gathered rows: `pad` where a row is none or a column outside.
-template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES>
-__device__ __forceinline__ void copy_gathered_sync_k8(uint32_t smem, const T* g,
-                                                      long long row_stride, int col_stride,
-                                                      GatherRows rows, int cols_left, float pad,
-                                                      int tid, int cols_first) {
-  const T fill = from_f32<T>(pad);
-  for (int id = tid; id < ROWS * COLS; id += THREADS) {
-    const int r = id % ROWS, c = id / ROWS, row = rows.at(r);
-    const bool valid = row >= 0 && inside(c, cols_first, cols_left);
-    const T v = valid ? *PTC_GLOBAL(g + (row * row_stride + c * col_stride)) : fill;
-    st_shared(smem + tile_offset_k8<ROW_BYTES>(c, r * static_cast<int>(sizeof(T))), v);
-  }
-}
-
 // Synchronous copy, one element per load: any strides, `pad` where the tile leaves the tensor.
 template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE>
 __device__ __forceinline__ void copy_tile_sync(uint32_t smem, const T* g, int row_stride,
@@ -253,18 +238,24 @@ __device__ __forceinline__ void copy_tile_sync(uint32_t smem, const T* g, int ro
   }
 }
 
-// copy_tile_sync with gathered rows: `pad` where a row is none or a column outside.
-template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE>
+// copy_tile_sync (K8: copy_tile_sync_k8, into a transposed tile) with gathered rows: `pad`
+// where a row is none or a column outside.
+template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE,
+          bool K8 = false>
 __device__ __forceinline__ void copy_gathered_sync(uint32_t smem, const T* g,
                                                    long long row_stride, int col_stride,
                                                    GatherRows rows, int cols_left, float pad,
                                                    int tid, int cols_first) {
   const T fill = from_f32<T>(pad);
   for (int id = tid; id < ROWS * COLS; id += THREADS) {
-    const int r = id / COLS, c = id % COLS, row = rows.at(r);
+    // a transposed tile: consecutive threads take consecutive k (rows) of a column
+    const int r = K8 ? id % ROWS : id / COLS, c = K8 ? id / ROWS : id % COLS;
+    const int row = rows.at(r);
     const bool valid = row >= 0 && inside(c, cols_first, cols_left);
     const T v = valid ? *PTC_GLOBAL(g + (row * row_stride + c * col_stride)) : fill;
-    st_shared(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), v);
+    const int bytes = r * static_cast<int>(sizeof(T));
+    st_shared(smem + (K8 ? tile_offset_k8<ROW_BYTES>(c, bytes)
+                         : tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T))), v);
   }
 }
 
