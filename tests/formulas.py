@@ -221,6 +221,21 @@ def moe_gemm(X, W, src, dst, gate, R: int) -> np.ndarray:
     return Y
 
 
+def paged_decode(Q, K, V, slots) -> np.ndarray:
+    """Decoding attention per request b and KV head h over the cache rows slots[b] names
+    (those >= 0): each of the G query heads of the group, softmax(q K^T / sqrt(D)) V."""
+    q, k, v = f64(Q), f64(K), f64(V)
+    B, HK, G, D = q.shape
+    out = np.zeros((B, HK, G, D))
+    for b in range(B):
+        rows = slots[b][slots[b] >= 0]
+        for h in range(HK):
+            s = q[b, h] @ k[rows, h].T / np.sqrt(D)
+            p = np.exp(s - s.max(axis=1, keepdims=True))
+            out[b, h] = (p / p.sum(axis=1, keepdims=True)) @ v[rows, h]
+    return out
+
+
 def _moe_rows(src, T: int) -> int:
     """R: every (token, k) pair has one slot, so Y has a row per filled slot."""
     return int(((src >= 0) & (src < T)).sum())
@@ -258,6 +273,7 @@ REFERENCE: dict[str, Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
                                                          int(i["D"]))},
     "moe_gemm": lambda i: {"Y": moe_gemm(i["X"], i["W"], i["src"], i["dst"], i["gate"],
                                          _moe_rows(i["src"], i["X"].shape[0]))},
+    "paged_decode": lambda i: {"O": paged_decode(i["Q"], i["K"], i["V"], i["slots"])},
     "w8a8_gemm": lambda i: {"C": w8a8_gemm(i["A"], i["W"], i["sa"], i["sw"])},
     "w4a16_gemm": lambda i: {"C": w4a16_gemm(i["A"], i["W"], i["S"], i["Z"])},
     "fp8_gemm": lambda i: {"C": fp8_gemm(i["A"], i["W"], i["sa"], i["sw"])},
@@ -283,6 +299,7 @@ OUTPUT_DTYPES: dict[str, dict[str, str]] = {
     "conv2d_stride2": {"y": "f16"},
     "depthwise_conv2d": {"y": "f16"},
     "moe_gemm": {"Y": "f16"},
+    "paged_decode": {"O": "bf16"},
     "w8a8_gemm": {"C": "f16"},
     "w4a16_gemm": {"C": "f16"},
     "fp8_gemm": {"C": "bf16"},
@@ -379,6 +396,8 @@ def make_inputs(sample: str, shapes: Mapping[str, int], rng: np.random.Generator
                 "P": np.int32(pad), "D": np.int32(dilation)}
     if sample == "moe_gemm":
         return _moe_routing(rng, d["T"], d["K"], d["N"], d["E"], d["C"], d["R"])
+    if sample == "paged_decode":
+        return _paged_cache(rng, *(d[k] for k in ("B", "HK", "G", "D", "P", "S")))
     if sample == "w4a16_gemm":
         return _gptq_4bit(rng, d["M"], d["N"], d["P"], d["KP"], d["KG"])
     if sample == "w8a8_gemm":
@@ -395,6 +414,18 @@ def make_inputs(sample: str, shapes: Mapping[str, int], rng: np.random.Generator
         Vt, vd = _e4m3_per_tensor(rng.standard_normal((B, H, D, T)))
         return {"Q": Q, "K": K, "Vt": Vt, "q_descale": qd, "k_descale": kd, "v_descale": vd}
     raise KeyError(f"no inputs for sample {sample!r}")
+
+
+def _paged_cache(rng, B, HK, G, D, P, S):
+    """A cache of P token rows; request b holds lens[b] tokens (request 0 all S, the others
+    1..S) at distinct random rows, its slots -1 past its length."""
+    assert P >= B * S, f"P = {P} rows do not hold {B} requests of {S} tokens"
+    lens = rng.integers(1, S + 1, B)
+    lens[0] = S
+    rows = rng.permutation(P)[:B * S].reshape(B, S)
+    slots = np.where(np.arange(S)[None, :] < lens[:, None], rows, -1).astype(np.int32)
+    return {"Q": _randn(rng, (B, HK, G, D), BF16, 1.5), "K": _randn(rng, (P, HK, D), BF16),
+            "V": _randn(rng, (P, HK, D), BF16), "slots": slots}
 
 
 def _moe_routing(rng, T, K, N, E, C, R):
