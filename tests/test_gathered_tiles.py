@@ -232,3 +232,29 @@ def test_gathered_rows_feed_the_tensor_cores_on_every_target(target, which):
             np.testing.assert_allclose(run(kernel, inputs, shape, **config)["C"], want,
                                        rtol=2e-3, atol=2e-3,
                                        err_msg=f"{target} {which} {shape} {config}")
+
+
+def test_a_gathered_copy_issues_more_address_work_than_a_copy_of_consecutive_rows():
+    """Each chunk of a gathered copy (each element of a scattered store) loads its row's
+    position, checks it and forms the row's address: 3 instructions more than the plain
+    copy of the same tile (ptc.lower.costs, shown by explain's issue table)."""
+    from ptc.lower.costs import GATHER_INSTRUCTIONS_PER_CHUNK
+
+    plain = """
+kernel plain(X: f16[M, N], idx: i32[M], out: i32[M]) -> (Y: f16[M, N]) {
+  tile BM = 32, BN = 64
+  parallel i: BM of M, j: BN of N {
+    store(Y[i, j], load(X[i, j]))
+  }
+}
+"""
+    issued = {}
+    for which, text, shapes in (("gathered", GATHER_VEC, VEC_SHAPE),
+                                ("plain", plain, {"M": 50, "N": 64})):
+        kernel = typed(text, shapes)
+        _, plans, _, _, _ = driver.render(kernel, "sm80", shapes=shapes)
+        issued[which] = {t.task: t.simt for t in plans[0].issue}
+    # per chunk: the copy's 3 (COPY_INSTRUCTIONS_PER_CHUNK) and the gather's 3
+    assert GATHER_INSTRUCTIONS_PER_CHUNK == 3
+    assert issued["gathered"]["load_X"] == 2 * issued["plain"]["load_X"] > 0
+    assert issued["gathered"]["store_Y"] > issued["plain"]["store_Y"]

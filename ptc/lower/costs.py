@@ -47,6 +47,9 @@ WIDEN_INSTRUCTIONS_PER_WORD = {"f8e4m3": 20, "f8e5m2": 4}
 FNUZ_FIXUP_INSTRUCTIONS_PER_WORD = {"f8e4m3": 9, "f8e5m2": 13}
 FNUZ_SCALE_INSTRUCTIONS_PER_REGISTER = 3
 COPY_INSTRUCTIONS_PER_CHUNK = 3   # address, predicate, the copy
+# a gathered row's chunk (or stored element) first loads its row's position, checks it
+# against the dim and forms the 64-bit row address (GatherRows.at in the copy headers)
+GATHER_INSTRUCTIONS_PER_CHUNK = 3
 
 
 def expression_counts(e: T.TExpr, values: dict, fused: bool = False,
@@ -148,10 +151,13 @@ def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.
             chunks = t.rows * t.cols / max(op.vector, 1)
             c = acc[op.task]
             c["copy_bytes"] += nbytes
-            c["simt_instructions"] += math.ceil(chunks / threads) * COPY_INSTRUCTIONS_PER_CHUNK
+            per_chunk = COPY_INSTRUCTIONS_PER_CHUNK + \
+                (GATHER_INSTRUCTIONS_PER_CHUNK if t.gather is not None else 0)
+            c["simt_instructions"] += math.ceil(chunks / threads) * per_chunk
         elif isinstance(op, ir.StoreTile):
             n = size(op.value)
-            acc[op.task]["simt_instructions"] += 2 * n
+            per_element = 2 + (GATHER_INSTRUCTIONS_PER_CHUNK if op.tile.gather is not None else 0)
+            acc[op.task]["simt_instructions"] += per_element * n
             t = op.tile
             acc[op.task]["copy_bytes"] += t.rows * t.cols * _bytes(t.dtype)
     out = []
