@@ -56,10 +56,20 @@ class DeviceRef:
     dtype: str
     stream: int | None = None     # a stream the producer may still be writing on
     keepalive: Any = None
+    what: str = "device array"    # what the caller passed, as errors call it
+
+
+class ArrayAdapter:
+    """A framework's array that reads its own pointer, shape and dtype (ptc.torch's tensors):
+    `ref()` gives the DeviceRef or raises ArrayProblem. The runtime checks the result as it
+    checks any device array; the memory may be the host's (the CPU emulator's calls)."""
+
+    def ref(self) -> DeviceRef:
+        raise NotImplementedError
 
 
 def is_device_array(obj) -> bool:
-    if isinstance(obj, DeviceArray):
+    if isinstance(obj, (DeviceArray, ArrayAdapter)):
         return True
     if _has_cai(obj):
         return True
@@ -87,6 +97,8 @@ def device_ref(obj) -> DeviceRef:
     """The device pointer behind `obj` (which is_device_array); ArrayProblem if unusable."""
     if isinstance(obj, DeviceArray):
         return DeviceRef(obj.ptr, obj.shape, obj.dtype, None, obj)
+    if isinstance(obj, ArrayAdapter):
+        return obj.ref()
     if _has_cai(obj):
         try:
             return _from_cai(obj)
@@ -104,7 +116,14 @@ def _contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...
     return tuple(reversed(strides))
 
 
-def _check_contiguous(shape, strides, itemsize) -> None:
+def check_device_index(index: int) -> None:
+    if index != 0:
+        raise ArrayProblem(f"is on CUDA device {index}; ptc runs on device 0 "
+                           "(select the GPU with CUDA_VISIBLE_DEVICES)")
+
+
+def check_contiguous(shape, strides, itemsize) -> None:
+    """ArrayProblem unless `strides` (bytes; None: C order) are C-contiguous for `shape`."""
     if strides is None:
         return
     want = _contiguous_strides(shape, itemsize)
@@ -137,7 +156,7 @@ def _from_cai(obj) -> DeviceRef:
     if cai.get("mask") is not None:
         raise ArrayProblem("is a masked array")
     ptr = int(cai["data"][0] or 0)
-    _check_contiguous(shape, cai.get("strides"), NUMPY_DTYPES[dtype].itemsize)
+    check_contiguous(shape, cai.get("strides"), NUMPY_DTYPES[dtype].itemsize)
     stream = cai.get("stream")
     return DeviceRef(ptr, shape, dtype, stream if stream not in (None, 1, 2) else None, obj)
 
@@ -177,9 +196,7 @@ def _from_dlpack(obj) -> DeviceRef:
     except Exception as exc:
         raise ArrayProblem(f"cannot be exported through DLPack ({exc})") from None
     t = _DLManagedTensor.from_address(address).dl_tensor
-    if t.device.device_id != 0:
-        raise ArrayProblem(f"is on CUDA device {t.device.device_id}; ptc runs on device 0 "
-                           "(select the GPU with CUDA_VISIBLE_DEVICES)")
+    check_device_index(t.device.device_id)
     shape = tuple(int(t.shape[i]) for i in range(t.ndim))
     key = (t.dtype.code, t.dtype.bits)
     if key not in _DLPACK or t.dtype.lanes != 1:
@@ -189,7 +206,7 @@ def _from_dlpack(obj) -> DeviceRef:
     itemsize = NUMPY_DTYPES[dtype].itemsize
     strides = (tuple(int(t.strides[i]) * itemsize for i in range(t.ndim))
                if t.strides else None)
-    _check_contiguous(shape, strides, itemsize)
+    check_contiguous(shape, strides, itemsize)
     ptr = int(t.data or 0) + int(t.byte_offset)
     assert device_type in (KDL_CUDA, KDL_CUDA_MANAGED)
     return DeviceRef(ptr, shape, dtype, None, (obj, capsule))

@@ -139,11 +139,11 @@ def _bind_tensor(p: TensorArg, value) -> BoundTensor:
         except A.ArrayProblem as exc:
             raise ArgumentError(f"{describe(p)} {exc}") from None
         if ref.dtype != p.dtype:
-            raise ArgumentError(f"{describe(p)} is {p.dtype}, but the device array given holds "
+            raise ArgumentError(f"{describe(p)} is {p.dtype}, but the {ref.what} given holds "
                                 f"{ref.dtype}", hint="convert it first (nothing is converted "
                                                       "on the GPU)")
         if ref.ptr % A.ALIGNMENT and np.prod(ref.shape) > 0:
-            raise ArgumentError(f"{describe(p)}: the device array's address 0x{ref.ptr:x} is not "
+            raise ArgumentError(f"{describe(p)}: the {ref.what}'s address 0x{ref.ptr:x} is not "
                                 f"{A.ALIGNMENT}-byte aligned", hint="pass a fresh (or cloned) "
                                                                     "array, not an offset view")
         return BoundTensor(p, ref.shape, device=ref)

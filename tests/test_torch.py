@@ -1,0 +1,230 @@
+"""ptc.torch (issue 23): .pt kernels as torch.library custom ops on the CPU path, checked
+against torch formulas written here, torch.library.opcheck, torch.compile and gradcheck.
+The tier `make test-torch` runs this file (marker `torch`, deselected from `make test`);
+it skips when torch is not installed."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import ptc.torch as pt  # noqa: E402
+from ptc.runtime.errors import ArgumentError  # noqa: E402
+
+pytestmark = pytest.mark.torch
+ROOT = Path(__file__).resolve().parents[1]
+RMSNORM = str(ROOT / "samples" / "rmsnorm.pt")
+GRAD = str(ROOT / "tests" / "torch" / "rmsnorm_f32.pt")
+
+
+def rmsnorm_ref(x, w, eps):
+    """Y = X * rsqrt(mean(X^2) + eps) * W, in the precision of x."""
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
+
+
+def inputs(m=6, n=32, dtype=torch.float16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(m, n, generator=g).to(dtype), torch.randn(n, generator=g).to(dtype))
+
+
+def test_importing_ptc_imports_no_torch():
+    code = ("import sys, ptc, ptc.torch, ptc.runtime; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"
+
+
+def test_op_matches_torch_formula():
+    k = pt.kernel(RMSNORM)
+    x, w = inputs()
+    y = k(x, w, 1e-6)
+    assert y.dtype == torch.float16 and y.shape == x.shape
+    want = rmsnorm_ref(x.float(), w.float(), 1e-6).half()
+    torch.testing.assert_close(y, want, atol=2e-3, rtol=2e-3)
+    assert repr(k).startswith("<ptc.torch kernel ptc::rmsnorm_")
+
+
+def test_same_kernel_same_op():
+    assert pt.kernel(RMSNORM) is pt.kernel(RMSNORM)
+    assert pt.kernel(RMSNORM).op is not pt.kernel(RMSNORM, backend="emulate").op
+
+
+def test_compile_time_dims_specialize_per_call():
+    """N is a compile-time dim of rmsnorm (a `:` extent): each N gets its own checked kernel."""
+    k = pt.kernel(RMSNORM)
+    for n in (16, 48):
+        x, w = inputs(n=n)
+        torch.testing.assert_close(k(x, w, 1e-6), rmsnorm_ref(x.float(), w.float(), 1e-6).half(),
+                                   atol=2e-3, rtol=2e-3)
+    assert {16, 48} <= {dict(key)["N"] for key in k.runners}
+
+
+@pytest.mark.cxx
+def test_emulated_kernel_equals_interpreter():
+    x, w = inputs(m=5, n=64)
+    interp = pt.kernel(RMSNORM)(x, w, 1e-5)
+    k = pt.kernel(RMSNORM, backend="emulate", target="sm80")
+    emulated = k(x, w, 1e-5)
+    torch.testing.assert_close(emulated, interp, atol=1e-3, rtol=0)
+    runner = k.specialized({"M": 5, "N": 64})
+    assert [key[:2] for key in runner.builds] == [("emulate", "sm80")]  # built once, per dims
+
+
+def test_fake_implementation_from_the_signature():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    k = pt.kernel(GRAD, kernel="rmsnorm_fwd")
+    with FakeTensorMode():
+        x, w = torch.empty(7, 24), torch.empty(24)
+        y, r = k(x, w, 1e-5)
+    assert (tuple(y.shape), y.dtype, tuple(r.shape), r.dtype) == \
+        ((7, 24), torch.float32, (7,), torch.float32)
+
+
+def test_opcheck():
+    """torch's own checks of a custom op: schema, fake vs real, no aliasing."""
+    x, w = inputs(n=16)
+    torch.library.opcheck(pt.kernel(RMSNORM).op, (x, w, 1e-6),
+                          test_utils=("test_schema", "test_faketensor"))
+
+
+def test_torch_compile_fullgraph_no_break():
+    k = pt.kernel(RMSNORM)
+    x, w = inputs(n=32)
+
+    def f(x, w):
+        return k(x, w, 1e-6) * 2 + 1
+
+    explained = torch._dynamo.explain(f)(x, w)
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(compiled(x, w), f(x, w), atol=0, rtol=0)
+
+
+@pytest.mark.cxx
+def test_torch_compile_inductor():
+    k = pt.kernel(RMSNORM)
+    x, w = inputs(n=32)
+    compiled = torch.compile(lambda x, w: k(x, w, 1e-6).float().sum(-1), fullgraph=True)
+    torch.testing.assert_close(compiled(x, w), k(x, w, 1e-6).float().sum(-1))
+
+
+# ---- the runtime's call checks -----------------------------------------------------------
+@pytest.mark.parametrize("bad, message", [
+    (lambda x, w: (x.float(), w), "input X (X: f16[M, N]) is f16, but the tensor given holds f32"),
+    (lambda x, w: (x.double(), w), "input X (X: f16[M, N]) is f16, but the tensor given holds "
+                                   "torch.float64"),
+    (lambda x, w: (x.t(), w), "input X (X: f16[M, N]) is not C-contiguous"),
+    (lambda x, w: (x, w[:8]), "input W (W: f16[N]) has shape (8,), so N = 8, but N = 32 from X"),
+    (lambda x, w: (x, w.to("meta")), "input W (W: f16[N]) is on meta, but X is on cpu"),
+])
+def test_call_errors_are_the_runtimes(bad, message):
+    x, w = inputs(n=32)
+    with pytest.raises(ArgumentError) as info:
+        pt.kernel(RMSNORM)(*bad(x, w), 1e-6)
+    assert str(info.value).startswith(message)
+    assert "\n" not in str(info.value)
+
+
+def test_the_runtime_says_the_same_of_a_device_array():
+    """The messages above are binding.py's: a DeviceRef of the same dtype gets the same one."""
+    from ptc.runtime.arrays import ArrayAdapter, DeviceRef
+    from ptc.runtime.binding import bind_call
+
+    class Device(ArrayAdapter):
+        def __init__(self, shape, dtype):
+            self.shape, self.dtype = shape, dtype
+
+        def ref(self):
+            return DeviceRef(0, self.shape, self.dtype)
+
+    sig = pt.kernel(RMSNORM).signature
+    with pytest.raises(ArgumentError, match=r"^input X \(X: f16\[M, N\]\) is f16, but the "
+                                            r"device array given holds f32"):
+        bind_call(sig, {}, [Device((4, 4096), "f32"), Device((4096,), "f16"), 1.0], {}, None)
+
+
+def test_unknown_backend():
+    with pytest.raises(ArgumentError, match="backend='cuda' is not a CPU path"):
+        pt.kernel(RMSNORM, backend="cuda")
+
+
+# ---- autograd ----------------------------------------------------------------------------
+def rmsnorm_grad(backend="interp", bwd_x="rmsnorm_bwd_x", path=GRAD):
+    def k(name, file=GRAD):
+        return pt.kernel(file, kernel=name, backend=backend)
+
+    return pt.autograd(forward=k("rmsnorm_fwd"), backward=[k(bwd_x, path), k("rmsnorm_bwd_w")],
+                       save=("X", "W", "R"), outputs=("Y",))
+
+
+def grad_inputs(m=5, n=16):
+    g = torch.Generator().manual_seed(3)
+    return (torch.randn(m, n, generator=g, requires_grad=True),
+            (torch.rand(n, generator=g) + 0.5).requires_grad_())
+
+
+# f32 is ptc's widest float: finite differences of an f32 function at eps=1e-3 carry about
+# ulp(f32) / eps ~ 1e-4 relative error, hence atol/rtol 1e-2; the exact comparison is
+# test_gradients_equal_float64_autograd's.
+GRADCHECK = dict(eps=1e-3, atol=1e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("emulate", marks=pytest.mark.cxx)])
+def test_gradcheck(backend):
+    f = rmsnorm_grad(backend)
+    with pytest.warns(UserWarning, match="not a double precision"):
+        assert torch.autograd.gradcheck(lambda x, w: f(x, w, 1e-5), grad_inputs(), **GRADCHECK)
+
+
+def test_gradients_equal_float64_autograd():
+    f = rmsnorm_grad()
+    x, w = grad_inputs()
+    g = torch.randn(x.shape, generator=torch.Generator().manual_seed(4))
+    f(x, w, 1e-5).backward(g)
+    x64, w64 = (t.detach().double().requires_grad_() for t in (x, w))
+    rmsnorm_ref(x64, w64, 1e-5).backward(g.double())
+    torch.testing.assert_close(x.grad.double(), x64.grad, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(w.grad.double(), w64.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_gradcheck_fails_on_a_wrong_backward(tmp_path):
+    """The check can fail: dX without its second term (the rowsum's) is refused."""
+    from torch.autograd.gradcheck import GradcheckError
+
+    wrong = tmp_path / "wrong.pt"
+    text = Path(GRAD).read_text()
+    assert "g * r[:, None] - x * c[:, None]" in text
+    wrong.write_text(text.replace("g * r[:, None] - x * c[:, None]", "g * r[:, None]"))
+    f = rmsnorm_grad(path=str(wrong))
+    with pytest.warns(UserWarning), pytest.raises(GradcheckError):
+        torch.autograd.gradcheck(lambda x, w: f(x, w, 1e-5), grad_inputs(), **GRADCHECK)
+
+
+def test_backward_under_torch_compile():
+    f = rmsnorm_grad()
+    x, w = grad_inputs()
+    f(x, w, 1e-5).square().sum().backward()
+    want = (x.grad.clone(), w.grad.clone())
+    x.grad = w.grad = None
+    compiled = torch.compile(lambda x, w: f(x, w, 1e-5).square().sum(), fullgraph=True,
+                             backend="aot_eager")
+    compiled(x, w).backward()
+    torch.testing.assert_close((x.grad, w.grad), want)
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(save=("X", "W")), "backward kernel rmsnorm_bwd_x reads R, which is not saved"),
+    (dict(save=("X", "W", "R", "Q")), "save= names Q, which is neither an input nor an output"),
+    (dict(outputs=("Z",)), "outputs= names Z, which is not an output of rmsnorm_fwd"),
+])
+def test_pairing_errors(change, message):
+    k = lambda name: pt.kernel(GRAD, kernel=name)  # noqa: E731
+    args = dict(forward=k("rmsnorm_fwd"), backward=[k("rmsnorm_bwd_x"), k("rmsnorm_bwd_w")],
+                save=("X", "W", "R"), outputs=("Y",))
+    with pytest.raises(ArgumentError, match=message):
+        pt.autograd(**{**args, **change})
