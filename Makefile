@@ -7,6 +7,7 @@
 #   make test     -- set up, install the HIP compilers where they are missing (apt-get; see
 #                    tools/hip_toolchain.sh) and run the whole test suite
 #   make test-fast -- the tests that run no compiler (the inner loop)
+#   make test-torch -- ptc.torch's tier (docs/torch.md); `make torch` installs torch first
 # and two for a GPU machine without network (docs/gpu.md):
 #   make gpu-wheels -- here, with network: the wheels ptc needs that the GPU image lacks
 #   make gpu        -- there: every GPU check in one run (QUICK=1: the 3-minute one)
@@ -54,7 +55,17 @@ fuzz: setup
 # the inner loop: front end, scheduler, lowering, goldens -- no nvcc, hipcc or g++ (a test
 # that starts one anyway fails, naming the marker it lacks: tests/conftest.py)
 test-fast: setup
-	PTC_TEST_NO_COMPILERS=1 $(PY) -m pytest -q -n auto -m "not gpu and not nvcc and not hip and not cxx"
+	PTC_TEST_NO_COMPILERS=1 $(PY) -m pytest -q -n auto -m "not gpu and not nvcc and not hip and not cxx and not torch"
+
+# ptc kernels inside PyTorch (ptc.torch, issue 23): torch is the optional extra ptc[torch];
+# `make torch` installs the release the tier is tested with (a CPU build where pip finds
+# one: 865 MB installed, docs/torch.md). The tier skips cleanly without torch.
+TORCH_VERSION ?= 2.13.0
+torch: setup
+	$(PY) -m pip install --quiet 'torch==$(TORCH_VERSION)'
+
+test-torch: setup
+	$(PY) -m pytest -q -m torch tests/test_torch.py
 
 # ---- on a GPU machine (docs/gpu.md) ---------------------------------------------------------
 # The GPU image has Python 3.12 with torch, numpy, click, jinja2, rich, PyYAML, ml-dtypes and
@@ -75,4 +86,4 @@ gpu-wheels:
 gpu:
 	bash benchmarks/gpu.sh $(if $(QUICK),--quick) $(if $(OUT),--out $(OUT)) $(GPU_FLAGS)
 
-.PHONY: setup samples test test-fast fuzz hip-toolchain gpu gpu-wheels
+.PHONY: setup samples test test-fast test-torch torch fuzz hip-toolchain gpu gpu-wheels
