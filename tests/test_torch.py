@@ -228,3 +228,30 @@ def test_pairing_errors(change, message):
                 save=("X", "W", "R"), outputs=("Y",))
     with pytest.raises(ArgumentError, match=message):
         pt.autograd(**{**args, **change})
+
+
+# ---- examples/llama3: a decoder layer from ptc kernels -----------------------------------
+def load_example(name: str):
+    import importlib.util
+
+    path = ROOT / "examples" / name
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module            # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def bf16_ulps(diff: float, scale: float) -> float:
+    """`diff` in units of the bf16 spacing at `scale` (8 significant bits)."""
+    import math
+
+    return diff / 2.0 ** (math.floor(math.log2(scale)) - 7)
+
+
+def test_llama3_layer_matches_torch_reference_compiled():
+    layer = load_example("llama3/layer.py")
+    got = layer.compare("interp", batch=2, seq=24)
+    assert got["graph_breaks"] == 0
+    assert got["compiled_vs_eager"] == 0
+    assert bf16_ulps(got["eager"], got["scale"]) <= 2, got
