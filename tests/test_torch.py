@@ -221,6 +221,11 @@ def test_backward_under_torch_compile():
     (dict(save=("X", "W")), "backward kernel rmsnorm_bwd_x reads R, which is not saved"),
     (dict(save=("X", "W", "R", "Q")), "save= names Q, which is neither an input nor an output"),
     (dict(outputs=("Z",)), "outputs= names Z, which is not an output of rmsnorm_fwd"),
+    (dict(backward=[(pt.kernel(GRAD, kernel="rmsnorm_bwd_x"), {"Q": "R"})]),
+     "backward kernel rmsnorm_bwd_x has no parameter Q to rename"),
+    (dict(backward=[(pt.kernel(GRAD, kernel="rmsnorm_bwd_x"), {"dX": "dx"})]),
+     "backward kernel rmsnorm_bwd_x writes dx, which is neither the gradient"),
+    (dict(backward=["rmsnorm_bwd_x"]), "a backward step is a ptc.torch.kernel"),
 ])
 def test_pairing_errors(change, message):
     k = lambda name: pt.kernel(GRAD, kernel=name)  # noqa: E731
@@ -249,9 +254,19 @@ def bf16_ulps(diff: float, scale: float) -> float:
     return diff / 2.0 ** (math.floor(math.log2(scale)) - 7)
 
 
-def test_llama3_layer_matches_torch_reference_compiled():
+@pytest.mark.parametrize("backend", ["interp", pytest.param("emulate", marks=pytest.mark.cxx)])
+def test_llama3_layer_matches_torch_reference_compiled(backend):
     layer = load_example("llama3/layer.py")
-    got = layer.compare("interp", batch=2, seq=24)
+    got = layer.compare(backend, batch=2, seq=24)
     assert got["graph_breaks"] == 0
     assert got["compiled_vs_eager"] == 0
     assert bf16_ulps(got["eager"], got["scale"]) <= 2, got
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("emulate", marks=pytest.mark.cxx)])
+def test_llama3_mlp_backward_kernels_pass_gradcheck(backend):
+    """SwiGLU and the down projection with the residual, every gradient a .pt kernel (one
+    weight-gradient kernel serving three steps under other names)."""
+    got = load_example("llama3/mlp.py").check(backend)
+    assert got["gradcheck"] is True
+    assert got["max_grad_difference"] < 1e-5, got
