@@ -264,9 +264,11 @@ def test_llama3_layer_matches_torch_reference_compiled(backend):
 
 
 @pytest.mark.parametrize("backend", ["interp", pytest.param("emulate", marks=pytest.mark.cxx)])
-def test_llama3_mlp_backward_kernels_pass_gradcheck(backend):
-    """SwiGLU and the down projection with the residual, every gradient a .pt kernel (one
-    weight-gradient kernel serving three steps under other names)."""
-    got = load_example("llama3/mlp.py").check(backend)
+@pytest.mark.parametrize("case", ["mlp", "attention"])
+def test_llama3_backward_kernels_pass_gradcheck(case, backend):
+    """The MLP (one weight-gradient kernel serving three steps under other names) and causal
+    GQA attention (dQ; dK and dV summed over a group's query heads), every gradient a .pt
+    kernel: gradcheck, and float64 autograd of a torch reference."""
+    got = load_example("llama3/backward.py").check(case, backend)
     assert got["gradcheck"] is True
     assert got["max_grad_difference"] < 1e-5, got
