@@ -85,14 +85,15 @@ class PtcLayer:
         return rows.view(b, s, hidden)
 
 
-def torch_layer(cfg: Config, x: torch.Tensor, p: dict, cos: torch.Tensor, sin: torch.Tensor):
-    """The reference, written with torch alone: f32 arithmetic, bf16 where each step's
-    result is stored (as the kernels store theirs)."""
+def torch_layer(cfg: Config, x: torch.Tensor, p: dict, cos: torch.Tensor, sin: torch.Tensor,
+                compute=torch.float32, store=torch.bfloat16):
+    """The reference, written with torch alone: `compute` arithmetic, rounded to `store`
+    where each step's result is stored (as the kernels store theirs)."""
     def bf(t):
-        return t.to(torch.bfloat16)
+        return t.to(store)
 
     def f(t):
-        return t.float()
+        return t.to(compute)
 
     def norm(t, w):
         t = f(t)
@@ -100,7 +101,7 @@ def torch_layer(cfg: Config, x: torch.Tensor, p: dict, cos: torch.Tensor, sin: t
 
     def rope(t):                        # [B, S, heads, D], rotate half
         t1, t2 = f(t).chunk(2, dim=-1)
-        c, s_ = cos[None, :, None, :], sin[None, :, None, :]
+        c, s_ = f(cos)[None, :, None, :], f(sin)[None, :, None, :]
         return bf(torch.cat([t1 * c - t2 * s_, t2 * c + t1 * s_], dim=-1))
 
     b, s, hidden = x.shape
