@@ -105,6 +105,17 @@ def test_torch_compile_fullgraph_no_break():
     torch.testing.assert_close(compiled(x, w), f(x, w), atol=0, rtol=0)
 
 
+def test_torch_compile_dynamic_shapes_and_keywords():
+    """Under dynamic=True the fake implementation binds symbolic sizes; keywords bind by
+    the kernel's parameter names."""
+    k = pt.kernel(RMSNORM)
+    compiled = torch.compile(lambda x, w: k(x, W=w, eps=1e-6), fullgraph=True, dynamic=True,
+                             backend="aot_eager")
+    for m in (8, 5, 3):
+        x, w = inputs(m=m, n=32)
+        torch.testing.assert_close(compiled(x, w), k(x, w, 1e-6), atol=0, rtol=0)
+
+
 @pytest.mark.cxx
 def test_torch_compile_inductor():
     k = pt.kernel(RMSNORM)
