@@ -14,7 +14,7 @@ from ..runtime.binding import BoundCall, bind_call
 from ..runtime.errors import ArgumentError
 from ..runtime.signature import ScalarArg, Signature, signature_of
 from .run import Runner
-from .tensors import TORCH_DTYPES, TorchArray
+from .tensors import TORCH_DTYPES, arguments
 
 NAMESPACE = "ptc"
 BACKENDS = ("interp", "emulate")
@@ -104,7 +104,7 @@ class Kernel:
     def bind(self, args, *, fake: bool) -> tuple[Runner, BoundCall]:
         """The runtime's checks of a call (names, dtypes, shapes, dims, contiguity), against
         the kernel specialized to the call's compile-time dims; and its runner."""
-        values = [TorchArray(a, fake) if isinstance(a, torch.Tensor) else a for a in args]
+        values = arguments(args, fake)
         dims = bind_call(self.free, self.runner.shapes, values, {}, None).dims
         runner = self.specialized(dims)
         return runner, bind_call(runner.signature, runner.shapes, values, {}, None)

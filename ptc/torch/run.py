@@ -13,7 +13,7 @@ from ..runtime.binding import BoundCall
 from ..runtime.errors import ArgumentError, LaunchError
 from ..runtime.signature import signature_of
 from ..sema import typed as T
-from .tensors import TorchArray, host_view
+from .tensors import TorchArray, arguments, host_view
 
 DEFAULT_EMULATED_TARGET = "sm80"
 
@@ -89,8 +89,8 @@ class Runner:
         target = self.target or gpu_target()
         kernel = self.build(("cuda", target), call.dims, lambda t, d: build_prepared(
             self.prepare(t, d), shapes=d))
-        values = [TorchArray(a) if isinstance(a, torch.Tensor) else a for a in args]
-        bound = kernel.bind(*values, out={n: TorchArray(t) for n, t in outputs.items()})
+        bound = kernel.bind(*arguments(args),
+                            out={n: TorchArray(t) for n, t in outputs.items()})
         kernel.run(bound)    # after the tensors' stream; returns when the kernel is done
 
     # ---- builds, per dims -------------------------------------------------------------
@@ -125,8 +125,7 @@ def bind_again(sig, call: BoundCall, args) -> BoundCall:
     """`call` checked against a build's own signature (its tile sizes' `divides` lines)."""
     from ..runtime.binding import bind_call
 
-    values = [TorchArray(a) if isinstance(a, torch.Tensor) else a for a in args]
-    return bind_call(sig, call.dims, values, {}, None)
+    return bind_call(sig, call.dims, arguments(args), {}, None)
 
 
 def gpu_target() -> str:

@@ -39,6 +39,12 @@ class TorchArray(A.ArrayAdapter):
         return A.DeviceRef(ptr, tuple(int(n) for n in t.shape), dtype, stream, t, "tensor")
 
 
+def arguments(args, fake: bool = False) -> list:
+    """A call's arguments as the runtime's binding takes them: tensors wrapped, scalars
+    as they are."""
+    return [TorchArray(a, fake) if isinstance(a, torch.Tensor) else a for a in args]
+
+
 def host_view(t: torch.Tensor, dtype: str) -> np.ndarray:
     """A CPU tensor's memory as a NumPy array of ptc dtype `dtype` (shared, not copied)."""
     t = t.detach()
