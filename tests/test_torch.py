@@ -283,3 +283,36 @@ def test_llama3_backward_kernels_pass_gradcheck(case, backend):
     got = load_example("llama3/backward.py").check(case, backend)
     assert got["gradcheck"] is True
     assert got["max_relative_grad_difference"] < 1e-5, got
+
+
+# ---- the CUDA tensors' path, on the fake CUDA runtime ------------------------------------
+@pytest.mark.cxx
+def test_cuda_path_on_the_fake_cuda_runtime(tmp_path, monkeypatch):
+    """Runner.launch (what CUDA tensors take) against tests/runtime's axpy harness built by
+    g++ on tests/runtime/fake_cuda, a CUDA runtime on host memory, so that CPU tensors stand
+    in for CUDA ones: the inputs are read where they lie and the output tensors written in
+    place (the harness zeroes them first: they start as garbage here)."""
+    import ptc.runtime as R
+    from ptc.runtime.build import LIBRARY
+
+    runtime = ROOT / "tests" / "runtime"
+    k = pt.kernel(runtime / "axpy.pt", target="sm80")
+    folder = R.write_build_dir(tmp_path / "axpy", kernel_source=(runtime / "axpy_host.cpp")
+                               .read_text(), signature=k.signature, arch="sm_80",
+                               target="sm80")
+    subprocess.run(["g++", "-std=c++17", "-O1", "-I", str(runtime / "fake_cuda"), "-I", ".",
+                    "-x", "c++", "kernel.cu", "-x", "c++", "harness.cu", "-fPIC", "-shared",
+                    "-o", LIBRARY], cwd=folder, check=True)
+    compiled = R.CompiledKernel(folder, k.signature, arch="sm_80")
+    monkeypatch.setattr(k.runner, "build", lambda kind, dims, make: compiled)
+    g = torch.Generator().manual_seed(5)
+    a, b = torch.randn(50, 40, generator=g), torch.randn(50, 40, generator=g).bfloat16()
+    runner, call = k.bind((a, b, 1.5), fake=False)
+    outputs = {n: torch.full(t.shape, float("nan"), dtype=t.dtype)
+               for n, t in k.empty_outputs(call, torch.device("cpu"), zeroed=False).items()}
+    where = {n: t.data_ptr() for n, t in outputs.items()}
+    runner.launch(call, (a, b, 1.5), outputs)
+    assert {n: t.data_ptr() for n, t in outputs.items()} == where
+    want = a + 1.5 * b.float()
+    torch.testing.assert_close(outputs["C"], want)
+    torch.testing.assert_close(outputs["S"], want.sum(1), atol=1e-4, rtol=1e-5)
