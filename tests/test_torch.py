@@ -316,3 +316,16 @@ def test_cuda_path_on_the_fake_cuda_runtime(tmp_path, monkeypatch):
     want = a + 1.5 * b.float()
     torch.testing.assert_close(outputs["C"], want)
     torch.testing.assert_close(outputs["S"], want.sum(1), atol=1e-4, rtol=1e-5)
+
+
+# ---- examples/mamba2: a Mamba2 block from ptc kernels ------------------------------------
+@pytest.mark.parametrize("backend", ["interp", pytest.param("emulate", marks=pytest.mark.cxx)])
+def test_mamba2_block_matches_torch_recurrence_compiled(backend):
+    """The chunked SSD kernels against the plain recurrence, under torch.compile."""
+    import math
+
+    got = load_example("mamba2/block.py").compare(backend, batch=2, chunks=3)
+    assert got["graph_breaks"] == 0
+    assert got["compiled_vs_eager"] == 0
+    f16_spacing = 2.0 ** (math.floor(math.log2(got["scale"])) - 10)
+    assert got["eager"] <= 2 * f16_spacing, got
