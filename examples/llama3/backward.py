@@ -21,7 +21,7 @@ import ptc.torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from layer import Config, rope_tables, torch_layer  # noqa: E402  (the layer beside this file)
+from layer import Config, PtcLayer, rope_tables, torch_layer  # noqa: E402  (beside this file)
 # f32 finite differences at eps=1e-3 carry ~1e-4 relative error (docs/torch.md)
 GRADCHECK = dict(eps=1e-3, atol=1e-2, rtol=1e-2)
 
@@ -76,9 +76,10 @@ def torch_attention(q, k, v):
     return o.transpose(1, 2)
 
 
-class PtcTrainableLayer:
+class PtcTrainableLayer(PtcLayer):
     """layer.py's decoder layer in f32 with every step differentiable: RMSNorm, the
-    projections, RoPE, attention, the residual projections and the MLP."""
+    projections, RoPE, attention, the residual projections and the MLP (PtcLayer's
+    forward pass over these ops)."""
 
     NAMES = ("attn_norm", "wq", "wk", "wv", "wo", "mlp_norm", "w_gate", "w_up", "w_down")
 
@@ -94,23 +95,11 @@ class PtcTrainableLayer:
         self.rope = ptc.torch.autograd(forward=k("rope_fwd"), backward=[k("rope_bwd")],
                                        save=("cos_t", "sin_t"))
         self.attention = PtcAttention(backend)
-        self.mlp = PtcMLP(backend)
+        mlp = PtcMLP(backend)
+        self.swiglu, self.linear_residual = mlp.swiglu, mlp.down
 
     def __call__(self, x, cos, sin, *weights):
-        cfg, p = self.cfg, dict(zip(self.NAMES, weights))
-        b, s, hidden = x.shape
-        rows = x.reshape(b * s, hidden)
-        h = self.rmsnorm(rows, p["attn_norm"], cfg.eps)
-        half = cfg.head_dim // 2
-        q = self.rope(self.linear(h, p["wq"]).view(b, s, cfg.heads, 2, half), cos, sin)
-        k = self.rope(self.linear(h, p["wk"]).view(b, s, cfg.kv_heads, 2, half), cos, sin)
-        v = self.linear(h, p["wv"]).view(b, s, cfg.kv_heads, cfg.head_dim)
-        o = self.attention(q.view(b, s, cfg.heads, cfg.head_dim),
-                           k.view(b, s, cfg.kv_heads, cfg.head_dim), v)
-        rows = self.mlp.down(o.view(b * s, cfg.heads * cfg.head_dim), p["wo"], rows)
-        h = self.rmsnorm(rows, p["mlp_norm"], cfg.eps)
-        rows = self.mlp.down(self.mlp.swiglu(h, p["w_gate"], p["w_up"]), p["w_down"], rows)
-        return rows.view(b, s, hidden)
+        return super().__call__(x, dict(zip(self.NAMES, weights)), cos, sin)
 
 
 TINY = Config(hidden=8, heads=2, kv_heads=1, head_dim=4, ffn=12)

@@ -10,7 +10,7 @@ backward kernels are what's left (docs/torch.md).
 """
 from __future__ import annotations
 
-import argparse
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +19,8 @@ import torch
 import ptc.torch
 
 KERNELS = Path(__file__).resolve().with_name("layer.pt")
+sys.path.insert(0, str(KERNELS.parents[1]))
+from compare import against, main  # noqa: E402  (examples/compare.py)
 
 
 @dataclass(frozen=True)
@@ -128,23 +130,8 @@ def compare(backend: str = "interp", batch: int = 2, seq: int = 24, seed: int = 
                     ).to(torch.bfloat16)
     cos, sin = rope_tables(cfg, seq)
     layer = PtcLayer(cfg, backend)
-    want = torch_layer(cfg, x, p, cos, sin).float()
-    eager = layer(x, p, cos, sin).float()
-    compiled = torch.compile(lambda x: layer(x, p, cos, sin), fullgraph=True)(x).float()
-    breaks = torch._dynamo.explain(lambda x: layer(x, p, cos, sin))(x).graph_break_count
-    return {"eager": (eager - want).abs().max().item(),
-            "compiled": (compiled - want).abs().max().item(),
-            "compiled_vs_eager": (compiled - eager).abs().max().item(),
-            "scale": want.abs().max().item(), "graph_breaks": breaks}
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", choices=("interp", "emulate"), default="interp")
-    args = parser.parse_args()
-    for name, value in compare(args.backend).items():
-        print(f"{name}: {value}")
+    return against(lambda x: layer(x, p, cos, sin), torch_layer(cfg, x, p, cos, sin), x)
 
 
 if __name__ == "__main__":
-    main()
+    main(compare, __doc__)

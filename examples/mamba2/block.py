@@ -13,7 +13,7 @@ y_t = h_t C_t + D x_t, step by step. Forward only.
 """
 from __future__ import annotations
 
-import argparse
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +24,8 @@ import ptc.torch
 
 HERE = Path(__file__).resolve().parent
 SAMPLES = HERE.parents[1] / "samples"
+sys.path.insert(0, str(HERE.parent))
+from compare import against, main  # noqa: E402  (examples/compare.py)
 
 
 @dataclass(frozen=True)
@@ -137,22 +139,8 @@ def compare(backend: str = "interp", batch: int = 2, chunks: int = 3, seed: int 
     u = torch.randn(batch, chunks * cfg.chunk, cfg.d_model,
                     generator=torch.Generator().manual_seed(seed + 1)).half()
     block = PtcMamba2(cfg, backend)
-    want = torch_mamba2(cfg, u, p).float()
-    eager = block(u, p).float()
-    compiled = torch.compile(lambda u: block(u, p), fullgraph=True)(u).float()
-    breaks = torch._dynamo.explain(lambda u: block(u, p))(u).graph_break_count
-    return {"eager": (eager - want).abs().max().item(),
-            "compiled": (compiled - want).abs().max().item(),
-            "compiled_vs_eager": (compiled - eager).abs().max().item(),
-            "scale": want.abs().max().item(), "graph_breaks": breaks}
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", choices=("interp", "emulate"), default="interp")
-    for name, value in compare(parser.parse_args().backend).items():
-        print(f"{name}: {value}")
+    return against(lambda u: block(u, p), torch_mamba2(cfg, u, p), u)
 
 
 if __name__ == "__main__":
-    main()
+    main(compare, __doc__)
