@@ -265,6 +265,7 @@ def bf16_ulps(diff: float, scale: float) -> float:
     return diff / 2.0 ** (math.floor(math.log2(scale)) - 7)
 
 
+@pytest.mark.cxx                # Inductor compiles C++
 @pytest.mark.parametrize("backend", ["interp", pytest.param("emulate", marks=pytest.mark.cxx)])
 def test_llama3_layer_matches_torch_reference_compiled(backend):
     layer = load_example("llama3/layer.py")
@@ -319,6 +320,7 @@ def test_cuda_path_on_the_fake_cuda_runtime(tmp_path, monkeypatch):
 
 
 # ---- examples/mamba2: a Mamba2 block from ptc kernels ------------------------------------
+@pytest.mark.cxx                # Inductor compiles C++
 @pytest.mark.parametrize("backend", ["interp", pytest.param("emulate", marks=pytest.mark.cxx)])
 def test_mamba2_block_matches_torch_recurrence_compiled(backend):
     """The chunked SSD kernels against the plain recurrence, under torch.compile."""
