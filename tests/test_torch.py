@@ -38,6 +38,24 @@ def test_importing_ptc_imports_no_torch():
     assert out.stdout.strip() == "False"
 
 
+def test_without_torch_a_one_line_error_says_how_to_get_it():
+    code = ("import sys; sys.modules['torch'] = None; import ptc.torch\n"
+            "try:\n    ptc.torch.kernel('samples/rmsnorm.pt')\n"
+            "except Exception as e:\n    print(type(e).__name__, e, '|', e.hint)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == ("RuntimeFailure ptc.torch needs PyTorch, which is not "
+                                  "installed | pip install 'ptc[torch]' (or `make torch`)")
+
+
+def test_a_torch_without_custom_op_is_refused(monkeypatch):
+    from ptc.runtime.errors import RuntimeFailure
+
+    monkeypatch.setattr(torch, "__version__", "2.3.1+cpu")
+    with pytest.raises(RuntimeFailure, match=r"needs PyTorch 2\.4 or later .*not 2\.3\.1"):
+        pt.kernel(RMSNORM)
+
+
 def test_op_matches_torch_formula():
     k = pt.kernel(RMSNORM)
     x, w = inputs()
