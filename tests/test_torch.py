@@ -142,6 +142,28 @@ def test_torch_compile_inductor():
     torch.testing.assert_close(compiled(x, w), k(x, w, 1e-6).float().sum(-1))
 
 
+def test_a_tuning_entry_is_pinned_and_a_stale_one_ignored(monkeypatch):
+    """A build per dims takes the tuning database's plan where ptc.tune.choose finds an
+    entry, and the search's where that plan no longer builds."""
+    from ptc import driver
+    from ptc.sched.plan import plans_to_json
+
+    dims = {"M": 8, "N": 32}
+    runner = pt.kernel(RMSNORM, backend="emulate").specialized(dims)
+    searched = runner.prepare("sm80", dims).plans[0]
+    ranked = driver.schedule_grids(runner.typed, "sm80", shapes=dims)[0].ranked
+    other = next(c.plan for c in ranked if c.plan.tiles != searched.tiles)
+
+    class Choice:
+        entry = "an entry"
+        plan = driver.PlanText("ptc-tuning.json (entry 1)", plans_to_json((other,)))
+
+    monkeypatch.setattr("ptc.tune.choose", lambda *args, **options: Choice)
+    assert runner.prepare("sm80", dims).plans[0].tiles == other.tiles
+    Choice.plan = driver.PlanText("ptc-tuning.json (entry 2)", '{"kernel": "rmsnorm"}')
+    assert runner.prepare("sm80", dims).plans[0].tiles == searched.tiles
+
+
 # ---- the runtime's call checks -----------------------------------------------------------
 @pytest.mark.parametrize("bad, message", [
     (lambda x, w: (x.float(), w), "input X (X: f16[M, N]) is f16, but the tensor given holds f32"),
