@@ -134,6 +134,13 @@ class IndexChecker:
         if any(isinstance(x, T.Gather) for x in tuple(before) + load.index):
             self.fail("a subscript gathers along one dim only", span,
                       "gather the rows; take the other dims as tiles, points or `:`")
+        if any(isinstance(x, T.TileSlice) and (x.offset is not None or x.stride != 1)
+               for x in load.index):
+            # the copies read a gather's positions from its index tile as it is tiled
+            self.fail("a gathered subscript's positions are a tile of the index tensor, "
+                      "not an offset or strided one", span,
+                      "load the positions at `idx[i]`; write the moved positions into an "
+                      "index tensor beforehand")
         return T.Gather(load, load.type.shape[0])
 
     def _index_scalar(self, v: V, span: Span, what: str) -> T.TExpr:
