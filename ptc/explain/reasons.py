@@ -76,7 +76,7 @@ def _stages_reasons(ctx: Context) -> list[Reason]:
         if unfit:
             x = min(unfit, key=lambda x: x.choice.stages)
             out.append(Reason("stages", f"{plural(s, 'stage')}: {x.choice.stages} stages are not "
-                                        f"possible: {x.reason}", x.choice.describe()))
+                                        f"possible: {x.reason}", x.choice.describe(ctx.terms)))
     return out
 
 
@@ -103,7 +103,7 @@ def _count_reason(ctx: Context, aspect: str, noun: str, vary: frozenset = frozen
     if unfit:
         x = unfit[0]
         return [Reason(aspect, f"{plural(mine, noun)}: {getattr(x.choice, aspect)} is not "
-                               f"possible: {x.reason}", x.choice.describe())]
+                               f"possible: {x.reason}", x.choice.describe(ctx.terms))]
     return []
 
 
@@ -133,7 +133,7 @@ def _switch_reason(ctx: Context, aspect: str, on: tuple[str, str], off: tuple[st
     if unfit:
         x = unfit[0]
         return [Reason(aspect, f"{mine}: {other} is not possible: {x.reason}",
-                       x.choice.describe())]
+                       x.choice.describe(ctx.terms))]
     return []
 
 
@@ -223,8 +223,9 @@ def _pipelining_reasons(ctx: Context) -> list[Reason]:
         if unfit:
             x = unfit[0]
             these = "with these tiles " if x.tiles == w.tiles else f"({ctx.tiles(x)}) "
-            return [Reason("pipelining", f"no pipelining: a {_pipeline(x.choice, ctx.terms)} {these}"
-                                         f"is not possible: {x.reason}", x.choice.describe())]
+            text = (f"no pipelining: a {_pipeline(x.choice, ctx.terms)} {these}"
+                    f"is not possible: {x.reason}")
+            return [Reason("pipelining", text, x.choice.describe(ctx.terms))]
         return []
     same = _same_tiles(ctx, "sequential")
     if not same:

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 from ..devices import Device, Unit
+from ..devices.model import Terms
 from ..lower.atoms import mma_atom, why_no_atom, why_no_wgmma, why_not_k_major, wgmma_k
 from ..lower.swizzle import tma_layout
 from ..lower.tma import GATHERED, per_thread_copy, tma_box, tma_store_box
@@ -52,16 +53,17 @@ class Choice:
     pingpong: bool = False   # the consumers take turns at the tensor cores (ptc.sched.turns)
     overlap: bool = False    # the loop rotated: softmax(n + 1) under PV(n) (ptc.sched.rotate)
 
-    def describe(self) -> str:
+    def describe(self, terms: Terms = Terms()) -> str:
+        """In the device's words (`terms`: warps or waves)."""
         if self.style == "warp_specialized":
             return (f"warp-specialized, {self.stages} stages, {self.consumers} consumer "
                     f"warpgroup(s){' in ping-pong' if self.pingpong else ''}"
                     f"{', intra-warpgroup overlap' if self.overlap else ''}")
         if self.style == "multistage":
-            return f"multistage, {self.stages} stages, {self.warps} warps"
+            return f"multistage, {self.stages} stages, {terms.warps(self.warps)}"
         if self.style == "interleaved":
-            return f"interleaved loads (one buffer each), {self.warps} warps"
-        return f"sequential (no pipelining), {self.warps} warps"
+            return f"interleaved loads (one buffer each), {terms.warps(self.warps)}"
+        return f"sequential (no pipelining), {terms.warps(self.warps)}"
 
 
 class Unfit(Exception):
@@ -216,7 +218,7 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
             b.Append(t.name, ("consumer", simt.name))
     _wait_on_edges(b, graph)
     plan = b.build(stages=choice.stages, pipelined=loop, style=choice.style,
-                   notes=(choice.describe(),))
+                   notes=(choice.describe(device.terms),))
     kind = lambda unit: device.unit(unit).kind       # noqa: E731
     if choice.overlap:
         plan = rotated(plan, "consumer", kind)
@@ -352,7 +354,7 @@ def _single_role(graph, device, choice, loop) -> Plan:
         place(t)
     _wait_on_edges(b, graph)
     return _fits(b.build(stages=stages, pipelined=loop if prefetching else "",
-                         style=choice.style, notes=(choice.describe(),)), device)
+                         style=choice.style, notes=(choice.describe(device.terms),)), device)
 
 
 def _loop_loads(graph: STaskGraph, loop: str) -> list[str]:
