@@ -87,13 +87,17 @@ def test_a_failed_compile_is_not_kept(compiles, tmp_path):
 
 
 def test_a_report_only_build_compiles_the_kernel_alone(compiles, tmp_path):
-    """What a check of the kernel's machine code needs: its object (ptxas -v, the SASS)."""
+    """What a check of the kernel's machine code needs: its device code (ptxas -v, the
+    SASS), compiled once."""
     write(tmp_path / "a", "gemm")
     result = B.build(tmp_path / "a", report_only=True)
-    assert compiles == ["kernel.o"]
+    assert compiles == ["kernel.cubin"]
     assert result.ptxas.kernels and result.ptxas.spills == 0
     assert not (tmp_path / "a" / B.LIBRARY).exists()
     assert "HMMA" in B.sass(tmp_path / "a")
+    compiles.clear()
+    again = B.build(tmp_path / "a", report_only=True)
+    assert compiles == [] and again.ptxas.to_json() == result.ptxas.to_json()
 
 
 @pytest.mark.hip

@@ -242,9 +242,9 @@ def build(directory: str | Path, arch: str | None = None, *,
     and the resource report (ptxas's, or the HIP kernel's assembly).
 
     `arch` (e.g. sm_80, sm_90a, gfx942) defaults to the one in the directory's manifest.
-    `echo`, if given, gets each command line before it runs. `report_only`: only the step
-    the resource report comes from (the kernel's object or assembly; `sass` reads the
-    object then): no harness, no links -- what a check of the kernel's machine code needs.
+    `echo`, if given, gets each command line before it runs. `report_only`: only what a check
+    of the kernel's machine code needs (the toolchain's `check`: CUDA's kernel.cubin,
+    HIP's kernel.s; `sass` reads the cubin then): no harness, no host pass, no links.
     """
     folder = Path(directory)
     if not is_build_dir(folder):
@@ -256,9 +256,13 @@ def build(directory: str | Path, arch: str | None = None, *,
     arch = arch or read_manifest(folder).get("arch") or "sm_80"
     compiler = chain.find(arch)
     steps = chain.steps(arch, compiler)
-    products = [s.output for s in steps] + [chain.report_file, "build.json", chain.log_file]
+    check_steps, report_step = chain.check(arch, compiler)
+    products = [s.output for s in steps + check_steps] + [chain.report_file, "build.json",
+                                                         chain.log_file]
     if report_only:
-        steps = tuple(s for s in steps if s.output in (chain.report_step, chain.report_file))
+        steps = check_steps
+    else:
+        report_step = chain.report_step
     for name in products:                 # a failed rebuild must not leave old products
         try:
             (folder / name).unlink()
@@ -276,8 +280,8 @@ def build(directory: str | Path, arch: str | None = None, *,
         outputs.update(_run_parallel([s for s in steps if s.stage == stage], folder, echo,
                                      chain, compiler))
     seconds = time.perf_counter() - start
-    if chain.report_step:
-        (folder / chain.report_file).write_text(outputs[chain.report_step])
+    if report_step:
+        (folder / chain.report_file).write_text(outputs[report_step])
     report = chain.parse((folder / chain.report_file).read_text(errors="replace"))
     result = BuildResult(folder, arch, tuple(s.command for s in steps), report, seconds,
                          backend)
@@ -362,10 +366,11 @@ def _tail(text: str, log: str = "nvcc.log", lines: int = 80) -> str:
 
 def sass(directory: str | Path) -> str:
     """The SASS of the built kernel (`cuobjdump --dump-sass libptc_kernel.so`, or of
-    kernel.o after a `build(report_only=True)`)."""
+    kernel.cubin after a `build(report_only=True)`)."""
     library = Path(directory) / LIBRARY
-    if not library.is_file() and (Path(directory) / "kernel.o").is_file():
-        library = Path(directory) / "kernel.o"
+    for built in ("kernel.cubin", "kernel.o"):
+        if not library.is_file() and (Path(directory) / built).is_file():
+            library = Path(directory) / built
     if not library.is_file():
         raise BuildError(f"{library} does not exist", hint="build it first (ptc build)")
     tool = find_cuobjdump()

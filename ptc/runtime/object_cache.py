@@ -27,10 +27,12 @@ OUTPUT_TEXT = "output.txt"
 
 
 def cacheable(step: Step) -> bool:
-    """A compile to an object or to assembly (HIP's kernel.s, the ISA report: every
-    sample's check reads it), not a link (its inputs are objects)."""
+    """A compile to an object, to assembly (HIP's kernel.s, the ISA report: every
+    sample's check reads it) or to a cubin (a CUDA check's), not a link (its inputs are
+    objects)."""
     return ("-c" in step.command and step.output.endswith(".o")) or \
-        ("-S" in step.command and step.output.endswith(".s"))
+        ("-S" in step.command and step.output.endswith(".s")) or \
+        ("-cubin" in step.command and step.output.endswith(".cubin"))
 
 
 def step_key(step: Step, compiler: Compiler, folder: Path) -> str:
