@@ -296,9 +296,12 @@ def axpy_sig():
 
 @pytest.mark.hip
 @pytest.mark.parametrize("target", list(HIP_TARGETS))
-def test_a_hand_written_kernel_builds_and_finds_no_amd_gpu(target, tmp_path, axpy_sig):
+def test_a_hand_written_kernel_builds_and_finds_no_amd_gpu(target, tmp_path, axpy_sig,
+                                                           monkeypatch):
     """axpy.hip (the kernel ABI in HIP) with the harness: both products build, export the
-    ABI and, on this GPU-less machine, say there is no HIP device."""
+    ABI and, on this GPU-less machine, say there is no HIP device. Its own object cache:
+    the compiles run (and are echoed) however often the suite has run before."""
+    monkeypatch.setenv("PTC_CACHE_DIR", str(tmp_path / "cache"))
     compiler = compiler_or_skip(HIP_TARGETS[target])
     out = tmp_path / "axpy"
     code, stdout, err = ptc("build", AXPY_PT, "-t", target, "--kernel-source", AXPY_HIP,
