@@ -81,6 +81,25 @@ kernel pad_rowsum(X: f32[M, N]) -> (R: f32[M]) {
     assert not findings, findings[0].line()
 
 
+def test_a_refusal_over_capacity_is_listed_not_found():
+    """Seed 102723 declares BN = 128, BK = 64 for f32 operands computed in registers
+    (`a * 0.5`, `abs(b)`): their staging beside the loaded tiles is over gfx942's 64 KiB of
+    LDS at every BM, the located error a user gets. The fuzzer lists it for review, at the
+    pinned tiles and at the search's; without `refusals` it stays a finding."""
+    from ptc.fuzz.check import pinned_tiles, typed_kernel
+    program = generate(102723)
+    pinned = {"BM": 128, "BN": 128, "BK": 64}
+    assert pinned_tiles(program, typed_kernel(program), 102723) == pinned
+    refusals: list = []
+    assert check_program(program, ("gfx942",), seed=102723, refusals=refusals) == []
+    assert [(r.target, dict(r.tiles)) for r in refusals] == [("gfx942", pinned),
+                                                            ("gfx942", {})]
+    assert all(r.message.startswith("no plan for kernel gen102723 fits gfx942 (hint: "
+                                    "sequential: ") for r in refusals)
+    [strict] = check_program(program, ("gfx942",), seed=102723)
+    assert strict.kind == "build" and "no plan" in strict.message
+
+
 def test_the_reducer_keeps_the_property_and_drops_the_rest():
     """ptc.fuzz.reduce's passes, with a property in place of a finding: the program must
     still check and still compute a row minimum of the loaded tile."""
@@ -112,10 +131,12 @@ def test_the_fuzz_command_counts_what_it_checked_and_leaves_no_build_folder(
 
     from ptc.fuzz.__main__ import main
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    status = main(["--count", "1", "--seed", "2", "--jobs", "1", "--targets", "sm80",
+    # two workers: each cleans its own build folder after a program (one shared folder let
+    # a worker remove the kernel the other had just built: OSError at its dlopen)
+    status = main(["--count", "2", "--seed", "2", "--jobs", "2", "--targets", "sm80",
                    "--corpus", ""])
     out = capsys.readouterr().out
     assert status == 0, out
-    assert "1 programs (elementwise 1) x 1 targets = 1 kernels, seeds 2..2" in out
+    assert "2 programs (elementwise 1, loop 1) x 1 targets = 2 kernels, seeds 2..3" in out
     assert "no findings" in out
     assert list(tmp_path.iterdir()) == []

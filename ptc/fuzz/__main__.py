@@ -4,7 +4,8 @@ every core, and reduce each new kind of finding to a small reproducer written to
 --corpus (tests/generated/ by default: the suite runs every file there on every target).
 
 A line per finding as it comes; at the end a table of programs checked per kind and
-findings per target and kind. Exit 1 when anything was found.
+findings per target and kind, then the refusals at pinned tiles (ptc.fuzz.check.Refusal:
+not findings, listed for review). Exit 1 when anything was found.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
-from .check import TARGETS, Finding, check_program
+from .check import TARGETS, Finding, Refusal, check_program
 from .generate import Program, generate
 from .reduce import reduce
 
@@ -28,9 +29,12 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 def _worker_init(cache: str) -> None:
     # builds and searches of throwaway programs: not worth keeping, and 20,000 of them
-    # would fill a disk
+    # would fill a disk. A folder per worker: `_clean` after one worker's program must not
+    # remove a kernel another worker has built and not loaded yet
     os.environ["PTC_STAGE_CACHE"] = "0"
-    os.environ["PTC_EMULATE_CACHE"] = cache
+    mine = Path(cache) / f"worker-{os.getpid()}"
+    mine.mkdir(parents=True, exist_ok=True)
+    os.environ["PTC_EMULATE_CACHE"] = str(mine)
 
 
 def _clean(cache: str) -> None:
@@ -41,10 +45,13 @@ def _clean(cache: str) -> None:
             pass
 
 
-def run_seed(seed: int, targets: tuple[str, ...]) -> tuple[int, str, list[Finding]]:
+def run_seed(seed: int, targets: tuple[str, ...]
+             ) -> tuple[int, str, list[Finding], list[Refusal]]:
     program = generate(seed)
+    refusals: list[Refusal] = []
     try:
-        return seed, program.kind, check_program(program, targets, seed=seed)
+        found = check_program(program, targets, seed=seed, refusals=refusals)
+        return seed, program.kind, found, refusals
     finally:
         _clean(os.environ.get("PTC_EMULATE_CACHE", ""))
 
@@ -94,6 +101,7 @@ def fuzz(argv, cache: str) -> int:
     checked: Counter = Counter()
     found: Counter = Counter()
     first_of: dict[tuple, tuple[int, Finding]] = {}
+    refused: list[tuple[int, Refusal]] = []
     next_seed = args.seed
     with ProcessPoolExecutor(max_workers=args.jobs, initializer=_worker_init,
                              initargs=(cache,)) as pool:
@@ -110,8 +118,9 @@ def fuzz(argv, cache: str) -> int:
                 break
             done, running = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
-                seed, kind, findings = future.result()
+                seed, kind, findings, refusals = future.result()
                 checked[kind] += 1
+                refused += [(seed, r) for r in refusals]
                 for f in findings:
                     found[(f.target, f.kind)] += 1
                     key = bug_key(f)
@@ -126,6 +135,12 @@ def fuzz(argv, cache: str) -> int:
         print(f"  {target:7} {kind:10} {n} program(s)")
     if not found:
         print("  no findings")
+    if refused:
+        print(f"{len(refused)} refusal(s) at pinned tiles, checked again at the search's "
+              "tiles (not findings; review that each asked for too much):")
+        for seed, r in refused:
+            print(f"  seed {seed}: {r.line()}")
+    if not found:
         return 0
     if corpus and not args.no_reduce:
         _worker_init(cache)
@@ -138,7 +153,7 @@ def fuzz(argv, cache: str) -> int:
             path = write_reproducer(corpus, small, f)
             shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
             print(f"reduced seed {seed} ({f.target} {f.kind}) to {shown}")
-            _clean(cache)
+            _clean(os.environ["PTC_EMULATE_CACHE"])
     return 1
 
 if __name__ == "__main__":

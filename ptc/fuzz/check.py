@@ -5,6 +5,12 @@ Any difference beyond rounding, any internal error, any program that checks but 
 build, and anything the emulator refuses (an access out of bounds, a barrier not every
 thread reaches, ...) is a Finding. `check_program` never raises for what the program does;
 only a program that does not check is the caller's mistake (ValueError).
+
+A located "no plan fits" because the plainest plan is over a limit of the device (128 x
+128 x 64 f32 staging is over gfx942's 64 KiB of LDS) is what `ptc compile` tells a user
+who asks for too much, not a wrong kernel. It is kept as a Refusal, which
+`python -m ptc.fuzz` lists for review; at tile sizes the checker pinned, the program is
+checked again at the search's own tiles, and what that finds is a finding.
 """
 from __future__ import annotations
 
@@ -61,6 +67,36 @@ class Finding:
     def same_bug(self, other: "Finding") -> bool:
         """The same target and kind (what a reduction must keep)."""
         return self.target == other.target and self.kind == other.kind
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """No plan fits `target` at `tiles` (the pinned ones; () for the search's), over a
+    limit of the device: the error and its hint, for a reviewer to judge (too much asked,
+    or a plan the construction should have found)."""
+
+    target: str
+    message: str
+    tiles: tuple[tuple[str, int], ...]
+
+    def line(self) -> str:
+        tiles = " ".join(f"{k}={v}" for k, v in self.tiles) or "the search's tiles"
+        return f"{self.target}: refused at {tiles}: {self.message}"
+
+
+NO_PLAN = "no plan for kernel"     # how the search's located refusal starts (ptc.sched.search)
+
+
+def over_capacity(exc: CompileError) -> bool:
+    """The search found no plan because even the plainest one (sequential) is over a
+    limit of the device (shared memory, registers), as its hint says: too much asked,
+    not a construct the back end lacks."""
+    for d in exc.diagnostics:
+        if d.message.startswith(NO_PLAN) and d.hint:
+            plain = next((part for part in d.hint.split("; ") if part.startswith("sequential:")),
+                         "")
+            return " over " in plain
+    return False
 
 
 def typed_kernel(program):
@@ -120,11 +156,14 @@ def compare(kernel, got: dict, want: dict) -> str | None:
 
 
 def check_target(program, kernel, inputs: dict, want, target: str,
-                 tiles: dict[str, int]) -> Finding | None:
+                 tiles: dict[str, int], refusals: list | None = None) -> Finding | None:
     """The finding of `program` on `target`, if any. `want(grid_tiles)` gives the
     interpreter's outputs with each grid at the tile sizes its plan was built with: a pad
     value that enters a reduction (`sum(load(X[i, j], pad=-2.0), axis=0)`) makes the
-    result depend on them, and the search may pick sizes other than the first candidates."""
+    result depend on them, and the search may pick sizes other than the first candidates.
+    With `refusals` (a list), a refusal over the device's capacity is appended there
+    instead of being a finding, after checking the search's own tiles where `tiles` were
+    pinned."""
     from .. import driver
     from ..interp import bind_dims
     from ..render.emulate import EmulationError, build_emulated
@@ -134,7 +173,15 @@ def check_target(program, kernel, inputs: dict, want, target: str,
         source, plans, _, device, _ = driver.render(kernel, target, shapes=program.shape_dict,
                                                     tiles=tiles)
     except CompileError as exc:
-        return Finding(target, "build", str(exc).splitlines()[0][:300], pinned)
+        text = str(exc)
+        if refusals is not None and over_capacity(exc):
+            why = "; ".join(d.message + (f" (hint: {d.hint})" if d.hint else "")
+                            for d in exc.diagnostics)
+            refusals.append(Refusal(target, " ".join(why.split())[:400], pinned))
+            # pinned: what the search picks must still build and match
+            return check_target(program, kernel, inputs, want, target, {}, refusals) \
+                if tiles else None
+        return Finding(target, "build", text.splitlines()[0][:300], pinned)
     except Exception as exc:  # noqa: BLE001 -- any other exception is a bug of ptc's
         return Finding(target, "internal", _internal(exc), pinned)
     built = tuple(sorted({k: v for p in plans for k, v in p.tiles}.items()))
@@ -160,8 +207,11 @@ def _internal(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}{where}"
 
 
-def check_program(program, targets=TARGETS, *, seed: int = 0) -> list[Finding]:
-    """Every finding of `program` on `targets` (empty: it matches everywhere)."""
+def check_program(program, targets=TARGETS, *, seed: int = 0,
+                  refusals: list | None = None) -> list[Finding]:
+    """Every finding of `program` on `targets` (empty: it matches everywhere). With
+    `refusals` (a list), a "no plan fits" over the device's capacity is a Refusal appended
+    there (see the module's docstring); without it, a finding."""
     from ..interp import random_inputs, run_kernel, bind_dims
 
     kernel = typed_kernel(program)
@@ -176,7 +226,7 @@ def check_program(program, targets=TARGETS, *, seed: int = 0) -> list[Finding]:
 
     findings = []
     for target in targets:
-        found = check_target(program, kernel, inputs, want, target, tiles)
+        found = check_target(program, kernel, inputs, want, target, tiles, refusals)
         if found is not None:
             findings.append(found)
     return findings
