@@ -720,7 +720,8 @@ def copy_build(tmp_path_factory):
     R.write_build_dir(folder, kernel_source=COPY_HOST, signature=signature_of(typed(COPY_PT, {})),
                       arch="sm_80", target="sm80")
     subprocess.run(["g++", "-std=c++17", "-O1", "-Wall", "-Werror", "-I", str(fake_cuda), "-I",
-                    ".", "-x", "c++", "kernel.cu", "-x", "c++", "harness.cu", "-o", "ptc_run"],
+                    ".", "-x", "c++", "kernel.cu", "-x", "c++", "harness.cu", "signature.cc", "-o",
+                    "ptc_run"],
                    cwd=folder, check=True)
     return folder
 

@@ -45,25 +45,33 @@ def write(folder: Path, name: str = "softmax"):
 def test_a_second_build_of_the_same_folder_compiles_nothing(compiles, tmp_path):
     write(tmp_path / "a")
     first = B.build(tmp_path / "a")
-    assert sorted(compiles) == sorted(["kernel.o", "harness.o", B.LIBRARY, B.EXECUTABLE])
+    assert sorted(compiles) == sorted(["kernel.o", "harness.o", "signature.o", B.LIBRARY,
+                                       B.EXECUTABLE])
     compiles.clear()
     echoed = []
     again = B.build(tmp_path / "a", echo=echoed.append)
     assert sorted(compiles) == sorted([B.LIBRARY, B.EXECUTABLE])      # the links only
     assert again.ptxas.to_json() == first.ptxas.to_json()             # the report came along
-    assert sum("compiled before" in line for line in echoed) == 2
+    assert sum("compiled before" in line for line in echoed) == 3
     assert B.sass(tmp_path / "a") == B.sass(tmp_path / "a")
 
 
-def test_the_harness_of_a_signature_is_compiled_once(compiles, tmp_path):
-    """A kernel and a changed copy of it share their signature, so their harness."""
+def test_the_harness_is_compiled_once_for_every_kernel(compiles, tmp_path):
+    """A kernel and a changed copy of it share their signature, so its tables and the
+    harness; another kernel, of another signature, shares the harness and compiles its own
+    tables (signature.cc)."""
     write(tmp_path / "a")
     B.build(tmp_path / "a")
     compiles.clear()
     prepared = write(tmp_path / "b")
     (tmp_path / "b" / "kernel.cu").write_text(prepared.source + "\n// another kernel\n")
     B.build(tmp_path / "b")
-    assert "harness.o" not in compiles and "kernel.o" in compiles
+    assert "harness.o" not in compiles and "signature.o" not in compiles
+    assert "kernel.o" in compiles
+    compiles.clear()
+    write(tmp_path / "c", "gemm")
+    B.build(tmp_path / "c")
+    assert "harness.o" not in compiles and {"kernel.o", "signature.o"} <= set(compiles)
 
 
 def test_a_changed_header_compiles_again(compiles, tmp_path):

@@ -89,8 +89,8 @@ def test_a_build_directory_has_everything_to_rebuild_and_run(tmp_path, sig):
                                signature=sig, arch="sm_80", target="sm80",
                                plan_json='{"kernel": "axpy"}')
     names = {p.name for p in folder.iterdir()}
-    assert {"kernel.cu", "harness.cu", "npy.h", "plan.json", "signature.json",
-            "manifest.json", "build.sh", "Makefile"} <= names
+    assert {"kernel.cu", "harness.cu", "signature.cc", "npy.h", "ptc_signature.h", "plan.json",
+            "signature.json", "manifest.json", "build.sh", "Makefile"} <= names
     assert {h.name for h in B.headers()} <= names            # every template header
     assert (folder / "kernel.cu").read_text() == AXPY_CU.read_text()
     assert Signature.from_json((folder / "signature.json").read_text()) == sig
@@ -100,12 +100,21 @@ def test_a_build_directory_has_everything_to_rebuild_and_run(tmp_path, sig):
     assert ("nvcc -O3 -std=c++17 -gencode 'arch=compute_80,code=[sm_80,compute_80]' -lineinfo "
             "-Xptxas -v -Xcompiler -fPIC "
             "-c kernel.cu -o kernel.o") in script
-    assert "-shared kernel.o harness.o -o libptc_kernel.so" in script
-    assert "kernel.o harness.o -o ptc_run" in script
-    assert "libptc_kernel.so: kernel.o harness.o" in (folder / "Makefile").read_text()
+    assert "-shared kernel.o harness.o signature.o -o libptc_kernel.so" in script
+    assert "kernel.o harness.o signature.o -o ptc_run" in script
+    assert "-x c++ -Xcompiler -fPIC -c signature.cc -o signature.o" in script
+    assert "libptc_kernel.so: kernel.o harness.o signature.o" in (folder / "Makefile").read_text()
+    # the signature's tables are in signature.cc; the harness is the same for every kernel
+    tables = (folder / "signature.cc").read_text()
+    assert str(sig) in tables and '{"S", F32, 1, kDim3, kFixed3, true}' in tables
+    assert "const int kDim3[] = { 0 };" in tables
     harness = (folder / "harness.cu").read_text()
-    assert str(sig) in harness and '{"S", F32, 1, { 0 }' in harness
-    assert [p.name for p in tmp_path.iterdir()] == ["axpy"]   # no temporary left
+    assert str(sig) not in harness and "kTensors[] =" not in harness
+    other = R.write_build_dir(tmp_path / "other", kernel_source="", arch="sm_80",
+                              signature=signature_of(driver.check_file(SAMPLES / "gemm.pt")
+                                                     .kernels[0]))
+    assert (other / "harness.cu").read_text() == harness
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["axpy", "other"]  # no temporary left
 
 
 def test_signature_order_and_atomic_outputs(sig):
@@ -117,10 +126,19 @@ def test_signature_order_and_atomic_outputs(sig):
 
 @needs_gxx
 @pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.pt")))
-def test_the_harness_of_every_sample_compiles(tmp_path, sample):
+def test_the_signature_of_every_sample_compiles(tmp_path, sample):
+    """signature.cc, against the declarations the harness reads (ptc_signature.h)."""
     kernel = driver.check_file(SAMPLES / sample).kernels[0]
     folder = R.write_build_dir(tmp_path / "k", kernel_source="", signature=signature_of(kernel),
                                arch="sm_80")
+    subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
+                    "signature.cc"], cwd=folder, check=True)
+
+
+@needs_gxx
+def test_the_harness_compiles_without_warnings(tmp_path, sig):
+    """One text for every kernel (test_a_build_directory_has_everything_to_rebuild_and_run)."""
+    folder = R.write_build_dir(tmp_path / "k", kernel_source="", signature=sig, arch="sm_80")
     subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
                     "-I", str(FAKE_CUDA), "-x", "c++", "harness.cu"], cwd=folder, check=True)
 
@@ -468,7 +486,7 @@ def fake_build(tmp_path_factory, sig):
     R.write_build_dir(folder, kernel_source=AXPY_HOST.read_text(), signature=sig,
                       arch="sm_80", target="sm80")
     flags = ["g++", "-std=c++17", "-O1", "-Wall", "-Werror", "-I", str(FAKE_CUDA), "-I", ".",
-             "-x", "c++", "kernel.cu", "-x", "c++", "harness.cu"]
+             "-x", "c++", "kernel.cu", "-x", "c++", "harness.cu", "signature.cc"]
     for extra in (["-fPIC", "-shared", "-o", "libptc_kernel.so"], ["-o", "ptc_run"]):
         subprocess.run(flags + extra, cwd=folder, check=True)
     return folder

@@ -342,8 +342,8 @@ def test_cuda_path_on_the_fake_cuda_runtime(tmp_path, monkeypatch):
                                .read_text(), signature=k.signature, arch="sm_80",
                                target="sm80")
     subprocess.run(["g++", "-std=c++17", "-O1", "-I", str(runtime / "fake_cuda"), "-I", ".",
-                    "-x", "c++", "kernel.cu", "-x", "c++", "harness.cu", "-fPIC", "-shared",
-                    "-o", LIBRARY], cwd=folder, check=True)
+                    "-x", "c++", "kernel.cu", "-x", "c++", "harness.cu", "signature.cc",
+                    "-fPIC", "-shared", "-o", LIBRARY], cwd=folder, check=True)
     compiled = R.CompiledKernel(folder, k.signature, arch="sm_80")
     monkeypatch.setattr(k.runner, "build", lambda kind, dims, make: compiled)
     g = torch.Generator().manual_seed(5)

@@ -129,12 +129,13 @@ def build_prepared(prepared: Prepared, out_dir: str | Path | None = None, *,
 # ---- the cache ----------------------------------------------------------------------------
 def cache_dir(prepared: Prepared, plan_json: str) -> Path:
     from .build import headers
-    from .harness import render_harness
+    from .harness import render_harness, render_signature
 
     backend, arch = prepared.device.backend, prepared.device.arch
     chain = toolchain(backend)
     h = hashlib.sha256()
-    for part in (prepared.source, render_harness(prepared.signature, backend), plan_json,
+    for part in (prepared.source, render_harness(backend), render_signature(prepared.signature),
+                 plan_json,
                  prepared.signature.to_json(), repr(chain.steps(arch, chain.named(arch)))):
         h.update(part.encode())
         h.update(b"\0")

@@ -5,15 +5,17 @@ A directory holds everything needed to rebuild and run one kernel without ptc:
     kernel.cu / .hip the kernel (from the renderer, or hand-written), with the ABI entry
                      points ptc_launch / ptc_kernel_name
     harness.cu / .hip  the host side: a C ABI for ctypes and `ptc_run DIR`
-                     (templates/host/harness.j2, in the backend's runtime names)
+                     (templates/host/harness.j2, in the backend's runtime names), the same
+                     text for every kernel
+    signature.cc     the kernel's signature as the tables the harness reads
     *.cuh, *.h       the backend's device headers (templates/cuda, templates/hip) and the
-                     harness's npy.h (templates/host)
+                     harness's npy.h and ptc_signature.h (templates/host)
     plan.json        the plan the kernel was rendered from (empty object for a hand-written one)
     signature.json   the kernel's calling convention (`ptc.runtime.signature`)
     manifest.json    kernel, target, arch, backend, ptc version
     build.sh         the exact commands; Makefile: the same as make rules
 
-and after `build`: kernel.o, harness.o, libptc_kernel.so, ptc_run, the raw resource report
+and after `build`: kernel.o, harness.o, signature.o, libptc_kernel.so, ptc_run, the raw resource report
 (ptxas.txt: nvcc's `ptxas -v`; kernel.s: the HIP kernel's device assembly) and build.json
 (the commands, the parsed report, the time taken). Which compiler, which commands and which
 report is the backend's Toolchain (ptc.runtime.toolchains); nothing here names a backend.
@@ -38,7 +40,7 @@ from typing import Callable
 from ..version import __version__
 from . import object_cache
 from .errors import BuildError
-from .harness import TEMPLATES, render_harness
+from .harness import SIGNATURE_SOURCE, TEMPLATES, render_harness, render_signature
 from .nvcc import (NVCC_HINT, find_cuobjdump, find_nvcc, gencode,  # noqa: F401 (their old home)
                    nvcc_commands)
 from .signature import Signature
@@ -67,7 +69,8 @@ def device_headers(backend: str = "cuda") -> list[Path]:
 
 
 def host_headers() -> list[Path]:
-    """The harness's headers (templates/host: npy.h), the same for every backend."""
+    """The harness's headers (templates/host: npy.h, ptc_signature.h), the same for every
+    backend."""
     folder = TEMPLATES / "host"
     return sorted(p for p in folder.iterdir() if p.suffix in HEADER_SUFFIXES and p.is_file())
 
@@ -102,7 +105,8 @@ def write_build_dir(directory: str | Path, *, kernel_source: str, signature: Sig
         compiler = chain.named(arch)
         files = {
             chain.kernel_file: kernel_source,
-            chain.harness_file: render_harness(signature, backend),
+            chain.harness_file: render_harness(backend),
+            SIGNATURE_SOURCE: render_signature(signature),
             "plan.json": plan_json if plan_json.endswith("\n") else plan_json + "\n",
             MARKER: signature.to_json(),
             "manifest.json": json.dumps({"kernel": signature.kernel, "target": target,

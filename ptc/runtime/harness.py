@@ -1,10 +1,16 @@
-"""harness.cu / harness.hip: the host side of a built kernel, rendered from
-`templates/host/harness.j2` through the backend's own template (templates/cuda/harness.cu.j2,
-templates/hip/harness.hip.j2), which names its runtime's API (cudaMalloc, hipMalloc, ...).
+"""harness.cu / harness.hip and signature.cc: the host side of a built kernel.
 
-Python builds a plain context here; the templates only print it. The harness gives a C ABI
-(ptc_malloc, ptc_memcpy_*, ptc_memset, ptc_run_once, ptc_time, ...) for ctypes, and a
-`main` that runs the kernel on .npy files (see the template's head comment).
+The harness is rendered from `templates/host/harness.j2` through the backend's own template
+(templates/cuda/harness.cu.j2, templates/hip/harness.hip.j2), which names its runtime's API
+(cudaMalloc, hipMalloc, ...). It gives a C ABI (ptc_malloc, ptc_memcpy_*, ptc_memset,
+ptc_run_once, ptc_time, ...) for ctypes, and a `main` that runs the kernel on .npy files
+(see the template's head comment). It is the same text for every kernel: what it needs to
+know of one (its tensors, scalars, dims) are the tables of signature.cc
+(templates/host/signature.cc.j2, declared in ptc_signature.h), a file of data. So the
+harness, nvcc's and hipcc's slowest compile of a build, is compiled once per machine and
+compiler (ptc.runtime.object_cache), and each kernel adds a compile of its tables.
+
+Python builds a plain context here; the templates only print it.
 """
 from __future__ import annotations
 
@@ -36,7 +42,10 @@ def c_string(text: str) -> str:
                    for ch in text)
 
 
-def harness_context(sig: Signature) -> dict:
+SIGNATURE_SOURCE = "signature.cc"
+
+
+def signature_context(sig: Signature) -> dict:
     dim_index = {d.name: i for i, d in enumerate(sig.dims)}
     tensors = []
     for t in sig.tensors:
@@ -52,7 +61,6 @@ def harness_context(sig: Signature) -> dict:
         "kernel": sig.kernel,
         "generator": f"ptc {__version__}",
         "signature": c_string(str(sig)),
-        "max_rank": max([len(t.dims) for t in sig.tensors] + [1]),
         "tensors": tensors,
         "num_tensor_inputs": len(sig.tensor_inputs),
         "scalars": [{"name": s.name, "dtype_enum": DTYPE_ENUM[s.dtype]} for s in sig.scalars],
@@ -64,9 +72,15 @@ def harness_context(sig: Signature) -> dict:
     }
 
 
-def render_harness(sig: Signature, backend: str = "cuda") -> str:
+def render_harness(backend: str = "cuda") -> str:
+    """The harness of `backend`'s toolchain: the same text for every kernel."""
     from .toolchains import toolchain
 
     chain = toolchain(backend)
     template = environment(chain.templates).get_template(chain.harness_template)
-    return template.render(harness_context(sig))
+    return template.render(generator=f"ptc {__version__}")
+
+
+def render_signature(sig: Signature) -> str:
+    """signature.cc: the tables of `sig` that the harness reads (ptc_signature.h)."""
+    return environment("host").get_template("signature.cc.j2").render(signature_context(sig))

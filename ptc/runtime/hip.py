@@ -1,5 +1,5 @@
-"""The HIP toolchain (gfx90a, gfx942): kernel.hip and harness.hip build into libptc_kernel.so
-and ptc_run, and a device-only compile of kernel.hip leaves its assembly, kernel.s, which
+"""The HIP toolchain (gfx90a, gfx942): kernel.hip, harness.hip and signature.cc build into
+libptc_kernel.so and ptc_run, and a device-only compile of kernel.hip leaves its assembly, kernel.s, which
 ptc.runtime.amdgpu_isa reads (registers, LDS, scratch, spills, occupancy, instructions).
 
 The compiler (docs/hip.md, "Build commands"): $PTC_HIPCC if set; else the first of hipcc
@@ -26,6 +26,7 @@ HIP_HINT = ("install ROCm (hipcc), or Debian's HIP headers and clang 19: `apt-ge
             "(tools/hip_toolchain.sh); or name the compiler: "
             "export PTC_HIPCC=/opt/rocm/bin/hipcc")
 STANDARD = ("-std=c++17", "-O3")
+OBJECTS = ("kernel.o", "harness.o", "signature.o")
 ROCM_DEFAULT = "/opt/rocm"        # where ROCm installs itself when ROCM_PATH is not set
 
 
@@ -91,18 +92,24 @@ def hip_commands(arch: str, compiler: Compiler) -> dict[str, tuple[str, ...]]:
     target = f"--offload-arch={arch}"
     if compiler.flavour == "hipcc":
         compile_, link = (cc, *STANDARD, target), (cc, target)
+        # (hipcc asks rocm_agent_enumerator for a GPU when no --offload-arch is given)
+        plain = (cc, *STANDARD, target, "-x", "c++")
     else:
         compile_ = (cc, "-x", "hip", *STANDARD, "-nogpulib", target)
         link = (cc, "--hip-link", target)       # adds the HIP runtime, -lamdhip64
+        plain = (cc, "-x", "c++", *STANDARD)
     return {
         "kernel.o": (*compile_, "-fPIC", "-c", "kernel.hip", "-o", "kernel.o"),
-        # the harness holds no device code: its host side alone (a third less time)
+        # the harness holds no device code: its host side alone (a third less time); the
+        # same text for every kernel (ptc.runtime.harness)
         "harness.o": (*compile_, "--offload-host-only", "-fPIC", "-c", "harness.hip", "-o",
                       "harness.o"),
+        # the kernel's signature for the harness: data, plain C++
+        "signature.o": (*plain, "-fPIC", "-c", "signature.cc", "-o", "signature.o"),
         # the same code the object holds, as assembly with LLVM's resource comments
         "kernel.s": (*compile_, "--offload-device-only", "-S", "kernel.hip", "-o", "kernel.s"),
-        LIBRARY: (*link, "-shared", "kernel.o", "harness.o", "-o", LIBRARY),
-        EXECUTABLE: (*link, "kernel.o", "harness.o", "-o", EXECUTABLE),
+        LIBRARY: (*link, "-shared", *OBJECTS, "-o", LIBRARY),
+        EXECUTABLE: (*link, *OBJECTS, "-o", EXECUTABLE),
     }
 
 
@@ -115,12 +122,13 @@ class HipToolchain(Toolchain):
 
     def steps(self, arch: str, compiler: Compiler) -> tuple[Step, ...]:
         cmd = hip_commands(arch, compiler)
-        objects = ("kernel.o", "harness.o")
         return (Step("kernel.o", ("kernel.hip",), cmd["kernel.o"], 0),
-                Step("harness.o", ("harness.hip", "npy.h"), cmd["harness.o"], 0),
+                Step("harness.o", ("harness.hip", "npy.h", "ptc_signature.h"),
+                     cmd["harness.o"], 0),
+                Step("signature.o", ("signature.cc", "ptc_signature.h"), cmd["signature.o"], 0),
                 Step("kernel.s", ("kernel.hip",), cmd["kernel.s"], 0),
-                Step(LIBRARY, objects, cmd[LIBRARY], 1),
-                Step(EXECUTABLE, objects, cmd[EXECUTABLE], 1))
+                Step(LIBRARY, OBJECTS, cmd[LIBRARY], 1),
+                Step(EXECUTABLE, OBJECTS, cmd[EXECUTABLE], 1))
 
     def environment(self, compiler: Compiler) -> dict[str, str]:
         return environment(compiler.flavour)

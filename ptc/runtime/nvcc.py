@@ -1,4 +1,5 @@
-"""The CUDA toolchain: nvcc builds kernel.cu and harness.cu into libptc_kernel.so and ptc_run,
+"""The CUDA toolchain: nvcc builds kernel.cu, harness.cu and signature.cc into libptc_kernel.so
+and ptc_run,
 and `ptxas -v` (through nvcc) reports each kernel's registers, shared memory and spills.
 """
 from __future__ import annotations
@@ -15,19 +16,24 @@ NVCC_HINT = ("install the CUDA toolkit (nvcc), or put its bin/ folder on PATH "
              "(e.g. export PATH=/usr/local/cuda/bin:$PATH) or set CUDA_HOME")
 
 
+OBJECTS = ["kernel.o", "harness.o", "signature.o"]
+
+
 def nvcc_commands(arch: str, nvcc: str = "nvcc") -> list[list[str]]:
-    """The build, in order: the kernel and the harness compile to objects (each once, with
-    -fPIC, so both products share them; ptxas -v reports the kernel's resources), then the
-    shared library for ctypes and the `ptc_run` executable link from the same objects. The
-    harness holds no device code: it compiles as host C++ (`-x c++`, half of nvcc's time
-    for it: no device pass), the same object for every arch."""
+    """The build, in order: the kernel, the harness and the signature's tables compile to
+    objects (each once, with -fPIC, so both products share them; ptxas -v reports the
+    kernel's resources), then the shared library for ctypes and the `ptc_run` executable
+    link from the same objects. The harness and the tables hold no device code: they
+    compile as host C++ (`-x c++`: no device pass), the same objects for every arch, and
+    the harness the same for every kernel."""
     common = [nvcc, "-O3", "-std=c++17", *gencode(arch), "-lineinfo"]
+    host = [nvcc, "-O3", "-std=c++17", "-x", "c++", "-Xcompiler", "-fPIC", "-c"]
     return [
         common + ["-Xptxas", "-v", "-Xcompiler", "-fPIC", "-c", "kernel.cu", "-o", "kernel.o"],
-        [nvcc, "-O3", "-std=c++17", "-x", "c++", "-Xcompiler", "-fPIC", "-c", "harness.cu",
-         "-o", "harness.o"],
-        common + ["-shared", "kernel.o", "harness.o", "-o", LIBRARY],
-        common + ["kernel.o", "harness.o", "-o", EXECUTABLE],
+        host + ["harness.cu", "-o", "harness.o"],
+        host + ["signature.cc", "-o", "signature.o"],
+        common + ["-shared", *OBJECTS, "-o", LIBRARY],
+        common + [*OBJECTS, "-o", EXECUTABLE],
     ]
 
 
@@ -91,13 +97,14 @@ class NvccToolchain(Toolchain):
         return Compiler("nvcc", "nvcc", "nvcc")
 
     def steps(self, arch: str, compiler: Compiler) -> tuple[Step, ...]:
-        """The two compiles at once (ptxas -v reports the kernel's resources), then the
+        """The three compiles at once (ptxas -v reports the kernel's resources), then the
         library, then the executable."""
-        kernel, harness, library, executable = nvcc_commands(arch, compiler.shown)
+        kernel, harness, tables, library, executable = nvcc_commands(arch, compiler.shown)
         return (Step("kernel.o", ("kernel.cu",), tuple(kernel), 0),
-                Step("harness.o", ("harness.cu", "npy.h"), tuple(harness), 0),
-                Step(LIBRARY, ("kernel.o", "harness.o"), tuple(library), 1),
-                Step(EXECUTABLE, ("kernel.o", "harness.o"), tuple(executable), 2))
+                Step("harness.o", ("harness.cu", "npy.h", "ptc_signature.h"), tuple(harness), 0),
+                Step("signature.o", ("signature.cc", "ptc_signature.h"), tuple(tables), 0),
+                Step(LIBRARY, tuple(OBJECTS), tuple(library), 1),
+                Step(EXECUTABLE, tuple(OBJECTS), tuple(executable), 2))
 
     def check(self, arch: str, compiler: Compiler) -> tuple[tuple[Step, ...], str]:
         """The kernel's device code alone (-cubin: ptxas -v and the SASS without nvcc's host
