@@ -74,6 +74,7 @@ def write_output(file, target, device_file, kernel_name, shapes, tiles, schedule
     path."""
     from . import runtime
     from .runtime.toolchains import toolchain
+    from .runtime.harness import SIGNATURE_SOURCE
 
     prepared = _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
                         kernel_source, tuning)
@@ -83,8 +84,8 @@ def write_output(file, target, device_file, kernel_name, shapes, tiles, schedule
         arch=prepared.device.arch, target=prepared.target, plan_json=prepared.plan_json,
         backend=backend))
     chain = toolchain(backend)
-    click.echo(f"wrote {folder}: {chain.kernel_file}, {chain.harness_file}, plan.json, "
-               f"build.sh (build it with `sh {folder}/build.sh` or `ptc build`)")
+    click.echo(f"wrote {folder}: {chain.kernel_file}, {chain.harness_file}, {SIGNATURE_SOURCE}, "
+               f"plan.json, build.sh (build it with `sh {folder}/build.sh` or `ptc build`)")
     return folder
 
 
