@@ -256,7 +256,7 @@ def test_a_missing_compiler_is_one_line_and_writes_nothing(no_compilers, tmp_pat
     assert not out.parent.exists()
     # writing the directory needs no compiler: its build.sh names ROCm's hipcc
     code, stdout, err = ptc("compile", AXPY_PT, "-t", "gfx942", "-o", out)
-    assert code == 0 and "kernel.hip, harness.hip, plan.json, build.sh" in stdout, err
+    assert code == 0 and "kernel.hip, harness.hip, signature.cc, plan.json, build.sh" in stdout, err
     assert "\nhipcc -std=c++17 -O3 --offload-arch=gfx942" in (out / "build.sh").read_text()
     before = sorted(p.name for p in out.iterdir())
     code, _, err = ptc("build", AXPY_PT, "-t", "gfx942", "--kernel-source", AXPY_HIP, "-o", out)
