@@ -40,6 +40,39 @@ void account_matrix_rows(const WarpScratch& s, int buf, int rows, Access acc,
             acc, offset, rows == 32 ? 0xffffffffu : (1u << rows) - 1, 16);
 }
 
+void mma_m16n8k16_16bit(float* d, const unsigned* a, const unsigned* b, bool bf16) {
+  const Kind kind = bf16 ? MMA_BF16 : MMA_F16;
+  const int lane = cur().tid % 32;
+  WarpScratch& s = rt.warps[cur().tid / 32];
+  const int buf = deposit(kind);
+  for (int i = 0; i < 4; ++i) s.a[buf][lane][i] = a[i];
+  for (int i = 0; i < 2; ++i) s.b[buf][lane][i] = b[i];
+  warp_barrier("mma.sync");
+  if (!same_kind(s, buf, kind, "mma.sync")) return;
+  auto elem = [bf16](unsigned reg, int half) -> float {
+    const uint16_t bits = static_cast<uint16_t>(half ? reg >> 16 : reg & 0xffffu);
+    return bf16 ? bf16_bits_to_f32(bits) : f16_bits_to_f32(bits);
+  };
+  const bool broken = config.break_layout != 0;
+  const int g = lane / 4, t = lane % 4;
+  // This lane's two rows of A (g, g + 8) and two columns of B (2t, 2t + 1), each element
+  // read from the lane that holds it once; then each c_i sums over k in order.
+  float A[2][16], B[2][16];
+  for (int h = 0; h < 2; ++h)
+    for (int k = 0; k < 16; ++k) {
+      const int owner = g * 4 + (k % 8) / 2;
+      const int reg = broken ? 2 * h + (k >= 8 ? 1 : 0)   // a1 and a2 swapped
+                             : h + (k >= 8 ? 2 : 0);
+      A[h][k] = elem(s.a[buf][owner][reg], k % 2);
+      B[h][k] = elem(s.b[buf][(2 * t + h) * 4 + (k % 8) / 2][k >= 8 ? 1 : 0], k % 2);
+    }
+  for (int i = 0; i < 4; ++i) {
+    float acc = d[i];
+    for (int k = 0; k < 16; ++k) acc += A[i >= 2 ? 1 : 0][k] * B[i & 1][k];
+    d[i] = acc;
+  }
+}
+
 void mma_m16n8k8_tf32(float* d, const unsigned* a, const unsigned* b) {
   const int lane = cur().tid % 32;
   WarpScratch& s = rt.warps[cur().tid / 32];
@@ -703,17 +736,33 @@ int8_t operand_byte(const Desc& d, int mn, int k) {
   return static_cast<int8_t>(ptc_smem[a]);
 }
 
-void wgmma8_compute(WgmmaOp& op, RegSet* s, int tid) {
+// The operand bytes one thread's accumulators read (its two rows of A, its N / 4 columns of
+// B: see wgmma_compute), 32 of k each, read from shared memory once per wgmma.
+struct Operands8 {
+  int8_t a[2][32];
+  int8_t b[64][32];                      // N <= 256
+};
+
+void gather8(const WgmmaOp& op, int tid, Operands8& o) {
   const int t = tid % 128;
   const int w = t / 32, l = t % 32;
   const Desc da = decode_desc(op.desc_a), db = decode_desc(op.desc_b);
+  for (int h = 0; h < 2; ++h)
+    for (int k = 0; k < 32; ++k) o.a[h][k] = operand_byte(da, 16 * w + l / 4 + 8 * h, k);
+  for (int j = 0; j < op.n / 4; ++j)
+    for (int k = 0; k < 32; ++k)
+      o.b[j][k] = operand_byte(db, 8 * (j / 2) + 2 * (l % 4) + j % 2, k);
+}
+
+void wgmma8_compute(WgmmaOp& op, RegSet* s, int tid) {
+  Operands8 o;
+  gather8(op, tid, o);
   for (int r = 0; r < op.n / 2; ++r) {
-    const int row = 16 * w + l / 4 + 8 * ((r / 2) % 2);
-    const int col = 8 * (r / 4) + 2 * (l % 4) + r % 2;
+    const int8_t* ar = o.a[(r / 2) % 2];
+    const int8_t* bc = o.b[(r / 4) * 2 + r % 2];
     uint32_t acc = op.scale_d ? s->value[r] : 0u;
     for (int k = 0; k < 32; ++k)
-      acc += static_cast<uint32_t>(static_cast<int32_t>(operand_byte(da, row, k)) *
-                                   static_cast<int32_t>(operand_byte(db, col, k)));
+      acc += static_cast<uint32_t>(static_cast<int32_t>(ar[k]) * static_cast<int32_t>(bc[k]));
     s->value[r] = acc;
   }
   op.computed = true;
@@ -731,19 +780,21 @@ float fp8_value(uint8_t c, bool e5m2) {
 }
 
 void wgmma_fp8_compute(WgmmaOp& op, RegSet* s, int tid) {
-  const int t = tid % 128;
-  const int w = t / 32, l = t % 32;
   const bool a5 = op.kind8 == 3 || op.kind8 == 4, b5 = op.kind8 == 2 || op.kind8 == 4;
-  const Desc da = decode_desc(op.desc_a), db = decode_desc(op.desc_b);
+  Operands8 o;
+  gather8(op, tid, o);
+  float a[2][32], b[64][32];
+  for (int h = 0; h < 2; ++h)
+    for (int k = 0; k < 32; ++k) a[h][k] = fp8_value(static_cast<uint8_t>(o.a[h][k]), a5);
+  for (int j = 0; j < op.n / 4; ++j)
+    for (int k = 0; k < 32; ++k) b[j][k] = fp8_value(static_cast<uint8_t>(o.b[j][k]), b5);
   for (int r = 0; r < op.n / 2; ++r) {
-    const int row = 16 * w + l / 4 + 8 * ((r / 2) % 2);
-    const int col = 8 * (r / 4) + 2 * (l % 4) + r % 2;
+    const float* ar = a[(r / 2) % 2];
+    const float* bc = b[(r / 4) * 2 + r % 2];
     float acc;
     memcpy(&acc, &s->value[r], 4);
     if (!op.scale_d) acc = 0.0f;
-    for (int k = 0; k < 32; ++k)
-      acc += fp8_value(static_cast<uint8_t>(operand_byte(da, row, k)), a5) *
-             fp8_value(static_cast<uint8_t>(operand_byte(db, col, k)), b5);
+    for (int k = 0; k < 32; ++k) acc += ar[k] * bc[k];
     memcpy(&s->value[r], &acc, 4);
   }
   op.computed = true;
@@ -756,19 +807,31 @@ void wgmma_compute(WgmmaOp& op, int tid) {
   if (op.kind8 > 0) { wgmma_fp8_compute(op, s, tid); return; }
   const int t = tid % 128;
   const int w = t / 32, l = t % 32;
+  // This thread's operands, read from shared memory once: its two rows of A (16 w + l / 4,
+  // and 8 below) and the N / 4 columns of B its accumulators hold (8 (r / 4) + 2 (l % 4) +
+  // r % 2); then each accumulator sums over k in order, as before (the same float result).
+  float a[2][16];
+  float b[64][16];                       // N <= 256
+  if (op.a_in_regs) {
+    memcpy(a, op.a_rows, sizeof a);
+  } else {
+    const Desc da = decode_desc(op.desc_a);
+    for (int h = 0; h < 2; ++h)
+      for (int k = 0; k < 16; ++k)
+        a[h][k] = operand_element(da, 16 * w + l / 4 + 8 * h, k, op.trans_a != 0, op.bf16);
+  }
+  const Desc db = decode_desc(op.desc_b);
+  for (int j = 0; j < op.n / 4; ++j)
+    for (int k = 0; k < 16; ++k)
+      b[j][k] = operand_element(db, 8 * (j / 2) + 2 * (l % 4) + j % 2, k, op.trans_b != 0,
+                                op.bf16);
   for (int r = 0; r < op.n / 2; ++r) {
-    const int row = 16 * w + l / 4 + 8 * ((r / 2) % 2);
-    const int col = 8 * (r / 4) + 2 * (l % 4) + r % 2;
+    const float* ar = a[(r / 2) % 2];
+    const float* bc = b[(r / 4) * 2 + r % 2];
     float acc;
     memcpy(&acc, &s->value[r], 4);
     if (!op.scale_d) acc = 0.0f;
-    for (int k = 0; k < 16; ++k) {
-      const float a = op.a_in_regs ? op.a_rows[(r / 2) % 2][k]
-                                   : operand_element(decode_desc(op.desc_a), row, k,
-                                                     op.trans_a != 0, op.bf16);
-      const float b = operand_element(decode_desc(op.desc_b), col, k, op.trans_b != 0, op.bf16);
-      acc += a * b;
-    }
+    for (int k = 0; k < 16; ++k) acc += ar[k] * bc[k];
     memcpy(&s->value[r], &acc, 4);
   }
   op.computed = true;

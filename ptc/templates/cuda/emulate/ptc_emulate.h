@@ -242,38 +242,12 @@ inline void stmatrix(const void* p, const unsigned* r,
 //   A: a_i at row g (+8 for i in {2,3,6,7}), col 2t + (i & 1) (+8 for i >= 4); reg j holds a_2j, a_2j+1
 //   B: b_i at row 2t + (i & 1) (+8 for i >= 2), col g
 //   C/D: c_i at row g (+8 for i >= 2), col 2t + (i & 1)
+// Defined in ptc_emulate.cc, compiled once into the runtime (not into every kernel).
+void mma_m16n8k16_16bit(float* d, const unsigned* a, const unsigned* b, bool bf16);
+
 template <bool BF16>
 inline void mma_m16n8k16(float* d, const unsigned* a, const unsigned* b) {
-  const Kind kind = BF16 ? MMA_BF16 : MMA_F16;
-  const int lane = cur().tid % 32;
-  WarpScratch& s = rt.warps[cur().tid / 32];
-  const int buf = deposit(kind);
-  for (int i = 0; i < 4; ++i) s.a[buf][lane][i] = a[i];
-  for (int i = 0; i < 2; ++i) s.b[buf][lane][i] = b[i];
-  warp_barrier("mma.sync");
-  if (!same_kind(s, buf, kind, "mma.sync")) return;
-  auto elem = [](unsigned reg, int half) -> float {
-    const uint16_t bits = static_cast<uint16_t>(half ? reg >> 16 : reg & 0xffffu);
-    return BF16 ? bf16_bits_to_f32(bits) : f16_bits_to_f32(bits);
-  };
-  const bool broken = config.break_layout != 0;
-  auto A = [&](int m, int k) -> float {
-    const int owner = (m % 8) * 4 + (k % 8) / 2;
-    const int reg = broken ? (m >= 8 ? 2 : 0) + (k >= 8 ? 1 : 0)   // a1 and a2 swapped
-                           : (m >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0);
-    return elem(s.a[buf][owner][reg], k % 2);
-  };
-  auto B = [&](int k, int n) -> float {
-    const int owner = n * 4 + (k % 8) / 2;
-    return elem(s.b[buf][owner][k >= 8 ? 1 : 0], k % 2);
-  };
-  const int g = lane / 4, t = lane % 4;
-  for (int i = 0; i < 4; ++i) {
-    const int m = g + (i >= 2 ? 8 : 0), n = 2 * t + (i & 1);
-    float acc = d[i];
-    for (int k = 0; k < 16; ++k) acc += A(m, k) * B(k, n);
-    d[i] = acc;
-  }
+  mma_m16n8k16_16bit(d, a, b, BF16);
 }
 
 // mma.sync.m16n8k8.row.col.f32.tf32.tf32.f32 (PTX ISA, "Matrix Fragments for mma.m16n8k8"
