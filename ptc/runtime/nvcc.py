@@ -40,8 +40,13 @@ def nvcc_commands(arch: str, nvcc: str = "nvcc") -> list[list[str]]:
 def gencode(arch: str) -> list[str]:
     """The machine code for `arch` and its PTX (for a newer GPU's JIT). Spelled out: plain
     `-arch=sm_90a` also compiles compute_90 PTX, which rejects wgmma and setmaxnreg."""
-    virtual = arch.replace("sm_", "compute_")
+    virtual = virtual_arch(arch)
     return ["-gencode", f"arch={virtual},code=[{arch},{virtual}]"]
+
+
+def virtual_arch(arch: str) -> str:
+    """The PTX architecture of a machine architecture: sm_90a -> compute_90a."""
+    return arch.replace("sm_", "compute_")
 
 
 def find_nvcc() -> str:
@@ -109,9 +114,8 @@ class NvccToolchain(Toolchain):
     def check(self, arch: str, compiler: Compiler) -> tuple[tuple[Step, ...], str]:
         """The kernel's device code alone (-cubin: ptxas -v and the SASS without nvcc's host
         pass, a third of kernel.o's time), with the flags kernel.o's device code gets."""
-        virtual = arch.replace("sm_", "compute_")
         command = (compiler.shown, "-O3", "-std=c++17", "-gencode",
-                   f"arch={virtual},code={arch}", "-lineinfo", "-Xptxas", "-v", "-cubin",
+                   f"arch={virtual_arch(arch)},code={arch}", "-lineinfo", "-Xptxas", "-v", "-cubin",
                    "kernel.cu", "-o", CUBIN)
         return (Step(CUBIN, ("kernel.cu",), command, 0),), CUBIN
 
