@@ -40,15 +40,24 @@ void account_matrix_rows(const WarpScratch& s, int buf, int rows, Access acc,
             acc, offset, rows == 32 ? 0xffffffffu : (1u << rows) - 1, 16);
 }
 
-void mma_m16n8k16_16bit(float* d, const unsigned* a, const unsigned* b, bool bf16) {
-  const Kind kind = bf16 ? MMA_BF16 : MMA_F16;
+// The warp meets at an mma.sync: each lane deposits its A (4 registers) and B (2)
+// fragments; returns the deposit buffer every lane reads, or -1 where the lanes did not
+// all issue the same kind of instruction (reported).
+int mma_meet(Kind kind, const unsigned* a, const unsigned* b) {
   const int lane = cur().tid % 32;
   WarpScratch& s = rt.warps[cur().tid / 32];
   const int buf = deposit(kind);
   for (int i = 0; i < 4; ++i) s.a[buf][lane][i] = a[i];
   for (int i = 0; i < 2; ++i) s.b[buf][lane][i] = b[i];
   warp_barrier("mma.sync");
-  if (!same_kind(s, buf, kind, "mma.sync")) return;
+  return same_kind(s, buf, kind, "mma.sync") ? buf : -1;
+}
+
+void mma_m16n8k16_16bit(float* d, const unsigned* a, const unsigned* b, bool bf16) {
+  const int buf = mma_meet(bf16 ? MMA_BF16 : MMA_F16, a, b);
+  if (buf < 0) return;
+  const int lane = cur().tid % 32;
+  const WarpScratch& s = rt.warps[cur().tid / 32];
   auto elem = [bf16](unsigned reg, int half) -> float {
     const uint16_t bits = static_cast<uint16_t>(half ? reg >> 16 : reg & 0xffffu);
     return bf16 ? bf16_bits_to_f32(bits) : f16_bits_to_f32(bits);
@@ -74,13 +83,10 @@ void mma_m16n8k16_16bit(float* d, const unsigned* a, const unsigned* b, bool bf1
 }
 
 void mma_m16n8k8_tf32(float* d, const unsigned* a, const unsigned* b) {
+  const int buf = mma_meet(MMA_TF32, a, b);
+  if (buf < 0) return;
   const int lane = cur().tid % 32;
-  WarpScratch& s = rt.warps[cur().tid / 32];
-  const int buf = deposit(MMA_TF32);
-  for (int i = 0; i < 4; ++i) s.a[buf][lane][i] = a[i];
-  for (int i = 0; i < 2; ++i) s.b[buf][lane][i] = b[i];
-  warp_barrier("mma.sync");
-  if (!same_kind(s, buf, MMA_TF32, "mma.sync")) return;
+  const WarpScratch& s = rt.warps[cur().tid / 32];
   auto elem = [](unsigned reg) -> float {
     const unsigned bits = reg & 0xffffe000u;
     float f;
@@ -105,13 +111,10 @@ void mma_m16n8k8_tf32(float* d, const unsigned* a, const unsigned* b) {
 }
 
 void mma_m16n8k32_s8(int* d, const unsigned* a, const unsigned* b) {
+  const int buf = mma_meet(MMA_S8, a, b);
+  if (buf < 0) return;
   const int lane = cur().tid % 32;
-  WarpScratch& s = rt.warps[cur().tid / 32];
-  const int buf = deposit(MMA_S8);
-  for (int i = 0; i < 4; ++i) s.a[buf][lane][i] = a[i];
-  for (int i = 0; i < 2; ++i) s.b[buf][lane][i] = b[i];
-  warp_barrier("mma.sync");
-  if (!same_kind(s, buf, MMA_S8, "mma.sync")) return;
+  const WarpScratch& s = rt.warps[cur().tid / 32];
   auto byte = [](unsigned reg, int i) -> int {
     return static_cast<int8_t>(static_cast<uint8_t>(reg >> (8 * i)));
   };
