@@ -4,8 +4,8 @@ every core, and reduce each new kind of finding to a small reproducer written to
 --corpus (tests/generated/ by default: the suite runs every file there on every target).
 
 A line per finding as it comes; at the end a table of programs checked per kind and
-findings per target and kind, then the refusals at pinned tiles (ptc.fuzz.check.Refusal:
-not findings, listed for review). Exit 1 when anything was found.
+findings per target and kind, then the refusals over a device limit
+(ptc.fuzz.check.Refusal: not findings, listed for review). Exit 1 when anything was found.
 """
 from __future__ import annotations
 
@@ -136,8 +136,8 @@ def fuzz(argv, cache: str) -> int:
     if not found:
         print("  no findings")
     if refused:
-        print(f"{len(refused)} refusal(s) at pinned tiles, checked again at the search's "
-              "tiles (not findings; review that each asked for too much):")
+        print(f"{len(refused)} refusal(s) over a device limit, pinned tiles checked again at "
+              "the search's (not findings; review that each asked for too much):")
         for seed, r in refused:
             print(f"  seed {seed}: {r.line()}")
     if not found:

@@ -15,10 +15,11 @@ A directory holds everything needed to rebuild and run one kernel without ptc:
     manifest.json    kernel, target, arch, backend, ptc version
     build.sh         the exact commands; Makefile: the same as make rules
 
-and after `build`: kernel.o, harness.o, signature.o, libptc_kernel.so, ptc_run, the raw resource report
-(ptxas.txt: nvcc's `ptxas -v`; kernel.s: the HIP kernel's device assembly) and build.json
-(the commands, the parsed report, the time taken). Which compiler, which commands and which
-report is the backend's Toolchain (ptc.runtime.toolchains); nothing here names a backend.
+and after `build`: kernel.o, harness.o, signature.o, libptc_kernel.so, ptc_run, the raw
+resource report (ptxas.txt: nvcc's `ptxas -v`; kernel.s: the HIP kernel's device assembly)
+and build.json (the commands, the parsed report, the time taken). Which compiler, which
+commands and which report is the backend's Toolchain (ptc.runtime.toolchains); nothing here
+names a backend.
 
 Writing goes to DIR.tmp-XXXX, renamed to DIR when complete: nothing half-written is left
 when a step fails, and an existing build directory is only replaced by a complete one.

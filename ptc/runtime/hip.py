@@ -1,6 +1,7 @@
 """The HIP toolchain (gfx90a, gfx942): kernel.hip, harness.hip and signature.cc build into
-libptc_kernel.so and ptc_run, and a device-only compile of kernel.hip leaves its assembly, kernel.s, which
-ptc.runtime.amdgpu_isa reads (registers, LDS, scratch, spills, occupancy, instructions).
+libptc_kernel.so and ptc_run, and a device-only compile of kernel.hip leaves its assembly,
+kernel.s, which ptc.runtime.amdgpu_isa reads (registers, LDS, scratch, spills, occupancy,
+instructions).
 
 The compiler (docs/hip.md, "Build commands"): $PTC_HIPCC if set; else the first of hipcc
 (on PATH, then $ROCM_PATH/bin, /opt/rocm/bin), clang++-19 and clang++ that knows the target

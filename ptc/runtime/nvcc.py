@@ -17,6 +17,7 @@ NVCC_HINT = ("install the CUDA toolkit (nvcc), or put its bin/ folder on PATH "
 
 
 OBJECTS = ["kernel.o", "harness.o", "signature.o"]
+STANDARD = ("-O3", "-std=c++17")     # every compile: the kernel's, the host's, a check's
 
 
 def nvcc_commands(arch: str, nvcc: str = "nvcc") -> list[list[str]]:
@@ -26,8 +27,8 @@ def nvcc_commands(arch: str, nvcc: str = "nvcc") -> list[list[str]]:
     link from the same objects. The harness and the tables hold no device code: they
     compile as host C++ (`-x c++`: no device pass), the same objects for every arch, and
     the harness the same for every kernel."""
-    common = [nvcc, "-O3", "-std=c++17", *gencode(arch), "-lineinfo"]
-    host = [nvcc, "-O3", "-std=c++17", "-x", "c++", "-Xcompiler", "-fPIC", "-c"]
+    common = [nvcc, *STANDARD, *gencode(arch), "-lineinfo"]
+    host = [nvcc, *STANDARD, "-x", "c++", "-Xcompiler", "-fPIC", "-c"]
     return [
         common + ["-Xptxas", "-v", "-Xcompiler", "-fPIC", "-c", "kernel.cu", "-o", "kernel.o"],
         host + ["harness.cu", "-o", "harness.o"],
@@ -114,9 +115,8 @@ class NvccToolchain(Toolchain):
     def check(self, arch: str, compiler: Compiler) -> tuple[tuple[Step, ...], str]:
         """The kernel's device code alone (-cubin: ptxas -v and the SASS without nvcc's host
         pass, a third of kernel.o's time), with the flags kernel.o's device code gets."""
-        command = (compiler.shown, "-O3", "-std=c++17", "-gencode",
-                   f"arch={virtual_arch(arch)},code={arch}", "-lineinfo", "-Xptxas", "-v", "-cubin",
-                   "kernel.cu", "-o", CUBIN)
+        command = (compiler.shown, *STANDARD, "-gencode", f"arch={virtual_arch(arch)},code={arch}",
+                   "-lineinfo", "-Xptxas", "-v", "-cubin", "kernel.cu", "-o", CUBIN)
         return (Step(CUBIN, ("kernel.cu",), command, 0),), CUBIN
 
     def why_no_device(self) -> str | None:
