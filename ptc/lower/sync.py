@@ -35,8 +35,18 @@ class _Access:
     group: int | None = None     # async copy: the commit group (None: done when issued)
 
 
-def _trips(loop: ir.Loop) -> int:
-    return 2 * loop.stages + 2
+def _trips(loop: ir.Loop, keyed: frozenset) -> int:
+    """Iterations to simulate: enough for every ring slot to come round twice. A loop whose
+    iteration picks no slot and issues no copy (`keyed`: the loops that do) runs the same
+    accesses every time, so a hazard across its iterations shows between the first two,
+    and the third meets the second's leftovers as every later one would."""
+    return 2 * loop.stages + 2 if loop.var in keyed else 3
+
+
+def keyed_loops(body: tuple, values: dict) -> frozenset:
+    """The loops whose iteration picks a ring slot or a copy's iteration."""
+    return frozenset({op.loop for op in ir.walk(body) if isinstance(op, ir.CopyTile)} |
+                     {h.loop for h in values.values() if isinstance(h, ir.InShared)})
 
 
 class _Hazard(Exception):
@@ -48,9 +58,10 @@ class _Run:
     the wait counts."""
 
     def __init__(self, kernel_buffers: dict, values: dict, touches: dict | None = None,
-                 trial: bool = False):
+                 trial: bool = False, keyed: frozenset = frozenset()):
         self.buffers = kernel_buffers
         self.values = values
+        self.keyed = keyed
         self.trial = trial            # stop at the first hazard (_Hazard)
         # id(op) -> (op, the shared values it reads, the scratch it touches): the same for
         # every iteration, and for every run of place_sync, which shares this
@@ -136,10 +147,10 @@ class _Run:
         slot 0 when the loop ran once: issue 20, mismatch-eeab196187)."""
         self.loop_stack.append(op.var)
         self.iters[op.var] = 0
-        self.trips[op.var] = _trips(op)
+        self.trips[op.var] = trips = _trips(op, self.keyed)
         self.run(op.fill)
         exits = [list(self.pending)]
-        for i in range(_trips(op)):
+        for i in range(trips):
             self.iters[op.var] = i
             self.run(op.body)
             exits.append(list(self.pending))
@@ -251,9 +262,10 @@ def place_sync(body: tuple, buffers: dict, values: dict) -> tuple:
     dropped again if the run stays clean without it (an earlier barrier, added for
     another hazard, may cover it)."""
     touches: dict = {}
+    keyed = keyed_loops(body, values)
     current = body
     for _ in range(256):
-        run = _Run(buffers, values, touches)
+        run = _Run(buffers, values, touches, keyed=keyed)
         run.run(current)
         if not run.needs_barrier:
             break
@@ -266,7 +278,7 @@ def place_sync(body: tuple, buffers: dict, values: dict) -> tuple:
         # A trial stops at its first hazard: the rest cannot make it clean, nor raise a
         # SyncError -- barriers never change which async copies are in flight, and no
         # access of the clean run of `current` meets one
-        run = _Run(buffers, values, touches, trial=True)
+        run = _Run(buffers, values, touches, trial=True, keyed=keyed)
         try:
             run.run(trial)
         except _Hazard:
