@@ -80,6 +80,29 @@ def test_verify_is_fast():
     assert per_plan < 0.05, f"{per_plan * 1000:.1f} ms per plan"
 
 
+def test_a_structure_is_unrolled_once_and_a_change_to_it_again(monkeypatch):
+    """The ordering checks read no tile size: a second tile combination of one choice is
+    not unrolled again and has the first's problems (none); a plan that drops a wait is
+    another structure, checked afresh."""
+    from ptc.sched import verify_order
+    unrolled = []
+    real = verify_order.build_events
+    monkeypatch.setattr(verify_order, "build_events",
+                        lambda *args: unrolled.append(args[0]) or real(*args))
+    monkeypatch.setattr(verify_order, "_CHECKED", {})
+    choice = Choice("warp_specialized", 3, 1)
+    big, g_big, device = plan_for("gemm", "sm90", choice, (("BM", 128), ("BN", 64), ("BK", 64)))
+    small, g_small, _ = plan_for("gemm", "sm90", choice, (("BM", 64), ("BN", 64), ("BK", 32)))
+    assert big.tiles != small.tiles and big.buffers != small.buffers
+    assert problems(big, g_big, device) == []
+    first = len(unrolled)
+    assert first == 2                      # every loop once, then 2 * stages + 2 times
+    assert problems(small, g_small, device) == [] and len(unrolled) == first
+    broken = drop(small, "consumer", "waits", "full:A_smem")
+    assert any("before its producer completes" in m for m in problems(broken, g_small, device))
+    assert len(unrolled) > first
+
+
 # ---- broken plans ----------------------------------------------------------------------------
 def plan_for(name, target, choice, tiles=()):
     g = graph(name, tiles)

@@ -9,6 +9,7 @@ class Problems:
 
     def __init__(self) -> None:
         self.items: list[str] = []
+        self.order: list = []          # the key of each item
         self.keys: set = set()
 
     def add(self, message: str, key=None) -> None:
@@ -16,3 +17,4 @@ class Problems:
         if key not in self.keys:
             self.keys.add(key)
             self.items.append(message)
+            self.order.append(key)

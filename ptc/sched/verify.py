@@ -53,7 +53,6 @@ from ..stask.graph import STaskGraph
 from .events import Events, Process, Source, build_events, order, reach, resolve_sources
 from .plan import LoopBlock, Plan
 from .problems import Problems
-from .unroll import fixed_trips
 from .verify_order import check_order
 from .verify_resources import MBARRIER_BYTES, check_resources
 from .verify_structure import (LAYOUTS, STYLES, SYNC_TASK, SYNC_UNIT, UNIT_FITS, check_structure,
@@ -81,7 +80,7 @@ def problems(plan: Plan, graph: STaskGraph, device: Device) -> list[str]:
     if structure_ok:
         for trips in verification_trips(plan, graph):
             before = len(out.items)
-            check_order(plan, graph, device, fixed_trips(trips), out)
+            check_order(plan, graph, device, trips, out)
             if len(out.items) > before:
                 break
     return out.items

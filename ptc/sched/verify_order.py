@@ -7,17 +7,57 @@ their readers release them (WAR).
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
+from typing import Mapping
+
 from ..devices import Device
 from ..stask.graph import STaskGraph
 from .events import Events, group_by_process, build_events, order, reach
 from .plan import Plan
 from .problems import Problems
-from .unroll import Trips
+from .unroll import fixed_trips
+from .verify_structure import loop_paths
+
+# structure -> the problems found (message, key): a search checks each structure once
+_CHECKED: dict[tuple, tuple[tuple[str, object], ...]] = {}
+_CHECKED_MAX = 4096
 
 
-def check_order(plan: Plan, graph: STaskGraph, device: Device, trips: Trips,
-                 out: Problems) -> None:
-    ev = build_events(plan, graph, device, trips)
+def check_order(plan: Plan, graph: STaskGraph, device: Device, trips: Mapping[str, int],
+                out: Problems) -> None:
+    """The ordering problems of `plan` with each loop run `trips[loop]` times. Plans of
+    one structure (a search's tile combinations for one choice) have the same problems,
+    so each structure is unrolled and checked once per process."""
+    key = _structure(plan, graph, device, trips)
+    found = _CHECKED.get(key)
+    if found is None:
+        mine = Problems()
+        _check(plan, graph, device, trips, mine)
+        found = tuple(zip(mine.items, mine.order))
+        if len(_CHECKED) >= _CHECKED_MAX:
+            _CHECKED.clear()
+        _CHECKED[key] = found
+    for message, why in found:
+        out.add(message, why)
+
+
+def _structure(plan: Plan, graph: STaskGraph, device: Device,
+               trips: Mapping[str, int]) -> tuple:
+    """Everything the ordering checks read: the plan's roles (not their register budgets),
+    its buffers' names, values, producers, consumers and depths, its barriers; the graph's
+    edges and loops; which units are asynchronous and in order; the trips. Not the tile
+    sizes, the layouts or the bytes."""
+    return (tuple(replace(r, registers=0) for r in plan.roles),
+            tuple((b.name, b.value, b.producer, b.consumers, b.stages) for b in plan.buffers),
+            plan.barriers,
+            tuple((u.name, u.is_async, u.in_order) for u in device.units),
+            graph.edges, tuple(sorted(loop_paths(graph).items())),
+            tuple(sorted(trips.items())))
+
+
+def _check(plan: Plan, graph: STaskGraph, device: Device, trips: Mapping[str, int],
+           out: Problems) -> None:
+    ev = build_events(plan, graph, device, fixed_trips(trips))
     if ev.deadlocks:
         for message, key in ev.deadlocks:
             out.add("deadlock: " + message, key)
