@@ -381,10 +381,14 @@ def sass(directory: str | Path) -> str:
     tool = find_cuobjdump()
     # cuobjdump runs nvdisasm, which the nvidia-cuda-nvdisasm wheel puts beside it
     env = {**os.environ, "PATH": f"{Path(tool).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    proc = subprocess.run([tool, "--dump-sass", str(library)], capture_output=True, text=True,
-                          errors="replace", env=env)
-    if proc.returncode != 0:
-        raise BuildError(f"cuobjdump failed on {library} (exit {proc.returncode}):\n"
-                         f"{_tail(proc.stderr + proc.stdout, 'its output')}")
-    return proc.stdout
+
+    def dump() -> str:
+        proc = subprocess.run([tool, "--dump-sass", str(library)], capture_output=True,
+                              text=True, errors="replace", env=env)
+        if proc.returncode != 0:
+            raise BuildError(f"cuobjdump failed on {library} (exit {proc.returncode}):\n"
+                             f"{_tail(proc.stderr + proc.stdout, 'its output')}")
+        return proc.stdout
+
+    return object_cache.disassembly(tool, ("--dump-sass",), library, dump)
 

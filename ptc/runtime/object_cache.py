@@ -8,7 +8,9 @@ time: a reinstalled compiler is a new key), and the bytes of its inputs and of e
 header in the build folder (what its #includes can reach: the device headers are copied
 there). An entry holds the output file and what the compiler printed (ptxas -v's report
 is nvcc's output for kernel.o). Only compiles are cached (to objects and to assembly),
-never links: a link's inputs are these objects. Entries live in the stage cache's root (ptc.stage_cache: $PTC_CACHE_DIR
+never links: a link's inputs are these objects. A disassembly of a built file
+(cuobjdump's SASS: each check of a kernel's machine code reads it) is kept the same way,
+keyed by the tool and the file's bytes (`disassembly`). Entries live in the stage cache's root (ptc.stage_cache: $PTC_CACHE_DIR
 or ~/.cache/ptc, `objects/`) and PTC_STAGE_CACHE=0 turns this off with it.
 """
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from ..stage_cache import cache_root, enabled
 from .toolchain import Compiler, Step
@@ -35,14 +38,19 @@ def cacheable(step: Step) -> bool:
         ("-cubin" in step.command and step.output.endswith(".cubin"))
 
 
-def step_key(step: Step, compiler: Compiler, folder: Path) -> str:
-    h = hashlib.sha256()
-    path = Path(compiler.path)
+def _tool(h, tool: str) -> None:
+    """A tool's identity in a key: its path, size and modification time."""
+    path = Path(tool)
     try:
         st = path.stat()
         h.update(f"{path.resolve()} {st.st_size} {st.st_mtime_ns}".encode())
     except OSError:
-        h.update(compiler.path.encode())
+        h.update(tool.encode())
+
+
+def step_key(step: Step, compiler: Compiler, folder: Path) -> str:
+    h = hashlib.sha256()
+    _tool(h, compiler.path)
     h.update(b"\0" + "\0".join(step.command).encode() + b"\0")
     headers = sorted(p.name for p in folder.iterdir() if p.suffix in HEADER_SUFFIXES)
     for name in sorted(set(step.inputs) | set(headers)):
@@ -85,3 +93,28 @@ def store(step: Step, key: str, folder: Path, output: str) -> None:
         os.rename(tmp, where)         # atomic; another writer's entry wins
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True) if "tmp" in locals() else None
+
+
+def disassembly(tool: str, args: tuple[str, ...], file: Path, run: Callable[[], str]) -> str:
+    """What `tool args file` prints (`run` runs it), kept by the tool and the file's bytes:
+    the same built kernel is disassembled once per machine."""
+    if not enabled():
+        return run()
+    h = hashlib.sha256()
+    _tool(h, tool)
+    h.update(b"\0" + "\0".join(args).encode() + b"\0" + file.read_bytes())
+    where = cache_root() / "disassembly" / h.hexdigest()[:2] / h.hexdigest()
+    try:
+        return where.read_text()
+    except OSError:
+        pass
+    text = run()
+    try:
+        where.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=where.parent, prefix=".tmp-")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, where)        # atomic; the same text whoever wins
+    except OSError:
+        pass
+    return text
