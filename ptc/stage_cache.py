@@ -24,6 +24,7 @@ import functools
 import hashlib
 import os
 import pickle
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -43,6 +44,18 @@ def cache_root() -> Path:
 
 def enabled() -> bool:
     return os.environ.get("PTC_STAGE_CACHE", "1") not in ("0", "off", "no", "false")
+
+
+# a comment alone on its line (not one continued by a backslash)
+_COMMENT_LINE = re.compile(r"(?m)^[ \t]*//[^\n]*(?<!\\)$")
+
+
+def code_text(source: str) -> str:
+    """A C++/CUDA/HIP source as a compile key: its comment-only lines blanked (the line
+    count, and so every line number the compiler records, kept). A rendered kernel's
+    header comments carry the estimate at the search's dims: the same plan at two shapes
+    is the same code, compiled once."""
+    return _COMMENT_LINE.sub("", source)
 
 
 TEMPLATES = PACKAGE / "templates"     # what no cached stage reads (see above)

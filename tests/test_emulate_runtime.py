@@ -548,3 +548,23 @@ def test_a_prelude_that_does_not_precompile_is_tried_once(tmp_path, monkeypatch)
         assert E.precompiled_prelude(back, E.compiler(), list(E.CXX_FLAGS)) == []
     assert len(ran) == 1
     assert "no_such_header.h" in next(tmp_path.glob(f"prelude-*/{E.PRELUDE_FAILED}")).read_text()
+
+
+def test_one_plan_rendered_at_two_shapes_is_built_once(tmp_path, monkeypatch):
+    """The emulated build's key ignores comment-only lines (the header's estimate)."""
+    from ptc import driver
+    from ptc.render import emulate as E
+
+    monkeypatch.setenv("PTC_EMULATE_CACHE", str(tmp_path))
+    path = Path(__file__).resolve().parent.parent / "samples" / "softmax.pt"
+    kernel = driver.check_file(path).kernels[0]
+    a, b = (driver.render(kernel, "sm80", shapes=dict(M=m), tiles=dict(BM=4))[0]
+            for m in (100, 4096))
+    assert a != b
+    E.build_emulated(a)
+    ran = []
+    real = E.subprocess.run
+    monkeypatch.setattr(E.subprocess, "run", lambda *x, **k: ran.append(x) or real(*x, **k))
+    small = driver.check_file(path, shapes=dict(M=7)).kernels[0]
+    got = E.build_emulated(b)(small, {"X": np.ones((7, 4096), np.float16)}, {"M": 7, "N": 4096})
+    assert ran == [] and np.allclose(got["Y"], 1 / 4096)

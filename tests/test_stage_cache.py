@@ -141,3 +141,29 @@ def test_the_fingerprint_is_ptcs_code_not_its_templates(tmp_path, monkeypatch):
         assert fingerprint() != first
     finally:
         stage_cache.ptc_fingerprint.cache_clear()
+
+
+def test_a_compile_key_is_blind_to_comment_lines_only():
+    """stage_cache.code_text: comment-only lines are blanked, every line kept (the line
+    numbers a compiler records do not move); code, trailing comments, a comment continued
+    by a backslash and `//` inside a string stay."""
+    source = ('// estimate: 1.5 us at the benchmark shape\n'
+              '  // for k: 32 of K\n'
+              'int x = 1;  // trailing\n'
+              '// continued \\\n'
+              'int y = 2;\n'
+              'const char* s = "// not a comment";\n')
+    text = stage_cache.code_text(source)
+    assert text.count("\n") == source.count("\n")
+    assert text.splitlines()[:2] == ["", ""]
+    assert text.splitlines()[2:] == source.splitlines()[2:]
+
+
+def test_one_plan_rendered_at_two_shapes_is_one_compile_key():
+    """The rendered header's estimate depends on the shape; the code does not."""
+    kernel = driver.check_file(ROOT / "samples" / "gemm.pt").kernels[0]
+    tiles = dict(BM=64, BN=64, BK=32)
+    a = driver.render(kernel, "sm80", shapes=dict(M=200, N=136, K=72), tiles=tiles)[0]
+    b = driver.render(kernel, "sm80", shapes=dict(M=4096, N=4096, K=72), tiles=tiles)[0]
+    assert a != b and "estimate:" in a
+    assert stage_cache.code_text(a) == stage_cache.code_text(b)

@@ -42,6 +42,7 @@ import numpy as np
 
 from ..interp import NUMPY_DTYPES, coerce
 from ..sema import typed as T
+from ..stage_cache import code_text
 from . import RENDERERS, backend_headers
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -232,8 +233,10 @@ def build_emulated(source: str, *, backend="cuda", defines: Sequence[str] = (),
     overrides = dict(header_overrides or {})
     cxx = compiler()
     flags = list(CXX_FLAGS) + [f"-D{d}" for d in defines]
+    # comment-only lines are not part of the key: the same plan rendered at another shape
+    # (another estimate in its header) is the same code, built once
     digest = _digest([BUILD_LAYOUT, back.name, cxx, " ".join(flags),
-                      " ".join(_runtime_flags(flags)), source] +
+                      " ".join(_runtime_flags(flags)), code_text(source)] +
                      [f"{n}\0{t}" for n, t in sorted(_headers(back).items())] +
                      [f"override {n}\0{t}" for n, t in sorted(overrides.items())])
     lib = cache_dir() / f"kernel-{digest}.so"

@@ -4,14 +4,16 @@ built before is copied from the cache instead of run again. The harness of a sig
 and a kernel built again compiles nothing.
 
 A step's key is the sha256 of its command line, its compiler (path, size and modification
-time: a reinstalled compiler is a new key), and the bytes of its inputs and of every
-header in the build folder (what its #includes can reach: the device headers are copied
-there). An entry holds the output file and what the compiler printed (ptxas -v's report
-is nvcc's output for kernel.o). Only compiles are cached (to objects and to assembly),
-never links: a link's inputs are these objects. A disassembly of a built file
-(cuobjdump's SASS: each check of a kernel's machine code reads it) is kept the same way,
-keyed by the tool and the file's bytes (`disassembly`). Entries live in the stage cache's root (ptc.stage_cache: $PTC_CACHE_DIR
-or ~/.cache/ptc, `objects/`) and PTC_STAGE_CACHE=0 turns this off with it.
+time: a reinstalled compiler is a new key), and the bytes of its inputs and of every header
+in the build folder (what its #includes can reach: the device headers are copied there),
+sources with their comment-only lines blanked (stage_cache.code_text: a kernel rendered at
+another shape differs only in its header's estimate). An entry holds the output file and
+what the compiler printed (ptxas -v's report is nvcc's output for kernel.o). Only compiles
+are cached (to objects and to assembly), never links: a link's inputs are these objects. A
+disassembly of a built file (cuobjdump's SASS: each check of a kernel's machine code reads
+it) is kept the same way, keyed by the tool and the file's bytes (`disassembly`). Entries
+live in the stage cache's root (ptc.stage_cache: $PTC_CACHE_DIR or ~/.cache/ptc, `objects/`)
+and PTC_STAGE_CACHE=0 turns this off with it.
 """
 from __future__ import annotations
 
@@ -22,10 +24,12 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from ..stage_cache import cache_root, enabled
+from ..stage_cache import cache_root, code_text, enabled
 from .toolchain import Compiler, Step
 
 HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".inc")
+# sources whose comment-only lines are not part of the key (stage_cache.code_text)
+CODE_SUFFIXES = HEADER_SUFFIXES + (".cu", ".hip", ".cc", ".cpp")
 OUTPUT_TEXT = "output.txt"
 
 
@@ -55,7 +59,11 @@ def step_key(step: Step, compiler: Compiler, folder: Path) -> str:
     headers = sorted(p.name for p in folder.iterdir() if p.suffix in HEADER_SUFFIXES)
     for name in sorted(set(step.inputs) | set(headers)):
         h.update(name.encode() + b"\0")
-        h.update((folder / name).read_bytes())
+        data = (folder / name).read_bytes()
+        if Path(name).suffix in CODE_SUFFIXES:
+            data = code_text(data.decode(errors="surrogateescape")).encode(
+                errors="surrogateescape")
+        h.update(data)
         h.update(b"\0")
     return h.hexdigest()
 
