@@ -232,6 +232,11 @@ inline int read_lane(int v, int lane, Kind kind, const char* what) {
   return static_cast<int>(static_cast<uint32_t>(rt.warps[warp_of(cur())].v[buf][lane]));
 }
 
+// The MFMA emulation is an emulated run's hot loop: optimized whatever the kernel's -Og (a
+// third off an emulated conv2d or W4A16 run, for no measurable compile time; CUDA's matrix
+// instructions live in the -O2 runtime object instead, ptc_emulate.cc)
+#pragma GCC push_options
+#pragma GCC optimize("O2")
 // ---- MFMA ---------------------------------------------------------------------------------
 // An MFMA is a wave collective: each lane deposits its 64-bit A and B operands (the 32-bit ones
 // zero-extended) and the modifiers; the wave meets; one instruction, modifiers 0, 0, 0 (the
@@ -424,6 +429,7 @@ inline C mfma_builtin(V a, V b, C c, int cbsz, int abid, int blgp, const char* w
   return out;
 }
 
+#pragma GCC pop_options
 }  // namespace emu
 }  // namespace ptc
 
