@@ -598,6 +598,16 @@ def test_a_utf8_byte_order_mark_is_accepted(tmp_path):
     assert "gemm(A: f16[M, K]" in out
 
 
+@pytest.mark.parametrize("target", ["sm80", "sm90"])
+def test_a_build_folders_plan_is_what_emit_plan_prints(target, tmp_path):
+    """`make samples` keeps each build folder's plan.json as out/plans/NAME.TARGET.json
+    (tools/samples.py) instead of asking `--emit plan` again."""
+    gemm = ROOT / "samples" / "gemm.pt"
+    ptc("compile", gemm, "-t", target, "-o", tmp_path / "build")
+    emitted = ptc("compile", gemm, "-t", target, "--emit", "plan").output
+    assert (tmp_path / "build" / "plan.json").read_text() == emitted
+
+
 def test_a_schedule_file_that_is_not_utf8_is_named_in_the_error(tmp_path):
     bad = write(tmp_path, "bad.json", b"\xff\xfe{")
     out = ptc("compile", ROOT / "samples" / "gemm.pt", "-t", "sm80", "--emit", "plan",

@@ -1,6 +1,6 @@
-"""tools/samples.py (`make samples`): every command it must run, a sample's plan before its
-build, a line per finished command, and the first failure stops the run with its output --
-run against a stand-in `ptc` that records its arguments."""
+"""tools/samples.py (`make samples`): every command it must run, each build's plan kept, a
+line per finished command, and the first failure stops the run with its output -- run
+against a stand-in `ptc` that records its arguments."""
 from __future__ import annotations
 
 import os
@@ -14,7 +14,8 @@ SAMPLES = sorted(p.stem for p in (ROOT / "samples").glob("*.pt"))
 
 
 def stand_in(tmp_path: Path, fail_on: str = "") -> Path:
-    """A `ptc` that appends its arguments to calls.txt and prints a plan or a build line."""
+    """A `ptc` that appends its arguments to calls.txt; a build writes its folder's plan.json
+    and prints a line."""
     fake = tmp_path / "ptc"
     fake.write_text(f"""#!{sys.executable}
 import sys
@@ -24,9 +25,11 @@ with open({str(tmp_path / 'calls.txt')!r}, "a") as f:
 if {fail_on!r} and {fail_on!r} in " ".join(args):
     print("error: planted", file=sys.stderr)
     sys.exit(1)
-if "--emit" in args:
-    print('{{"plan": "%s"}}' % args[1])
-elif args[0] in ("build", "compile"):
+if args[0] in ("build", "compile") and "-o" in args:
+    import pathlib
+    folder = pathlib.Path(args[args.index("-o") + 1])
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "plan.json").write_text('{{"plan": "%s %s"}}' % (args[1], args[3]))
     print("built it")
 """)
     fake.chmod(0o755)
@@ -40,7 +43,7 @@ def run(tmp_path, fake, *extra):
                           text=True, env=env)
 
 
-def test_every_command_runs_and_each_plan_comes_before_its_build(tmp_path):
+def test_every_command_runs_and_each_builds_plan_is_kept(tmp_path):
     proc = run(tmp_path, stand_in(tmp_path))
     assert proc.returncode == 0, proc.stderr
     calls = (tmp_path / "calls.txt").read_text().splitlines()
@@ -50,13 +53,11 @@ def test_every_command_runs_and_each_plan_comes_before_its_build(tmp_path):
     assert sum(c.startswith("run ") for c in calls) == len(smoke)
     for name in SAMPLES:
         for target in ("sm80", "sm90", "gfx90a", "gfx942"):
-            plan = calls.index(f"compile samples/{name}.pt --target {target} --emit plan")
             folder = {"sm80": "cuda", "sm90": "cuda-sm90"}.get(target, f"hip-{target}")
-            build = calls.index(f"build samples/{name}.pt --target {target} -o "
-                                f"{tmp_path}/out/{folder}/{name}")
-            assert plan < build
+            assert f"build samples/{name}.pt --target {target} -o " \
+                   f"{tmp_path}/out/{folder}/{name}" in calls
             written = tmp_path / "out" / "plans" / f"{name}.{target}.json"
-            assert written.read_text().strip() == f'{{"plan": "samples/{name}.pt"}}'
+            assert written.read_text() == f'{{"plan": "samples/{name}.pt {target}"}}'
     total = len(calls) - 1
     lines = [l for l in proc.stdout.splitlines() if l.startswith("[")]
     assert len(lines) == total and lines[-1].startswith(f"[{total}/{total}]")
@@ -68,5 +69,5 @@ def test_the_first_failure_stops_the_run_and_shows_its_output(tmp_path):
     assert proc.returncode == 1
     assert "error: planted" in proc.stderr and "failed (exit 1)" in proc.stderr
     calls = (tmp_path / "calls.txt").read_text().splitlines()
-    assert len(calls) < 1 + 9 + 8 * len(SAMPLES)        # it stopped early
+    assert len(calls) < 1 + 9 + 4 * len(SAMPLES)        # it stopped early
     assert not list((tmp_path / "out" / "plans").glob("*.tmp"))

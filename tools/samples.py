@@ -1,13 +1,14 @@
 """`make samples`, in parallel: check every sample, run the SMOKE lines on the reference
-interpreter, and for every sample and target write its plan (out/plans/NAME.TARGET.json)
-and build it (CUDA: out/cuda/ and out/cuda-sm90/; HIP: out/hip-gfx90a/, out/hip-gfx942/,
-built where a HIP compiler is installed, else written with their build.sh).
+interpreter, and for every sample and target build it (CUDA: out/cuda/ and out/cuda-sm90/;
+HIP: out/hip-gfx90a/, out/hip-gfx942/, built where a HIP compiler is installed, else
+written with their build.sh) and keep its plan (out/plans/NAME.TARGET.json: the build
+folder's plan.json, which `ptc compile --emit plan` prints; copying it saves a process and
+a render per sample and target).
 
-Each job is a short list of `ptc` commands run in order (a sample's plan, then its build,
-so the build finds the search in the stage cache); jobs run at once on every core. A line
-per finished command says where the run is: `[7/46] 3.2 s  ptc build ...`. The first
-failure prints its output and stops the run (exit 1); outputs are written whole or not at
-all (a plan goes through a .tmp file).
+Each job is one `ptc` command; jobs run at once on every core. A line per finished command
+says where the run is: `[7/46] 3.2 s  ptc build ...`. The first failure prints its output
+and stops the run (exit 1); outputs are written whole or not at all (a plan goes through a
+.tmp file).
 
     python tools/samples.py [--ptc .venv/bin/ptc] [--jobs N] [--out out]
 """
@@ -34,8 +35,8 @@ CUDA_OUT = {"sm80": "cuda", "sm90": "cuda-sm90"}
 @dataclass(frozen=True)
 class Command:
     argv: tuple[str, ...]
-    stdout: str = ""          # write stdout to this file (through FILE.tmp)
     log: str = ""             # write stdout+stderr here; show its last line when done
+    plan: tuple[str, str] = ("", "")   # then copy this file (the build's plan) to that one
 
 
 class Failed(Exception):
@@ -72,17 +73,12 @@ def jobs(ptc: str, out_dir: str = "out") -> list[list[Command]]:
     for path in SAMPLES:
         name, rel = path.stem, f"samples/{path.name}"
         for target in TARGETS:
-            job = [Command((ptc, "compile", rel, "--target", target, "--emit", "plan"),
-                           stdout=f"{o}/plans/{name}.{target}.json")]
-            if target in CUDA_OUT:
-                folder = CUDA_OUT[target]
-                job.append(Command((ptc, "build", rel, "--target", target,
-                                    "-o", f"{o}/{folder}/{name}"), log=f"{o}/{folder}.{name}.log"))
-            else:
-                job.append(Command((ptc, verb, rel, "--target", target,
-                                    "-o", f"{o}/hip-{target}/{name}"),
-                                   log=f"{o}/hip-{target}.{name}.log"))
-            out.append(job)
+            folder = CUDA_OUT.get(target, f"hip-{target}")
+            argv = (ptc, "build" if target in CUDA_OUT else verb, rel, "--target", target,
+                    "-o", f"{o}/{folder}/{name}")
+            out.append([Command(argv, log=f"{o}/{folder}.{name}.log",
+                                plan=(f"{o}/{folder}/{name}/plan.json",
+                                      f"{o}/plans/{name}.{target}.json"))])
     return out
 
 
@@ -95,8 +91,7 @@ class Progress:
         with self.lock:
             self.done += 1
             shown = shlex.join(command.argv[1:])
-            redirect = f" > {command.stdout}" if command.stdout else ""
-            print(f"[{self.done}/{self.total}] {seconds:5.1f} s  ptc {shown}{redirect}"
+            print(f"[{self.done}/{self.total}] {seconds:5.1f} s  ptc {shown}"
                   + (f"\n      {tail}" if tail else ""), flush=True)
 
 
@@ -104,7 +99,7 @@ def run_command(command: Command, progress: Progress, stop: threading.Event) -> 
     if stop.is_set():
         raise Failed("")
     start = time.perf_counter()
-    # a log keeps stdout and stderr in the order they were written; a plan is stdout only
+    # a log keeps stdout and stderr in the order they were written
     proc = subprocess.run(command.argv, cwd=ROOT, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT if command.log else subprocess.PIPE,
                           text=True, errors="replace")
@@ -117,12 +112,15 @@ def run_command(command: Command, progress: Progress, stop: threading.Event) -> 
     if proc.returncode != 0:
         raise Failed(f"samples.py: `{shlex.join(command.argv)}` failed (exit "
                      f"{proc.returncode}):\n{text.rstrip()}")
-    if command.stdout:
-        target = ROOT / command.stdout
-        part = target.with_name(target.name + ".tmp")
-        part.write_text(proc.stdout)
-        part.replace(target)
+    if command.plan[0]:
+        write_whole(ROOT / command.plan[1], (ROOT / command.plan[0]).read_text())
     progress.say(seconds, command, tail)
+
+
+def write_whole(target: Path, text: str) -> None:
+    part = target.with_name(target.name + ".tmp")
+    part.write_text(text)
+    part.replace(target)
 
 
 def run_job(job: list[Command], progress: Progress, stop: threading.Event) -> None:
