@@ -130,6 +130,11 @@ def test_the_fuzz_command_counts_what_it_checked_and_leaves_no_build_folder(
     import tempfile
 
     from ptc.fuzz.__main__ import main
+    from ptc.render.emulate import cache_dir
+    from ptc.grammar import parse
+    # the kernels in a new folder; the precompiled prelude and runtime from the shared cache
+    monkeypatch.setenv("PTC_EMULATE_RUNTIME_CACHE", str(cache_dir()))
+    parse("")         # lark's tables cached in the real temp folder (when run alone)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     # two workers: each cleans its own build folder after a program (one shared folder let
     # a worker remove the kernel the other had just built: OSError at its dlopen)

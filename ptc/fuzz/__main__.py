@@ -20,6 +20,7 @@ from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
+from ..render import emulate
 from .check import TARGETS, Finding, Refusal, check_program
 from .generate import Program, generate
 from .reduce import reduce
@@ -75,11 +76,17 @@ def write_reproducer(corpus: Path, program: Program, finding: Finding) -> Path:
 
 
 def main(argv=None) -> int:
-    cache = tempfile.mkdtemp(prefix="ptc-fuzz-")    # its builds are used once
+    # its kernels are used once, in a folder of its own; each backend's prelude and runtime
+    # object are the same for every kernel: in the shared cache
+    before = os.environ.get("PTC_EMULATE_RUNTIME_CACHE")
+    os.environ["PTC_EMULATE_RUNTIME_CACHE"] = before or str(emulate.cache_dir())
+    cache = tempfile.mkdtemp(prefix="ptc-fuzz-")
     try:
         return fuzz(argv, cache)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
+        if before is None:
+            del os.environ["PTC_EMULATE_RUNTIME_CACHE"]
 
 
 def fuzz(argv, cache: str) -> int:

@@ -206,10 +206,22 @@ def compiler() -> str:
 
 
 def cache_dir() -> Path:
+    """Where emulated kernels are kept: $PTC_EMULATE_CACHE, else a folder in the temp dir."""
     root = os.environ.get("PTC_EMULATE_CACHE")
     path = Path(root) if root else Path(tempfile.gettempdir()) / f"ptc-emulate-{os.getuid()}"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def runtime_cache_dir() -> Path:
+    """Where each backend's precompiled prelude and runtime object are kept:
+    $PTC_EMULATE_RUNTIME_CACHE, else with the kernels. The fuzzer keeps its kernels in a
+    folder of its own (each is used once) and these in the shared one (10 s to build)."""
+    root = os.environ.get("PTC_EMULATE_RUNTIME_CACHE")
+    if not root:
+        return cache_dir()
+    Path(root).mkdir(parents=True, exist_ok=True)
+    return Path(root)
 
 
 def _headers(backend: Backend) -> dict[str, str]:
@@ -275,7 +287,7 @@ def _cached_folder(kind: str, back: Backend, cxx: str, flags: Sequence[str], tex
     the backend, the compiler, the flags, the product's source and every header."""
     digest = _digest([back.name, cxx, " ".join(flags), text] +
                      [f"{n}\0{t}" for n, t in sorted(_headers(back).items())])
-    return cache_dir() / f"{kind}-{back.name}-{digest}"
+    return runtime_cache_dir() / f"{kind}-{back.name}-{digest}"
 
 
 def _digest(parts: Sequence[str]) -> str:
@@ -321,7 +333,7 @@ def precompiled_prelude(back: Backend, cxx: str, flags: Sequence[str]) -> list[s
         return use
     if (folder / PRELUDE_FAILED).exists():
         return []
-    tmp = Path(tempfile.mkdtemp(prefix=".prelude-", dir=cache_dir()))
+    tmp = Path(tempfile.mkdtemp(prefix=".prelude-", dir=runtime_cache_dir()))
     try:
         (tmp / "ptc_prelude.h").write_text(back.prelude)
         res = subprocess.run([cxx, *_object_flags(flags), "-x", "c++-header",
@@ -352,7 +364,7 @@ def runtime_object(back: Backend, cxx: str, flags: Sequence[str]) -> Path:
     obj = folder / RUNTIME_OBJECT
     if obj.exists():
         return obj
-    tmp = Path(tempfile.mkdtemp(prefix=".runtime-", dir=cache_dir()))
+    tmp = Path(tempfile.mkdtemp(prefix=".runtime-", dir=runtime_cache_dir()))
     try:
         (tmp / "runtime.cc").write_text(back.runtime)
         res = subprocess.run([cxx, *_runtime_flags(flags), "-c", "-x", "c++",
