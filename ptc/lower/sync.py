@@ -57,11 +57,11 @@ class _Run:
     """One simulated run of the ops, reporting the ops that need a barrier before them and
     the wait counts."""
 
-    def __init__(self, kernel_buffers: dict, values: dict, touches: dict | None = None,
-                 trial: bool = False, keyed: frozenset = frozenset()):
+    def __init__(self, kernel_buffers: dict, values: dict, keyed: frozenset,
+                 touches: dict | None = None, trial: bool = False):
         self.buffers = kernel_buffers
         self.values = values
-        self.keyed = keyed
+        self.keyed = keyed            # keyed_loops: the others are simulated for 3 trips
         self.trial = trial            # stop at the first hazard (_Hazard)
         # id(op) -> (op, the shared values it reads, the scratch it touches): the same for
         # every iteration, and for every run of place_sync, which shares this
@@ -265,7 +265,7 @@ def place_sync(body: tuple, buffers: dict, values: dict) -> tuple:
     keyed = keyed_loops(body, values)
     current = body
     for _ in range(256):
-        run = _Run(buffers, values, touches, keyed=keyed)
+        run = _Run(buffers, values, keyed, touches)
         run.run(current)
         if not run.needs_barrier:
             break
@@ -278,7 +278,7 @@ def place_sync(body: tuple, buffers: dict, values: dict) -> tuple:
         # A trial stops at its first hazard: the rest cannot make it clean, nor raise a
         # SyncError -- barriers never change which async copies are in flight, and no
         # access of the clean run of `current` meets one
-        run = _Run(buffers, values, touches, trial=True, keyed=keyed)
+        run = _Run(buffers, values, keyed, touches, trial=True)
         try:
             run.run(trial)
         except _Hazard:

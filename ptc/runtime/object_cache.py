@@ -11,7 +11,7 @@ another shape differs only in its header's estimate). An entry holds the output 
 what the compiler printed (ptxas -v's report is nvcc's output for kernel.o). Only compiles
 are cached (to objects and to assembly), never links: a link's inputs are these objects. A
 disassembly of a built file (cuobjdump's SASS: each check of a kernel's machine code reads
-it) is kept the same way, keyed by the tool and the file's bytes (`disassembly`). Entries
+it) is kept in the stage cache, keyed by the tool and the file's bytes (`disassembly`). Entries
 live in the stage cache's root (ptc.stage_cache: $PTC_CACHE_DIR or ~/.cache/ptc, `objects/`)
 and PTC_STAGE_CACHE=0 turns this off with it.
 """
@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from ..stage_cache import cache_root, code_text, enabled
+from ..stage_cache import STAGES, cache_root, code_text, enabled
 from .toolchain import Compiler, Step
 
 HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".inc")
@@ -104,25 +104,10 @@ def store(step: Step, key: str, folder: Path, output: str) -> None:
 
 
 def disassembly(tool: str, args: tuple[str, ...], file: Path, run: Callable[[], str]) -> str:
-    """What `tool args file` prints (`run` runs it), kept by the tool and the file's bytes:
-    the same built kernel is disassembled once per machine."""
-    if not enabled():
-        return run()
+    """What `tool args file` prints (`run` runs it), kept by the tool and the file's bytes in
+    the stage cache (`disassembly` entries): the same built kernel is disassembled once per
+    machine."""
     h = hashlib.sha256()
     _tool(h, tool)
     h.update(b"\0" + "\0".join(args).encode() + b"\0" + file.read_bytes())
-    where = cache_root() / "disassembly" / h.hexdigest()[:2] / h.hexdigest()
-    try:
-        return where.read_text()
-    except OSError:
-        pass
-    text = run()
-    try:
-        where.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=where.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, where)        # atomic; the same text whoever wins
-    except OSError:
-        pass
-    return text
+    return STAGES.get_or_compute("disassembly", h.hexdigest(), run)

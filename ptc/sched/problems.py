@@ -9,7 +9,7 @@ class Problems:
 
     def __init__(self) -> None:
         self.items: list[str] = []
-        self.order: list = []          # the key of each item
+        self.item_keys: list = []      # the key of each item, in order
         self.keys: set = set()
 
     def add(self, message: str, key=None) -> None:
@@ -17,4 +17,4 @@ class Problems:
         if key not in self.keys:
             self.keys.add(key)
             self.items.append(message)
-            self.order.append(key)
+            self.item_keys.append(key)

@@ -33,7 +33,7 @@ def check_order(plan: Plan, graph: STaskGraph, device: Device, trips: Mapping[st
     if found is None:
         mine = Problems()
         _check(plan, graph, device, trips, mine)
-        found = tuple(zip(mine.items, mine.order))
+        found = tuple(zip(mine.items, mine.item_keys))
         if len(_CHECKED) >= _CHECKED_MAX:
             _CHECKED.clear()
         _CHECKED[key] = found
