@@ -568,3 +568,17 @@ def test_one_plan_rendered_at_two_shapes_is_built_once(monkeypatch):
     small = driver.check_file(path, shapes=dict(M=7)).kernels[0]
     got = E.build_emulated(b)(small, {"X": np.ones((7, 4096), np.float16)}, {"M": 7, "N": 4096})
     assert ran == [] and np.allclose(got["Y"], 1 / 4096)
+
+
+def test_an_emulated_kernel_is_linked_by_the_fast_linker_where_installed():
+    """gold links a kernel in a third of ld.bfd's time; it leaves its version note in the
+    library (a section of its own). Without it, the default linker."""
+    import shutil
+
+    from ptc.render import emulate as E
+
+    kernel = run(source("  y[tid] = x[tid] + 1.0f;"), np.zeros(32, np.float32),
+                 np.zeros(32, np.float32))
+    linked_by_gold = b".note.gnu.gold-version" in kernel.path.read_bytes()
+    assert linked_by_gold == bool(shutil.which("ld.gold"))
+    assert E.linker_flags() == (("-fuse-ld=gold",) if shutil.which("ld.gold") else ())
