@@ -582,3 +582,30 @@ def test_an_emulated_kernel_is_linked_by_the_fast_linker_where_installed():
     linked_by_gold = b".note.gnu.gold-version" in kernel.path.read_bytes()
     assert linked_by_gold == bool(shutil.which("ld.gold"))
     assert E.linker_flags() == (("-fuse-ld=gold",) if shutil.which("ld.gold") else ())
+
+
+def test_two_workers_that_need_the_runtime_at_once_compile_it_once(tmp_path, monkeypatch):
+    """A cold suite's two pytest workers both start with an emulated kernel: the second
+    waits for the first one's runtime object and precompiled prelude (5 s of compiles)."""
+    import threading
+
+    from ptc.render import emulate as E
+
+    monkeypatch.setenv("PTC_EMULATE_CACHE", str(tmp_path))
+    ran = []
+    real = E.subprocess.run
+    monkeypatch.setattr(E.subprocess, "run", lambda *a, **k: ran.append(a[0][-1]) or real(*a, **k))
+    back, flags = E.BACKENDS["cuda"], list(E.CXX_FLAGS)
+    got = []
+
+    def worker():
+        got.append((E.precompiled_prelude(back, E.compiler(), flags),
+                    E.runtime_object(back, E.compiler(), flags)))
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 2 and got[0] == got[1] and got[0][0] and got[0][1].exists()
+    assert sorted(Path(r).name for r in ran) == ["ptc_prelude.h.gch", "runtime.o"]

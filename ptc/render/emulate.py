@@ -27,7 +27,9 @@ hand-written kernels. The backend is a device's `backend` (ptc.devices: "cuda", 
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import functools
 import hashlib
 import os
@@ -37,7 +39,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -320,6 +322,15 @@ def _runtime_flags(flags: Sequence[str]) -> list[str]:
     return [RUNTIME_OPTIMIZATION if f == "-Og" else f for f in _object_flags(flags)]
 
 
+@contextlib.contextmanager
+def _one_builder(folder: Path) -> Iterator[None]:
+    """Held while `folder` is built: another process (a second pytest worker) that needs it
+    at the same moment waits for this build instead of compiling the same thing beside it."""
+    with open(folder.parent / f".{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _publish(tmp: Path, folder: Path) -> None:
     """Move a finished build folder into place: atomic, so a concurrent builder's wins."""
     try:
@@ -344,6 +355,14 @@ def precompiled_prelude(back: Backend, cxx: str, flags: Sequence[str]) -> list[s
         return use
     if (folder / PRELUDE_FAILED).exists():
         return []
+    with _one_builder(folder):
+        if not folder.exists():
+            _precompile(back, cxx, flags, folder)
+    return use if (folder / "ptc_prelude.h.gch").exists() else []
+
+
+def _precompile(back: Backend, cxx: str, flags: Sequence[str], folder: Path) -> None:
+    """Build the prelude's precompiled header (or its failure note) into `folder`."""
     tmp = Path(tempfile.mkdtemp(prefix=".prelude-", dir=runtime_cache_dir()))
     try:
         (tmp / "ptc_prelude.h").write_text(back.prelude)
@@ -358,7 +377,6 @@ def precompiled_prelude(back: Backend, cxx: str, flags: Sequence[str]) -> list[s
         _publish(tmp, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return use if (folder / "ptc_prelude.h.gch").exists() else []
 
 
 RUNTIME_OBJECT = "runtime.o"
@@ -375,6 +393,14 @@ def runtime_object(back: Backend, cxx: str, flags: Sequence[str]) -> Path:
     obj = folder / RUNTIME_OBJECT
     if obj.exists():
         return obj
+    with _one_builder(folder):
+        if not obj.exists():
+            _compile_runtime(back, cxx, flags, folder)
+    return obj
+
+
+def _compile_runtime(back: Backend, cxx: str, flags: Sequence[str], folder: Path) -> None:
+    """Compile the runtime object into `folder`."""
     tmp = Path(tempfile.mkdtemp(prefix=".runtime-", dir=runtime_cache_dir()))
     try:
         (tmp / "runtime.cc").write_text(back.runtime)
@@ -390,7 +416,6 @@ def runtime_object(back: Backend, cxx: str, flags: Sequence[str]) -> Path:
         _publish(tmp, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return obj
 
 
 # what the emulator puts in the accumulator registers of a wgmma in flight (an f32 NaN with
