@@ -5,10 +5,9 @@ written with their build.sh) and keep its plan (out/plans/NAME.TARGET.json: the 
 folder's plan.json, which `ptc compile --emit plan` prints; copying it saves a process and
 a render per sample and target).
 
-Each job is one `ptc` command; jobs run at once on every core. A line per finished command
-says where the run is: `[7/46] 3.2 s  ptc build ...`. The first failure prints its output
-and stops the run (exit 1); outputs are written whole or not at all (a plan goes through a
-.tmp file).
+The `ptc` commands run at once on every core. A line per finished command says where the
+run is: `[7/46] 3.2 s  ptc build ...`. The first failure prints its output and stops the
+run (exit 1); outputs are written whole or not at all (a plan goes through a .tmp file).
 
     python tools/samples.py [--ptc .venv/bin/ptc] [--jobs N] [--out out]
 """
@@ -60,7 +59,7 @@ def hip_compiler_here() -> bool:
         shutil.which(c) for c in ("hipcc", "clang++-19", "clang++")))
 
 
-def jobs(ptc: str, out_dir: str = "out") -> list[list[Command]]:
+def commands(ptc: str, out_dir: str = "out") -> list[Command]:
     out, o = [], out_dir
     for file, *rest in smoke_lines():
         argv = [ptc, "run", f"samples/{file}"]
@@ -68,7 +67,7 @@ def jobs(ptc: str, out_dir: str = "out") -> list[list[Command]]:
             argv += ["--shape", rest[0]]
         if len(rest) > 1:
             argv += ["--tile", rest[1]]
-        out.append([Command(tuple(argv))])
+        out.append(Command(tuple(argv)))
     verb = "build" if hip_compiler_here() else "compile"
     for path in SAMPLES:
         name, rel = path.stem, f"samples/{path.name}"
@@ -76,9 +75,9 @@ def jobs(ptc: str, out_dir: str = "out") -> list[list[Command]]:
             folder = CUDA_OUT.get(target, f"hip-{target}")
             argv = (ptc, "build" if target in CUDA_OUT else verb, rel, "--target", target,
                     "-o", f"{o}/{folder}/{name}")
-            out.append([Command(argv, log=f"{o}/{folder}.{name}.log",
-                                plan=(f"{o}/{folder}/{name}/plan.json",
-                                      f"{o}/plans/{name}.{target}.json"))])
+            out.append(Command(argv, log=f"{o}/{folder}.{name}.log",
+                               plan=(f"{o}/{folder}/{name}/plan.json",
+                                     f"{o}/plans/{name}.{target}.json")))
     return out
 
 
@@ -123,11 +122,6 @@ def write_whole(target: Path, text: str) -> None:
     part.replace(target)
 
 
-def run_job(job: list[Command], progress: Progress, stop: threading.Event) -> None:
-    for command in job:
-        run_command(command, progress, stop)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ptc", default=str(ROOT / ".venv" / "bin" / "ptc"))
@@ -143,12 +137,12 @@ def main(argv=None) -> int:
                            cwd=ROOT)
     if check.returncode != 0:
         return 1
-    todo = jobs(args.ptc, args.out)
-    progress = Progress(sum(len(j) for j in todo))
+    todo = commands(args.ptc, args.out)
+    progress = Progress(len(todo))
     stop = threading.Event()
     failure = None
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_job, job, progress, stop) for job in todo]
+        futures = [pool.submit(run_command, command, progress, stop) for command in todo]
         for future in as_completed(futures):
             try:
                 future.result()
