@@ -24,13 +24,8 @@ def cases():
     return out
 
 
-# Known spills, each with why (docs/low-precision.md): strict, so a fix shows as a pass.
-SPILLS = {("fp8_blockscaled_gemm", "sm80", "bench"):
-          "the sm80 plan (BM 64 BN 64 BK 128, 4 warps) spills: ptxas caps the aligned "
-          "variant at 128 registers (8 bytes), the unaligned one takes 255 (28 bytes); each "
-          "k-step's e4m3 fragments are widened to f16 beside the tile product and the "
-          "accumulator (issue 21, part 3b's widening)",
-          ("conv2d_stride2", "sm80", "edge"):
+# Known spills, each with why (docs/gathered-tiles.md): strict, so a fix shows as a pass.
+SPILLS = {("conv2d_stride2", "sm80", "edge"):
           "the EDGE plan (BQ 32 BCO 64 BK 32, 4 warps, about 80 registers) leaves the register "
           "budget to ptxas (no minimum of blocks: several fit), which takes 72 registers for "
           "the aligned variant and spills 16 bytes in the prologue; with 1 block asked it "

@@ -72,3 +72,21 @@ def test_explain_shows_the_layouts_the_buffers_were_built_in():
     assert "transposed_k8" in out and "swizzle128" not in out
     out = ptc("explain", ROOT / "samples" / "gemm.pt", "-t", "sm90").stdout
     assert "tma128" in out and "swizzle128" not in out
+
+
+def test_the_register_allocator_is_told_the_blocks_only_where_that_leaves_it_every_register():
+    """ptxas, left to itself, caps a 128-thread block at 128 registers and spills where the
+    plan needs more; told the plan's count it may take what that count leaves. It is told
+    only where that is the per-thread maximum: a cap close above a low estimate spills."""
+    from ptc.lower.lowering import register_bound_blocks
+    res = get_device("sm80").resources          # 64K registers, 255 a thread, 164 KB
+    assert register_bound_blocks(res, 128, 32 * 1024, 1) == 1     # one block: always told
+    assert register_bound_blocks(res, 128, 0, 0) == 0
+    # two 128-thread blocks that the registers limit: 65536 / 256 = 256, every register
+    assert register_bound_blocks(res, 128, 32 * 1024, 2) == 2
+    # two blocks of 256 threads: a cap of 128, not told
+    assert register_bound_blocks(res, 256, 32 * 1024, 2) == 0
+    # two blocks that shared memory limits: the registers do not decide, not told
+    assert register_bound_blocks(res, 128, 80 * 1024, 2) == 0
+    # many blocks: not told
+    assert register_bound_blocks(res, 128, 8 * 1024, 6) == 0

@@ -564,8 +564,9 @@ class Launch:
     # blocks per EU the element-wise variant (alignment checks failed) asks the register
     # allocator to keep resident: its scalar copy loops raise the pressure, and left to its
     # heuristic ptxas caps them at 128 registers and spills; 1 lets it take what it needs.
-    # The vector variant keeps ptxas's own choice (0: no bound), unless the plan's resources
-    # allow one block per EU only (then 1, for the same reason).
+    # The vector variant keeps ptxas's own choice (0: no bound), unless the registers limit
+    # the plan to one or two blocks per EU (then that count, for the same reason:
+    # lowering.register_bound_blocks).
     min_blocks_elementwise: int = 1
     min_blocks: int = 0
 

@@ -292,10 +292,8 @@ class Builder:
         regs_alloc = align_up(max(registers, 16), 8)
         per_block_regs = regs_alloc * self.low.threads
         blocks = res.resident_blocks(self.low.threads, per_block_regs, total)
-        # Where one block per EU is all the plan's resources allow, the register allocator
-        # is told so (1): left to its own heuristic, ptxas caps a 128-thread block at 128
-        # registers to fit more blocks that cannot be resident anyway, and spills.
-        min_blocks = self.alu_accumulator_blocks(body, registers, blocks) or int(blocks == 1)
+        min_blocks = (self.alu_accumulator_blocks(body, registers, blocks)
+                      or register_bound_blocks(res, self.low.threads, total, blocks))
         launch = ir.Launch(self.grid(), self.low.threads, self.low.warps, total, registers,
                            blocks, self.plan.launch.persistent, min_blocks=min_blocks)
         kernel = ir.LoweredKernel(
@@ -776,3 +774,21 @@ def contiguous_run(lay: Layout) -> int:
 
 def align_up(n: int, a: int) -> int:
     return (n + a - 1) // a * a
+
+
+
+def register_bound_blocks(res, threads: int, shared_bytes: int, blocks: int) -> int:
+    """The blocks per EU the register allocator is told to leave room for (0: its own
+    choice): one where the plan's resources allow one; else the plan's count where the
+    estimate's registers are what limits it and that count still leaves a thread the most
+    registers it may have. Left to its own heuristic, ptxas caps a 128-thread block at 128
+    registers, to fit more blocks than the registers allow, and spills (the sm80
+    block-scaled FP8 GEMM, whose k-steps widen e4m3 to f16: 2 blocks of 128 threads by its
+    estimate, 128 registers and a spill; told 2 it takes 254 and none). A count whose cap
+    is lower is not told: a cap just above a low estimate spills instead (it did for three
+    samples at 2 blocks of 256 threads)."""
+    if blocks <= 1:
+        return blocks
+    register_bound = res.resident_blocks(threads, 0, shared_bytes) > blocks
+    whole_cap = res.registers // (blocks * threads) >= res.max_registers_per_thread
+    return blocks if register_bound and whole_cap else 0

@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     const float* g = g_bias + ((i_c * 128));
     const int rows_left = 1, cols_left = (int)min((long long)(d_C) - (long long)((i_c * 128)), 128LL);
     if (ALIGNED) copy_load_bias.async(smem, g, (int)(0), rows_left, cols_left);
-    else ptc::copy_tile_sync<float, 1, 128, THREADS, 512, false>(smem, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<float, 1, 128, THREADS, 512, false, ALIGNED ? 2 : 1>(smem, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   ptc::cp_async_wait<0>();  // bias_smem
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const int rows_left = ((((i_b >= 0) && (i_b < d_B))) ? (int)min((long long)(d_L) - (long long)(((i_l * 128) + ((-(d_W - 1)) + i_r))), 128LL) : 0), cols_left = (int)min((long long)(d_C) - (long long)((i_c * 128)), 128LL);
         const int rows_first = (int)max(-(long long)(((i_l * 128) + ((-(d_W - 1)) + i_r))), 0LL), cols_first = 0;
         if (ALIGNED) copy_load_x.async(smem, g, (int)(d_C), rows_left, cols_left, rows_first, cols_first);
-        else ptc::copy_tile_sync<__half, 128, 128, THREADS, 256, true>(smem, g, (int)(d_C), (int)(1), rows_left, cols_left, 0.0f, tid, rows_first, cols_first);
+        else ptc::copy_tile_sync<__half, 128, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem, g, (int)(d_C), (int)(1), rows_left, cols_left, 0.0f, tid, rows_first, cols_first);
       }
       ptc::cp_async_commit();
       // load_w: w[128x1] -> w_smem
@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const float* g = g_w + ((((i_c * 128) * d_W) + i_r));
         const int rows_left = (int)min((long long)(d_C) - (long long)((i_c * 128)), 128LL), cols_left = (int)min((long long)(d_W) - (long long)(i_r), 1LL);
         if (ALIGNED) copy_load_w.async(smem + 32768u, g, (int)(d_W), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 128, 1, THREADS, 4, false>(smem + 32768u, g, (int)(d_W), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<float, 128, 1, THREADS, 4, false, ALIGNED ? 2 : 1>(smem + 32768u, g, (int)(d_W), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       ptc::cp_async_wait<0>();  // w_smem, x_smem

@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
                 const int rows_left = ((((((i_n >= 0) && (i_n < d_N)) && (((i_p + (i_r * p_D)) - p_P) >= 0)) && (((i_p + (i_r * p_D)) - p_P) < d_H))) ? (int)min((long long)(d_W) - (long long)(((i_q * 64) + ((i_s * p_D) - p_P))), 64LL) : 0), cols_left = (int)min((long long)(d_C) - (long long)((i_k * 64)), 64LL);
                 const int rows_first = (int)max(-(long long)(((i_q * 64) + ((i_s * p_D) - p_P))), 0LL), cols_first = 0;
                 if (ALIGNED) copy_load_x.async(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_C), rows_left, cols_left, rows_first, cols_first);
-                else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_C), (int)(1), rows_left, cols_left, 0.0f, tid, rows_first, cols_first);
+                else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_C), (int)(1), rows_left, cols_left, 0.0f, tid, rows_first, cols_first);
               }
               ptc::cp_async_commit();
               // load_w: w[64x128] -> w_smem
@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
                 const __half* g = g_w + ((((((i_r + 0) * ((d_S * d_C) * d_CO)) + ((i_s + 0) * (d_C * d_CO))) + ((i_k * 64) * d_CO)) + (i_o * 128)));
                 const int rows_left = (((((((i_r + 0) >= 0) && ((i_r + 0) < d_R)) && ((i_s + 0) >= 0)) && ((i_s + 0) < d_S))) ? (int)min((long long)(d_C) - (long long)((i_k * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_CO) - (long long)((i_o * 128)), 128LL);
                 if (ALIGNED) copy_load_w.async(smem + (i_k % 2) * 16384u, g, (int)(d_CO), rows_left, cols_left);
-                else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + (i_k % 2) * 16384u, g, (int)(d_CO), (int)(1), rows_left, cols_left, 0.0f, tid);
+                else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + (i_k % 2) * 16384u, g, (int)(d_CO), (int)(1), rows_left, cols_left, 0.0f, tid);
               }
               ptc::cp_async_commit();
             }
@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
                 const int rows_left = ((((((i_n >= 0) && (i_n < d_N)) && (((i_p + (i_r * p_D)) - p_P) >= 0)) && (((i_p + (i_r * p_D)) - p_P) < d_H))) ? (int)min((long long)(d_W) - (long long)(((i_q * 64) + ((i_s * p_D) - p_P))), 64LL) : 0), cols_left = (int)min((long long)(d_C) - (long long)(((i_k + 1) * 64)), 64LL);
                 const int rows_first = (int)max(-(long long)(((i_q * 64) + ((i_s * p_D) - p_P))), 0LL), cols_first = 0;
                 if (ALIGNED) copy_load_x.async(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_C), rows_left, cols_left, rows_first, cols_first);
-                else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_C), (int)(1), rows_left, cols_left, 0.0f, tid, rows_first, cols_first);
+                else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_C), (int)(1), rows_left, cols_left, 0.0f, tid, rows_first, cols_first);
               }
               ptc::cp_async_commit();
               // load_w: w[64x128] -> w_smem, 1 iteration(s) ahead
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
                 const __half* g = g_w + ((((((i_r + 0) * ((d_S * d_C) * d_CO)) + ((i_s + 0) * (d_C * d_CO))) + (((i_k + 1) * 64) * d_CO)) + (i_o * 128)));
                 const int rows_left = (((((((i_r + 0) >= 0) && ((i_r + 0) < d_R)) && ((i_s + 0) >= 0)) && ((i_s + 0) < d_S))) ? (int)min((long long)(d_C) - (long long)(((i_k + 1) * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_CO) - (long long)((i_o * 128)), 128LL);
                 if (ALIGNED) copy_load_w.async(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_CO), rows_left, cols_left);
-                else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_CO), (int)(1), rows_left, cols_left, 0.0f, tid);
+                else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_CO), (int)(1), rows_left, cols_left, 0.0f, tid);
               }
               ptc::cp_async_commit();
               // mma_acc: acc = acc + %x @ %w on mma.sync.m16n8k16, 4x4 atoms per warp, 4 k-steps

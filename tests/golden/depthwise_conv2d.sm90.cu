@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const int rows_left = ((((((i_n >= 0) && (i_n < d_N)) && (((i_p + (i_r * p_D)) - p_P) >= 0)) && (((i_p + (i_r * p_D)) - p_P) < d_H))) ? (int)min((long long)(d_W) - (long long)(((i_q * 64) + ((i_s * p_D) - p_P))), 64LL) : 0), cols_left = (int)min((long long)(d_C) - (long long)((i_c * 128)), 128LL);
             const int rows_first = (int)max(-(long long)(((i_q * 64) + ((i_s * p_D) - p_P))), 0LL), cols_first = 0;
             if (ALIGNED) copy_load_x.async(smem + (i_s % 3) * 16384u, g, (int)(d_C), rows_left, cols_left, rows_first, cols_first);
-            else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + (i_s % 3) * 16384u, g, (int)(d_C), (int)(1), rows_left, cols_left, 0.0f, tid, rows_first, cols_first);
+            else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + (i_s % 3) * 16384u, g, (int)(d_C), (int)(1), rows_left, cols_left, 0.0f, tid, rows_first, cols_first);
           }
           ptc::cp_async_commit();
           // load_w: w[1x128] -> w_smem
@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const float* g = g_w + (((((i_r + 0) * (d_S * d_C)) + ((i_s + 0) * d_C)) + (i_c * 128)));
             const int rows_left = (((((((i_r + 0) >= 0) && ((i_r + 0) < d_R)) && ((i_s + 0) >= 0)) && ((i_s + 0) < d_S))) ? 1 : 0), cols_left = (int)min((long long)(d_C) - (long long)((i_c * 128)), 128LL);
             if (ALIGNED) copy_load_w.async(smem + 49152u + (i_s % 3) * 512u, g, (int)(0), rows_left, cols_left);
-            else ptc::copy_tile_sync<float, 1, 128, THREADS, 512, false>(smem + 49152u + (i_s % 3) * 512u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+            else ptc::copy_tile_sync<float, 1, 128, THREADS, 512, false, ALIGNED ? 2 : 1>(smem + 49152u + (i_s % 3) * 512u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
           // load_x: x[64x128] -> x_smem, 1 iteration(s) ahead
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const int rows_left = ((((((i_n >= 0) && (i_n < d_N)) && (((i_p + (i_r * p_D)) - p_P) >= 0)) && (((i_p + (i_r * p_D)) - p_P) < d_H))) ? (int)min((long long)(d_W) - (long long)(((i_q * 64) + (((i_s + 1) * p_D) - p_P))), 64LL) : 0), cols_left = (int)min((long long)(d_C) - (long long)((i_c * 128)), 128LL);
             const int rows_first = (int)max(-(long long)(((i_q * 64) + (((i_s + 1) * p_D) - p_P))), 0LL), cols_first = 0;
             if (ALIGNED) copy_load_x.async(smem + ((i_s + 1) % 3) * 16384u, g, (int)(d_C), rows_left, cols_left, rows_first, cols_first);
-            else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + ((i_s + 1) % 3) * 16384u, g, (int)(d_C), (int)(1), rows_left, cols_left, 0.0f, tid, rows_first, cols_first);
+            else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + ((i_s + 1) % 3) * 16384u, g, (int)(d_C), (int)(1), rows_left, cols_left, 0.0f, tid, rows_first, cols_first);
           }
           ptc::cp_async_commit();
           // load_w: w[1x128] -> w_smem, 1 iteration(s) ahead
@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const float* g = g_w + (((((i_r + 0) * (d_S * d_C)) + (((i_s + 1) + 0) * d_C)) + (i_c * 128)));
             const int rows_left = (((((((i_r + 0) >= 0) && ((i_r + 0) < d_R)) && (((i_s + 1) + 0) >= 0)) && (((i_s + 1) + 0) < d_S))) ? 1 : 0), cols_left = (int)min((long long)(d_C) - (long long)((i_c * 128)), 128LL);
             if (ALIGNED) copy_load_w.async(smem + 49152u + ((i_s + 1) % 3) * 512u, g, (int)(0), rows_left, cols_left);
-            else ptc::copy_tile_sync<float, 1, 128, THREADS, 512, false>(smem + 49152u + ((i_s + 1) % 3) * 512u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+            else ptc::copy_tile_sync<float, 1, 128, THREADS, 512, false, ALIGNED ? 2 : 1>(smem + 49152u + ((i_s + 1) % 3) * 512u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
         }
@@ -124,7 +124,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const int rows_left = ((((((i_n >= 0) && (i_n < d_N)) && (((i_p + (i_r * p_D)) - p_P) >= 0)) && (((i_p + (i_r * p_D)) - p_P) < d_H))) ? (int)min((long long)(d_W) - (long long)(((i_q * 64) + (((i_s + 2) * p_D) - p_P))), 64LL) : 0), cols_left = (int)min((long long)(d_C) - (long long)((i_c * 128)), 128LL);
             const int rows_first = (int)max(-(long long)(((i_q * 64) + (((i_s + 2) * p_D) - p_P))), 0LL), cols_first = 0;
             if (ALIGNED) copy_load_x.async(smem + ((i_s + 2) % 3) * 16384u, g, (int)(d_C), rows_left, cols_left, rows_first, cols_first);
-            else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + ((i_s + 2) % 3) * 16384u, g, (int)(d_C), (int)(1), rows_left, cols_left, 0.0f, tid, rows_first, cols_first);
+            else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + ((i_s + 2) % 3) * 16384u, g, (int)(d_C), (int)(1), rows_left, cols_left, 0.0f, tid, rows_first, cols_first);
           }
           ptc::cp_async_commit();
           // load_w: w[1x128] -> w_smem, 2 iteration(s) ahead
@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const float* g = g_w + (((((i_r + 0) * (d_S * d_C)) + (((i_s + 2) + 0) * d_C)) + (i_c * 128)));
             const int rows_left = (((((((i_r + 0) >= 0) && ((i_r + 0) < d_R)) && (((i_s + 2) + 0) >= 0)) && (((i_s + 2) + 0) < d_S))) ? 1 : 0), cols_left = (int)min((long long)(d_C) - (long long)((i_c * 128)), 128LL);
             if (ALIGNED) copy_load_w.async(smem + 49152u + ((i_s + 2) % 3) * 512u, g, (int)(0), rows_left, cols_left);
-            else ptc::copy_tile_sync<float, 1, 128, THREADS, 512, false>(smem + 49152u + ((i_s + 2) % 3) * 512u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+            else ptc::copy_tile_sync<float, 1, 128, THREADS, 512, false, ALIGNED ? 2 : 1>(smem + 49152u + ((i_s + 2) % 3) * 512u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
           // acc = ...  (simt_acc2)

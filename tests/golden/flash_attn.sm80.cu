@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     const __nv_bfloat16* g = g_Q + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_m * 64) * 128)));
     const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)((i_m * 64)), 64LL) : 0), cols_left = 128;
     if (ALIGNED) copy_load_Q.async(smem + 65536u, g, (int)(128), rows_left, cols_left);
-    else ptc::copy_tile_sync<__nv_bfloat16, 64, 128, THREADS, 256, true>(smem + 65536u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<__nv_bfloat16, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + 65536u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   // o = ...  (simt_o)
@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __nv_bfloat16* g = g_K + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + ((i_n * 128) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_T) - (long long)((i_n * 128)), 128LL) : 0), cols_left = 128;
         if (ALIGNED) copy_load_K.async(smem, g, (int)(128), rows_left, cols_left);
-        else ptc::copy_tile_sync<__nv_bfloat16, 128, 128, THREADS, 256, true>(smem, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__nv_bfloat16, 128, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
     }
@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __nv_bfloat16* g = g_V + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + ((i_n * 128) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_T) - (long long)((i_n * 128)), 128LL) : 0), cols_left = 128;
         if (ALIGNED) copy_load_V.async(smem + 32768u, g, (int)(128), rows_left, cols_left);
-        else ptc::copy_tile_sync<__nv_bfloat16, 128, 128, THREADS, 256, true>(smem + 32768u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__nv_bfloat16, 128, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + 32768u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // mma_s: %s_mma = q @ k on mma.sync.m16n8k16, 1x16 atoms per warp, 8 k-steps
@@ -223,7 +223,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __nv_bfloat16* g = g_K + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + (((i_n + 1) * 128) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_T) - (long long)(((i_n + 1) * 128)), 128LL) : 0), cols_left = 128;
         if (ALIGNED) copy_load_K.async(smem, g, (int)(128), rows_left, cols_left);
-        else ptc::copy_tile_sync<__nv_bfloat16, 128, 128, THREADS, 256, true>(smem, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__nv_bfloat16, 128, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // mma_o: o = %o2 + %o @ v on mma.sync.m16n8k16, 1x16 atoms per warp, 8 k-steps

@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     const __nv_bfloat16* g = g_Q + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_m * 32) * 128)));
     const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)((i_m * 32)), 32LL) : 0), cols_left = 128;
     if (ALIGNED) copy_load_Q.async(smem, g, (int)(128), rows_left, cols_left);
-    else ptc::copy_tile_sync<__nv_bfloat16, 32, 128, THREADS, 256, true>(smem, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<__nv_bfloat16, 32, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   // o = ...  (simt_o)
@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __nv_bfloat16* g = g_K + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_n * 64) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)((i_n * 64)), 64LL) : 0), cols_left = 128;
         if (ALIGNED) copy_load_K.async(smem + (i_n % 2) * 16384u, g, (int)(128), rows_left, cols_left);
-        else ptc::copy_tile_sync<__nv_bfloat16, 64, 128, THREADS, 256, true>(smem + (i_n % 2) * 16384u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__nv_bfloat16, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + (i_n % 2) * 16384u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_V: V[64x128] -> v_smem
@@ -181,7 +181,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __nv_bfloat16* g = g_V + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_n * 64) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)((i_n * 64)), 64LL) : 0), cols_left = 128;
         if (ALIGNED) copy_load_V.async(smem + 32768u + (i_n % 2) * 16384u, g, (int)(128), rows_left, cols_left);
-        else ptc::copy_tile_sync<__nv_bfloat16, 64, 128, THREADS, 256, true>(smem + 32768u + (i_n % 2) * 16384u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__nv_bfloat16, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + 32768u + (i_n % 2) * 16384u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
     }
@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __nv_bfloat16* g = g_K + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + (((i_n + 1) * 64) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)(((i_n + 1) * 64)), 64LL) : 0), cols_left = 128;
         if (ALIGNED) copy_load_K.async(smem + ((i_n + 1) % 2) * 16384u, g, (int)(128), rows_left, cols_left);
-        else ptc::copy_tile_sync<__nv_bfloat16, 64, 128, THREADS, 256, true>(smem + ((i_n + 1) % 2) * 16384u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__nv_bfloat16, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + ((i_n + 1) % 2) * 16384u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       __syncthreads();  // every thread is done with the bytes load_V overwrites
@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __nv_bfloat16* g = g_V + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + (((i_n + 1) * 64) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)(((i_n + 1) * 64)), 64LL) : 0), cols_left = 128;
         if (ALIGNED) copy_load_V.async(smem + 32768u + ((i_n + 1) % 2) * 16384u, g, (int)(128), rows_left, cols_left);
-        else ptc::copy_tile_sync<__nv_bfloat16, 64, 128, THREADS, 256, true>(smem + 32768u + ((i_n + 1) % 2) * 16384u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__nv_bfloat16, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + 32768u + ((i_n + 1) % 2) * 16384u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // mma_s: %s_mma = q@mma_s @ k on mma.sync.m16n8k16, 2x2 atoms per warp, 8 k-steps

@@ -16,7 +16,7 @@
 
 namespace {
 constexpr int THREADS = 128;
-constexpr int MIN_BLOCKS = 0;
+constexpr int MIN_BLOCKS = 2;
 constexpr int MIN_BLOCKS_ELEMENTWISE = 1;
 constexpr int SMEM_BYTES = 33312;
 }  // namespace
@@ -94,20 +94,20 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       if (0 < trips_k) {
         const float* g = g_SA + ((((i_i * 64) * d_KB) + ptc::floordiv((i_k * 128), 128)));
         const int rows_left = ((((ptc::floordiv((i_k * 128), 128) >= 0) && (ptc::floordiv((i_k * 128), 128) < d_KB))) ? 1 : 0), cols_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL);
-        ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 32768u + (i_k % 2) * 256u, g, (int)(0), (int)(d_KB), rows_left, cols_left, 0.0f, tid);
+        ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 32768u + (i_k % 2) * 256u, g, (int)(0), (int)(d_KB), rows_left, cols_left, 0.0f, tid);
       }
       // load_SW: SW[1x1] -> SW_smem
       if (0 < trips_k) {
         const float* g = g_SW + (((ptc::floordiv((i_j * 64), 128) * d_KB) + ptc::floordiv((i_k * 128), 128)));
         const int rows_left = ((((((ptc::floordiv((i_j * 64), 128) >= 0) && (ptc::floordiv((i_j * 64), 128) < d_NB)) && (ptc::floordiv((i_k * 128), 128) >= 0)) && (ptc::floordiv((i_k * 128), 128) < d_KB))) ? 1 : 0), cols_left = 1;
-        ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false>(smem + 33280u + (i_k % 2) * 16u, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
+        ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false, ALIGNED ? 2 : 1>(smem + 33280u + (i_k % 2) * 16u, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
       }
       // load_A: A[64x128] -> A_smem
       if (0 < trips_k) {
         const ptc::f8e4m3* g = g_A + ((((i_i * 64) * d_K) + (i_k * 128)));
         const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)((i_k * 128)), 128LL);
         if (ALIGNED) copy_load_A.async(smem + (i_k % 2) * 8192u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true>(smem + (i_k % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + (i_k % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_W: W[64x128] -> W_smem
@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const ptc::f8e4m3* g = g_W + ((((i_j * 64) * d_K) + (i_k * 128)));
         const int rows_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)((i_k * 128)), 128LL);
         if (ALIGNED) copy_load_W.async(smem + 16384u + (i_k % 2) * 8192u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true>(smem + 16384u + (i_k % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 16384u + (i_k % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
     }
@@ -124,13 +124,13 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       if (i_k + 1 < trips_k) {
         const float* g = g_SA + ((((i_i * 64) * d_KB) + ptc::floordiv(((i_k + 1) * 128), 128)));
         const int rows_left = ((((ptc::floordiv(((i_k + 1) * 128), 128) >= 0) && (ptc::floordiv(((i_k + 1) * 128), 128) < d_KB))) ? 1 : 0), cols_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL);
-        ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 32768u + ((i_k + 1) % 2) * 256u, g, (int)(0), (int)(d_KB), rows_left, cols_left, 0.0f, tid);
+        ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 32768u + ((i_k + 1) % 2) * 256u, g, (int)(0), (int)(d_KB), rows_left, cols_left, 0.0f, tid);
       }
       // load_SW: SW[1x1] -> SW_smem, 1 iteration(s) ahead
       if (i_k + 1 < trips_k) {
         const float* g = g_SW + (((ptc::floordiv((i_j * 64), 128) * d_KB) + ptc::floordiv(((i_k + 1) * 128), 128)));
         const int rows_left = ((((((ptc::floordiv((i_j * 64), 128) >= 0) && (ptc::floordiv((i_j * 64), 128) < d_NB)) && (ptc::floordiv(((i_k + 1) * 128), 128) >= 0)) && (ptc::floordiv(((i_k + 1) * 128), 128) < d_KB))) ? 1 : 0), cols_left = 1;
-        ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false>(smem + 33280u + ((i_k + 1) % 2) * 16u, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
+        ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false, ALIGNED ? 2 : 1>(smem + 33280u + ((i_k + 1) % 2) * 16u, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
       }
       __syncthreads();  // every thread is done with the bytes load_A overwrites
       // load_A: A[64x128] -> A_smem, 1 iteration(s) ahead
@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const ptc::f8e4m3* g = g_A + ((((i_i * 64) * d_K) + ((i_k + 1) * 128)));
         const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 128)), 128LL);
         if (ALIGNED) copy_load_A.async(smem + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true>(smem + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_W: W[64x128] -> W_smem, 1 iteration(s) ahead
@@ -146,7 +146,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const ptc::f8e4m3* g = g_W + ((((i_j * 64) * d_K) + ((i_k + 1) * 128)));
         const int rows_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 128)), 128LL);
         if (ALIGNED) copy_load_W.async(smem + 16384u + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true>(smem + 16384u + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 16384u + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // scale = ...  (simt_scale)

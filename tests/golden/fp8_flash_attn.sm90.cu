@@ -137,20 +137,20 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     const ptc::f8e4m3* g = g_Q + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_m * 64) * 128)));
     const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)((i_m * 64)), 64LL) : 0), cols_left = 128;
     if (ALIGNED) copy_load_Q.async(smem + 67584u, g, (int)(128), rows_left, cols_left);
-    else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true>(smem + 67584u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 67584u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   // load_q_descale: q_descale[1x1] -> q_descale_smem
   {
     const float* g = g_q_descale + (0);
     const int rows_left = ((((0 >= 0) && (0 < 1))) ? 1 : 0), cols_left = 1;
-    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false>(smem + 16u, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
+    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false, ALIGNED ? 2 : 1>(smem + 16u, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
   }
   // load_k_descale: k_descale[1x1] -> k_descale_smem
   {
     const float* g = g_k_descale + (0);
     const int rows_left = ((((0 >= 0) && (0 < 1))) ? 1 : 0), cols_left = 1;
-    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false>(smem, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
+    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false, ALIGNED ? 2 : 1>(smem, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
   }
   __syncthreads();  // Compute of simt_scale reads what other threads wrote
   // scale = ...  (simt_scale)
@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const ptc::f8e4m3* g = g_K + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + ((i_n * 64) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_T) - (long long)((i_n * 64)), 64LL) : 0), cols_left = 128;
         if (ALIGNED) copy_load_K.async(smem + 24576u + (i_n % 3) * 8192u, g, (int)(128), rows_left, cols_left);
-        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true>(smem + 24576u + (i_n % 3) * 8192u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 24576u + (i_n % 3) * 8192u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       __syncthreads();  // every thread is done with the bytes load_Vt overwrites
@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const ptc::f8e4m3* g = g_Vt + ((((i_b * ((d_H * 128) * d_T)) + (i_h * (128 * d_T))) + (i_n * 64)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? 128 : 0), cols_left = (int)min((long long)(d_T) - (long long)((i_n * 64)), 64LL);
         if (ALIGNED) copy_load_Vt.async(smem + (i_n % 3) * 8192u, g, (int)(d_T), rows_left, cols_left);
-        else ptc::copy_tile_sync<ptc::f8e4m3, 128, 64, THREADS, 64, true>(smem + (i_n % 3) * 8192u, g, (int)(d_T), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<ptc::f8e4m3, 128, 64, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + (i_n % 3) * 8192u, g, (int)(d_T), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_K: K[64x128] -> k_smem, 1 iteration(s) ahead
@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const ptc::f8e4m3* g = g_K + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + (((i_n + 1) * 64) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_T) - (long long)(((i_n + 1) * 64)), 64LL) : 0), cols_left = 128;
         if (ALIGNED) copy_load_K.async(smem + 24576u + ((i_n + 1) % 3) * 8192u, g, (int)(128), rows_left, cols_left);
-        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true>(smem + 24576u + ((i_n + 1) % 3) * 8192u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 24576u + ((i_n + 1) % 3) * 8192u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_Vt: Vt[128x64] -> Vt_smem, 1 iteration(s) ahead
@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const ptc::f8e4m3* g = g_Vt + ((((i_b * ((d_H * 128) * d_T)) + (i_h * (128 * d_T))) + ((i_n + 1) * 64)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? 128 : 0), cols_left = (int)min((long long)(d_T) - (long long)(((i_n + 1) * 64)), 64LL);
         if (ALIGNED) copy_load_Vt.async(smem + ((i_n + 1) % 3) * 8192u, g, (int)(d_T), rows_left, cols_left);
-        else ptc::copy_tile_sync<ptc::f8e4m3, 128, 64, THREADS, 64, true>(smem + ((i_n + 1) % 3) * 8192u, g, (int)(d_T), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<ptc::f8e4m3, 128, 64, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + ((i_n + 1) % 3) * 8192u, g, (int)(d_T), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
     }
@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const ptc::f8e4m3* g = g_K + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + (((i_n + 2) * 64) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_T) - (long long)(((i_n + 2) * 64)), 64LL) : 0), cols_left = 128;
         if (ALIGNED) copy_load_K.async(smem + 24576u + ((i_n + 2) % 3) * 8192u, g, (int)(128), rows_left, cols_left);
-        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true>(smem + 24576u + ((i_n + 2) % 3) * 8192u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 24576u + ((i_n + 2) % 3) * 8192u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       __syncthreads();  // every thread is done with the bytes load_Vt overwrites
@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const ptc::f8e4m3* g = g_Vt + ((((i_b * ((d_H * 128) * d_T)) + (i_h * (128 * d_T))) + ((i_n + 2) * 64)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? 128 : 0), cols_left = (int)min((long long)(d_T) - (long long)(((i_n + 2) * 64)), 64LL);
         if (ALIGNED) copy_load_Vt.async(smem + ((i_n + 2) % 3) * 8192u, g, (int)(d_T), rows_left, cols_left);
-        else ptc::copy_tile_sync<ptc::f8e4m3, 128, 64, THREADS, 64, true>(smem + ((i_n + 2) % 3) * 8192u, g, (int)(d_T), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<ptc::f8e4m3, 128, 64, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + ((i_n + 2) % 3) * 8192u, g, (int)(d_T), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // mma_s: %s_mma = q @ k on mma.sync.m16n8k32, 2x2 atoms per warp, 4 k-steps
@@ -361,7 +361,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   {
     const float* g = g_v_descale + (0);
     const int rows_left = ((((0 >= 0) && (0 < 1))) ? 1 : 0), cols_left = 1;
-    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false>(smem + 77824u, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
+    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false, ALIGNED ? 2 : 1>(smem + 77824u, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
   }
   __syncthreads();  // Compute of simt_O reads what other threads wrote
   // %O = ...  (simt_O)

@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const ptc::f8e4m3* g = g_A + ((((i_i * 64) * d_K) + (i_k * 64)));
         const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL);
         if (ALIGNED) copy_load_A.async(smem + (i_k % 2) * 4096u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 64, THREADS, 64, true>(smem + (i_k % 2) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 64, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + (i_k % 2) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_W: W[64x64] -> W_smem
@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const ptc::f8e4m3* g = g_W + ((((i_j * 64) * d_K) + (i_k * 64)));
         const int rows_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL);
         if (ALIGNED) copy_load_W.async(smem + 8192u + (i_k % 2) * 4096u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 64, THREADS, 64, true>(smem + 8192u + (i_k % 2) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 64, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + 8192u + (i_k % 2) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
     }
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const ptc::f8e4m3* g = g_A + ((((i_i * 64) * d_K) + ((i_k + 1) * 64)));
         const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 64)), 64LL);
         if (ALIGNED) copy_load_A.async(smem + ((i_k + 1) % 2) * 4096u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 64, THREADS, 64, true>(smem + ((i_k + 1) % 2) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 64, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + ((i_k + 1) % 2) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_W: W[64x64] -> W_smem, 1 iteration(s) ahead
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const ptc::f8e4m3* g = g_W + ((((i_j * 64) * d_K) + ((i_k + 1) * 64)));
         const int rows_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 64)), 64LL);
         if (ALIGNED) copy_load_W.async(smem + 8192u + ((i_k + 1) % 2) * 4096u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 64, THREADS, 64, true>(smem + 8192u + ((i_k + 1) % 2) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<ptc::f8e4m3, 64, 64, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + 8192u + ((i_k + 1) % 2) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // mma_acc: acc = acc + %A @ %W on mma.sync.m16n8k32, 2x2 atoms per warp, 2 k-steps
@@ -114,14 +114,14 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   {
     const float* g = g_sa + (0);
     const int rows_left = ((((0 >= 0) && (0 < 1))) ? 1 : 0), cols_left = 1;
-    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false>(smem + 16384u, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
+    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false, ALIGNED ? 2 : 1>(smem + 16384u, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
   }
   __syncthreads();  // every thread is done with the bytes load_sw overwrites
   // load_sw: sw[1x1] -> sw_smem
   {
     const float* g = g_sw + (0);
     const int rows_left = ((((0 >= 0) && (0 < 1))) ? 1 : 0), cols_left = 1;
-    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false>(smem, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
+    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false, ALIGNED ? 2 : 1>(smem, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
   }
   __syncthreads();  // Compute of simt_C reads what other threads wrote
   // %C = ...  (simt_C)

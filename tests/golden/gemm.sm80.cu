@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_A + ((((i_i * 64) * d_K) + (i_k * 64)));
         const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL);
         if (ALIGNED) copy_load_A.async(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_B: B[64x128] -> B_smem
@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_B + ((((i_k * 64) * d_N) + (i_j * 128)));
         const int rows_left = (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
         if (ALIGNED) copy_load_B.async(smem + (i_k % 2) * 16384u, g, (int)(d_N), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + (i_k % 2) * 16384u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + (i_k % 2) * 16384u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
     }
@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_A + ((((i_i * 64) * d_K) + ((i_k + 1) * 64)));
         const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 64)), 64LL);
         if (ALIGNED) copy_load_A.async(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_B: B[64x128] -> B_smem, 1 iteration(s) ahead
@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_B + (((((i_k + 1) * 64) * d_N) + (i_j * 128)));
         const int rows_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 64)), 64LL), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
         if (ALIGNED) copy_load_B.async(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_N), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // mma_acc: acc = acc + %A @ %B on mma.sync.m16n8k16, 2x4 atoms per warp, 4 k-steps

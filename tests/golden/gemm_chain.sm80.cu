@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const __half* g = g_A + ((((i_i * 64) * d_K) + (i_k * 32)));
             const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)((i_k * 32)), 32LL);
             if (ALIGNED) copy_load_A.async(smem + 32768u + (i_k % 4) * 4096u, g, (int)(d_K), rows_left, cols_left);
-            else ptc::copy_tile_sync<__half, 64, 32, THREADS, 64, true>(smem + 32768u + (i_k % 4) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+            else ptc::copy_tile_sync<__half, 64, 32, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + 32768u + (i_k % 4) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
           // load_B: B[32x128] -> B_smem
@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const __half* g = g_B + ((((i_k * 32) * d_N) + (i_n * 128)));
             const int rows_left = (int)min((long long)(d_K) - (long long)((i_k * 32)), 32LL), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
             if (ALIGNED) copy_load_B.async(smem + (i_k % 4) * 8192u, g, (int)(d_N), rows_left, cols_left);
-            else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true>(smem + (i_k % 4) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
+            else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + (i_k % 4) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
           // load_A: A[64x32] -> A_smem, 1 iteration(s) ahead
@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const __half* g = g_A + ((((i_i * 64) * d_K) + ((i_k + 1) * 32)));
             const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 32)), 32LL);
             if (ALIGNED) copy_load_A.async(smem + 32768u + ((i_k + 1) % 4) * 4096u, g, (int)(d_K), rows_left, cols_left);
-            else ptc::copy_tile_sync<__half, 64, 32, THREADS, 64, true>(smem + 32768u + ((i_k + 1) % 4) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+            else ptc::copy_tile_sync<__half, 64, 32, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + 32768u + ((i_k + 1) % 4) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
           // load_B: B[32x128] -> B_smem, 1 iteration(s) ahead
@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const __half* g = g_B + (((((i_k + 1) * 32) * d_N) + (i_n * 128)));
             const int rows_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 32)), 32LL), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
             if (ALIGNED) copy_load_B.async(smem + ((i_k + 1) % 4) * 8192u, g, (int)(d_N), rows_left, cols_left);
-            else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true>(smem + ((i_k + 1) % 4) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
+            else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + ((i_k + 1) % 4) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
           // load_A: A[64x32] -> A_smem, 2 iteration(s) ahead
@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const __half* g = g_A + ((((i_i * 64) * d_K) + ((i_k + 2) * 32)));
             const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)(((i_k + 2) * 32)), 32LL);
             if (ALIGNED) copy_load_A.async(smem + 32768u + ((i_k + 2) % 4) * 4096u, g, (int)(d_K), rows_left, cols_left);
-            else ptc::copy_tile_sync<__half, 64, 32, THREADS, 64, true>(smem + 32768u + ((i_k + 2) % 4) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+            else ptc::copy_tile_sync<__half, 64, 32, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + 32768u + ((i_k + 2) % 4) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
           // load_B: B[32x128] -> B_smem, 2 iteration(s) ahead
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const __half* g = g_B + (((((i_k + 2) * 32) * d_N) + (i_n * 128)));
             const int rows_left = (int)min((long long)(d_K) - (long long)(((i_k + 2) * 32)), 32LL), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
             if (ALIGNED) copy_load_B.async(smem + ((i_k + 2) % 4) * 8192u, g, (int)(d_N), rows_left, cols_left);
-            else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true>(smem + ((i_k + 2) % 4) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
+            else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + ((i_k + 2) % 4) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
         }
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const __half* g = g_A + ((((i_i * 64) * d_K) + ((i_k + 3) * 32)));
             const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)(((i_k + 3) * 32)), 32LL);
             if (ALIGNED) copy_load_A.async(smem + 32768u + ((i_k + 3) % 4) * 4096u, g, (int)(d_K), rows_left, cols_left);
-            else ptc::copy_tile_sync<__half, 64, 32, THREADS, 64, true>(smem + 32768u + ((i_k + 3) % 4) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+            else ptc::copy_tile_sync<__half, 64, 32, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + 32768u + ((i_k + 3) % 4) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
           // load_B: B[32x128] -> B_smem, 3 iteration(s) ahead
@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const __half* g = g_B + (((((i_k + 3) * 32) * d_N) + (i_n * 128)));
             const int rows_left = (int)min((long long)(d_K) - (long long)(((i_k + 3) * 32)), 32LL), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
             if (ALIGNED) copy_load_B.async(smem + ((i_k + 3) % 4) * 8192u, g, (int)(d_N), rows_left, cols_left);
-            else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true>(smem + ((i_k + 3) % 4) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
+            else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + ((i_k + 3) % 4) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
           ptc::cp_async_commit();
           // mma_t: t = t + %A @ %B on mma.sync.m16n8k16, 1x16 atoms per warp, 2 k-steps
@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_D + ((((i_n * 128) * d_L) + (i_j * 64)));
         const int rows_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL), cols_left = (int)min((long long)(d_L) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_D.async(smem + 49152u, g, (int)(d_L), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 128, 64, THREADS, 128, true>(smem + 49152u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 128, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 49152u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       ptc::cp_async_wait<0>();  // D_smem

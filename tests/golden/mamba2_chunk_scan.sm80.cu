@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_m * 64)));
     const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL);
     if (ALIGNED) copy_load_dA_cs.async(smem + 58880u, g, (int)(0), rows_left, cols_left);
-    else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 58880u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 58880u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   // load_C: C[64x128] -> C_smem
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     const __half* g = g_C + (((((i_b * (((d_NC * d_L) * d_G) * 128)) + (i_c * ((d_L * d_G) * 128))) + ((i_m * 64) * (d_G * 128))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * 128)));
     const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = 128;
     if (ALIGNED) copy_load_C.async(smem, g, (int)((d_G * 128)), rows_left, cols_left);
-    else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem, g, (int)((d_G * 128)), (int)(1), rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem, g, (int)((d_G * 128)), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   // load_prev_states: prev_states[64x128] -> prev_states_smem
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     const __half* g = g_prev_states + (((((i_b * (((d_NC * d_H) * d_P) * 128)) + (i_c * ((d_H * d_P) * 128))) + (i_h * (d_P * 128))) + ((i_p * 64) * 128)));
     const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL) : 0), cols_left = 128;
     if (ALIGNED) copy_load_prev_states.async(smem + 16384u, g, (int)(128), rows_left, cols_left);
-    else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + 16384u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + 16384u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   ptc::cp_async_wait<0>();  // C_smem, prev_states_smem
@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_s * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
         if (ALIGNED) copy_load_dA_cs2.async(smem + 57344u + (i_s % 3) * 256u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 57344u + (i_s % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 57344u + (i_s % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       __syncthreads();  // every thread is done with the bytes load_cb overwrites
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 64) * d_L)) + (i_s * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
         if (ALIGNED) copy_load_cb.async(smem + (i_s % 3) * 8192u, g, (int)(d_L), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + (i_s % 3) * 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + (i_s % 3) * 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_dt: dt[1x64] -> dt_smem
@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const float* g = g_dt + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_s * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
         if (ALIGNED) copy_load_dt.async(smem + 58112u + (i_s % 3) * 256u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 58112u + (i_s % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 58112u + (i_s % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_x: x[64x64] -> x_smem
@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_s * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
         if (ALIGNED) copy_load_x.async(smem + 24576u + (i_s % 3) * 8192u, g, (int)((d_H * d_P)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 24576u + (i_s % 3) * 8192u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 24576u + (i_s % 3) * 8192u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_dA_cs2: dA_cs[1x64] -> dA_cs_smem, 1 iteration(s) ahead
@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_s + 1) * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL);
         if (ALIGNED) copy_load_dA_cs2.async(smem + 57344u + ((i_s + 1) % 3) * 256u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 57344u + ((i_s + 1) % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 57344u + ((i_s + 1) % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_cb: cb[64x64] -> cb_smem, 1 iteration(s) ahead
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 64) * d_L)) + ((i_s + 1) * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL);
         if (ALIGNED) copy_load_cb.async(smem + ((i_s + 1) % 3) * 8192u, g, (int)(d_L), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + ((i_s + 1) % 3) * 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + ((i_s + 1) % 3) * 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_dt: dt[1x64] -> dt_smem, 1 iteration(s) ahead
@@ -199,7 +199,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const float* g = g_dt + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_s + 1) * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL);
         if (ALIGNED) copy_load_dt.async(smem + 58112u + ((i_s + 1) % 3) * 256u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 58112u + ((i_s + 1) % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 58112u + ((i_s + 1) % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_x: x[64x64] -> x_smem, 1 iteration(s) ahead
@@ -207,7 +207,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + (((i_s + 1) * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
         if (ALIGNED) copy_load_x.async(smem + 24576u + ((i_s + 1) % 3) * 8192u, g, (int)((d_H * d_P)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 24576u + ((i_s + 1) % 3) * 8192u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 24576u + ((i_s + 1) % 3) * 8192u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
     }
@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_s + 2) * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 2) * 64)), 64LL);
         if (ALIGNED) copy_load_dA_cs2.async(smem + 57344u + ((i_s + 2) % 3) * 256u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 57344u + ((i_s + 2) % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 57344u + ((i_s + 2) % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_cb: cb[64x64] -> cb_smem, 2 iteration(s) ahead
@@ -226,7 +226,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 64) * d_L)) + ((i_s + 2) * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 2) * 64)), 64LL);
         if (ALIGNED) copy_load_cb.async(smem + ((i_s + 2) % 3) * 8192u, g, (int)(d_L), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + ((i_s + 2) % 3) * 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + ((i_s + 2) % 3) * 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_dt: dt[1x64] -> dt_smem, 2 iteration(s) ahead
@@ -234,7 +234,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const float* g = g_dt + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_s + 2) * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 2) * 64)), 64LL);
         if (ALIGNED) copy_load_dt.async(smem + 58112u + ((i_s + 2) % 3) * 256u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 58112u + ((i_s + 2) % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 58112u + ((i_s + 2) % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       __syncthreads();  // every thread is done with the bytes load_x overwrites
@@ -243,7 +243,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + (((i_s + 2) * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)(((i_s + 2) * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
         if (ALIGNED) copy_load_x.async(smem + 24576u + ((i_s + 2) % 3) * 8192u, g, (int)((d_H * d_P)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 24576u + ((i_s + 2) % 3) * 8192u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 24576u + ((i_s + 2) % 3) * 8192u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // decay = ...  (simt_decay)
@@ -291,7 +291,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_m * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
     const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
     if (ALIGNED) copy_load_x2.async(smem + 49152u, g, (int)((d_H * d_P)), rows_left, cols_left);
-    else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true>(smem + 49152u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 49152u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   __syncthreads();  // every thread is done with the bytes load_D overwrites
@@ -299,7 +299,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   {
     const float* g = g_D + (i_h);
     const int rows_left = ((((i_h >= 0) && (i_h < d_H))) ? 1 : 0), cols_left = 1;
-    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false>(smem, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
+    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false, ALIGNED ? 2 : 1>(smem, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_wait<0>();  // D_smem, x2_smem
   __syncthreads();  // Compute of simt_acc2 reads what other threads wrote

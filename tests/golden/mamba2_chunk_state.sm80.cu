@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   {
     const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (d_L - 1)));
     const int rows_left = ((((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC)) && ((d_L - 1) >= 0)) && ((d_L - 1) < d_L))) ? 1 : 0), cols_left = 1;
-    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false>(smem + 25088u, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
+    ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false, ALIGNED ? 2 : 1>(smem + 25088u, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
   }
   // acc = ...  (simt_acc)
   #pragma unroll
@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_l * 32)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_l * 32)), 32LL);
         if (ALIGNED) copy_load_dA_cs2.async(smem + 24576u + (i_l % 2) * 128u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 32, THREADS, 128, false>(smem + 24576u + (i_l % 2) * 128u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<float, 1, 32, THREADS, 128, false, ALIGNED ? 2 : 1>(smem + 24576u + (i_l % 2) * 128u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_dt: dt[1x32] -> dt_smem
@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const float* g = g_dt + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_l * 32)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_l * 32)), 32LL);
         if (ALIGNED) copy_load_dt.async(smem + 24832u + (i_l % 2) * 128u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 32, THREADS, 128, false>(smem + 24832u + (i_l % 2) * 128u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<float, 1, 32, THREADS, 128, false, ALIGNED ? 2 : 1>(smem + 24832u + (i_l % 2) * 128u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_Bm: Bm[32x128] -> Bm_smem
@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_Bm + ((((((i_b * (((d_NC * d_L) * d_G) * d_N)) + (i_c * ((d_L * d_G) * d_N))) + ((i_l * 32) * (d_G * d_N))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * d_N)) + (i_n * 128)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_l * 32)), 32LL) : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
         if (ALIGNED) copy_load_Bm.async(smem + (i_l % 2) * 8192u, g, (int)((d_G * d_N)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true>(smem + (i_l % 2) * 8192u, g, (int)((d_G * d_N)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + (i_l % 2) * 8192u, g, (int)((d_G * d_N)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_x: x[32x64] -> x_smem
@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_l * 32) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)((i_l * 32)), 32LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
         if (ALIGNED) copy_load_x.async(smem + 16384u + (i_l % 2) * 4096u, g, (int)((d_H * d_P)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 32, 64, THREADS, 128, true>(smem + 16384u + (i_l % 2) * 4096u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 32, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 16384u + (i_l % 2) * 4096u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
     }
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_l + 1) * 32)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_l + 1) * 32)), 32LL);
         if (ALIGNED) copy_load_dA_cs2.async(smem + 24576u + ((i_l + 1) % 2) * 128u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 32, THREADS, 128, false>(smem + 24576u + ((i_l + 1) % 2) * 128u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<float, 1, 32, THREADS, 128, false, ALIGNED ? 2 : 1>(smem + 24576u + ((i_l + 1) % 2) * 128u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_dt: dt[1x32] -> dt_smem, 1 iteration(s) ahead
@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const float* g = g_dt + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_l + 1) * 32)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_l + 1) * 32)), 32LL);
         if (ALIGNED) copy_load_dt.async(smem + 24832u + ((i_l + 1) % 2) * 128u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 32, THREADS, 128, false>(smem + 24832u + ((i_l + 1) % 2) * 128u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<float, 1, 32, THREADS, 128, false, ALIGNED ? 2 : 1>(smem + 24832u + ((i_l + 1) % 2) * 128u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_Bm: Bm[32x128] -> Bm_smem, 1 iteration(s) ahead
@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_Bm + ((((((i_b * (((d_NC * d_L) * d_G) * d_N)) + (i_c * ((d_L * d_G) * d_N))) + (((i_l + 1) * 32) * (d_G * d_N))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * d_N)) + (i_n * 128)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)(((i_l + 1) * 32)), 32LL) : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
         if (ALIGNED) copy_load_Bm.async(smem + ((i_l + 1) % 2) * 8192u, g, (int)((d_G * d_N)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true>(smem + ((i_l + 1) % 2) * 8192u, g, (int)((d_G * d_N)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + ((i_l + 1) % 2) * 8192u, g, (int)((d_G * d_N)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       __syncthreads();  // every thread is done with the bytes load_x overwrites
@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + (((i_l + 1) * 32) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)(((i_l + 1) * 32)), 32LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
         if (ALIGNED) copy_load_x.async(smem + 16384u + ((i_l + 1) % 2) * 4096u, g, (int)((d_H * d_P)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 32, 64, THREADS, 128, true>(smem + 16384u + ((i_l + 1) % 2) * 4096u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 32, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 16384u + ((i_l + 1) % 2) * 4096u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // w = ...  (simt_w)

@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_W + ((((i_e * (d_K * d_N)) + ((i_k * 64) * d_N)) + (i_j * 128)));
         const int rows_left = ((((i_e >= 0) && (i_e < d_E))) ? (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
         if (ALIGNED) copy_load_W.async(smem + (i_k % 3) * 16384u, g, (int)(d_N), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + (i_k % 3) * 16384u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + (i_k % 3) * 16384u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_X: X[64x64] -> X_smem, 1 iteration(s) ahead
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_W + ((((i_e * (d_K * d_N)) + (((i_k + 1) * 64) * d_N)) + (i_j * 128)));
         const int rows_left = ((((i_e >= 0) && (i_e < d_E))) ? (int)min((long long)(d_K) - (long long)(((i_k + 1) * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
         if (ALIGNED) copy_load_W.async(smem + ((i_k + 1) % 3) * 16384u, g, (int)(d_N), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + ((i_k + 1) % 3) * 16384u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + ((i_k + 1) % 3) * 16384u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
     }
@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_W + ((((i_e * (d_K * d_N)) + (((i_k + 2) * 64) * d_N)) + (i_j * 128)));
         const int rows_left = ((((i_e >= 0) && (i_e < d_E))) ? (int)min((long long)(d_K) - (long long)(((i_k + 2) * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
         if (ALIGNED) copy_load_W.async(smem + ((i_k + 2) % 3) * 16384u, g, (int)(d_N), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true>(smem + ((i_k + 2) % 3) * 16384u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 64, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + ((i_k + 2) % 3) * 16384u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // mma_acc: acc = acc + %X @ %W on mma.sync.m16n8k16, 4x4 atoms per warp, 4 k-steps
@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     const float* g = g_gate + (((i_e * d_C) + (i_i * 64)));
     const int rows_left = ((((i_e >= 0) && (i_e < d_E))) ? 1 : 0), cols_left = (int)min((long long)(d_C) - (long long)((i_i * 64)), 64LL);
     if (ALIGNED) copy_load_gate.async(smem + 73728u, g, (int)(0), rows_left, cols_left);
-    else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 73728u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 73728u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   ptc::cp_async_wait<0>();  // gate_smem

@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     const __nv_bfloat16* g = g_Q + (((i_b * ((d_HK * 8) * 128)) + (i_hk * 1024)));
     const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_hk >= 0)) && (i_hk < d_HK))) ? 8 : 0), cols_left = 128;
     if (ALIGNED) copy_load_Q.async(smem + 32768u, g, (int)(128), rows_left, cols_left);
-    else ptc::copy_tile_sync<__nv_bfloat16, 8, 128, THREADS, 256, true>(smem + 32768u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<__nv_bfloat16, 8, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + 32768u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   // o = ...  (simt_o)
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       {
         const int* g = g_slots + (((i_b * d_S) + (i_n * 64)));
         const int rows_left = ((((i_b >= 0) && (i_b < d_B))) ? 1 : 0), cols_left = (int)min((long long)(d_S) - (long long)((i_n * 64)), 64LL);
-        ptc::copy_tile_sync<int, 1, 64, THREADS, 256, false>(smem + 36864u, g, (int)(0), (int)(1), rows_left, cols_left, -1.0f, tid);
+        ptc::copy_tile_sync<int, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 36864u, g, (int)(0), (int)(1), rows_left, cols_left, -1.0f, tid);
       }
       // load_K: K[64x128] -> k_smem
       {

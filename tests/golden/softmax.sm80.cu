@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     const __half* g = g_X + (((i_i * 2) * 4096));
     const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 2)), 2LL), cols_left = 4096;
     if (ALIGNED) copy_load_X.async(smem, g, (int)(4096), rows_left, cols_left);
-    else ptc::copy_tile_sync<__half, 2, 4096, THREADS, 8192, true>(smem, g, (int)(4096), (int)(1), rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<__half, 2, 4096, THREADS, 8192, true, ALIGNED ? 2 : 1>(smem, g, (int)(4096), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   ptc::cp_async_wait<0>();  // X_smem

@@ -145,7 +145,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const int* g = g_W + ((((i_k * 32) * d_N) + (i_j * 64)));
         const int rows_left = (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_W.async(smem + 65536u, g, (int)(d_N), rows_left, cols_left);
-        else ptc::copy_tile_sync<int, 32, 64, THREADS, 256, true>(smem + 65536u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<int, 32, 64, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + 65536u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_A: A[128x32] -> A_smem
@@ -153,7 +153,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_A + ((((i_i * 128) * (d_P * d_KP)) + (i_k * 32)));
         const int rows_left = ((((0 >= 0) && (0 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), cols_left = (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
         if (ALIGNED) copy_load_A.async(smem + 57344u, g, (int)((d_P * d_KP)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true>(smem + 57344u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + 57344u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_Z: Z[1x64] -> Z_smem
@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const uint8_t* g = g_Z + (((ptc::floordiv((i_k * 32), 128) * d_N) + (i_j * 64)));
         const int rows_left = ((((((0 >= 0) && (0 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_Z.async(smem + 75200u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false>(smem + 75200u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false, ALIGNED ? 2 : 1>(smem + 75200u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_S: S[1x64] -> S_smem
@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_S + (((ptc::floordiv((i_k * 32), 128) * d_N) + (i_j * 64)));
         const int rows_left = ((((((0 >= 0) && (0 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_S.async(smem + 74624u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false>(smem + 74624u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false, ALIGNED ? 2 : 1>(smem + 74624u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       ptc::cp_async_wait<0>();  // S_smem, Z_smem, w_smem
@@ -195,7 +195,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_A + (((((i_i * 128) * (d_P * d_KP)) + d_KP) + (i_k * 32)));
         const int rows_left = ((((1 >= 0) && (1 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), cols_left = (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
         if (ALIGNED) copy_load_A2.async(smem, g, (int)((d_P * d_KP)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true>(smem, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true, ALIGNED ? 2 : 1>(smem, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_Z2: Z[1x64] -> Z2_smem
@@ -203,7 +203,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const uint8_t* g = g_Z + ((((d_KG * d_N) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
         const int rows_left = ((((((1 >= 0) && (1 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_Z2.async(smem + 74752u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false>(smem + 74752u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false, ALIGNED ? 2 : 1>(smem + 74752u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_S2: S[1x64] -> S2_smem
@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_S + ((((d_KG * d_N) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
         const int rows_left = ((((((1 >= 0) && (1 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_S2.async(smem + 73728u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false>(smem + 73728u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false, ALIGNED ? 2 : 1>(smem + 73728u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       ptc::cp_async_wait<0>();  // S2_smem, Z2_smem
@@ -237,7 +237,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_A + (((((i_i * 128) * (d_P * d_KP)) + (2 * d_KP)) + (i_k * 32)));
         const int rows_left = ((((2 >= 0) && (2 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), cols_left = (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
         if (ALIGNED) copy_load_A3.async(smem + 8192u, g, (int)((d_P * d_KP)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true>(smem + 8192u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + 8192u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_Z3: Z[1x64] -> Z3_smem
@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const uint8_t* g = g_Z + ((((2 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
         const int rows_left = ((((((2 >= 0) && (2 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_Z3.async(smem + 74816u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false>(smem + 74816u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false, ALIGNED ? 2 : 1>(smem + 74816u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_S3: S[1x64] -> S3_smem
@@ -253,7 +253,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_S + ((((2 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
         const int rows_left = ((((((2 >= 0) && (2 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_S3.async(smem + 73856u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false>(smem + 73856u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false, ALIGNED ? 2 : 1>(smem + 73856u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       ptc::cp_async_wait<0>();  // S3_smem, Z3_smem
@@ -279,7 +279,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_A + (((((i_i * 128) * (d_P * d_KP)) + (3 * d_KP)) + (i_k * 32)));
         const int rows_left = ((((3 >= 0) && (3 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), cols_left = (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
         if (ALIGNED) copy_load_A4.async(smem + 16384u, g, (int)((d_P * d_KP)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true>(smem + 16384u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + 16384u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_Z4: Z[1x64] -> Z4_smem
@@ -287,7 +287,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const uint8_t* g = g_Z + ((((3 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
         const int rows_left = ((((((3 >= 0) && (3 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_Z4.async(smem + 74880u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false>(smem + 74880u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false, ALIGNED ? 2 : 1>(smem + 74880u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_S4: S[1x64] -> S4_smem
@@ -295,7 +295,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_S + ((((3 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
         const int rows_left = ((((((3 >= 0) && (3 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_S4.async(smem + 73984u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false>(smem + 73984u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false, ALIGNED ? 2 : 1>(smem + 73984u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       ptc::cp_async_wait<0>();  // S4_smem, Z4_smem
@@ -321,7 +321,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_A + (((((i_i * 128) * (d_P * d_KP)) + (4 * d_KP)) + (i_k * 32)));
         const int rows_left = ((((4 >= 0) && (4 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), cols_left = (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
         if (ALIGNED) copy_load_A5.async(smem + 24576u, g, (int)((d_P * d_KP)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true>(smem + 24576u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + 24576u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_Z5: Z[1x64] -> Z5_smem
@@ -329,7 +329,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const uint8_t* g = g_Z + ((((4 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
         const int rows_left = ((((((4 >= 0) && (4 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_Z5.async(smem + 74944u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false>(smem + 74944u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false, ALIGNED ? 2 : 1>(smem + 74944u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_S5: S[1x64] -> S5_smem
@@ -337,7 +337,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_S + ((((4 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
         const int rows_left = ((((((4 >= 0) && (4 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_S5.async(smem + 74112u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false>(smem + 74112u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false, ALIGNED ? 2 : 1>(smem + 74112u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       ptc::cp_async_wait<0>();  // S5_smem, Z5_smem
@@ -363,7 +363,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_A + (((((i_i * 128) * (d_P * d_KP)) + (5 * d_KP)) + (i_k * 32)));
         const int rows_left = ((((5 >= 0) && (5 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), cols_left = (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
         if (ALIGNED) copy_load_A6.async(smem + 32768u, g, (int)((d_P * d_KP)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true>(smem + 32768u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + 32768u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_Z6: Z[1x64] -> Z6_smem
@@ -371,7 +371,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const uint8_t* g = g_Z + ((((5 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
         const int rows_left = ((((((5 >= 0) && (5 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_Z6.async(smem + 75008u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false>(smem + 75008u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false, ALIGNED ? 2 : 1>(smem + 75008u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_S6: S[1x64] -> S6_smem
@@ -379,7 +379,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_S + ((((5 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
         const int rows_left = ((((((5 >= 0) && (5 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_S6.async(smem + 74240u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false>(smem + 74240u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false, ALIGNED ? 2 : 1>(smem + 74240u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       ptc::cp_async_wait<0>();  // S6_smem, Z6_smem
@@ -405,7 +405,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_A + (((((i_i * 128) * (d_P * d_KP)) + (6 * d_KP)) + (i_k * 32)));
         const int rows_left = ((((6 >= 0) && (6 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), cols_left = (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
         if (ALIGNED) copy_load_A7.async(smem + 40960u, g, (int)((d_P * d_KP)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true>(smem + 40960u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + 40960u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_Z7: Z[1x64] -> Z7_smem
@@ -413,7 +413,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const uint8_t* g = g_Z + ((((6 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
         const int rows_left = ((((((6 >= 0) && (6 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_Z7.async(smem + 75072u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false>(smem + 75072u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false, ALIGNED ? 2 : 1>(smem + 75072u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_S7: S[1x64] -> S7_smem
@@ -421,7 +421,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_S + ((((6 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
         const int rows_left = ((((((6 >= 0) && (6 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_S7.async(smem + 74368u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false>(smem + 74368u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false, ALIGNED ? 2 : 1>(smem + 74368u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       ptc::cp_async_wait<0>();  // S7_smem, Z7_smem
@@ -447,7 +447,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_A + (((((i_i * 128) * (d_P * d_KP)) + (7 * d_KP)) + (i_k * 32)));
         const int rows_left = ((((7 >= 0) && (7 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), cols_left = (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
         if (ALIGNED) copy_load_A8.async(smem + 49152u, g, (int)((d_P * d_KP)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true>(smem + 49152u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 128, 32, THREADS, 64, true, ALIGNED ? 2 : 1>(smem + 49152u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_Z8: Z[1x64] -> Z8_smem
@@ -455,7 +455,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const uint8_t* g = g_Z + ((((7 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
         const int rows_left = ((((((7 >= 0) && (7 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_Z8.async(smem + 75136u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false>(smem + 75136u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<uint8_t, 1, 64, THREADS, 64, false, ALIGNED ? 2 : 1>(smem + 75136u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_S8: S[1x64] -> S8_smem
@@ -463,7 +463,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const __half* g = g_S + ((((7 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
         const int rows_left = ((((((7 >= 0) && (7 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL);
         if (ALIGNED) copy_load_S8.async(smem + 74496u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false>(smem + 74496u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<__half, 1, 64, THREADS, 128, false, ALIGNED ? 2 : 1>(smem + 74496u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       ptc::cp_async_wait<0>();  // S8_smem, Z8_smem

@@ -16,7 +16,7 @@
 
 namespace {
 constexpr int THREADS = 128;
-constexpr int MIN_BLOCKS = 0;
+constexpr int MIN_BLOCKS = 2;
 constexpr int MIN_BLOCKS_ELEMENTWISE = 1;
 constexpr int SMEM_BYTES = 49408;
 }  // namespace
@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const int8_t* g = g_A + ((((i_i * 64) * d_K) + (i_k * 128)));
         const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)((i_k * 128)), 128LL);
         if (ALIGNED) copy_load_A.async(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<int8_t, 64, 128, THREADS, 128, true>(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<int8_t, 64, 128, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_W: W[128x128] -> W_smem
@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const int8_t* g = g_W + ((((i_j * 128) * d_K) + (i_k * 128)));
         const int rows_left = (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL), cols_left = (int)min((long long)(d_K) - (long long)((i_k * 128)), 128LL);
         if (ALIGNED) copy_load_W.async(smem + (i_k % 2) * 16384u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<int8_t, 128, 128, THREADS, 128, true>(smem + (i_k % 2) * 16384u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<int8_t, 128, 128, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + (i_k % 2) * 16384u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
     }
@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const int8_t* g = g_A + ((((i_i * 64) * d_K) + ((i_k + 1) * 128)));
         const int rows_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 128)), 128LL);
         if (ALIGNED) copy_load_A.async(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<int8_t, 64, 128, THREADS, 128, true>(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<int8_t, 64, 128, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_W: W[128x128] -> W_smem, 1 iteration(s) ahead
@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const int8_t* g = g_W + ((((i_j * 128) * d_K) + ((i_k + 1) * 128)));
         const int rows_left = (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL), cols_left = (int)min((long long)(d_K) - (long long)(((i_k + 1) * 128)), 128LL);
         if (ALIGNED) copy_load_W.async(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_K), rows_left, cols_left);
-        else ptc::copy_tile_sync<int8_t, 128, 128, THREADS, 128, true>(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
+        else ptc::copy_tile_sync<int8_t, 128, 128, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // mma_acc: acc = acc + %A @ %W on mma.sync.m16n8k32, 4x4 atoms per warp, 4 k-steps
@@ -151,7 +151,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     const float* g = g_sa + ((i_i * 64));
     const int rows_left = 1, cols_left = (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL);
     if (ALIGNED) copy_load_sa.async(smem + 49152u, g, (int)(0), rows_left, cols_left);
-    else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 49152u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 49152u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   ptc::cp_async_wait<0>();  // sa_smem
@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     const float* g = g_sw + ((i_j * 128));
     const int rows_left = 1, cols_left = (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
     if (ALIGNED) copy_load_sw.async(smem, g, (int)(0), rows_left, cols_left);
-    else ptc::copy_tile_sync<float, 1, 128, THREADS, 512, false>(smem, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+    else ptc::copy_tile_sync<float, 1, 128, THREADS, 512, false, ALIGNED ? 2 : 1>(smem, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::cp_async_commit();
   ptc::cp_async_wait<0>();  // sw_smem

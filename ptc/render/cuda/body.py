@@ -37,9 +37,10 @@ class BodyPrinter(SpecializedOps, CBodyPrinter):
                     f"THREADS, {row_bytes}, {'true' if swz else 'false'}>({dst}, g, "
                     f"(long long)({rs}), (int)({cs}), rows, cols_left, "
                     f"{literal(op.pad, 'f32')}, tid{self.gathered_args(op.tile)});")
+        # unrolled twice, but not at all in the element-wise variant (global_to_shared.cuh)
         return (f"ptc::copy_tile_sync<{CTYPES[op.tile.dtype]}, {rows}, {cols}, THREADS, "
-                f"{row_bytes}, {'true' if swz else 'false'}>({dst}, g, (int)({rs}), "
-                f"(int)({cs}), rows_left, cols_left, {literal(op.pad, 'f32')}, tid"
+                f"{row_bytes}, {'true' if swz else 'false'}, ALIGNED ? 2 : 1>({dst}, g, "
+                f"(int)({rs}), (int)({cs}), rows_left, cols_left, {literal(op.pad, 'f32')}, tid"
                 f"{self.first_args(op.tile)});")
 
     def async_copy(self, op: ir.CopyTile, dst: str, rs: str) -> str:

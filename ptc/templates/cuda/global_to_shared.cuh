@@ -142,13 +142,16 @@ struct TileCopy {
 };
 
 // Synchronous copy, one element per load: any strides, `pad` where the tile leaves the tensor.
-template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE>
+// A cold path: little unrolling leaves the registers to the hot one, none in the kernel's
+// element-wise variant (UNROLL 1: alignment checks failed, every copy takes this path).
+template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE,
+          int UNROLL = 2>
 __device__ __forceinline__ void copy_tile_sync(uint32_t smem, const T* g, int row_stride,
                                                int col_stride, int rows_left,
                                                int cols_left, float pad, int tid,
                                                int rows_first = 0, int cols_first = 0) {
   const T fill = from_f32<T>(pad);
-#pragma unroll 2   // the cold path: little unrolling leaves the registers to the hot one
+#pragma unroll UNROLL
   for (int id = tid; id < ROWS * COLS; id += THREADS) {
     const int r = id / COLS, c = id % COLS;
     const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
