@@ -9,7 +9,7 @@ import pytest
 from ptc.devices import get_device
 from ptc.driver import check_file, lowered
 from ptc.lower import LoweringError, ir
-from ptc.lower.lowering import staged_waits
+from ptc.lower.staged_copies import staged_waits
 from ptc.render import capabilities
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,8 @@ ones) for what is decided here, ptc.lower.ir for the IR, and
 docs/lowering.md for how the fragment layouts of each target map onto it.
 """
 from .ir import LoweredKernel
-from .lowering import Capabilities, LoweringError, mma_atom
+from .atoms import mma_atom
+from .capabilities import Capabilities, LoweringError
 from .stage import lower
 from .printer import print_lowered
 

@@ -94,27 +94,8 @@ def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.
     for op in ir.walk(kernel.body, fills=False):     # one iteration's work, not the prologue
         if isinstance(op, ir.Wgmma):     # issued by the warpgroup, operands by descriptor
             acc[op.task]["mma_instructions"] += op.mi * op.ks
-            continue
-        if isinstance(op, ir.Mma):
-            c = acc[op.task]
-            c["mma_instructions"] += op.mi * op.ni * op.ks
-            # A is k-contiguous unless transposed, B only when transposed
-            if not op.a.in_registers:
-                c["fragment_loads"] += math.ceil(op.mi * op.atom.a_loads[op.a.transposed]) * op.ks
-            if not op.b.in_registers:
-                c["fragment_loads"] += math.ceil(op.ni * op.atom.b_loads[not op.b.transposed]) * op.ks
-            if op.atom.widens_to or op.atom.fnuz:    # each operand register converted once
-                at = op.atom      # a lane's bytes of a fragment, four to a register
-                words = {"a": at.m * at.k // at.threads * op.mi,
-                         "b": at.n * at.k // at.threads * op.ni}
-                table = FNUZ_FIXUP_INSTRUCTIONS_PER_WORD if at.fnuz else \
-                    WIDEN_INSTRUCTIONS_PER_WORD
-                for which, operand in (("a", op.a), ("b", op.b)):
-                    dtype = _operand_dtype(kernel, values, operand.value)
-                    c["simt_instructions"] += table.get(dtype, 0) * words[which] // 4 * op.ks
-                if at.fnuz:
-                    c["simt_instructions"] += (FNUZ_SCALE_INSTRUCTIONS_PER_REGISTER * op.mi
-                                               * op.ni * at.m * at.n // at.threads)
+        elif isinstance(op, ir.Mma):
+            mma_counts(acc[op.task], op, kernel, values)
         elif isinstance(op, ir.SimtMatmul):
             n = size(op.out)
             acc[op.task]["simt_instructions"] += n * op.k
@@ -127,14 +108,7 @@ def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.
             c["sfu_instructions"] += n * sfu
             c["shared_accesses"] += n * shared
         elif isinstance(op, ir.Reduce):
-            lay = kernel.layout(op.source_layout)
-            simt, sfu, shared = expression_counts(op.expr, values)
-            out = size(op.target)
-            c = acc[op.task]
-            c["simt_instructions"] += lay.size * (max(simt, 0) + 1) + 2 * out * len(op.lane_masks)
-            c["sfu_instructions"] += lay.size * sfu
-            c["shuffles"] += out * len(op.lane_masks)
-            c["shared_accesses"] += lay.size * shared + (out if op.scratch else 0)
+            reduce_counts(acc[op.task], op, kernel, values, size(op.target))
         elif isinstance(op, ir.SpillTile):
             acc[op.task]["shared_accesses"] += size(op.value)
         elif isinstance(op, ir.FillTile):
@@ -146,14 +120,7 @@ def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.
         elif isinstance(op, ir.LoadFragments):
             acc["(fragments)"]["fragment_loads"] += size(op.target) // 8
         elif isinstance(op, ir.CopyTile):
-            t = op.tile
-            nbytes = t.rows * t.cols * _bytes(t.dtype)
-            chunks = t.rows * t.cols / max(op.vector, 1)
-            c = acc[op.task]
-            c["copy_bytes"] += nbytes
-            per_chunk = COPY_INSTRUCTIONS_PER_CHUNK + \
-                (GATHER_INSTRUCTIONS_PER_CHUNK if t.gather is not None else 0)
-            c["simt_instructions"] += math.ceil(chunks / threads) * per_chunk
+            copy_counts(acc[op.task], op, threads)
         elif isinstance(op, ir.StoreTile):
             n = size(op.value)
             per_element = 2 + (GATHER_INSTRUCTIONS_PER_CHUNK if op.tile.gather is not None else 0)
@@ -164,6 +131,57 @@ def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.
     for task, c in acc.items():
         out.append(ir.TaskCost(task, units.get(task, ""), **dict(c)))
     return tuple(out)
+
+
+def mma_counts(c: dict[str, int], op: ir.Mma, kernel: ir.LoweredKernel, values: dict) -> None:
+    """Add what one tensor-core mma issues per warp to its task's counts `c`: the
+    instructions, the fragment loads of operands in shared memory, and the conversions of
+    operands the atom widens or rebiases."""
+    c["mma_instructions"] += op.mi * op.ni * op.ks
+    # A is k-contiguous unless transposed, B only when transposed
+    if not op.a.in_registers:
+        c["fragment_loads"] += math.ceil(op.mi * op.atom.a_loads[op.a.transposed]) * op.ks
+    if not op.b.in_registers:
+        c["fragment_loads"] += math.ceil(op.ni * op.atom.b_loads[not op.b.transposed]) * op.ks
+    if op.atom.widens_to or op.atom.fnuz:    # each operand register converted once
+        at = op.atom      # a lane's bytes of a fragment, four to a register
+        words = {"a": at.m * at.k // at.threads * op.mi,
+                 "b": at.n * at.k // at.threads * op.ni}
+        table = FNUZ_FIXUP_INSTRUCTIONS_PER_WORD if at.fnuz else \
+            WIDEN_INSTRUCTIONS_PER_WORD
+        for which, operand in (("a", op.a), ("b", op.b)):
+            dtype = _operand_dtype(kernel, values, operand.value)
+            c["simt_instructions"] += table.get(dtype, 0) * words[which] // 4 * op.ks
+        if at.fnuz:
+            c["simt_instructions"] += (FNUZ_SCALE_INSTRUCTIONS_PER_REGISTER * op.mi
+                                       * op.ni * at.m * at.n // at.threads)
+
+
+def reduce_counts(c: dict[str, int], op: ir.Reduce, kernel: ir.LoweredKernel, values: dict,
+                  out: int) -> None:
+    """Add what one reduction to `out` values per thread issues to its task's counts `c`:
+    its operand's expression and one combine per value in the thread, then a shuffle and
+    a combine per lane mask per result value, and a shared store per result value where
+    warps combine (WarpCombine counts the rest)."""
+    lay = kernel.layout(op.source_layout)
+    simt, sfu, shared = expression_counts(op.expr, values)
+    c["simt_instructions"] += lay.size * (max(simt, 0) + 1) + 2 * out * len(op.lane_masks)
+    c["sfu_instructions"] += lay.size * sfu
+    c["shuffles"] += out * len(op.lane_masks)
+    c["shared_accesses"] += lay.size * shared + (out if op.scratch else 0)
+
+
+def copy_counts(c: dict[str, int], op: ir.CopyTile, threads: int) -> None:
+    """Add what one global -> shared copy issues to its task's counts `c`: the tile's bytes
+    (per block) and the instructions of each thread's share of its vector chunks (per
+    warp: its threads issue them together)."""
+    t = op.tile
+    nbytes = t.rows * t.cols * _bytes(t.dtype)
+    chunks = t.rows * t.cols / max(op.vector, 1)
+    c["copy_bytes"] += nbytes
+    per_chunk = COPY_INSTRUCTIONS_PER_CHUNK + \
+        (GATHER_INSTRUCTIONS_PER_CHUNK if t.gather is not None else 0)
+    c["simt_instructions"] += math.ceil(chunks / threads) * per_chunk
 
 
 def _operand_dtype(kernel: ir.LoweredKernel, values: dict, name: str) -> str:

@@ -11,7 +11,7 @@ A `LoweredKernel` holds
 - `body`: the ops in program order, loops nested; every wait and barrier is an op.
 
 Expressions inside ops are the typed program's (`ptc.sema.typed`); their `Var`s name
-values in `values`.
+values in `values`. The values' homes and the global tiles are ptc.lower.storage's.
 """
 from __future__ import annotations
 
@@ -21,99 +21,11 @@ from typing import Union
 from ..sema import typed as T
 from .atoms import Atom
 from .layout import Layout
-from .swizzle import SmemLayout
+# where values live and the global tiles ops address are ptc.lower.storage's; readers
+# spell them ir.Buffer, ir.RegTile ... like the rest of the IR
+from .storage import Buffer, GlobalTile, InShared, RegTile
 
-
-# ---- where values live ------------------------------------------------------------------
-@dataclass(frozen=True)
-class Buffer:
-    """A region of dynamic shared memory: `slots` copies of one tile (a ring) or scratch."""
-
-    name: str                    # its C name
-    dtype: str
-    shape: tuple[int, ...]       # one slot
-    slots: int
-    layout: SmemLayout | None    # 2-D tiles: rows and swizzle; None: a plain vector
-    slot_bytes: int              # bytes between slots (1024-aligned for swizzled tiles)
-    offset: int                  # bytes into dynamic shared memory
-    purpose: str                 # what it holds, for people
-    plan_buffer: str = ""        # the plan's buffer it realizes ("" for scratch)
-    live: tuple[int, int] = (0, 0)   # first and last op position that touch it
-
-    @property
-    def bytes(self) -> int:
-        return self.slot_bytes * self.slots
-
-    @property
-    def end(self) -> int:
-        return self.offset + self.bytes
-
-
-@dataclass(frozen=True)
-class RegTile:
-    """A tile value in registers: `layout.size` values per thread."""
-
-    name: str                    # its C name
-    dtype: str
-    shape: tuple[int, ...]       # the tile's shape (the layout may cover more)
-    layout: str                  # a key of LoweredKernel.layouts
-
-
-@dataclass(frozen=True)
-class InShared:
-    """A loaded tile, read where it is used from its buffer (slot per iteration)."""
-
-    buffer: str
-    loop: str                    # "" or the loop whose iteration picks the slot
-    # its first axis holds the rows the consumer warpgroups divide: an instance's element
-    # (r, ...) is the tile's (%row0 + r, ...)
-    split: bool = False
-
-
-Home = Union[RegTile, InShared]
-
-
-# ---- global tiles ------------------------------------------------------------------------
-@dataclass(frozen=True)
-class GlobalTile:
-    """A tile of a global tensor: element (r, c) of the tile (rows, cols; 1-D tiles have one
-    row, 0-D one element) is at  tensor + origin + r * row_stride + c * col_stride  and
-    exists when  row_start + r * row_step < row_bound  and  col_start + c * col_step <
-    col_bound  and `valid` -- and, for an offset tile whose start may lie before the tensor
-    (`row_low`, `col_low`), 0 <= row_start + r * row_step (and the same for columns). The
-    steps are 1 but for a strided offset tile (whose row_stride is the dim's times the
-    step). Offsets, strides and bounds are typed scalar expressions."""
-
-    tensor: str
-    dtype: str
-    rows: int
-    cols: int
-    origin: T.TExpr              # element offset of (0, 0)
-    row_stride: T.TExpr
-    col_stride: T.TExpr
-    row_start: T.TExpr
-    row_bound: T.TExpr
-    col_start: T.TExpr
-    col_bound: T.TExpr
-    valid: T.TExpr | None        # point indices inside their dims
-    row_low: bool = False        # an offset tile's rows may start before row 0
-    col_low: bool = False        # ... its columns before column 0
-    row_step: int = 1            # a strided offset tile's rows: every row_step-th
-    col_step: int = 1
-    gather: "GatherRows | None" = None   # gathered rows: each row's position is loaded
-
-
-@dataclass(frozen=True)
-class GatherRows:
-    """A gathered tile's rows: row r of the tile is row `index[r]` of the tensor (the
-    GlobalTile's origin and row_start leave the rows out, its row_stride is the dim's),
-    where `index` is the i32 tile `tile` (one row of `rows` positions), reading `pad`
-    past the index tensor; a position outside [0, bound) is no row (the pad is read, a
-    store skips it). The copy reads the index tensor itself, one position per row."""
-
-    tile: GlobalTile
-    pad: int
-    bound: T.TExpr
+Home = Union[RegTile, InShared]      # where a tile value lives
 
 
 # ---- ops -----------------------------------------------------------------------------

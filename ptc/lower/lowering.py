@@ -10,7 +10,8 @@ Decided here, once, for the whole kernel:
 - where every value lives (`ptc.lower.assign`): loaded tiles in their plan buffers in
   shared memory, read where they are used; the rest in registers in named layouts; a
   loop-invariant shared operand of an mma is read into registers once, before its loop,
-  when the register budget allows;
+  when the register budget allows; a value read in another layout than its home's goes
+  through shared memory into a copy in that layout (`ptc.lower.conversions`);
 - the ops in program order, with every copy, commit, wait and barrier explicit
   (`ptc.lower.sync`), shared memory placed by lifetimes (`ptc.lower.memory`), a register
   estimate, the launch, and what each task issues (`ptc.lower.costs`).
@@ -23,7 +24,7 @@ the slot they overwrite (every thread has finished the iteration that read it).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..devices import Device
 from ..sched.plan import LoopBlock, Plan, Step
@@ -32,61 +33,23 @@ from ..sema.dtypes import DTYPE_BYTES
 from ..stask.graph import STaskGraph
 from . import ir
 from .arith import base2_exponentials
-from .assign import (LayoutProblem, Tiling, assign_layouts, layout_problem,
-                     reads_with_expands, register_words, tiling_layouts, tilings,
-                     transposes_read)
+from .assign import (LayoutProblem, Tiling, assign_layouts, layout_problem, tiling_layouts,
+                     tilings)
 from .atoms import atoms_for, mma_atom
-from .layout import Layout, read_layout
+from .capabilities import Capabilities, LoweringError
+from .conversions import contiguous_run, layout_conversions, mma_operand_var
+from .layout import Layout
 from .program import Stmt, flatten, mma_parts, reads
-from .swizzle import ALIGN, scratch_pad, smem_layout, transposed_layout
+from .staged_copies import staged_waits
+from .storage import c_name
+from .swizzle import ALIGN, smem_layout, transposed_layout
 from .tiles import TileError, divisible, extent_value, global_tile
 from .tiling_choice import cheapest_tilings, tiling_cost
 
 
-class LoweringError(Exception):
-    """The plan cannot be lowered for this device and renderer (the message says why)."""
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What a renderer can print: plan styles, mma atoms (by instruction name), copy
-    units, and launches."""
-
-    backend: str
-    styles: frozenset[str]
-    atoms: frozenset[str]
-    copy_units: frozenset[str]
-    persistent: bool = False
-    rasters: frozenset[str] = frozenset({"row"})
-    # async copies staged in registers (CopyTile.staged): one copy per buffer in flight
-    staged_copies: bool = False
-    # operand tiles stored transposed where the atom reads k contiguously (swizzle k8t)
-    transposed_operands: bool = False
-    # products computed transposed, out^T = b^T a^T (atoms.Tiling.swapped), where that
-    # leaves a result in the layout its reader needs
-    swapped_operands: bool = False
-
-    def refuses(self, plan: Plan, device: Device) -> str | None:
-        """Why this renderer cannot build `plan` (None: it can)."""
-        if plan.style not in self.styles:
-            return f"the {self.backend} renderer does not build {plan.style} plans yet"
-        for _, step in plan.steps():
-            unit = device.unit(step.unit) if step.task != "sync" else None
-            if unit is not None and unit.kind == "copy" and unit.name not in self.copy_units:
-                return f"the {self.backend} renderer does not issue copies on {unit.name}"
-        if self.staged_copies and plan.stages > 2:
-            return (f"the {self.backend} renderer stages copies in registers, one in flight "
-                    f"per buffer: 2 pipeline stages at most, not {plan.stages}")
-        if plan.launch.persistent and not self.persistent:
-            return f"the {self.backend} renderer does not build persistent launches"
-        if plan.launch.raster not in self.rasters:
-            return (f"the {self.backend} renderer walks the grid in "
-                    f"{' or '.join(sorted(self.rasters))} order, not {plan.launch.raster}")
-        return None
-
-
 class Lowering:
-    def __init__(self, plan: Plan, graph: STaskGraph, device: Device, caps):
+    def __init__(self, plan: Plan, graph: STaskGraph, device: Device,
+                 caps: Capabilities | None):
         self.plan, self.graph, self.device, self.caps = plan, graph, device, caps
         self.kernel = graph.kernel
         self.tiles = dict(graph.tiles or {})
@@ -177,11 +140,6 @@ class Lowering:
                         shuffles += len(masks)
                         break
         return len(sol.conversions), cross, shuffles
-
-
-def c_name(value: str) -> str:
-    """The C name of a value: `%s_mma` -> t_s_mma, `acc` -> v_acc."""
-    return ("t_" + value[1:] if value.startswith("%") else "v_" + value).replace("%", "")
 
 
 class Builder:
@@ -403,7 +361,7 @@ class Builder:
 
     def statement(self, s: Stmt, step: Step) -> list:
         """The ops of one statement of a task: its conversions, then what computes it."""
-        out = list(self.conversions(s))
+        out = list(layout_conversions(self, s))
         if s.kind in ("store", "atomic_add"):
             out.append(self.store_op(s, step))
         elif s.kind == "mma":
@@ -490,98 +448,6 @@ class Builder:
         return 0, 0, []
 
     # ---- compute ---------------------------------------------------------------------------
-    def conversions(self, s: Stmt) -> list:
-        """Register values this statement reads in another layout than the one its
-        elements need: each goes through shared memory into a copy in the wanted layout
-        (SpillTile, barrier, FillTile), and the statement reads the copy."""
-        self.renames = {}
-        if not isinstance(s.stmt, T.Let) or s.kind == "load":
-            return []
-        value = s.stmt.value
-        wanted: list[tuple[str, Layout]] = []
-        if s.kind == "mma":
-            if s.task not in self.low.tiling:
-                return self.simt_operands(s)
-            _, mm = mma_parts(value)
-            _, a_lay, b_lay = self.low.mma_layouts[s.task]
-            for operand, lay in ((mm.lhs, a_lay), (mm.rhs, b_lay)):
-                name, transposed = mma_operand_var(operand)
-                home = self.values.get(name)
-                if isinstance(home, ir.RegTile) and (
-                        transposed or not self.layouts[home.layout].same_map(lay)):
-                    wanted.append((name, lay, transposed))
-        else:
-            if isinstance(value, T.Reduce):
-                target = self.reduce_layout(value, s.stmt.name)
-                expr = value.arg
-            else:
-                target = self.layouts[self.values[s.stmt.name].layout]
-                expr = value
-            if target is None:
-                return []
-            # what each value is read in: the statement's layout, or under a transpose
-            # (`o.T`, rendered as o's element (c, r) in the thread computing (r, c)) its
-            # transpose
-            parts = [(expr, target)] + [
-                (t.arg, target.transposed(f"{target.name}_t")) for t in transposes_read(expr)]
-            for part, layout in parts:
-                for r, axes in reads_with_expands(part):
-                    home = self.values.get(r)
-                    if not isinstance(home, ir.RegTile):
-                        continue
-                    want = read_layout(layout, self.low.shape(part), axes, home.shape)
-                    if not self.layouts[home.layout].same_map(want):
-                        wanted.append((r, want, False))
-        ops: list = []
-        for r, want, transposed in {(r, t): (r, w, t) for r, w, t in wanted}.values():
-            home = self.values[r]
-            lay_name = self.layout_name(want)
-            new = f"{r}{'.T' if transposed else ''}@{lay_name}"
-            shape_t = tuple(reversed(home.shape)) if transposed else home.shape
-            self.values[new] = ir.RegTile(c_name(r) + ("_T_" if transposed else "_") + lay_name,
-                                          home.dtype, shape_t, lay_name)
-            dtype = "i32" if home.dtype in ("i32", "i8", "u8", "bool") else "f32"
-            src = self.layouts[home.layout]
-            shape = tuple(src.shape)
-            # pairs of consecutive values move as 8-byte words when both layouts hold
-            # them in consecutive registers; rows then padded by 8 words, so that the 16
-            # lanes of a phase (4 rows x 4 pairs in the mma layouts) hit 32 banks
-            vector = 2 if contiguous_run(src) % 2 == 0 and contiguous_run(want) % 2 == 0 \
-                and len(shape) == 2 and not transposed else 1
-            if len(shape) == 2:
-                preferred = 8 if vector == 2 else 1 if transposed else 0
-                pad = scratch_pad(src, want, vector, transposed, shape[1],
-                                  preferred if shape[1] % 32 == 0 else 0)
-                shape = (shape[0], shape[1] + pad)
-            what = "transposed into" if transposed else "to"
-            scratch = self.scratch_buffer(f"{r} from {home.layout} {what} {lay_name}", dtype,
-                                          shape)
-            ops += [ir.SpillTile(s.task, r, scratch, vector),
-                    ir.FillTile(s.task, new, scratch, vector, transposed)]
-            self.renames[r] = new
-            if transposed:       # the copy is the operand as the mma reads it
-                self.pre_transposed.add(new)
-        return ops
-
-    def simt_operands(self, s: Stmt) -> list:
-        """A matmul on CUDA cores reads its operands at every k: those in registers go
-        through shared memory, where any thread reads any element."""
-        _, mm = mma_parts(s.stmt.value)
-        ops: list = []
-        for operand in (mm.lhs, mm.rhs):
-            name, _ = mma_operand_var(operand)
-            home = self.values.get(name)
-            if not isinstance(home, ir.RegTile) or name in self.renames:
-                continue
-            dtype = "i32" if home.dtype in ("i32", "i8", "u8", "bool") else "f32"
-            scratch = self.scratch_buffer(f"{name} for the CUDA-core matmul {s.task}", dtype,
-                                          tuple(home.shape))
-            new = f"{name}@{scratch}"
-            self.values[new] = ir.InShared(scratch, "")
-            ops.append(ir.SpillTile(s.task, name, scratch))
-            self.renames[name] = new
-        return ops
-
     def renamed(self, e: T.TExpr) -> T.TExpr:
         if not self.renames:
             return e
@@ -698,83 +564,8 @@ class Builder:
         self.reserved_registers += words
 
 
-def staged_waits(body) -> tuple:
-    """`body` with each wait naming the staged copies it lands (WaitGroups.lands).
-
-    A staged copy stays in its task's registers until a wait lands it: a wait for all but
-    the `pending` newest groups lands the copies of the older groups (landing early is
-    safe: a slot is free from the copy's issue on). Run in program order -- fills, two
-    iterations of every loop, drains --, a wait lands every copy that may be in one of
-    those groups when it runs; a task that copies again before a wait landed its last
-    copy is refused: its registers would be overwritten."""
-    groups: list[set[str]] = []      # committed, not landed; oldest first
-    open_group: set[str] = set()
-    lands: dict[int, set[str]] = {}
-
-    def live() -> set[str]:
-        return open_group.union(*groups)
-
-    def run(ops) -> None:
-        nonlocal groups
-        for op in ops:
-            if isinstance(op, ir.Loop):
-                run(op.fill)
-                run(op.body)
-                run(op.body)
-                run(op.drain)
-            elif isinstance(op, ir.Iteration):
-                run(op.body)
-            elif isinstance(op, ir.CommitGroup):
-                groups.append(set(open_group))
-                open_group.clear()
-            elif isinstance(op, ir.WaitGroups):
-                done = groups[:len(groups) - op.pending] if op.pending else groups
-                lands.setdefault(id(op), set()).update(*done)
-                groups = groups[len(done):]
-            elif isinstance(op, ir.CopyTile) and op.staged:
-                if op.task in live():
-                    raise LoweringError(f"{op.task} copies again before a wait landed its last "
-                                        "copy: copies staged in registers keep one in flight")
-                open_group.add(op.task)
-
-    def rebuild(ops) -> tuple:
-        out = []
-        for op in ops:
-            if isinstance(op, ir.Loop):
-                op = replace(op, fill=rebuild(op.fill), body=rebuild(op.body),
-                             drain=rebuild(op.drain))
-            elif isinstance(op, ir.Iteration):
-                op = replace(op, body=rebuild(op.body))
-            elif isinstance(op, ir.WaitGroups) and lands.get(id(op)):
-                op = replace(op, lands=tuple(sorted(lands[id(op)])))
-            out.append(op)
-        return tuple(out)
-
-    run(body)
-    return rebuild(body)
-
-
-def mma_operand_var(e: T.TExpr) -> tuple[str, bool]:
-    if isinstance(e, T.Transpose):
-        name, t = mma_operand_var(e.arg)
-        return name, not t
-    if isinstance(e, T.Var):
-        return e.name, False
-    raise LoweringError(f"an mma operand is an expression, not a value: {e}")
-
-
-def contiguous_run(lay: Layout) -> int:
-    """Consecutive registers that hold consecutive elements along the last axis."""
-    if not lay.regs or lay.rank == 0:
-        return 1
-    first = lay.regs[0]
-    unit = tuple(1 if a == lay.rank - 1 else 0 for a in range(lay.rank))
-    return first.size if first.stride == unit else 1
-
-
 def align_up(n: int, a: int) -> int:
     return (n + a - 1) // a * a
-
 
 
 def register_bound_blocks(res, threads: int, shared_bytes: int, blocks: int) -> int:

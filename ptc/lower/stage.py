@@ -6,7 +6,8 @@ from ..devices import Device
 from ..sched.plan import Plan
 from ..stask.graph import STaskGraph
 from . import ir
-from .lowering import Capabilities, Lowering, LoweringError
+from .capabilities import Capabilities, LoweringError
+from .lowering import Lowering
 from .specialized import lower_specialized
 
 

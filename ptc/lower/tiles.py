@@ -9,7 +9,7 @@ into the origin and a validity condition.
 from __future__ import annotations
 
 from ..sema import typed as T
-from .ir import GatherRows, GlobalTile
+from .storage import GatherRows, GlobalTile
 
 I32 = T.TileType("i32")
 BOOL = T.TileType("bool")

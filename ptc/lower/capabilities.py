@@ -1,0 +1,51 @@
+"""What a renderer can build (`Capabilities`: plan styles, mma atoms, copy units,
+launches), and the error the lowering raises for a plan it cannot build for a device and
+renderer (`LoweringError`; ptc.lower.stage turns a refusal into one)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..devices import Device
+from ..sched.plan import Plan
+
+
+class LoweringError(Exception):
+    """The plan cannot be lowered for this device and renderer (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a renderer can print: plan styles, mma atoms (by instruction name), copy
+    units, and launches."""
+
+    backend: str
+    styles: frozenset[str]
+    atoms: frozenset[str]
+    copy_units: frozenset[str]
+    persistent: bool = False
+    rasters: frozenset[str] = frozenset({"row"})
+    # async copies staged in registers (CopyTile.staged): one copy per buffer in flight
+    staged_copies: bool = False
+    # operand tiles stored transposed where the atom reads k contiguously (swizzle k8t)
+    transposed_operands: bool = False
+    # products computed transposed, out^T = b^T a^T (atoms.Tiling.swapped), where that
+    # leaves a result in the layout its reader needs
+    swapped_operands: bool = False
+
+    def refuses(self, plan: Plan, device: Device) -> str | None:
+        """Why this renderer cannot build `plan` (None: it can)."""
+        if plan.style not in self.styles:
+            return f"the {self.backend} renderer does not build {plan.style} plans yet"
+        for _, step in plan.steps():
+            unit = device.unit(step.unit) if step.task != "sync" else None
+            if unit is not None and unit.kind == "copy" and unit.name not in self.copy_units:
+                return f"the {self.backend} renderer does not issue copies on {unit.name}"
+        if self.staged_copies and plan.stages > 2:
+            return (f"the {self.backend} renderer stages copies in registers, one in flight "
+                    f"per buffer: 2 pipeline stages at most, not {plan.stages}")
+        if plan.launch.persistent and not self.persistent:
+            return f"the {self.backend} renderer does not build persistent launches"
+        if plan.launch.raster not in self.rasters:
+            return (f"the {self.backend} renderer walks the grid in "
+                    f"{' or '.join(sorted(self.rasters))} order, not {plan.launch.raster}")
+        return None
