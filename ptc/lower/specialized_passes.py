@@ -1,0 +1,128 @@
+"""Rewrites of a warp-specialized consumer's ops once they are placed (sm90a;
+ptc.lower.specialized): one wgmma group kept in flight, accumulators pinned after
+CUDA-core definitions, ping-pong turns and barriers among a warpgroup's threads."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..sched.turns import Turns
+from . import ir
+from .specialized_plan import WARPGROUP
+
+
+def one_group_in_flight(ops) -> tuple:
+    """A loop that only feeds one wgmma (waits for its slots, multiplies into an
+    accumulator, releases the slots) keeps that wgmma in flight while the next is issued:
+    it waits for all but the newest group and releases the slots of the use before; after
+    the loop it waits for the last and releases its slots (FlashAttention-3 and CUTLASS's
+    mainloops). The tensor cores then never wait for the issue of the next wgmma."""
+    out = []
+    for op in ops:
+        if isinstance(op, ir.Loop):
+            op = replace(op, body=one_group_in_flight(op.body))
+            op = _deferred_release(op) or op
+        out.append(op)
+    return tuple(out)
+
+
+def _deferred_release(loop: ir.Loop) -> ir.Loop | None:
+    body = loop.body
+    kinds = (ir.MbarrierWait, ir.Wgmma, ir.WgmmaWait, ir.MbarrierArrive)
+    if not all(isinstance(op, kinds) for op in body):
+        return None
+    mmas = [i for i, op in enumerate(body) if isinstance(op, ir.Wgmma)]
+    if len(mmas) != 1:
+        return None
+    i = mmas[0]
+    mma = body[i]
+    rest = body[i + 1:]
+    if mma.addend != mma.out or mma.a.in_registers or not rest or \
+            not isinstance(rest[0], ir.WgmmaWait) or rest[0].pending != 0 or \
+            any(isinstance(op, ir.MbarrierWait) for op in rest):
+        return None
+    arrives = [op for op in rest[1:] if isinstance(op, ir.MbarrierArrive)]
+    if any(a.per_warp or a.lag or a.loop != loop.var for a in arrives) or \
+            len(arrives) != len(rest) - 1:
+        return None
+    return replace(loop, body=body[:i + 1] + (ir.WgmmaWait(1, (mma.out,)),) +
+                   tuple(replace(a, lag=1) for a in arrives),
+                   drain=loop.drain + (ir.WgmmaWait(0, (mma.out,)),) +
+                   tuple(replace(a, lag=1, after_loop=True) for a in arrives))
+
+
+def pin_accumulators(ops, accumulators: set[str]) -> tuple:
+    """Pin a wgmma accumulator after each CUDA-core definition of it (its zero fill, a
+    rescale): ir.PinAccumulators."""
+    out = []
+    for op in ops:
+        if isinstance(op, ir.Loop):
+            op = replace(op, body=pin_accumulators(op.body, accumulators),
+                         fill=pin_accumulators(op.fill, accumulators),
+                         drain=pin_accumulators(op.drain, accumulators))
+        elif isinstance(op, ir.Iteration):
+            op = replace(op, body=pin_accumulators(op.body, accumulators))
+        out.append(op)
+        if isinstance(op, ir.Compute) and op.target in accumulators:
+            out.append(ir.PinAccumulators((op.target,)))
+    return tuple(out)
+
+
+TURN_BARRIER = 3       # instance p's turn barrier is 3 + p (1 + p: its own; 15: producer)
+
+
+def take_turns(ops, where: Turns, parts: int) -> tuple:
+    """Ping-pong (ptc.sched.turns) with named barriers, FlashAttention-3's way: in each
+    iteration an instance waits at its own barrier before its first wgmma and arrives at
+    the next instance's after issuing the wgmma that hands over, 128 threads each. The last
+    instance arrives once before the loop (instance 0 holds the first turn), and instance 0
+    waits once after it for that last hand-over, so every barrier completes as often as it
+    is used, whatever the trip count."""
+    threads = 2 * WARPGROUP * 32
+    out = []
+    for op in ops:
+        if isinstance(op, ir.Loop) and op.var == where.loop:
+            body = []
+            # in a rotated loop the first wgmma is issued for the next iteration, inside an
+            # Iteration: the turn is taken before it all the same, in every iteration
+            first = next(i for i, o in enumerate(op.body) if _issues(o, where.take))
+            last = max(i for i, o in enumerate(op.body) if _issues(o, where.handover))
+            for i, o in enumerate(op.body):
+                if i == first:
+                    body.append(ir.NamedBarrier("this warpgroup's turn at the tensor cores",
+                                                TURN_BARRIER, threads))
+                body.append(o)
+                if i == last:
+                    body.append(ir.NamedBarrier("the other warpgroup's turn: its wgmmas run "
+                                                "under this one's CUDA-core work",
+                                                TURN_BARRIER, threads, arrive=True,
+                                                next_instance=True))
+            out.append(ir.NamedBarrier("warpgroup 0 takes the first turn", TURN_BARRIER,
+                                       threads, arrive=True, next_instance=True,
+                                       only=parts - 1))
+            out.append(replace(op, body=tuple(body)))
+            out.append(ir.NamedBarrier(f"the turn warpgroup {parts - 1} handed over last",
+                                       TURN_BARRIER, threads, only=0))
+            continue
+        if isinstance(op, ir.Loop):
+            op = replace(op, body=take_turns(op.body, where, parts))
+        out.append(op)
+    return tuple(out)
+
+
+def _issues(op, task: str) -> bool:
+    """Whether `op` is (or holds, for an Iteration) the wgmma of `task`."""
+    return any(isinstance(o, ir.Wgmma) and o.task == task for o in ir.walk([op]))
+
+
+def named_barriers(ops) -> tuple:
+    """A consumer warpgroup's barriers are among its own threads."""
+    out = []
+    for op in ops:
+        if isinstance(op, ir.Barrier):
+            op = ir.NamedBarrier(op.why)
+        elif isinstance(op, ir.Loop):
+            op = replace(op, body=named_barriers(op.body), fill=named_barriers(op.fill))
+        elif isinstance(op, ir.Iteration):
+            op = replace(op, body=named_barriers(op.body))
+        out.append(op)
+    return tuple(out)
