@@ -5,11 +5,13 @@ HIP renderers print alike (CBodyPrinter), each subclass spelling its own instruc
 Every decision was made by the lowering; this module only spells it: a register tile is
 an array indexed through its layout's struct (layouts.py) inside fully unrolled loops, a
 shared tile is an offset into dynamic shared memory read through its swizzle, and every
-wait and barrier is the op that says so.
+wait and barrier is the op that says so. The op families print in their own modules:
+global tile copies and stores (c_tiles.py), matrix multiplies (c_matmul.py) and
+reductions (c_reduce.py); this one holds the printer's state, names and expressions, the
+loops, elementwise ops and layout conversions.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import re
 
@@ -18,18 +20,15 @@ from ..lower.layout import Layout
 from ..ops import ELEMENTWISE
 from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES, FP8
+from .c_matmul import MatmulOps
+from .c_reduce import ReduceOps
+from .c_tiles import GlobalTileOps
 from .cexpr import CTYPES, ExprRenderer
-from .layouts import SIXTEEN_BIT, c_storage, owner_expr, struct_name
-
-IDENTITY = {"sum": "0.0f", "max": "(-INFINITY)", "min": "INFINITY"}
-INT_IDENTITY = {"sum": "0", "max": "INT_MIN", "min": "INT_MAX"}
+from .errors import RenderError
+from .layouts import SIXTEEN_BIT, c_storage, struct_name
 
 
-class RenderError(Exception):
-    """The lowered kernel uses something this renderer cannot print (a lowering bug)."""
-
-
-class CBodyPrinter:
+class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
     """A grid's ops as C++ statements; subclasses print the backend's own ops."""
 
     ctypes = CTYPES                 # C types of the dtypes
@@ -40,46 +39,8 @@ class CBodyPrinter:
     FLOAT_FN = {"max": "fmaxf", "min": "fminf"}
     INT_FN = {"max": "max", "min": "min"}
 
-    def combine(self, op: str, a: str, b: str, dtype: str) -> str:
-        if op == "sum":
-            return f"{a} + {b}"
-        if dtype in ("f32", "f16", "bf16"):
-            return f"{self.FLOAT_FN[op]}({a}, {b})"
-        return f"{self.INT_FN[op]}({a}, {b})"
-
-    WARP = "warp"                   # what the backend calls the threads of one atom
-
-    def mma_prologue(self, op: ir.Mma) -> ir.RegTile:
-        """Say what `op` multiplies and start its accumulator (zeros, or the addend's
-        registers); return the accumulator's register tile."""
-        out, _ = self.register_tile(op.out)
-        product = (f"({op.a.value}^T @ {op.b.value}^T)^T" if op.swapped else
-                   f"{op.a.value} @ {op.b.value}")
-        self.emit(f"// {op.task}: {op.out} = {op.addend + ' + ' if op.addend else ''}{product}"
-                  f" on {op.atom.name}, {op.mi}x{op.ni} atoms per {self.WARP}, {op.ks} k-steps"
-                  + (" (computed transposed: the instruction's A is b^T, its B a^T)"
-                     if op.swapped else ""))
-        if op.addend is None:
-            with self.unrolled(struct_name(out.layout)):
-                self.emit(f"{out.name}[r] = {'0' if out.dtype == 'i32' else '0.0f'};")
-        else:
-            self.copy_addend(op.addend, out)
-        return out
-
-    def copy_addend(self, addend: str, out: ir.RegTile) -> None:
-        """Start the accumulator `out` from `addend`'s registers, unless it is already there
-        (the same value, or one stored in the accumulator's registers: ptc.lower.inplace)."""
-        add, _ = self.register_tile(addend)
-        if add.name != out.name:
-            with self.unrolled(struct_name(out.layout)):
-                self.emit(f"{out.name}[r] = {add.name}[r];")
-
     def prologue(self) -> None:
         """What the kernel sets up after its register declarations, before its ops."""
-
-    def lane_xor(self, value: str, mask: int) -> str:
-        """`value` of the lane whose id differs from this one's in `mask`."""
-        return f"__shfl_xor_sync(0xffffffffu, {value}, {mask})"
 
     def __init__(self, low: ir.LoweredKernel, kernel: T.TypedKernel, tiles: dict[str, int]):
         self.low = low
@@ -358,205 +319,6 @@ class CBodyPrinter:
                     self.emit("(void)" + "; (void)".join(names) + ";")
                     self.ops(op.body)
 
-    # ---- copies -----------------------------------------------------------------------------
-    def CopyTile(self, op: ir.CopyTile) -> None:
-        """The frame of a tile copy: its guard, origin and extents; the backend spells the
-        copy itself (sync_copy, async_copy), and an async one falls back to the element-
-        wise copy where the launch found the vector copies' alignment missing."""
-        tile = op.tile
-        origin, rs, cs, rows_left, cols_left = self.tile_bounds(tile, op.loop or None, op.ahead)
-        dst = self.slot_address(op.buffer, op.loop, op.ahead)
-        guard = None
-        if op.guard and op.loop:
-            guard = f"i_{op.loop} + {op.ahead} < {self.loop_trips[op.loop]}" if op.ahead \
-                else f"0 < {self.loop_trips[op.loop]}"
-        self.emit(f"// {op.task}: {tile.tensor}[{tile.rows}x{tile.cols}] -> {op.buffer}"
-                  + (f", {op.ahead} iteration(s) ahead" if op.ahead else ""))
-        with self.block(f"if ({guard})" if guard else ""):
-            self.emit(f"const {self.ctypes[tile.dtype]}* g = g_{tile.tensor} + ({origin});")
-            self.emit(f"const int rows_left = {rows_left}, cols_left = {cols_left};")
-            firsts = self.tile_firsts(tile, op.loop or None, op.ahead)
-            if firsts:
-                self.emit(f"const int rows_first = {firsts[0]}, cols_first = {firsts[1]};")
-            if tile.gather is not None:
-                self.gather_rows(tile, op.loop or None, op.ahead)
-            sync = self.sync_copy(op, dst, rs, cs)
-            if not op.asynchronous:
-                self.emit(sync)
-                return
-            fast = self.async_copy(op, dst, rs)
-            if op.fallback_vector:
-                self.emit(f"if (ALIGNED) {fast}")
-                self.emit(f"else {sync}")
-            else:
-                self.emit(fast)
-
-    def gather_rows(self, tile: ir.GlobalTile, ahead_var: str | None = None,
-                    ahead: int = 0) -> None:
-        """Declare `rows`, the positions of a gathered tile's rows (GatherRows in the copy
-        headers): its index tile's address, stride and length, the index load's pad and
-        the gathered dim."""
-        index = tile.gather.tile
-        if index.row_low or index.col_low or index.col_step != 1:
-            raise RenderError(f"the positions of {tile.tensor}'s gathered rows are an offset "
-                              "tile (not supported yet)")
-        origin, _, cs, rows_left, cols_left = self.tile_bounds(index, ahead_var, ahead)
-        with self.iteration_ahead(ahead_var, ahead):
-            bound = self.scalar_expr(tile.gather.bound)
-        self.emit(f"const ptc::GatherRows rows{{g_{index.tensor} + ({origin}), (int)({cs}), "
-                  f"({rows_left}) > 0 ? {cols_left} : 0, {tile.gather.pad}, "
-                  f"(long long)({bound})}};")
-
-    @staticmethod
-    def gathered_args(tile: ir.GlobalTile) -> str:
-        """A gathered copy's arguments after the thread: its first column."""
-        return ", cols_first" if tile.col_low else ", 0"
-
-    @staticmethod
-    def first_args(tile: ir.GlobalTile) -> str:
-        """The arguments a copy of an offset tile takes after the thread (rows_first and
-        cols_first, in scope where CopyTile declared them); none for other tiles."""
-        return ", rows_first, cols_first" if tile.row_low or tile.col_low else ""
-
-    def sync_copy(self, op: ir.CopyTile, dst: str, rs: str, cs: str) -> str:
-        """The statement of an element-wise copy of `op`'s tile (g, rows_left, cols_left
-        are in scope, and rows_first, cols_first for an offset tile)."""
-        raise RenderError(f"{type(self).__name__} prints no element-wise copy")
-
-    def async_copy(self, op: ir.CopyTile, dst: str, rs: str) -> str:
-        """The statement of `op`'s vector copy."""
-        raise RenderError(f"{type(self).__name__} prints no asynchronous copy")
-
-    # ---- tensor-core tiles: one frame, each backend spells its instruction and tiles ----------
-    MMA_TILE = ""                   # the helper that runs a warp's atoms (mma_tile, mfma_tile)
-
-    def instruction(self, mma: ir.Mma) -> str:
-        """The C++ type of `mma`'s instruction (its atom and input dtype)."""
-        raise RenderError(f"{type(self).__name__} prints no matrix instruction")
-
-    def shared_tile(self, value: str) -> tuple[str, str]:
-        """(C type, its address) of the shared tile that holds `value`."""
-        raise RenderError(f"{type(self).__name__} reads no operand tiles")
-
-    def operand_dtype(self, op: ir.Operand) -> str:
-        """The dtype of an mma operand: its registers', or its shared tile's."""
-        home = self.values[op.value]
-        return self.buffers[home.buffer].dtype if isinstance(home, ir.InShared) else home.dtype
-
-    def register_operand(self, value: str, which: str, mma: ir.Mma) -> str:
-        """The registers of an operand already in the atom's layout, as the helper takes them."""
-        return self.fragment_registers(self.values[value].name, which, mma)
-
-    @staticmethod
-    def fragment_registers(regs: str, which: str, mma: ir.Mma, suffix: str = "") -> str:
-        """`suffix` "8": the registers are int8_t values the loader packs four to a word."""
-        if which == "a":
-            return f"ptc::RegA{suffix}<{mma.mi}, {mma.ks}>{{{regs}}}"
-        return f"ptc::RegB{suffix}<{mma.ni}, {mma.ks}>{{{regs}}}"
-
-    @staticmethod
-    def warp_base(out_layout: str, which: str, mma: ir.Mma) -> str:
-        """The first row (A) or column (B) of this warp's part of the instruction's
-        accumulator: out's rows and columns, or its columns and rows where the product is
-        computed transposed."""
-        axis = (0 if which == "a" else 1) ^ int(mma.swapped)
-        return f"{struct_name(out_layout)}::wbase{axis}(warp)"
-
-    def operand(self, o: ir.Operand, which: str, mma: ir.Mma, out_layout: str) -> str:
-        if o.in_registers:
-            return self.register_operand(o.value, which, mma)
-        trans = "true" if o.transposed else "false"
-        tile, addr = self.shared_tile(o.value)
-        base = self.warp_base(out_layout, which, mma)
-        if which == "a":
-            return f"ptc::SharedA<{mma.mi}, {trans}, {tile}>{{{{{addr}}}, {base}}}"
-        return f"ptc::SharedB<{mma.ni}, {trans}, {tile}>{{{{{addr}}}, {base}}}"
-
-    def Mma(self, op: ir.Mma) -> None:
-        out = self.mma_prologue(op)
-        a = self.operand(op.a, "a", op, out.layout)
-        b = self.operand(op.b, "b", op, out.layout)
-        self.emit(f"{self.MMA_TILE}<{op.mi}, {op.ni}, {op.ks}, {self.instruction(op)}>"
-                  f"({out.name}, {a}, {b}, lane);")
-
-    MMA_WORD = "mma"                # what the comments call the instruction
-
-    def fragment_loader_args(self, mma: ir.Mma) -> str:
-        """Template arguments the fragment loaders take before the atom counts."""
-        return ""
-
-    def LoadFragments(self, op: ir.LoadFragments) -> None:
-        home, _ = self.register_tile(op.target)
-        user = self.fragment_user(op)
-        out = self.values[user.out]
-        tile_type, addr = self.shared_tile(op.source)
-        tile = f"{tile_type}{{{addr}}}"
-        trans = "true" if op.transposed else "false"
-        base = self.warp_base(out.layout, op.operand, user)
-        atoms = user.mi if op.operand == "a" else user.ni
-        self.emit(f"// {op.target}: {op.source} as {self.MMA_WORD} operand {op.operand}, "
-                  "read once")
-        self.emit(f"ptc::load_{op.operand}_fragments<{self.fragment_loader_args(user)}{atoms}, "
-                  f"{user.ks}, {trans}>({home.name}, {tile}, {base}, lane);")
-
-    def fragment_user(self, op: ir.LoadFragments) -> ir.Mma:
-        """The mma that reads the fragments `op` loads."""
-        return next(m for m in ir.walk(self.low.body) if isinstance(m, ir.Mma)
-                    and op.target in (m.a.value, m.b.value))
-
-    @contextlib.contextmanager
-    def iteration_ahead(self, ahead_var: str | None, ahead: int):
-        """Scalar expressions rendered inside read loop `ahead_var`'s index `ahead`
-        iterations on (a prefetch's)."""
-        saved = dict(self.index_override)
-        if ahead_var is not None and ahead:
-            self.index_override[ahead_var] = f"(i_{ahead_var} + {ahead})"
-        try:
-            yield
-        finally:
-            self.index_override = saved
-
-    def tile_firsts(self, tile: ir.GlobalTile, ahead_var: str | None = None,
-                    ahead: int = 0) -> tuple[str, str] | None:
-        """(rows, cols) of an offset tile that lie before the tensor, as C expressions
-        (None for a tile that never starts before it)."""
-        if not (tile.row_low or tile.col_low):
-            return None
-        with self.iteration_ahead(ahead_var, ahead):
-            return tuple(self.first(start, step) if low else "0"
-                         for start, low, step in ((tile.row_start, tile.row_low, tile.row_step),
-                                                  (tile.col_start, tile.col_low, tile.col_step)))
-
-    def first(self, start: T.TExpr, step: int) -> str:
-        """The first of a tile's rows (columns) at or after the tensor's start: those
-        before it are ceil(-start / step) where start < 0."""
-        before = f"{self.INT_FN['max']}(-(long long)({self.scalar_expr(start)}), 0LL)"
-        return f"(int)({before} + {step - 1}) / {step}" if step != 1 else f"(int){before}"
-
-    def tile_bounds(self, tile: ir.GlobalTile, ahead_var: str | None, ahead: int) -> tuple[str, str, str, str, str]:
-        """(origin, row stride, col stride, rows left, cols left) as C expressions."""
-        with self.iteration_ahead(ahead_var, ahead):
-            origin = self.scalar_expr(tile.origin)
-            rs = self.scalar_expr(tile.row_stride)
-            cs = self.scalar_expr(tile.col_stride)
-            rows_left = self.left(tile.row_bound, tile.row_start, tile.rows, tile.row_step)
-            cols_left = self.left(tile.col_bound, tile.col_start, tile.cols, tile.col_step)
-            if tile.valid is not None:
-                rows_left = f"(({self.scalar_expr(tile.valid)}) ? {rows_left} : 0)"
-        return origin, rs, cs, rows_left, cols_left
-
-    def left(self, bound: T.TExpr, start: T.TExpr, n: int, step: int = 1) -> str:
-        """Rows (or columns) of the tile inside the tensor, at most n (negative: none);
-        a strided tile's every step-th: ceil((bound - start) / step), which C's division
-        keeps at most 0 where the difference is."""
-        if isinstance(bound, T.Const) and isinstance(start, T.Const) and \
-                bound.value - start.value >= n * step:
-            return str(n)
-        gap = f"(long long)({self.scalar_expr(bound)}) - (long long)({self.scalar_expr(start)})"
-        if step != 1:
-            gap = f"({gap} + {step - 1}) / {step}"
-        return f"(int){self.INT_FN['min']}({gap}, {n}LL)"
-
     # ---- elementwise --------------------------------------------------------------------------
     def Compute(self, op: ir.Compute) -> None:
         home, lay = self.register_tile(op.target)
@@ -617,185 +379,6 @@ class CBodyPrinter:
         if home.dtype in FP8:     # a value of the dtype, as f32: its code
             return f"{home.name}[{reg}] = ptc::from_f32<{self.ctypes[home.dtype]}>({value});"
         return f"{home.name}[{reg}] = {value};"
-
-    # ---- reductions ------------------------------------------------------------------------
-    def Reduce(self, op: ir.Reduce) -> None:
-        src = self.layouts[op.source_layout]
-        s = struct_name(op.source_layout)
-        home, dst = self.register_tile(op.target)
-        d = struct_name(home.layout)
-        dtype = "f32" if home.dtype in ("f32", "f16", "bf16") else "i32"
-        acc_t = "float" if dtype == "f32" else "int"
-        ident = IDENTITY[op.op] if dtype == "f32" else INT_IDENTITY[op.op]
-        expr = self.value_expr(op.expr, op.source_layout)
-        shape = tuple(self.extent(x) for x in op.expr.type.shape)
-        cond = self.inside(op.source_layout, op.mask, shape)
-        keep = [a for a in range(src.rank) if a != op.axis]
-        self.emit(f"// {op.target} = {op.op} over axis {op.axis}  ({op.task})")
-        outer = self.block(f"#pragma unroll\n{'  ' * self.depth}for (int sk = 0; sk < {s}::SLOTS{keep[0]}; ++sk)") \
-            if keep else self.block("")
-        with outer:
-            self.emit(f"{acc_t} acc = {ident};")
-            with self.block(f"#pragma unroll\n{'  ' * self.depth}for (int sr = 0; sr < {s}::SLOTS{op.axis}; ++sr)"):
-                slots = ["sr" if a == op.axis else "sk" for a in range(src.rank)]
-                self.emit(f"const int r = {s}::reg({', '.join(slots)});")
-                self.coords(op.source_layout, expr, cond)
-                step = f"acc = {self.combine(op.op, 'acc', f'({expr})', dtype)};"
-                self.emit(f"if ({cond}) {step}" if cond else step)
-            for m in op.lane_masks:
-                self.emit(f"acc = {self.combine(op.op, 'acc', self.lane_xor('acc', m), dtype)};")
-            reg = f"{d}::reg(sk)" if keep else "0"
-            self.emit(self.store_register(home, reg, "acc"))
-            if op.scratch:
-                coord = f"{s}::base{keep[0]}(lane, warp) + {s}::off{keep[0]}(sk)" if keep else "0"
-                widx = self.warp_index(src, op.axis)
-                addr = (f"{self.slot_address(op.scratch)} + "
-                        f"(({coord}) * {op.cross_warps} + {widx}) * 4u")
-                self.emit(f"ptc::st_shared<{acc_t}>({addr}, acc);")
-
-    @staticmethod
-    def warp_index(lay: Layout, axis: int) -> str:
-        """The index, among the warps that share a value, of this warp (reduction order)."""
-        parts, radix, weight = [], 1, 1
-        for dgt in lay.warps:
-            if dgt.along() == axis:
-                v = "warp" if radix == 1 else f"(warp / {radix})"
-                v = f"({v} % {dgt.size})"
-                parts.append(v if weight == 1 else f"{v} * {weight}")
-                weight *= dgt.size
-            radix *= dgt.size
-        return " + ".join(parts) or "0"
-
-    def WarpCombine(self, op: ir.WarpCombine) -> None:
-        home, lay = self.register_tile(op.target)
-        d = struct_name(home.layout)
-        dtype = "f32" if home.dtype in ("f32", "f16", "bf16") else "i32"
-        acc_t = "float" if dtype == "f32" else "int"
-        self.emit(f"// {op.target}: {op.op} of {op.cross_warps} warps' partials  ({op.task})")
-        loop = self.block(f"#pragma unroll\n{'  ' * self.depth}for (int s = 0; s < {d}::SLOTS0; ++s)") \
-            if lay.rank else self.block("")
-        with loop:
-            coord = f"{d}::base0(lane, warp) + {d}::off0(s)" if lay.rank else "0"
-            self.emit(f"const uint32_t at = {self.slot_address(op.scratch)} + "
-                      f"({coord}) * {op.cross_warps * 4}u;")
-            self.emit(f"{acc_t} acc = ptc::ld_shared<{acc_t}>(at);")
-            for w in range(1, op.cross_warps):
-                self.emit(f"acc = {self.combine(op.op, 'acc', f'ptc::ld_shared<{acc_t}>(at + {w * 4}u)', dtype)};")
-            self.emit(self.store_register(home, f"{d}::reg(s)" if lay.rank else "0", "acc"))
-
-    # ---- matrix multiplies -------------------------------------------------------------------
-    def SimtMatmul(self, op: ir.SimtMatmul) -> None:
-        out, lay = self.register_tile(op.out)
-        s = struct_name(out.layout)
-        self.emit(f"// {op.task}: {op.out} = ... on CUDA cores")
-        r = self.renderer(out.layout)
-        a = r.render(op.a, ["c0", "kk"])
-        b = r.render(op.b, ["kk", "c1"])
-        cond = self.inside(out.layout, lay.exceeds(out.shape), out.shape)
-        if op.addend:
-            self.copy_addend(op.addend, out)
-        else:
-            with self.unrolled(s):
-                self.emit(f"{out.name}[r] = {'0' if out.dtype == 'i32' else '0.0f'};")
-        # k outermost: a thread's registers share rows (columns) of the output, so the
-        # unrolled inner loop reads each A (B) element once per k for all of them
-        with self.block(f"for (int kk = 0; kk < {op.k}; ++kk)"):
-            with self.unrolled(s):
-                self.coords(out.layout, a, b, cond)
-                if out.dtype == "i32":   # i8 operands: exact products, sums modulo 2^32
-                    update = (f"{out.name}[r] = (int)((unsigned)({out.name}[r]) + "
-                              f"(unsigned)((int)({a}) * (int)({b})));")
-                else:
-                    update = f"{out.name}[r] = {self.FMA}({a}, {b}, {out.name}[r]);"
-                self.emit(f"if ({cond}) {update}" if cond else update)
-
-    # ---- stores --------------------------------------------------------------------------------
-    def StoreTile(self, op: ir.StoreTile) -> None:
-        home, lay = self.register_tile(op.value)
-        s = struct_name(home.layout)
-        tile = op.tile
-        ctype = self.ctypes[tile.dtype]
-        origin, rs, cs, rows_left, cols_left = self.tile_bounds(tile, None, 0)
-        _, _, packed = c_storage(home, lay)
-        self.emit(f"// {op.task}: {tile.tensor}[{tile.rows}x{tile.cols}] <- {op.value}"
-                  + (" (atomic add)" if op.atomic else ""))
-        rank = lay.rank
-        row = "c0" if rank == 2 else "0"
-        col = "c1" if rank == 2 else ("c0" if rank == 1 else "0")
-        shape = home.shape
-        extra = [f"c{a} < {shape[a]}" for a, m in enumerate(lay.exceeds(shape)) if m]
-        with self.block(""):
-            self.emit(f"{ctype}* g = g_{tile.tensor} + ({origin});")
-            if tile.gather is not None:     # scattered rows: anywhere in the tensor
-                self.emit(f"const long long rs = (long long)({rs});")
-                self.emit(f"const int cs = (int)({cs});")
-                self.gather_rows(tile)
-            else:
-                self.emit(f"const int rs = (int)({rs}), cs = (int)({cs});  // offsets in the tile: 32-bit")
-            self.emit(f"const int rows_left = {rows_left}, cols_left = {cols_left};")
-            owner = f"if ({s}::owner(lane, warp))" if "true" not in \
-                self.owner_text(lay) else ""
-            with self.block(owner):
-                variants = [(op.vector, "ALIGNED")] if op.vector > 1 else []
-                if op.fallback_vector or op.vector == 1:
-                    variants.append((1, None))
-                for k, (vec, when) in enumerate(variants):
-                    head = ("if (ALIGNED)" if when else ("else" if k else "")) if len(variants) > 1 else ""
-                    with self.block(head):
-                        with self.block(f"#pragma unroll\n{'  ' * self.depth}for (int r = 0; r < {s}::SIZE; r += {vec})"):
-                            self.coords(home.layout)
-                            conds = [f"{row} < rows_left", f"{col} < cols_left"] + extra
-                            self.emit(f"if (!({' && '.join(conds)})) continue;")
-                            at = row
-                            if tile.gather is not None:   # its row's position, or none
-                                self.emit(f"const int at = rows.at({row});")
-                                self.emit("if (at < 0) continue;")
-                                at = "at"
-                            self.emit_store(op, home, vec, packed, at, col, ctype)
-
-    def owner_text(self, lay: Layout) -> str:
-        return owner_expr(lay)
-
-    def emit_store(self, op, home, vec, packed, row, col, ctype) -> None:
-        where = f"g + ({row} * rs + {col} * cs)"
-        dtype = op.tile.dtype
-        if home.dtype in SIXTEEN_BIT:
-            t = self.ctypes[home.dtype]
-            if vec == 1:
-                value = f"ptc::unpack<{t}>({home.name}, r)" if packed \
-                    else f"ptc::Half16<{t}>::lo({home.name}[r])"
-            elif vec == 2 and packed and dtype == home.dtype:
-                self.emit(f"*PTC_GLOBAL(reinterpret_cast<uint32_t*>({where})) = {home.name}[r >> 1];")
-                return
-            else:
-                words = vec // 2
-                vt = {1: "uint32_t", 2: "uint2", 4: "uint4"}[words]
-                if words == 1:
-                    self.emit(f"*PTC_GLOBAL(reinterpret_cast<uint32_t*>({where})) = {home.name}[r >> 1];")
-                else:
-                    parts = ", ".join(f"{home.name}[(r >> 1) + {w}]" for w in range(words))
-                    self.emit(f"*PTC_GLOBAL(reinterpret_cast<{vt}*>({where})) = make_{vt}({parts});")
-                return
-        else:
-            value = f"{home.name}[r]"
-        if vec == 1:
-            if home.dtype == dtype and dtype in ("i32", "i8", "u8", "f8e4m3", "f8e5m2", "bool"):
-                v = value     # as it is: through f32, an i32 past 2^24 would be rounded
-            elif ctype != "float":
-                v = f"ptc::from_f32<{ctype}>(ptc::f32({value}))"
-            else:
-                v = f"ptc::f32({value})"
-            if op.atomic:
-                self.emit(f"atomicAdd({where}, {v});")
-            else:
-                self.emit(f"*PTC_GLOBAL({where}) = {v};")
-            return
-        if ctype == "float":
-            vt = {2: "float2", 4: "float4"}[vec]
-            parts = ", ".join(f"{home.name}[r + {i}]" for i in range(vec))
-            self.emit(f"*PTC_GLOBAL(reinterpret_cast<{vt}*>({where})) = make_{vt}({parts});")
-            return
-        raise RenderError(f"a {vec}-wide store of {home.dtype} registers as {dtype}")
 
     # ---- layout conversions --------------------------------------------------------------------
     def scratch_tile(self, home: ir.RegTile, scratch: str, layout: str,
@@ -861,3 +444,6 @@ class CBodyPrinter:
             self.emit(f"const float x = ({cond}) ? {load} : 0.0f;" if cond
                       else f"const float x = {load};")
             self.emit(self.store_register(home, "r", "x"))
+
+
+__all__ = ["CBodyPrinter", "RenderError"]
