@@ -55,28 +55,17 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
     no_tiles_with_schedule(tiles, schedule_file)
     if run_build and output is None:
         raise click.UsageError("--build needs -o DIR (or use `ptc build`, which picks one)")
-    # ---- -o DIR: the build directory (ptc/cli_build.py) ----
-    if output is not None:
+    if output is not None:              # -o DIR: the build directory, not a stage
         if stage:
             raise click.UsageError("give either --emit STAGE or -o DIR, not both")
-        from .cli_build import build_and_report, write_output
-
-        if run_build:
-            build_and_report(file, target, device_file, kernel_name, shapes, tiles,
-                             schedule_file, None, output, tuning=tuning)
-        else:
-            write_output(file, target, device_file, kernel_name, shapes, tiles,
-                         schedule_file, output, tuning=tuning)
+        _write_build_dir(file, target, device_file, kernel_name, shapes, tiles,
+                         schedule_file, output, run_build, tuning)
         return
     if stage is None:
         raise click.UsageError("give --emit STAGE to print a stage, or -o DIR to write the "
                                "build directory")
     if stage == "ast":
-        from .grammar.printer import print_module
-
-        filename, text = read(file)
-        module = user_errors(lambda: parse(text, filename), filename, text)
-        click.echo(print_module(module), nl=False)
+        click.echo(_ast_text(file), nl=False)
         return
     if stage == "typed":
         from .sema.printer import print_program
@@ -86,19 +75,52 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
         return
     kernel, text = checked_kernel(file, kernel_name, shapes)
     if stage in ("stask", "dot"):
-        from .stask import print_graph, to_dot
-
-        if schedule_file:
-            raise click.UsageError("--schedule applies to --emit plan")
-        graphs = user_errors(lambda: driver.stask_graphs(kernel, tiles), file, text)
-        printer = print_graph if stage == "stask" else to_dot
-        click.echo(per_grid([printer(g) for g in graphs], kernel, "//" if stage == "dot"
-                            else "#"), nl=False)
+        click.echo(_graph_text(stage, file, text, kernel, tiles, schedule_file), nl=False)
         return
-    from .sched.plan import plans_to_json
-
     chosen = chosen_target(target, device_file)
     choice = tuning_choice(file, kernel, chosen, shapes, tiles, schedule_file, tuning)
+    click.echo(_scheduled_text(stage, kernel, chosen, shapes, tiles, schedule_file, choice),
+               nl=False)
+
+
+def _write_build_dir(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
+                     output, run_build, tuning) -> None:
+    """`compile -o DIR`: write the build directory (ptc/cli_build.py); --build: build it."""
+    from .cli_build import build_and_report, write_output
+
+    if run_build:
+        build_and_report(file, target, device_file, kernel_name, shapes, tiles,
+                         schedule_file, None, output, tuning=tuning)
+    else:
+        write_output(file, target, device_file, kernel_name, shapes, tiles,
+                     schedule_file, output, tuning=tuning)
+
+
+def _ast_text(file) -> str:
+    """`--emit ast`: FILE parsed and printed back in canonical form."""
+    from .grammar.printer import print_module
+
+    filename, text = read(file)
+    module = user_errors(lambda: parse(text, filename), filename, text)
+    return print_module(module)
+
+
+def _graph_text(stage, file, text, kernel, tiles, schedule_file) -> str:
+    """`--emit stask` or `--emit dot`: the sTask-graph of each grid."""
+    from .stask import print_graph, to_dot
+
+    if schedule_file:
+        raise click.UsageError("--schedule applies to --emit plan")
+    graphs = user_errors(lambda: driver.stask_graphs(kernel, tiles), file, text)
+    printer = print_graph if stage == "stask" else to_dot
+    return per_grid([printer(g) for g in graphs], kernel, "//" if stage == "dot" else "#")
+
+
+def _scheduled_text(stage, kernel, chosen, shapes, tiles, schedule_file, choice) -> str:
+    """`--emit plan`, `lowered` or `source`: a stage past scheduling, of the tuned plan,
+    the pinned one or the model's best."""
+    from .sched.plan import plans_to_json
+
     if stage in ("lowered", "source"):
         from .lower import print_lowered
 
@@ -106,13 +128,10 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
             lows = user_errors(lambda: pin_or_search(choice, schedule_file, lambda s: driver.lowered(
                 kernel, chosen, shapes=shapes, tiles=tiles, schedule_file=s,
                 progress=sys.stderr.isatty())))[0]
-            click.echo(per_grid([print_lowered(low) for low in lows], kernel, "#"), nl=False)
-        else:
-            source = user_errors(lambda: pin_or_search(choice, schedule_file, lambda s: driver.render(
-                kernel, chosen, shapes=shapes, tiles=tiles, schedule_file=s,
-                progress=sys.stderr.isatty())))[0]
-            click.echo(source, nl=False)
-        return
+            return per_grid([print_lowered(low) for low in lows], kernel, "#")
+        return user_errors(lambda: pin_or_search(choice, schedule_file, lambda s: driver.render(
+            kernel, chosen, shapes=shapes, tiles=tiles, schedule_file=s,
+            progress=sys.stderr.isatty())))[0]
 
     def plans_for(schedule):
         if schedule:
@@ -122,7 +141,7 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
         return [r.best.plan for r in results]
 
     plans = user_errors(lambda: pin_or_search(choice, schedule_file, plans_for))
-    click.echo(plans_to_json(plans), nl=False)
+    return plans_to_json(plans)
 
 
 def per_grid(texts: list[str], kernel, comment: str) -> str:

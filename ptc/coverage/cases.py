@@ -292,6 +292,18 @@ IGEMM = COV + "igemm.pt"
 FP8GEMM = COV + "fp8gemm.pt"
 
 
+def _portable(t: str) -> tuple[Case, ...]:
+    """The cases every target runs alike (the same tiles and plan)."""
+    return (
+        case(f"named_column.{t}.seq4", "tests/generated/issue20-named-column.pt", "r04", t,
+             "BM=16 BN=64", SEQ4, "M=37 N=70"),
+        case(f"atomics.{t}.seq8", COV + "atomics.pt", "atomics", t, "BM=16 BN=64", SEQ8,
+             "M=40 N=72", scales={"I": 1 << 25}),
+        case(f"odd_strides.{t}.ms2", COV + "odd_strides.pt", "odd_strides", t,
+             "BM=64 BN=32 BK=32", MS2, "M=80 N1=98 N2=100"),
+    )
+
+
 def _single_role(t: str) -> tuple[Case, ...]:
     """The cases of a CUDA target's single-role plans (sm80, and sm90's non-specialized)."""
     return (
@@ -311,12 +323,7 @@ def _single_role(t: str) -> tuple[Case, ...]:
              "B=1 H=2 S=64 T=130 D=64"),
         case(f"linear_attn_state.{t}.il8", "tests/kernels/linear_attn_state.pt",
              "linear_attn_state", t, "BD=32 BE=32 BT=128", IL8, "B=1 H=2 T=200 D=64 E=64"),
-        case(f"named_column.{t}.seq4", "tests/generated/issue20-named-column.pt", "r04", t,
-             "BM=16 BN=64", SEQ4, "M=37 N=70"),
-        case(f"atomics.{t}.seq8", COV + "atomics.pt", "atomics", t, "BM=16 BN=64", SEQ8,
-             "M=40 N=72", scales={"I": 1 << 25}),
-        case(f"odd_strides.{t}.ms2", COV + "odd_strides.pt", "odd_strides", t,
-             "BM=64 BN=32 BK=32", MS2, "M=80 N1=98 N2=100"),
+    ) + _portable(t) + (
         case(f"hoisted.{t}.ms4w8", COV + "hoisted.pt", "hoisted", t, "BM=64 BE=64 BF=64",
              MS4W8, "M=100 D=64 E=64 F=64"),
         case(f"gemm_tf32.{t}.ms3w8", "tests/kernels/gemm_tf32.pt", "gemm_tf32", t,
@@ -346,6 +353,11 @@ def _single_role(t: str) -> tuple[Case, ...]:
 
 def _mfma(t: str) -> tuple[Case, ...]:
     """The cases of a HIP target (gfx90a, gfx942: one renderer, the same forms)."""
+    return _mfma_float(t) + _mfma_i8(t) + _mfma_fp8(t)
+
+
+def _mfma_float(t: str) -> tuple[Case, ...]:
+    """A HIP target's cases of 16- and 32-bit float kernels."""
     return (
         case(f"gemm.{t}.ms2", GEMM, "gemm", t, "BM=64 BN=64 BK=32", MS2,
              "M=128 N=128 K=64", "M=70 N=72 K=33"),
@@ -379,18 +391,19 @@ def _mfma(t: str) -> tuple[Case, ...]:
              "B=1 NC=1 L=128 H=2 G=1 P=32 N=32"),
         case(f"linear_attn_state.{t}.il4", "tests/kernels/linear_attn_state.pt",
              "linear_attn_state", t, "BD=32 BE=32 BT=128", IL4, "B=1 H=2 T=200 D=64 E=64"),
-        case(f"named_column.{t}.seq4", "tests/generated/issue20-named-column.pt", "r04", t,
-             "BM=16 BN=64", SEQ4, "M=37 N=70"),
-        case(f"atomics.{t}.seq8", COV + "atomics.pt", "atomics", t, "BM=16 BN=64", SEQ8,
-             "M=40 N=72", scales={"I": 1 << 25}),
-        case(f"odd_strides.{t}.ms2", COV + "odd_strides.pt", "odd_strides", t,
-             "BM=64 BN=32 BK=32", MS2, "M=80 N1=98 N2=100"),
+    ) + _portable(t) + (
         case(f"hoisted.{t}.ms2", COV + "hoisted.pt", "hoisted", t, "BM=64 BE=64 BF=64",
              MS2, "M=100 D=64 E=64 F=64"),
         case(f"hoisted.{t}.ms2w8", COV + "hoisted.pt", "hoisted", t, "BM=64 BE=64 BF=64",
              MS2W8, "M=100 D=64 E=64 F=64"),
         case(f"gemm_f32.{t}.seq8", "tests/kernels/gemm_f32.pt", "gemm_f32", t,
              "BM=64 BN=64 BK=16", SEQ8, "M=70 N=64 K=40"),
+    )
+
+
+def _mfma_i8(t: str) -> tuple[Case, ...]:
+    """A HIP target's cases of i8 products."""
+    return (
         # i8 MFMA (gfx90a: 4 bytes a lane, gfx942: 8): 32x32 atoms, operands k-contiguous
         # and not; BN 32 and 16 (BM 256, 128) computed transposed (a lane's A reads fewer
         # fragments); 16x16 atoms at 96 x 96 with rows of 96 bytes; operands in registers
@@ -408,6 +421,12 @@ def _mfma(t: str) -> tuple[Case, ...]:
              "M=64 N=64 K=64"),
         case(f"igemm_regs.{t}.seq4.16", IGEMM, "igemm_regs", t, "BM=96 BN=96 BK=32", SEQ4,
              "M=96 N=96 K=64"),
+    )
+
+
+def _mfma_fp8(t: str) -> tuple[Case, ...]:
+    """A HIP target's cases of FP8 products."""
+    return (
         # FP8 (gfx90a: the i8 atoms' bytes widened to f16 for the f16 MFMAs; gfx942: the FP8
         # MFMAs, OCP codes rebiased to FNUZ): both formats as A, 32x32 and 16x16 atoms,
         # products computed transposed, operands in registers

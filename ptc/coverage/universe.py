@@ -127,19 +127,31 @@ def reachable(device) -> list[Form]:
 
 
 def _candidates(device, renderer):
+    """Every form `renderer` could produce on `device`, by family (repeats allowed)."""
     from ..sched.construct import Unfit, copy_unit
-    from ..sched.search import choices_for
 
     caps = renderer.capabilities
     t = device.name
-    res = device.resources
     try:
         copy_unit(device, "warp_specialized")
         specialized = "warp_specialized" in caps.styles
     except Unfit:
         specialized = False
+    k8t = ("k8t",) if caps.transposed_operands else ()
+    yield from _plans(device, caps, specialized)
+    yield from _matrix_instructions(device, renderer, k8t)
+    yield from _copies(device, caps, k8t)
+    yield from _stores(t)
+    yield from _register_work(device, renderer)
+    if specialized:
+        yield from _specialized(device, t)
 
-    # plans: the choices the search offers that this renderer builds
+
+def _plans(device, caps, specialized: bool):
+    """The plan choices the search offers that this renderer builds."""
+    from ..sched.search import choices_for
+
+    t = device.name
     for c in choices_for(device, True):
         if c.style == "warp_specialized":
             if specialized:
@@ -150,8 +162,13 @@ def _candidates(device, renderer):
             yield form(t, "plan", style=c.style,
                        stages=c.stages if c.style in RING_STYLES else 1, warps=c.warps)
 
-    # matrix instructions of one warp (wave), and their operands
-    atoms = [a for a in atoms_for(device.features, caps.atoms) if a.threads == res.warp_size]
+
+def _matrix_instructions(device, renderer, k8t: tuple[str, ...]):
+    """The matrix instructions of one warp (wave), and their operands."""
+    caps = renderer.capabilities
+    t = device.name
+    atoms = [a for a in atoms_for(device.features, caps.atoms)
+             if a.threads == device.resources.warp_size]
     swaps = (False, True) if caps.swapped_operands else (False,)
     for atom in atoms:
         for dtype in atom.dtypes:
@@ -160,11 +177,13 @@ def _candidates(device, renderer):
         for operand in ("a", "b"):
             for source in ("registers", "shared", "hoisted"):
                 yield form(t, "mma.operand", atom=atom.name, operand=operand, source=source)
-    k8t = ("k8t",) if caps.transposed_operands else ()
     if atoms:
         yield from _operand_reads(t, renderer.operand_reads, k8t, atoms)
 
-    # copies: the per-thread copy units the renderer issues on
+
+def _copies(device, caps, k8t: tuple[str, ...]):
+    """Copies: the per-thread copy units the renderer issues on, and elementwise ones."""
+    t = device.name
     for unit in device.units_of("copy"):
         if unit.name not in caps.copy_units or unit.name == "tma" or not unit.is_async:
             continue
@@ -177,7 +196,9 @@ def _candidates(device, renderer):
     for layout in ("row-major",) + k8t:
         yield form(t, "copy.elementwise", layout=layout)
 
-    # stores: an element of each dtype, or vectors of 16 bytes at most
+
+def _stores(t: str):
+    """Stores: an element of each dtype, or vectors of 16 bytes at most; atomic adds."""
     widths = {DTYPE_BYTES[d] for d in DTYPES}
     widths |= {v * DTYPE_BYTES[d] for d in ("f32", "f16") for v in STORE_VECTORS
                if v * DTYPE_BYTES[d] <= 16}
@@ -186,9 +207,13 @@ def _candidates(device, renderer):
     for dtype in ATOMIC_DTYPES:
         yield form(t, "atomic_add", dtype=dtype)
 
-    # register work
+
+def _register_work(device, renderer):
+    """Work in registers: lane exchanges, cross-warp reductions, conversions, SIMT
+    products."""
+    t = device.name
     mask = 1
-    while mask < res.warp_size:
+    while mask < device.resources.warp_size:
         yield form(t, "lane.xor", mask=mask, via=exchange(renderer, mask))
         mask *= 2
     yield form(t, "reduce.cross_warp")
@@ -196,9 +221,6 @@ def _candidates(device, renderer):
         for transposed in (False, True):
             yield form(t, "convert", vector=vector, transposed=transposed)
     yield form(t, "simt_matmul")
-
-    if specialized:
-        yield from _specialized(device, t)
 
 
 def _operand_reads(t: str, spelling: str, k8t: tuple[str, ...], atoms):

@@ -18,6 +18,7 @@ import tempfile
 import time
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..render import emulate
@@ -90,6 +91,21 @@ def main(argv=None) -> int:
 
 
 def fuzz(argv, cache: str) -> int:
+    args = _parser().parse_args(argv)
+    targets = tuple(t for t in args.targets.split(",") if t)
+    corpus = Path(args.corpus) if args.corpus else None
+    if corpus:
+        corpus.mkdir(parents=True, exist_ok=True)
+    tally = _check_seeds(args, targets, cache)
+    _print_summary(tally, args.seed, targets)
+    if not tally.found:
+        return 0
+    if corpus and not args.no_reduce:
+        _write_reproducers(corpus, tally.first_of, cache)
+    return 1
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m ptc.fuzz", description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=0, help="the first seed")
@@ -99,45 +115,67 @@ def fuzz(argv, cache: str) -> int:
     parser.add_argument("--corpus", default=str(ROOT / "tests" / "generated"),
                         help="where reduced reproducers go ('' : nowhere)")
     parser.add_argument("--no-reduce", action="store_true")
-    args = parser.parse_args(argv)
-    targets = tuple(t for t in args.targets.split(",") if t)
-    corpus = Path(args.corpus) if args.corpus else None
-    if corpus:
-        corpus.mkdir(parents=True, exist_ok=True)
+    return parser
+
+
+@dataclass
+class Tally:
+    """What a fuzz run checked and found so far."""
+
+    next_seed: int                     # the first seed not yet submitted
+    checked: Counter = field(default_factory=Counter)        # programs per kind
+    found: Counter = field(default_factory=Counter)          # programs per (target, kind)
+    first_of: dict[tuple, tuple[int, Finding]] = field(default_factory=dict)  # per bug_key
+    refused: list[tuple[int, Refusal]] = field(default_factory=list)
+
+    def record(self, seed: int, kind: str, findings: list[Finding],
+               refusals: list[Refusal]) -> list[Finding]:
+        """Count one checked program; its findings of a bug not seen before."""
+        self.checked[kind] += 1
+        self.refused += [(seed, r) for r in refusals]
+        new = []
+        for f in findings:
+            self.found[(f.target, f.kind)] += 1
+            key = bug_key(f)
+            if key not in self.first_of:
+                self.first_of[key] = (seed, f)
+                new.append(f)
+        return new
+
+
+def _check_seeds(args, targets: tuple[str, ...], cache: str) -> Tally:
+    """Check programs from seed args.seed on, on every core, until the time or the count
+    runs out; a line per new kind of finding as it comes."""
     deadline = time.monotonic() + args.seconds
-    checked: Counter = Counter()
-    found: Counter = Counter()
-    first_of: dict[tuple, tuple[int, Finding]] = {}
-    refused: list[tuple[int, Refusal]] = []
-    next_seed = args.seed
+    tally = Tally(next_seed=args.seed)
     with ProcessPoolExecutor(max_workers=args.jobs, initializer=_worker_init,
                              initargs=(cache,)) as pool:
         running = set()
 
         def more() -> bool:
             return time.monotonic() < deadline and (
-                not args.count or next_seed < args.seed + args.count)
+                not args.count or tally.next_seed < args.seed + args.count)
         while True:
             while more() and len(running) < args.jobs:
-                running.add(pool.submit(run_seed, next_seed, targets))
-                next_seed += 1
+                running.add(pool.submit(run_seed, tally.next_seed, targets))
+                tally.next_seed += 1
             if not running:
                 break
             done, running = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 seed, kind, findings, refusals = future.result()
-                checked[kind] += 1
-                refused += [(seed, r) for r in refusals]
-                for f in findings:
-                    found[(f.target, f.kind)] += 1
-                    key = bug_key(f)
-                    if key not in first_of:
-                        first_of[key] = (seed, f)
-                        print(f"seed {seed} ({kind}): {f.line()}", flush=True)
+                for f in tally.record(seed, kind, findings, refusals):
+                    print(f"seed {seed} ({kind}): {f.line()}", flush=True)
+    return tally
+
+
+def _print_summary(tally: Tally, first_seed: int, targets: tuple[str, ...]) -> None:
+    """Programs checked per kind, findings per target and kind, then the refusals."""
+    checked, found, refused = tally.checked, tally.found, tally.refused
     total = sum(checked.values())
     print(f"\n{total} programs ({', '.join(f'{k} {n}' for k, n in sorted(checked.items()))}) "
           f"x {len(targets)} targets = {total * len(targets)} kernels, seeds "
-          f"{args.seed}..{next_seed - 1}")
+          f"{first_seed}..{tally.next_seed - 1}")
     for (target, kind), n in sorted(found.items()):
         print(f"  {target:7} {kind:10} {n} program(s)")
     if not found:
@@ -147,21 +185,23 @@ def fuzz(argv, cache: str) -> int:
               "the search's (not findings; review that each asked for too much):")
         for seed, r in refused:
             print(f"  seed {seed}: {r.line()}")
-    if not found:
-        return 0
-    if corpus and not args.no_reduce:
-        _worker_init(cache)
-        written: set[str] = set()
-        for seed, f in sorted({first_of[k][0]: first_of[k][1] for k in first_of}.items()):
-            small = reduce(generate(seed), f, seed=seed)
-            if small.text in written:
-                continue
-            written.add(small.text)
-            path = write_reproducer(corpus, small, f)
-            shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-            print(f"reduced seed {seed} ({f.target} {f.kind}) to {shown}")
-            _clean(os.environ["PTC_EMULATE_CACHE"])
-    return 1
+
+
+def _write_reproducers(corpus: Path, first_of: dict[tuple, tuple[int, Finding]],
+                       cache: str) -> None:
+    """Reduce the first program of each kind of finding and write it to the corpus."""
+    _worker_init(cache)
+    written: set[str] = set()
+    for seed, f in sorted({first_of[k][0]: first_of[k][1] for k in first_of}.items()):
+        small = reduce(generate(seed), f, seed=seed)
+        if small.text in written:
+            continue
+        written.add(small.text)
+        path = write_reproducer(corpus, small, f)
+        shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        print(f"reduced seed {seed} ({f.target} {f.kind}) to {shown}")
+        _clean(os.environ["PTC_EMULATE_CACHE"])
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -46,87 +46,114 @@ class CallChecker:
         if f in ("zeros", "full"):
             return self._fill(call)
         if f == "index":
-            self._no_kwargs(call)
-            self._arity(call, 1, "index(i)")
-            arg = call.args[0]
-            if not (isinstance(arg, ast.Name) and arg.id in self.indices):
-                self.fail("index() takes a tile or grid index, e.g. index(n)", arg.span)
-            axis = self.indices[arg.id]
-            shape = (axis.size,) if axis.size is not None else ()
-            return V(T.IndexVec(axis.var, axis.size, T.TileType("i32", shape)))
+            return self._index_call(call)
         if f in UNARY_MATH:
-            self._no_kwargs(call)
-            self._arity(call, 1, f"{f}(x)")
-            v = self.expr(call.args[0])
-            self._no_tf32(v, call.args[0].span, f"{call.func}()")
-            if v.type.dtype == "bool":
-                self.fail(f"{f} does not apply to bool values", call.args[0].span)
-            v = self._widen(v)
-            spec = ops.ELEMENTWISE[f]
-            if spec.rule == "same":
-                return V(T.Elementwise(f, (v.expr,), v.type), v.weak)
-            dtype = spec.result_dtype(v.type.dtype)
-            if dtype != v.type.dtype:
-                v = self._as_dtype(v, dtype)
-            return V(T.Elementwise(f, (v.expr,), v.type))
+            return self._unary_math(call)
         if f in ROW_REDUCE:
-            self._no_kwargs(call)
-            self._arity(call, 1, f"{f}(x)")
-            v = self.expr(call.args[0])
-            self._no_tf32(v, call.args[0].span, f"{call.func}()")
-            if v.type.rank != 2:
-                op = ROW_REDUCE[f]
-                self.fail(f"{f} reduces the rows of a 2-D tile; this one is {v.type}",
-                          call.args[0].span,
-                          f"reduce a 1-D tile with {op}(x, axis=0)" if v.type.rank == 1 else
-                          f"for other ranks use {op}(x, axis=...)")
-            return self._reduce(ROW_REDUCE[f], v, 1, call)
+            return self._row_reduce(call)
         if f in ("max", "min", "sum"):
             kw = self._no_kwargs(call, ("axis",))
             if "axis" in kw:
-                self._arity(call, 1, f"{f}(x, axis=1)")
-                axis_ast = kw["axis"]
-                if not isinstance(axis_ast, ast.IntLit):
-                    self.fail("axis= takes an integer literal", axis_ast.span)
-                v = self.expr(call.args[0])
-                self._no_tf32(v, call.args[0].span, f"{call.func}()")
-                axis = axis_ast.value
-                if not -v.type.rank <= axis < max(v.type.rank, 1) or v.type.rank == 0:
-                    self.fail(f"axis {axis} is out of range for {v.type}", axis_ast.span,
-                              f"its axes are 0..{v.type.rank - 1} (or -{v.type.rank}..-1)"
-                              if v.type.rank else "a scalar has no axis to reduce")
-                return self._reduce(f, v, axis % v.type.rank, call)
+                return self._axis_reduce(call, kw["axis"])
             if f == "sum":
                 self.fail("sum needs an axis: sum(x, axis=1)", call.span)
-            self._arity(call, 2, f"{f}(a, b), or {f}(x, axis=1) to reduce")
-            a, b = self.expr(call.args[0]), self.expr(call.args[1])
-            for x, node in ((a, call.args[0]), (b, call.args[1])):
-                self._no_tf32(x, node.span, f"{call.func}()")
-            if "bool" in (a.type.dtype, b.type.dtype):
-                self.fail(f"{f} does not apply to bool values", call.span)
-            a, b, dtype = self._unify(self._widen(a), self._widen(b), call.span, f"{f}()")
-            shape = self._broadcast([a.type, b.type], call.span)
-            return V(T.Elementwise(f, (a.expr, b.expr), T.TileType(dtype, shape)),
-                     a.weak and b.weak)
+            return self._extremum(call)
         if f == "where":
-            self._no_kwargs(call)
-            self._arity(call, 3, "where(cond, a, b)")
-            c = self.expr(call.args[0])
-            self._no_tf32(c, call.args[0].span, f"{call.func}()")
-            if c.type.dtype != "bool":
-                self.fail(f"where's condition must be bool, not {c.type.dtype}",
-                          call.args[0].span, "compare, e.g. where(x > 0, x, 0.0)")
-            a, b = self.expr(call.args[1]), self.expr(call.args[2])
-            for x, node in ((a, call.args[1]), (b, call.args[2])):
-                self._no_tf32(x, node.span, f"{call.func}()")
-            if "bool" in (a.type.dtype, b.type.dtype) and a.type.dtype != b.type.dtype:
-                self.fail("where mixes bool and numeric values", call.span)
-            a, b, dtype = self._unify(self._widen(a), self._widen(b), call.span, "where()")
-            shape = self._broadcast([c.type, a.type, b.type], call.span)
-            return V(T.Elementwise("where", (c.expr, a.expr, b.expr), T.TileType(dtype, shape)),
-                     a.weak and b.weak)
+            return self._where(call)
         hint = suggest(f, KNOWN_FUNCS)
         self.fail(f"unknown function {f!r}", call.func_span, hint)
+
+    def _index_call(self, call: ast.Call) -> V:
+        """`index(i)`: the positions of a tile or grid index, as an i32 value."""
+        self._no_kwargs(call)
+        self._arity(call, 1, "index(i)")
+        arg = call.args[0]
+        if not (isinstance(arg, ast.Name) and arg.id in self.indices):
+            self.fail("index() takes a tile or grid index, e.g. index(n)", arg.span)
+        axis = self.indices[arg.id]
+        shape = (axis.size,) if axis.size is not None else ()
+        return V(T.IndexVec(axis.var, axis.size, T.TileType("i32", shape)))
+
+    def _unary_math(self, call: ast.Call) -> V:
+        """`exp(x)` and the other unary math functions, elementwise."""
+        f = call.func
+        self._no_kwargs(call)
+        self._arity(call, 1, f"{f}(x)")
+        v = self.expr(call.args[0])
+        self._no_tf32(v, call.args[0].span, f"{call.func}()")
+        if v.type.dtype == "bool":
+            self.fail(f"{f} does not apply to bool values", call.args[0].span)
+        v = self._widen(v)
+        spec = ops.ELEMENTWISE[f]
+        if spec.rule == "same":
+            return V(T.Elementwise(f, (v.expr,), v.type), v.weak)
+        dtype = spec.result_dtype(v.type.dtype)
+        if dtype != v.type.dtype:
+            v = self._as_dtype(v, dtype)
+        return V(T.Elementwise(f, (v.expr,), v.type))
+
+    def _row_reduce(self, call: ast.Call) -> V:
+        """`rowsum(x)`, `rowmax(x)`, `rowmin(x)`: a 2-D tile reduced along axis 1."""
+        f = call.func
+        self._no_kwargs(call)
+        self._arity(call, 1, f"{f}(x)")
+        v = self.expr(call.args[0])
+        self._no_tf32(v, call.args[0].span, f"{call.func}()")
+        if v.type.rank != 2:
+            op = ROW_REDUCE[f]
+            self.fail(f"{f} reduces the rows of a 2-D tile; this one is {v.type}",
+                      call.args[0].span,
+                      f"reduce a 1-D tile with {op}(x, axis=0)" if v.type.rank == 1 else
+                      f"for other ranks use {op}(x, axis=...)")
+        return self._reduce(ROW_REDUCE[f], v, 1, call)
+
+    def _axis_reduce(self, call: ast.Call, axis_ast: ast.Expr) -> V:
+        """`max(x, axis=1)`, `min(...)`, `sum(...)`: x reduced along one axis."""
+        f = call.func
+        self._arity(call, 1, f"{f}(x, axis=1)")
+        if not isinstance(axis_ast, ast.IntLit):
+            self.fail("axis= takes an integer literal", axis_ast.span)
+        v = self.expr(call.args[0])
+        self._no_tf32(v, call.args[0].span, f"{call.func}()")
+        axis = axis_ast.value
+        if not -v.type.rank <= axis < max(v.type.rank, 1) or v.type.rank == 0:
+            self.fail(f"axis {axis} is out of range for {v.type}", axis_ast.span,
+                      f"its axes are 0..{v.type.rank - 1} (or -{v.type.rank}..-1)"
+                      if v.type.rank else "a scalar has no axis to reduce")
+        return self._reduce(f, v, axis % v.type.rank, call)
+
+    def _extremum(self, call: ast.Call) -> V:
+        """`max(a, b)` or `min(a, b)`: elementwise, broadcast."""
+        f = call.func
+        self._arity(call, 2, f"{f}(a, b), or {f}(x, axis=1) to reduce")
+        a, b = self.expr(call.args[0]), self.expr(call.args[1])
+        for x, node in ((a, call.args[0]), (b, call.args[1])):
+            self._no_tf32(x, node.span, f"{call.func}()")
+        if "bool" in (a.type.dtype, b.type.dtype):
+            self.fail(f"{f} does not apply to bool values", call.span)
+        a, b, dtype = self._unify(self._widen(a), self._widen(b), call.span, f"{f}()")
+        shape = self._broadcast([a.type, b.type], call.span)
+        return V(T.Elementwise(f, (a.expr, b.expr), T.TileType(dtype, shape)),
+                 a.weak and b.weak)
+
+    def _where(self, call: ast.Call) -> V:
+        """`where(cond, a, b)`: a where cond holds, else b, broadcast."""
+        self._no_kwargs(call)
+        self._arity(call, 3, "where(cond, a, b)")
+        c = self.expr(call.args[0])
+        self._no_tf32(c, call.args[0].span, f"{call.func}()")
+        if c.type.dtype != "bool":
+            self.fail(f"where's condition must be bool, not {c.type.dtype}",
+                      call.args[0].span, "compare, e.g. where(x > 0, x, 0.0)")
+        a, b = self.expr(call.args[1]), self.expr(call.args[2])
+        for x, node in ((a, call.args[1]), (b, call.args[2])):
+            self._no_tf32(x, node.span, f"{call.func}()")
+        if "bool" in (a.type.dtype, b.type.dtype) and a.type.dtype != b.type.dtype:
+            self.fail("where mixes bool and numeric values", call.span)
+        a, b, dtype = self._unify(self._widen(a), self._widen(b), call.span, "where()")
+        shape = self._broadcast([c.type, a.type, b.type], call.span)
+        return V(T.Elementwise("where", (c.expr, a.expr, b.expr), T.TileType(dtype, shape)),
+                 a.weak and b.weak)
 
     def _reduce(self, op: str, v: V, axis: int, call: ast.Call) -> V:
         if v.type.dtype == "bool":

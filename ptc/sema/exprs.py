@@ -273,6 +273,23 @@ class ExprChecker:
     def _matmul(self, a: V, b: V, span: Span, op_span: Span, operands=None) -> V:
         lhs, rhs = operands or (None, None)
         lt, rt = self._operand_text(lhs, "a"), self._operand_text(rhs, "b")
+        self._matmul_ranks(a, b, lhs, rhs, span)
+        self._matmul_narrow_ints(a, b, lhs, rhs, lt, rt, op_span)
+        self._matmul_fp8(a, b, lhs, rhs, lt, rt, op_span)
+        self._matmul_dtypes(a, b, lt, rt, op_span)
+        (m, k1), (k2, n) = a.type.shape, b.type.shape
+        if not same_extent(k1, k2):
+            hint = None
+            if same_extent(k1, n):
+                hint = f"transpose the right operand: `{lt} @ {rt}.T`"
+            elif same_extent(m, k2):
+                hint = f"transpose the left operand: `{lt}.T @ {rt}`"
+            self.fail(f"`@` inner dims differ: {a.type} @ {b.type} ({k1} vs {k2})", op_span, hint)
+        result = dt.MMA_RESULT.get(a.type.dtype, "f32")
+        return V(T.MatMul(a.expr, b.expr, T.TileType(result, (m, n))))
+
+    def _matmul_ranks(self, a: V, b: V, lhs, rhs, span: Span) -> None:
+        """Both `@` operands are 2-D tiles."""
         for v, side, node in ((a, "left", lhs), (b, "right", rhs)):
             if v.weak or v.type.rank != 2:
                 hint = None
@@ -283,6 +300,10 @@ class ExprChecker:
                             f"make it 2-D: `{text}[:, None]` is [{v.type.shape[0]}, 1]")
                 self.fail(f"`@` needs 2-D tiles; the {side} operand is {v.type}",
                           node.span if node is not None else span, hint)
+
+    def _matmul_narrow_ints(self, a: V, b: V, lhs, rhs, lt: str, rt: str,
+                            op_span: Span) -> None:
+        """An i8 or u8 `@` operand is multiplied by an i8 one only."""
         for v, other, node in ((a, b, lhs), (b, a, rhs)):
             if v.type.dtype in dt.NARROW_INTS and (v.type.dtype, other.type.dtype) != ("i8", "i8"):
                 # the integer tensor cores multiply i8 by i8 (s32 sums); u8, and i8 against
@@ -302,6 +323,9 @@ class ExprChecker:
                     hint = (f"convert both operands, e.g. `({lt} as f16) @ ({rt} as f16)` "
                             f"(exact for {v.type.dtype} values; the products add in f32)")
                 self.fail(message, node.span if node is not None else op_span, hint)
+
+    def _matmul_fp8(self, a: V, b: V, lhs, rhs, lt: str, rt: str, op_span: Span) -> None:
+        """An FP8 `@` operand is multiplied by an FP8 one only."""
         for v, other, node in ((a, b, lhs), (b, a, rhs)):
             if v.type.dtype in dt.FP8 and other.type.dtype not in dt.FP8:
                 # FP8 multiplies FP8 (e4m3 and e5m2 mix: products exact in f32); against
@@ -314,6 +338,9 @@ class ExprChecker:
                           node.span if node is not None else op_span,
                           f"convert the FP8 side: `{fixed[0]} @ {fixed[1]}` (exact for "
                           f"{v.type.dtype} values; the products add in f32)")
+
+    def _matmul_dtypes(self, a: V, b: V, lt: str, rt: str, op_span: Span) -> None:
+        """The `@` operands share a dtype the tensor cores multiply (FP8 formats mix)."""
         if a.type.dtype != b.type.dtype and not {a.type.dtype, b.type.dtype} <= set(dt.FP8):
             # convert the wider side (mma inputs are usually half precision)
             if dt.widens_to(b.type.dtype, a.type.dtype):
@@ -325,16 +352,6 @@ class ExprChecker:
         if a.type.dtype not in dt.MMA_DTYPES:
             self.fail(f"`@` multiplies f16, bf16, f32, tf32, i8 or FP8 tiles, not {a.type.dtype}",
                       op_span)
-        (m, k1), (k2, n) = a.type.shape, b.type.shape
-        if not same_extent(k1, k2):
-            hint = None
-            if same_extent(k1, n):
-                hint = f"transpose the right operand: `{lt} @ {rt}.T`"
-            elif same_extent(m, k2):
-                hint = f"transpose the left operand: `{lt}.T @ {rt}`"
-            self.fail(f"`@` inner dims differ: {a.type} @ {b.type} ({k1} vs {k2})", op_span, hint)
-        result = dt.MMA_RESULT.get(a.type.dtype, "f32")
-        return V(T.MatMul(a.expr, b.expr, T.TileType(result, (m, n))))
 
     def _unary(self, e: ast.Unary) -> V:
         v = self.expr(e.operand)

@@ -13,6 +13,18 @@ class IndexChecker:
     """The tensor-indexing part of KernelChecker (mixed into it; uses its state)."""
 
     def _tensor_index(self, sub: ast.Expr, func: str):
+        """The tensor parameter `A[i, k]` names, its subscript items and the shape of the
+        tile they select."""
+        tensor = self._subscripted_tensor(sub, func)
+        items: list[T.IndexItem] = []
+        for item, dim in zip(sub.items, tensor.dims):
+            items.append(self._subscript_item(item, dim, tensor, func, items))
+        self._check_gather_placement(sub, tensor, items)
+        shape = tuple(_tile_extent(it) for it in items if not isinstance(it, T.Point))
+        return tensor, tuple(items), shape
+
+    def _subscripted_tensor(self, sub: ast.Expr, func: str) -> T.TensorParam:
+        """The tensor parameter a load/store subscript names, with one index per dim."""
         if not (isinstance(sub, ast.Subscript) and isinstance(sub.base, ast.Name)):
             self.fail(f"{func} takes a tile of a tensor parameter, e.g. {func}(A[i, k])",
                       sub.span)
@@ -36,47 +48,52 @@ class IndexChecker:
             self.fail(f"{name} has {len(tensor.dims)} dims ({', '.join(map(str, tensor.dims))}) "
                       f"but {len(sub.items)} indices", sub.span,
                       "give one index per dim: a tile index, a single index or integer, or `:`")
-        items: list[T.IndexItem] = []
-        shape: list[T.Extent] = []
-        for item, dim in zip(sub.items, tensor.dims):
-            if isinstance(item, ast.NewAxis):
-                self.fail("`None` adds an axis to a value; it cannot index a tensor", item.span)
-            if isinstance(item, ast.Full):
-                if isinstance(dim, str):
-                    self._need_static(dim, item.span)
-                items.append(T.WholeDim(dim))
-                shape.append(dim)
-                continue
-            if isinstance(item, ast.Name) and item.id in self.indices:
-                if item.id in self.poisoned:  # declared twice: which one is meant is unclear
-                    raise Abandon()
-                axis = self.indices[item.id]
-                if axis.dim != dim:
-                    what = "tiles" if axis.size is not None else "indexes"
-                    others = [v for v, a in self.indices.items() if a.dim == dim]
-                    shown = ", ".join(map(str, tensor.dims))
-                    hint = (f"{name} is {tensor.dtype}[{shown}]; index its {dim} dim with an "
-                            f"index over {dim}")
-                    if others:
-                        hint += f", such as {others[0]}"
-                    self.fail(f"index {item.id!r} {what} {axis.dim} but is used on dim {dim} "
-                              f"of {name}", item.span, hint)
-                if axis.size is not None:
-                    items.append(T.TileSlice(axis.var, axis.size))
-                    shape.append(axis.size)
-                else:
-                    items.append(T.Point(T.Scalar(axis.var, "index", T.TileType("i32"))))
-                continue
-            v = self.expr(item)
-            if v.type.rank == 1 and _index_vec(v.expr) is not None:
-                items.append(self._offset_tile(v, item.span, func, name))
-                shape.append(items[-1].size)
-                continue
-            if v.type.rank == 1:
-                items.append(self._gather(v, item.span, items))
-                shape.append(items[-1].size)
-                continue
-            items.append(T.Point(self._index_scalar(v, item.span, "a tensor index")))
+        return tensor
+
+    def _subscript_item(self, item: ast.Expr, dim: T.Extent, tensor: T.TensorParam,
+                        func: str, before: list) -> T.IndexItem:
+        """One item of a tensor subscript, on `dim`: `:`, a tile or single index, an offset
+        tile, gathered rows or a scalar index expression."""
+        if isinstance(item, ast.NewAxis):
+            self.fail("`None` adds an axis to a value; it cannot index a tensor", item.span)
+        if isinstance(item, ast.Full):
+            if isinstance(dim, str):
+                self._need_static(dim, item.span)
+            return T.WholeDim(dim)
+        if isinstance(item, ast.Name) and item.id in self.indices:
+            return self._index_item(item, dim, tensor)
+        v = self.expr(item)
+        if v.type.rank == 1 and _index_vec(v.expr) is not None:
+            return self._offset_tile(v, item.span, func, tensor.name)
+        if v.type.rank == 1:
+            return self._gather(v, item.span, before)
+        return T.Point(self._index_scalar(v, item.span, "a tensor index"))
+
+    def _index_item(self, item: ast.Name, dim: T.Extent, tensor: T.TensorParam) -> T.IndexItem:
+        """A tile index (its tile) or a single index (one element) used on `dim`, which
+        must be the dim it walks."""
+        if item.id in self.poisoned:  # declared twice: which one is meant is unclear
+            raise Abandon()
+        axis = self.indices[item.id]
+        if axis.dim != dim:
+            name = tensor.name
+            what = "tiles" if axis.size is not None else "indexes"
+            others = [v for v, a in self.indices.items() if a.dim == dim]
+            shown = ", ".join(map(str, tensor.dims))
+            hint = (f"{name} is {tensor.dtype}[{shown}]; index its {dim} dim with an "
+                    f"index over {dim}")
+            if others:
+                hint += f", such as {others[0]}"
+            self.fail(f"index {item.id!r} {what} {axis.dim} but is used on dim {dim} "
+                      f"of {name}", item.span, hint)
+        if axis.size is not None:
+            return T.TileSlice(axis.var, axis.size)
+        return T.Point(T.Scalar(axis.var, "index", T.TileType("i32")))
+
+    def _check_gather_placement(self, sub: ast.Subscript, tensor: T.TensorParam,
+                                items: list) -> None:
+        """Gathered rows are the first axis of the tile, with a tiled dim after them."""
+        name = tensor.name
         gathered = [k for k, it in enumerate(items) if isinstance(it, T.Gather)]
         if gathered and any(isinstance(it, (T.TileSlice, T.WholeDim))
                             for it in items[:gathered[0]]):
@@ -92,7 +109,6 @@ class IndexChecker:
                       f"{name} has no tiled dim after it", sub.items[gathered[0]].span,
                       "gather whole rows: take a later dim as a tile or `:`, e.g. "
                       "X[load(idx[i], pad=-1), k]")
-        return tensor, tuple(items), tuple(shape)
 
     def _offset_tile(self, v: V, span: Span, func: str, tensor: str) -> T.TileSlice:
         """`index(l) - 3 + r`: the tile of `l`'s positions, moved by a scalar index
@@ -195,6 +211,11 @@ class IndexChecker:
                 hint = ("tile indices, dims, tile sizes and integers combine with + - * // %; "
                         "or convert with `as i32`")
             self.fail(f"{what} must be an i32 scalar, not {v.type}", span, hint)
+
+
+def _tile_extent(item: T.IndexItem) -> T.Extent:
+    """The extent of the tile axis a (non-point) subscript item selects."""
+    return item.extent if isinstance(item, T.WholeDim) else item.size
 
 
 def _index_vec(e: T.TExpr) -> T.IndexVec | None:
