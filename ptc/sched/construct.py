@@ -168,43 +168,19 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
     if rows % choice.consumers or rows // choice.consumers < MIN_ROWS_PER_CONSUMER:
         raise Unfit(f"{rows} rows cannot feed {choice.consumers} consumer warpgroups "
                     f"of >= {MIN_ROWS_PER_CONSUMER} rows")
-    res = device.resources
-    wg = res.warpgroup_size
-    budget = (res.registers // (wg * res.warp_size) - PRODUCER_REGISTERS) // choice.consumers
-    budget = min(res.max_registers_per_thread, budget - budget % 8)
-    need = consumer_registers(graph, choice.consumers * wg * res.warp_size)
-    if need > budget:
-        raise Unfit(f"consumers need ~{need} registers per thread, over the budget of {budget}")
+    budget = _consumer_budget(graph, device, choice)
+    wg = device.resources.warpgroup_size
     b = PlanBuilder(graph, device)
     b.role("producer", warps=wg, registers=PRODUCER_REGISTERS)
     b.role("consumer", warps=wg, registers=budget, instances=choice.consumers,
            pingpong=choice.pingpong)
     mma, simt = unit_for(device, "mma"), unit_for(device, "simt")
     per_thread = copy_unit(device, "multistage")
-    on_wgmma = set()
-    for t in graph.tasks:
-        if t.kind == "mma":
-            m, n, k = mma_extents(graph, t)
-            if m == rows:
-                m //= choice.consumers       # the consumers divide the rows
-            if why_no_wgmma(t.mma_dtype, m, n, k) is None:
-                on_wgmma.add(t.name)
+    on_wgmma = _wgmma_mmas(graph, choice, rows)
     operands = _mma_operand_loads(graph, on_wgmma)
     for t in program_order(graph, lambda t: t.name in on_wgmma):
         if t.op == "load":
-            box = tma_box(graph.kernel, graph.tiles, t.stmts[0].value)
-            if box == GATHERED and t.name in operands:
-                box = _gathered_operand(graph, t)
-            if t.name in operands and box != GATHERED and \
-                    (isinstance(box, str) or box.layout.swizzle != "tma"):
-                why = box if isinstance(box, str) else "TMA would store it densely"
-                raise Unfit(f"{t.name} feeds wgmma from shared memory in a layout TMA "
-                            f"writes, but {why}")
-            if isinstance(box, str):
-                why = per_thread_copy(graph.kernel, t.stmts[0].value)
-                if why:
-                    raise Unfit(f"the producer cannot load {t.name}: no TMA box takes it "
-                                f"({box}), and {why}")
+            box = _producer_box(graph, t, t.name in operands)
             b.Append(t.name, ("producer", (per_thread if isinstance(box, str) else tma).name))
         elif t.kind == "mma":
             b.Append(t.name, ("consumer", (mma if t.name in on_wgmma else simt).name))
@@ -230,6 +206,53 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
         if isinstance(where, str):
             raise Unfit(where)
     return _fits(plan, device)
+
+
+def _consumer_budget(graph: STaskGraph, device: Device, choice: Choice) -> int:
+    """Registers per thread each consumer warpgroup gets beside the producer's (a
+    multiple of 8); Unfit when the consumers need more."""
+    res = device.resources
+    wg = res.warpgroup_size
+    budget = (res.registers // (wg * res.warp_size) - PRODUCER_REGISTERS) // choice.consumers
+    budget = min(res.max_registers_per_thread, budget - budget % 8)
+    need = consumer_registers(graph, choice.consumers * wg * res.warp_size)
+    if need > budget:
+        raise Unfit(f"consumers need ~{need} registers per thread, over the budget of {budget}")
+    return budget
+
+
+def _wgmma_mmas(graph: STaskGraph, choice: Choice, rows: int) -> set[str]:
+    """The mma tasks wgmma takes at each consumer's share of the rows (the others run on
+    CUDA cores)."""
+    on_wgmma = set()
+    for t in graph.tasks:
+        if t.kind == "mma":
+            m, n, k = mma_extents(graph, t)
+            if m == rows:
+                m //= choice.consumers       # the consumers divide the rows
+            if why_no_wgmma(t.mma_dtype, m, n, k) is None:
+                on_wgmma.add(t.name)
+    return on_wgmma
+
+
+def _producer_box(graph: STaskGraph, t, wgmma_operand: bool):
+    """The TMA box the producer loads task `t` with, or (a str) why none takes it and its
+    threads copy it; Unfit when neither can, or a wgmma operand would not land in the
+    layout wgmma reads."""
+    box = tma_box(graph.kernel, graph.tiles, t.stmts[0].value)
+    if box == GATHERED and wgmma_operand:
+        box = _gathered_operand(graph, t)
+    if wgmma_operand and box != GATHERED and \
+            (isinstance(box, str) or box.layout.swizzle != "tma"):
+        why = box if isinstance(box, str) else "TMA would store it densely"
+        raise Unfit(f"{t.name} feeds wgmma from shared memory in a layout TMA "
+                    f"writes, but {why}")
+    if isinstance(box, str):
+        why = per_thread_copy(graph.kernel, t.stmts[0].value)
+        if why:
+            raise Unfit(f"the producer cannot load {t.name}: no TMA box takes it "
+                        f"({box}), and {why}")
+    return box
 
 
 def program_order(graph: STaskGraph, on_async_unit) -> list:

@@ -126,107 +126,145 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
                       trips: Mapping[str, int], ctas: int = 1, record: bool = False,
                       deps: Mapping[str, Dependences] | None = None) -> Timeline:
     """`deps`: role_dependences(plan, graph, device), where the caller has them."""
-    tasks = {t.name: t for t in graph.tasks}
-    roles = {r.name: r for r in plan.roles}
-    run = timed(plan, unroll(plan, lambda v, outer: trips[v]),
-                lambda unit: device.unit(unit).kind)
-    barriers = run.barriers
-    procs: dict[tuple, list[Exec]] = {}
-    for cta in range(ctas):
-        for (role, inst), execs in run.procs.items():
-            procs[(cta, role, inst)] = execs
-    pos = {p: 0 for p in procs}
-    ready = {p: 0.0 for p in procs}
-    unit_free: dict[str, float] = {}
-    busy: dict[str, float] = {}
-    arrive_count: dict[tuple, int] = {}      # (cta, barrier, process) -> arrives so far
-    phase_arrivals: dict[tuple, list[float]] = {}   # (cta, barrier, phase) -> arrive times
-    wait_count: dict[tuple, int] = {}        # (cta, barrier, process) -> waits so far
-    spans = []
-    cost_cache: dict[tuple, float] = {}
-    deps = deps if deps is not None else role_dependences(plan, graph, device)
-    results = {p: Results(deps[p[1]]) for p in procs}
+    return _TimelineRun(plan, graph, device, trips, ctas, record, deps).run()
 
-    def phase_time(cta, bname, phase) -> float | None:
-        b = barriers[bname]
+
+class _TimelineRun:
+    """One simulate_timeline: every process (cta, role, instance) at its next step, the
+    units' and barriers' state, and the steps' start times."""
+
+    def __init__(self, plan: Plan, graph: STaskGraph, device: Device,
+                 trips: Mapping[str, int], ctas: int, record: bool,
+                 deps: Mapping[str, Dependences] | None) -> None:
+        self.plan, self.device, self.ctas, self.record = plan, device, ctas, record
+        self.tasks = {t.name: t for t in graph.tasks}
+        self.roles = {r.name: r for r in plan.roles}
+        self.unrolled = timed(plan, unroll(plan, lambda v, outer: trips[v]),
+                          lambda unit: device.unit(unit).kind)
+        self.barriers = self.unrolled.barriers
+        self.procs: dict[tuple, list[Exec]] = {}
+        for cta in range(ctas):
+            for (role, inst), execs in self.unrolled.procs.items():
+                self.procs[(cta, role, inst)] = execs
+        self.pos = {p: 0 for p in self.procs}
+        self.ready = {p: 0.0 for p in self.procs}
+        self.unit_free: dict[str, float] = {}
+        self.busy: dict[str, float] = {}
+        self.arrive_count: dict[tuple, int] = {}     # (cta, barrier, process) -> arrives so far
+        self.phase_arrivals: dict[tuple, list[float]] = {}  # (cta, barrier, phase) -> times
+        self.wait_count: dict[tuple, int] = {}       # (cta, barrier, process) -> waits so far
+        self.spans: list[tuple[str, str, str, float, float]] = []
+        self.cost_cache: dict[tuple, float] = {}
+        deps = deps if deps is not None else role_dependences(plan, graph, device)
+        self.results = {p: Results(deps[p[1]]) for p in self.procs}
+
+    def run(self) -> Timeline:
+        """Start, again and again, the step that can start first (the first process in
+        order on a tie) until every process is done or none can start."""
+        procs, start_time = self.procs, self.start_time
+        live = set(p for p in procs if procs[p])
+        while live:
+            best, best_t = None, None
+            for p in sorted(live):
+                t = start_time(p)
+                if t is not None and (best_t is None or t < best_t):
+                    best, best_t = p, t
+            if best is None:
+                stuck = sorted(live)[0]
+                e = procs[stuck][self.pos[stuck]]
+                return Timeline(math.inf, self.busy, self.spans,
+                                deadlock=f"{stuck[1]} blocks at {e.step.task} waiting on "
+                                         f"{', '.join(e.step.waits)}", ctas=self.ctas)
+            self.start(best, best_t, live)
+        end = max(self.ready.values(), default=0.0)
+        end = max([end] + [s[4] for s in self.spans])
+        return Timeline(end, self.busy, self.spans, ctas=self.ctas)
+
+    def phase_time(self, cta, bname, phase) -> float | None:
+        """When barrier `bname`'s `phase` completes in `cta` (None: not yet)."""
+        b = self.barriers[bname]
         if phase < b.initial:
             return 0.0
-        times = phase_arrivals.get((cta, bname, phase), [])
+        times = self.phase_arrivals.get((cta, bname, phase), [])
         return max(times) if len(times) >= b.arrivals else None
 
-    def cycles(p, e) -> float:
+    def cycles(self, p, e) -> float:
+        """Cycles process p's unit is busy with execution e (step_cycles, cached)."""
         key = (e.step.task, e.step.unit, p[1])
+        cost_cache = self.cost_cache
         if key not in cost_cache:
-            share = run.share[p[1]]     # lockstep instances: one process, all warps
-            cost_cache[key] = step_cycles(tasks[e.step.task], device.unit(e.step.unit),
-                                          device, share, plan.issue_of(e.step.task),
-                                          roles[p[1]].warps * roles[p[1]].instances // share)
+            share = self.unrolled.share[p[1]]     # lockstep instances: one process, all warps
+            role = self.roles[p[1]]
+            cost_cache[key] = step_cycles(self.tasks[e.step.task],
+                                          self.device.unit(e.step.unit), self.device, share,
+                                          self.plan.issue_of(e.step.task),
+                                          role.warps * role.instances // share)
         return cost_cache[key]
 
-    def start_time(p) -> float | None:
-        e = procs[p][pos[p]]
-        t = ready[p]
+    def start_time(self, p) -> float | None:
+        """When process p's next step can start (None: a wait's phase is not complete)."""
+        e = self.procs[p][self.pos[p]]
+        step = e.step
+        t = self.ready[p]
         cta = p[0]
-        for w in e.step.waits:
-            j = wait_count.get((cta, w, p), 0)
-            pt = phase_time(cta, w, j)
+        for w in step.waits:
+            pt = self.phase_time(cta, w, self.wait_count.get((cta, w, p), 0))
             if pt is None:
                 return None
             t = max(t, pt)
-        if e.step.task != "sync":
-            t = max(t, unit_free.get(e.step.unit, 0.0), results[p].ready(e, cycles(p, e)))
+        if step.task != "sync":
+            t = max(t, self.unit_free.get(step.unit, 0.0),
+                    self.results[p].ready(e, self.cycles(p, e)))
         return t
 
-    live = set(p for p in procs if procs[p])
-    while live:
-        best, best_t = None, None
-        for p in sorted(live):
-            t = start_time(p)
-            if t is not None and (best_t is None or t < best_t):
-                best, best_t = p, t
-        if best is None:
-            stuck = sorted(live)[0]
-            e = procs[stuck][pos[stuck]]
-            return Timeline(math.inf, busy, spans,
-                            deadlock=f"{stuck[1]} blocks at {e.step.task} waiting on "
-                                     f"{', '.join(e.step.waits)}", ctas=ctas)
-        p, start = best, best_t
-        e = procs[p][pos[p]]
+    def start(self, p, start: float, live: set) -> None:
+        """Run process p's next step from `start`: its waits, its unit's work, its
+        arrives; p leaves `live` after its last step."""
+        e = self.procs[p][self.pos[p]]
         cta = p[0]
         for w in e.step.waits:
-            wait_count[(cta, w, p)] = wait_count.get((cta, w, p), 0) + 1
+            self.wait_count[(cta, w, p)] = self.wait_count.get((cta, w, p), 0) + 1
         if e.step.task == "sync":
-            end = done = start
+            done = start
+            self.ready[p] = start
         else:
-            unit = device.unit(e.step.unit)
-            dur = cycles(p, e)
-            end = start + dur
-            done = end + unit.latency_cycles
-            unit_free[e.step.unit] = end
-            busy[e.step.unit] = busy.get(e.step.unit, 0.0) + dur
-            ready[p] = start + unit.issue_latency_cycles if unit.is_async else done
-            if unit.is_async:
-                results[p].record(e, done)
-            if record:
-                spans.append((f"{p[1]}{p[2]}" if run.share[p[1]] > 1 else p[1],
-                              e.step.unit, e.step.task, start, end))
-        if e.step.task == "sync":
-            ready[p] = start
+            done = self.issue(p, e, start)
         for a in e.step.arrives:
-            k = arrive_count.get((cta, a, p), 0)
-            arrive_count[(cta, a, p)] = k + 1
-            b = barriers[a]
-            phase = k + (b.initial if b.kind in ("empty", "turn") else 0)
-            at = start + device.unit(e.step.unit).issue_latency_cycles \
-                if b.kind == "turn" else done
-            phase_arrivals.setdefault((cta, a, phase), []).extend([at] * run.weight[p[1]])
-        pos[p] += 1
-        if pos[p] >= len(procs[p]):
+            self.arrive(p, e, a, start, done)
+        self.pos[p] += 1
+        if self.pos[p] >= len(self.procs[p]):
             live.discard(p)
-            ready[p] = max(ready[p], done)
-    end = max(ready.values(), default=0.0)
-    end = max([end] + [s[4] for s in spans])
-    return Timeline(end, busy, spans, ctas=ctas)
+            self.ready[p] = max(self.ready[p], done)
+
+    def issue(self, p, e, start: float) -> float:
+        """Occupy e's unit from `start`; when p may go on and when e's result lands (the
+        time returned)."""
+        unit = self.device.unit(e.step.unit)
+        dur = self.cycles(p, e)
+        end = start + dur
+        done = end + unit.latency_cycles
+        self.unit_free[e.step.unit] = end
+        self.busy[e.step.unit] = self.busy.get(e.step.unit, 0.0) + dur
+        self.ready[p] = start + unit.issue_latency_cycles if unit.is_async else done
+        if unit.is_async:
+            self.results[p].record(e, done)
+        if self.record:
+            self.spans.append((f"{p[1]}{p[2]}" if self.unrolled.share[p[1]] > 1 else p[1],
+                               e.step.unit, e.step.task, start, end))
+        return done
+
+    def arrive(self, p, e, a: str, start: float, done: float) -> None:
+        """Process p arrives on barrier `a`: a turn as soon as e is issued, others when e's
+        result lands (a lockstep process arrives for all its instances)."""
+        cta = p[0]
+        k = self.arrive_count.get((cta, a, p), 0)
+        self.arrive_count[(cta, a, p)] = k + 1
+        b = self.barriers[a]
+        phase = k + (b.initial if b.kind in ("empty", "turn") else 0)
+        at = start + self.device.unit(e.step.unit).issue_latency_cycles \
+            if b.kind == "turn" else done
+        self.phase_arrivals.setdefault((cta, a, phase), []).extend(
+            [at] * self.unrolled.weight[p[1]])
 
 
 # ---- the whole kernel ------------------------------------------------------------------

@@ -64,7 +64,27 @@ class Events:
 
 
 def build_events(plan: Plan, graph: STaskGraph, device: Device, trips: Trips) -> Events:
-    procs_execs = unroll(plan, trips)
+    """The plan unrolled at `trips` into its event graph: program order, barrier phases
+    (a wait no arrive can complete is recorded in Events.deadlocks) and value reads."""
+    execs, procs, position = _number_execs(unroll(plan, trips))
+    async_units = {u.name for u in device.units if u.is_async}
+    is_async = [e.step.task != SYNC_TASK and e.step.unit in async_units for e in execs]
+    ev = Events(plan, procs, execs, position, is_async, [[] for _ in range(2 * len(execs))],
+                {}, defaultdict(list))
+    _program_order(ev, device)
+    _barrier_phases(ev, plan)
+    _value_reads(ev, plan, graph, trips)
+    for b in plan.buffers:
+        for ids in group_by_process(ev, ev.by_task.get(b.producer, [])):
+            for k, i in enumerate(ids):
+                ev.write_number[i] = k
+    return ev
+
+
+def _number_execs(procs_execs: Mapping[Process, list[Exec]]
+                  ) -> tuple[list[Exec], dict[Process, list[int]], list[int]]:
+    """Every process's executions numbered in one list: (execs, process -> exec ids,
+    exec id -> index in its process)."""
     execs: list[Exec] = []
     procs: dict[Process, list[int]] = {}
     position: list[int] = []
@@ -75,18 +95,21 @@ def build_events(plan: Plan, graph: STaskGraph, device: Device, trips: Trips) ->
             execs.append(e)
             position.append(i)
         procs[p] = ids
-    n = len(execs)
-    async_units = {u.name for u in device.units if u.is_async}
-    is_async = [e.step.task != SYNC_TASK and e.step.unit in async_units for e in execs]
-    ev = Events(plan, procs, execs, position, is_async, [[] for _ in range(2 * n)], {},
-                defaultdict(list))
+    return execs, procs, position
+
+
+def _program_order(ev: Events, device: Device) -> None:
+    """Index the executions, and add each one's issue -> completion edge and each
+    process's program order (the next step issues once an async one has issued, a
+    synchronous one has completed)."""
+    execs, is_async = ev.execs, ev.is_async
     for i, e in enumerate(execs):
         ev.add(2 * i, 2 * i + 1)
         if e.step.task != SYNC_TASK:
             ev.index[(e.process, e.step.task, e.iters)] = i
             ev.by_task[e.step.task].append(i)
     in_order = {u.name for u in device.units if u.is_async and u.in_order}
-    for ids in procs.values():
+    for ids in ev.procs.values():
         for a, b in zip(ids, ids[1:]):
             ev.add(2 * a if is_async[a] else 2 * a + 1, 2 * b)
         # an in-order unit completes one thread's operations in the order it issued them
@@ -98,15 +121,18 @@ def build_events(plan: Plan, graph: STaskGraph, device: Device, trips: Trips) ->
                     ev.add(2 * last[unit] + 1, 2 * i + 1)
                 last[unit] = i
 
-    # barriers: per-process arrive / wait counting
+
+def _barrier_phases(ev: Events, plan: Plan) -> None:
+    """Per-process arrive / wait counting: each wait follows the arrives that complete
+    its phase; too many arrives for a phase, or too few, is a deadlock."""
     barriers = {b.name: b for b in plan.barriers}
     arrivers: dict[tuple[str, int], list[int]] = defaultdict(list)
     waiters: list[tuple[str, int, int]] = []
-    for ids in procs.values():
+    for ids in ev.procs.values():
         arrive_count: dict[str, int] = defaultdict(int)
         wait_count: dict[str, int] = defaultdict(int)
         for i in ids:
-            step = execs[i].step
+            step = ev.execs[i].step
             for w in step.waits:
                 waiters.append((w, wait_count[w], i))
                 wait_count[w] += 1
@@ -127,25 +153,37 @@ def build_events(plan: Plan, graph: STaskGraph, device: Device, trips: Trips) ->
             continue
         ids = arrivers.get((name, phase), [])
         if len(ids) < b.arrivals:
-            me = execs[i].process
-            waits = sum(1 for w, _, j in waiters if w == name and execs[j].process == me)
-            arrives: dict[str, int] = defaultdict(int)
-            for (nm, _), v in arrivers.items():
-                if nm == name:
-                    for a in v:
-                        arrives[ev.process_name(a)] += 1
-            counts = ", ".join(f"{p} arrives {k} times" for p, k in sorted(arrives.items()))
-            ev.deadlocks.append((
-                f"wait on {name} by {ev.describe(i)} has no matching arrive: it waits for "
-                f"phase {phase}, which gets {len(ids)} of its {b.arrivals} arrives ({name}: "
-                f"{ev.process_name(i)} waits {waits} times, "
-                + (counts or "nobody arrives") + f"; {b.initial} phases complete at the start)",
-                ("wait", name, execs[i].process[0], execs[i].step.task)))
+            ev.deadlocks.append(_unmatched_wait(ev, b, phase, i, len(ids), arrivers, waiters))
             continue
         for a in ids:
             ev.add(2 * a + 1, 2 * i)
 
-    # values: where each read comes from; implicit waits on own register values
+
+def _unmatched_wait(ev: Events, b, phase: int, i: int, got: int,
+                    arrivers: Mapping[tuple[str, int], list[int]],
+                    waiters: list[tuple[str, int, int]]) -> tuple[str, tuple]:
+    """The deadlock of execution i waiting on barrier b's `phase`, which gets only `got`
+    arrives: what it says, with who waits and arrives how often, and its key."""
+    name = b.name
+    me = ev.execs[i].process
+    waits = sum(1 for w, _, j in waiters if w == name and ev.execs[j].process == me)
+    arrives: dict[str, int] = defaultdict(int)
+    for (nm, _), v in arrivers.items():
+        if nm == name:
+            for a in v:
+                arrives[ev.process_name(a)] += 1
+    counts = ", ".join(f"{p} arrives {k} times" for p, k in sorted(arrives.items()))
+    return (f"wait on {name} by {ev.describe(i)} has no matching arrive: it waits for "
+            f"phase {phase}, which gets {got} of its {b.arrivals} arrives ({name}: "
+            f"{ev.process_name(i)} waits {waits} times, "
+            + (counts or "nobody arrives") + f"; {b.initial} phases complete at the start)",
+            ("wait", name, me[0], ev.execs[i].step.task))
+
+
+def _value_reads(ev: Events, plan: Plan, graph: STaskGraph, trips: Trips) -> None:
+    """Where each read comes from (Events.reads); a value kept in the reader's own
+    registers is an implicit wait on its producer's completion."""
+    execs, position = ev.execs, ev.position
     role_of: dict[str, Role] = {}
     for r in plan.roles:
         for s in walk_steps(r.body):
@@ -154,7 +192,7 @@ def build_events(plan: Plan, graph: STaskGraph, device: Device, trips: Trips) ->
     preds: dict[str, list[Edge]] = defaultdict(list)
     for e in graph.edges:
         preds[e.dst].append(e)
-    ev.reads = [[] for _ in range(n)]
+    ev.reads = [[] for _ in range(len(execs))]
     for i, e in enumerate(execs):
         if e.step.task == SYNC_TASK:
             continue
@@ -174,11 +212,6 @@ def build_events(plan: Plan, graph: STaskGraph, device: Device, trips: Trips) ->
                 for s in srcs:
                     if execs[s].process == e.process and position[s] < position[i]:
                         ev.add(2 * s + 1, 2 * i)
-    for b in plan.buffers:
-        for ids in group_by_process(ev, ev.by_task.get(b.producer, [])):
-            for k, i in enumerate(ids):
-                ev.write_number[i] = k
-    return ev
 
 
 def group_by_process(ev: Events, ids: Iterable[int]) -> list[list[int]]:

@@ -43,6 +43,20 @@ class _RoleSpec:
     steps: list[tuple[str, str, int]] = field(default_factory=list)  # (task, unit, offset)
 
 
+@dataclass
+class _Syncs:
+    """Where build puts the barriers' waits and arrives: on the steps themselves, or on
+    sync steps of their own."""
+    waits: dict[str, list[str]] = field(default_factory=dict)     # task -> waits
+    arrives: dict[str, list[str]] = field(default_factory=dict)   # task -> arrives
+    # (role, first task of loop) -> waits
+    before: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    # (role, last task of loop) -> arrives
+    after: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    # (role, task) -> waits just before it
+    at: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+
+
 def Propagate(graph: STaskGraph, tile_shape) -> STaskGraph:
     """Derive every task's tile shape from the chosen tiles (see ptc.stask.propagate)."""
     from ..stask.propagate import propagate
@@ -115,42 +129,59 @@ class PlanBuilder:
         missing = [t.name for t in g.tasks if t.name not in self.placed]
         if missing:
             raise ValueError(f"tasks not placed: {', '.join(missing)}")
-        region_of = {t.name: t.region for t in g.tasks}
+        buffers = self._buffers(stages, pipelined)
+        barriers, syncs = self._barriers(buffers)
+        roles = [self._built_role(spec, syncs) for spec in self.roles.values()]
+        threads = sum(r.warps * r.instances for r in self.roles.values()) * self.device.resources.warp_size
+        smem = sum(b.stages * b.slot_bytes for b in buffers.values())
+        launch = launch or Launch(grid_extents(g), threads, smem)
+        return Plan(g.kernel.name, self.device.name, tuple(sorted(g.tiles.items())), pipelined,
+                    stages, style, tuple(roles), tuple(buffers.values()), tuple(barriers),
+                    launch, None, tuple(notes))
 
-        # buffers: one per producer task whose value crosses to a waiting consumer
+    def _buffers(self, stages: int, pipelined: str) -> dict[str, Buffer]:
+        """One buffer per producer task whose value crosses to a waiting consumer, by
+        producer, read by those consumers."""
         buffers: dict[str, Buffer] = {}
         readers: dict[str, list[str]] = {}
         for dst, srcs in self.waits.items():
             for src in srcs:
                 if not self._crossing(src, dst):
                     continue
-                t = g.task(src)
                 readers.setdefault(src, []).append(dst)
                 if src not in buffers:
-                    in_loop = bool(t.region)
-                    cross = any(self.placed[d][0] != self.placed[src][0]
-                                for d, on in self.waits.items() if src in on)
-                    default = (stages if pipelined and t.region == pipelined
-                               else 2 if in_loop and cross else 1)
-                    depth = self.stage_override.get(src, default)
-                    size = math.prod(t.shape) * _bytes(t.dtype)
-                    layout = "swizzle128" if t.kind == "copy" else "row"
-                    buffers[src] = Buffer(f"{t.defines[0].lstrip('%')}_{self.device.shared_space}"
-                                          if t.defines else src,
-                                          t.defines[0] if t.defines else "", src, (),
-                                          self.device.shared_space, depth, size, t.dtype,
-                                          tuple(t.shape), layout)
+                    buffers[src] = self._buffer(src, stages, pipelined)
         for src, rs in readers.items():
             b = buffers[src]
             buffers[src] = Buffer(b.name, b.value, b.producer, tuple(rs), b.space, b.stages,
                                   b.slot_bytes, b.dtype, b.shape, b.layout)
+        return buffers
 
+    def _buffer(self, src: str, stages: int, pipelined: str) -> Buffer:
+        """The buffer `src` writes (no consumers yet): `stages` deep in the pipelined loop,
+        double-buffered in another loop when it crosses roles (unless overridden)."""
+        t = self.graph.task(src)
+        in_loop = bool(t.region)
+        cross = any(self.placed[d][0] != self.placed[src][0]
+                    for d, on in self.waits.items() if src in on)
+        default = (stages if pipelined and t.region == pipelined
+                   else 2 if in_loop and cross else 1)
+        depth = self.stage_override.get(src, default)
+        size = math.prod(t.shape) * _bytes(t.dtype)
+        layout = "swizzle128" if t.kind == "copy" else "row"
+        return Buffer(f"{t.defines[0].lstrip('%')}_{self.device.shared_space}"
+                      if t.defines else src,
+                      t.defines[0] if t.defines else "", src, (),
+                      self.device.shared_space, depth, size, t.dtype,
+                      tuple(t.shape), layout)
+
+    def _barriers(self, buffers: dict[str, Buffer]) -> tuple[list[Barrier], _Syncs]:
+        """Each buffer's full barrier (when consumers must wait for the write) and empty
+        barrier (when a slot is rewritten after another role, or an async unit, read it),
+        and where their waits and arrives go."""
+        region_of = {t.name: t.region for t in self.graph.tasks}
         barriers: list[Barrier] = []
-        step_waits: dict[str, list[str]] = {}
-        step_arrives: dict[str, list[str]] = {}
-        sync_before: dict[tuple[str, str], list[str]] = {}   # (role, first task of loop) -> waits
-        sync_after: dict[tuple[str, str], list[str]] = {}    # (role, last task of loop) -> arrives
-        sync_at: dict[tuple[str, str], list[str]] = {}       # (role, task) -> waits just before it
+        syncs = _Syncs()
         for src, b in buffers.items():
             prod_role = self.placed[src][0]
             region = region_of[src]
@@ -159,7 +190,7 @@ class PlanBuilder:
             full = f"full:{b.name}" if self._needs_full(src, consumer_roles) else None
             if full:
                 barriers.append(Barrier(full, b.name, "full", 1))
-                step_arrives.setdefault(src, []).append(full)
+                syncs.arrives.setdefault(src, []).append(full)
             rewritten = bool(region)
             # roles that must release a slot before it is rewritten: the other roles, and the
             # producer's own role when it reads the slot on an async unit (wgmma reads
@@ -171,46 +202,52 @@ class PlanBuilder:
                 empty = f"empty:{b.name}"
                 arrivals = sum(self.roles[r].instances for r in releasing)
                 barriers.append(Barrier(empty, b.name, "empty", arrivals, initial=b.stages))
-                step_waits.setdefault(src, []).insert(0, empty)
+                syncs.waits.setdefault(src, []).insert(0, empty)
             for role in consumer_roles:
-                order = [s[0] for s in self.roles[role].steps]
-                mine = [r for r in order if r in b.consumers]
-                first, last = mine[0], mine[-1]
-                first_item = _item_at_level(g, first, region)
-                last_item = _item_at_level(g, last, region)
-                ordered = [t for t in order if src in self.after.get(t, ())
-                           and order.index(t) < order.index(first)
-                           and _item_at_level(g, t, region) == t]
-                if full and ordered:
-                    sync_at.setdefault((role, ordered[0]), []).append(full)
-                elif full and first_item == first:
-                    step_waits.setdefault(first, []).append(full)
-                elif full:
-                    sync_before.setdefault((role, first_item), []).append(full)
-                if needs_empty and role in releasing:
-                    arrive = f"empty:{b.name}"
-                    if last_item == last:
-                        step_arrives.setdefault(last, []).append(arrive)
-                    else:
-                        sync_after.setdefault((role, last_item), []).append(arrive)
+                self._consumer_syncs(role, src, b, region, full,
+                                     needs_empty and role in releasing, syncs)
+        return barriers, syncs
 
-        roles = []
-        for spec in self.roles.values():
-            steps: list[tuple[Step, str]] = []       # (step, the task whose region it sits in)
-            for t, u, off in spec.steps:
-                if (spec.name, t) in sync_at:
-                    steps.append((Step("sync", "barrier", 0, tuple(sync_at[spec.name, t]), ()), t))
-                steps.append((Step(t, u, off, tuple(step_waits.get(t, ())),
-                                   tuple(step_arrives.get(t, ()))), t))
-            body = _nest(g, spec.name, steps, sync_before, sync_after)
-            roles.append(Role(spec.name, spec.warps, spec.registers, tuple(body), spec.instances,
-                              spec.pingpong))
-        threads = sum(r.warps * r.instances for r in self.roles.values()) * self.device.resources.warp_size
-        smem = sum(b.stages * b.slot_bytes for b in buffers.values())
-        launch = launch or Launch(grid_extents(g), threads, smem)
-        return Plan(g.kernel.name, self.device.name, tuple(sorted(g.tiles.items())), pipelined,
-                    stages, style, tuple(roles), tuple(buffers.values()), tuple(barriers),
-                    launch, None, tuple(notes))
+    def _consumer_syncs(self, role: str, src: str, b: Buffer, region: str, full: str | None,
+                        releases: bool, syncs: _Syncs) -> None:
+        """Where consumer `role` waits on `full` (on its first reader of b, on a sync step
+        before the loop around it, or before a step ordered After the value) and, when it
+        `releases` the slot, where it arrives on b's empty barrier (its last reader, or a
+        sync step after the loop around it)."""
+        g = self.graph
+        order = [s[0] for s in self.roles[role].steps]
+        mine = [r for r in order if r in b.consumers]
+        first, last = mine[0], mine[-1]
+        first_item = _item_at_level(g, first, region)
+        last_item = _item_at_level(g, last, region)
+        ordered = [t for t in order if src in self.after.get(t, ())
+                   and order.index(t) < order.index(first)
+                   and _item_at_level(g, t, region) == t]
+        if full and ordered:
+            syncs.at.setdefault((role, ordered[0]), []).append(full)
+        elif full and first_item == first:
+            syncs.waits.setdefault(first, []).append(full)
+        elif full:
+            syncs.before.setdefault((role, first_item), []).append(full)
+        if releases:
+            arrive = f"empty:{b.name}"
+            if last_item == last:
+                syncs.arrives.setdefault(last, []).append(arrive)
+            else:
+                syncs.after.setdefault((role, last_item), []).append(arrive)
+
+    def _built_role(self, spec: _RoleSpec, syncs: _Syncs) -> Role:
+        """The role's steps in program order, with their waits and arrives and the sync
+        steps around them, nested into the graph's loops."""
+        steps: list[tuple[Step, str]] = []       # (step, the task whose region it sits in)
+        for t, u, off in spec.steps:
+            if (spec.name, t) in syncs.at:
+                steps.append((Step("sync", "barrier", 0, tuple(syncs.at[spec.name, t]), ()), t))
+            steps.append((Step(t, u, off, tuple(syncs.waits.get(t, ())),
+                               tuple(syncs.arrives.get(t, ()))), t))
+        body = _nest(self.graph, spec.name, steps, syncs.before, syncs.after)
+        return Role(spec.name, spec.warps, spec.registers, tuple(body), spec.instances,
+                    spec.pingpong)
 
 
 def grid_extents(g: STaskGraph) -> tuple[str, ...]:

@@ -174,78 +174,12 @@ class _GridRun:
 
         Events are eager or late. Eager ones run in the order (class, process, program
         position); late ones run only when no eager event is ready, and then the one closest
-        to unblocking another event first (one nothing waits for comes last). producer_first: buffer writes land first, then the
-        roles that fill buffers for other roles run ahead, the rest follows, and async reads
-        complete late. consumer_first: the roles that read buffers run first, the feeding
-        roles next, and buffer writes land late."""
-        writers = {b.producer for b in self.plan.buffers}
-        readers = {c for b in self.plan.buffers for c in b.consumers}
-        role_of_task = {s.task: r.name for r in self.plan.roles for s in _steps(r.body)}
-        feeding = {role_of_task.get(b.producer) for b in self.plan.buffers
-                   if any(role_of_task.get(c) != role_of_task.get(b.producer)
-                          for c in b.consumers)}
-        proc_rank = {p: i for i, p in enumerate(ev.procs)}
-        n = len(ev.succ)
-        cls = [0] * n
-        LATE = 9
-        for x in range(n):
-            e = ev.execs[x // 2]
-            done = x % 2 == 1
-            writes = e.step.task in writers
-            if self.order == "producer_first":
-                if done and writes:
-                    c = 0
-                elif e.role in feeding:
-                    c = 1
-                elif done and ev.is_async[x // 2] and e.step.task in readers:
-                    c = LATE
-                else:
-                    c = 2
-            else:
-                if done and writes:
-                    c = LATE
-                elif e.role in feeding:
-                    c = 1
-                else:
-                    c = 0
-            cls[x] = c
-        indeg = [0] * n
-        for s in ev.succ:
-            for b in s:
-                indeg[b] += 1
-
-        def key(x: int):
-            i = x // 2
-            return (cls[x], proc_rank[ev.execs[i].process], ev.position[i], x % 2, x)
-
-        eager: list = []
-        late: list = []
-
-        def ready(x: int) -> None:
-            if cls[x] == LATE:
-                late.append(key(x))
-            else:
-                heapq.heappush(eager, key(x))
-
-        for x in range(n):
-            if indeg[x] == 0:
-                ready(x)
-        out = []
-        while eager or late:
-            if eager:
-                x = heapq.heappop(eager)[-1]
-            else:
-                # the late event closest to unblocking another (needed ones before unneeded)
-                k = min(late, key=lambda k: (min((indeg[b] for b in ev.succ[k[-1]]),
-                                                 default=n + 1), k))
-                late.remove(k)
-                x = k[-1]
-            out.append(x)
-            for b in ev.succ[x]:
-                indeg[b] -= 1
-                if indeg[b] == 0:
-                    ready(b)
-        return out
+        to unblocking another event first (one nothing waits for comes last).
+        producer_first: buffer writes land first, then the roles that fill buffers for
+        other roles run ahead, the rest follows, and async reads complete late.
+        consumer_first: the roles that read buffers run first, the feeding roles next, and
+        buffer writes land late."""
+        return _ready_order(ev, _event_classes(self.plan, ev, self.order))
 
     # ---- one tile ---------------------------------------------------------------------
     def tile(self) -> None:
@@ -351,6 +285,89 @@ class _GridRun:
             raise SimulationError(f"{task} reads {value}, whose type is unknown")
         shape = tuple(self.m.extent(x) for x in t.shape)
         return _poison(NUMPY_DTYPES[t.dtype], shape)
+
+
+# a late event's class: it runs only when no eager event is ready
+LATE = 9
+
+
+def _event_classes(plan: Plan, ev: Events, order: str) -> list[int]:
+    """Each event's class for `order` (see _GridRun.linearize): eager classes run lowest
+    first, LATE ones last."""
+    writers = {b.producer for b in plan.buffers}
+    readers = {c for b in plan.buffers for c in b.consumers}
+    role_of_task = {s.task: r.name for r in plan.roles for s in _steps(r.body)}
+    feeding = {role_of_task.get(b.producer) for b in plan.buffers
+               if any(role_of_task.get(c) != role_of_task.get(b.producer)
+                      for c in b.consumers)}
+    n = len(ev.succ)
+    cls = [0] * n
+    for x in range(n):
+        e = ev.execs[x // 2]
+        done = x % 2 == 1
+        writes = e.step.task in writers
+        if order == "producer_first":
+            if done and writes:
+                c = 0
+            elif e.role in feeding:
+                c = 1
+            elif done and ev.is_async[x // 2] and e.step.task in readers:
+                c = LATE
+            else:
+                c = 2
+        else:
+            if done and writes:
+                c = LATE
+            elif e.role in feeding:
+                c = 1
+            else:
+                c = 0
+        cls[x] = c
+    return cls
+
+
+def _ready_order(ev: Events, cls: list[int]) -> list[int]:
+    """A topological order of the events: the ready eager event first by (class, process,
+    program position), else the late one closest to unblocking another."""
+    proc_rank = {p: i for i, p in enumerate(ev.procs)}
+    n = len(ev.succ)
+    indeg = [0] * n
+    for s in ev.succ:
+        for b in s:
+            indeg[b] += 1
+
+    def key(x: int):
+        i = x // 2
+        return (cls[x], proc_rank[ev.execs[i].process], ev.position[i], x % 2, x)
+
+    eager: list = []
+    late: list = []
+
+    def ready(x: int) -> None:
+        if cls[x] == LATE:
+            late.append(key(x))
+        else:
+            heapq.heappush(eager, key(x))
+
+    for x in range(n):
+        if indeg[x] == 0:
+            ready(x)
+    out = []
+    while eager or late:
+        if eager:
+            x = heapq.heappop(eager)[-1]
+        else:
+            # the late event closest to unblocking another (needed ones before unneeded)
+            k = min(late, key=lambda k: (min((indeg[b] for b in ev.succ[k[-1]]),
+                                             default=n + 1), k))
+            late.remove(k)
+            x = k[-1]
+        out.append(x)
+        for b in ev.succ[x]:
+            indeg[b] -= 1
+            if indeg[b] == 0:
+                ready(b)
+    return out
 
 
 def _steps(items):

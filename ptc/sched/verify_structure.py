@@ -11,7 +11,7 @@ from ..devices import Device
 from ..devices.model import SHARED_SPACES
 from ..lower.atoms import rate_dtype
 from ..stask.graph import STaskGraph
-from .plan import Plan, Step
+from .plan import Plan, Role, Step
 from .problems import Problems
 
 SYNC_TASK = "sync"
@@ -105,10 +105,9 @@ def _check_fields(plan: Plan, graph: STaskGraph, tasks, out: Problems) -> None:
                     f"kind {prefix!r}")
 
 
-def check_structure(plan: Plan, graph: STaskGraph, device: Device, out: Problems) -> bool:
-    n0 = len(out.items)
-    tasks = {t.name: t for t in graph.tasks}
-    paths = loop_paths(graph)
+def _declared(plan: Plan, out: Problems) -> tuple[dict, dict]:
+    """The plan's barriers and buffers by name; a name declared twice (a role's too) is a
+    problem."""
     barriers = {}
     for b in plan.barriers:
         if b.name in barriers:
@@ -123,13 +122,56 @@ def check_structure(plan: Plan, graph: STaskGraph, device: Device, out: Problems
     for name in set(roles):
         if roles.count(name) > 1:
             out.add(f"role {name} is declared twice")
+    return barriers, buffers
 
-    if plan.device != device.name:
-        out.add(f"the plan was made for {plan.device}, not {device.name}")
-    _check_fields(plan, graph, tasks, out)
-    if graph.tiles is not None and dict(plan.tiles) != dict(graph.tiles):
-        out.add(f"the plan's tiles {dict(plan.tiles)} are not the graph's {dict(graph.tiles)}")
 
+def _check_sync_step(step: Step, role: Role, out: Problems) -> None:
+    """A sync step only waits and arrives: on the barrier unit, at the role's iteration."""
+    if step.unit != SYNC_UNIT:
+        out.add(f"a sync step in {role.name} must be on unit {SYNC_UNIT!r}, "
+                f"not {step.unit!r}")
+    if step.offset:
+        out.add(f"a sync step in {role.name} has offset {step.offset}; "
+                "barrier operations run at the role's own iteration")
+
+
+def _check_unit(step: Step, role: Role, task, device: Device, out: Problems) -> None:
+    """The step's unit exists on the device, is of a kind that runs the task, and (an mma
+    on tensor cores) multiplies its dtype."""
+    try:
+        unit = device.unit(step.unit)
+    except KeyError:
+        out.add(f"{step.task} in {role.name} runs on unit {step.unit!r}, which "
+                f"{device.name} does not have")
+        return
+    if unit.kind not in UNIT_FITS[task.kind]:
+        out.add(f"{step.task} is a {task.kind} task but runs on {unit.name}, a "
+                f"{unit.kind} unit")
+    elif task.kind == "mma" and unit.kind == "mma":
+        dtype = task.mma_dtype       # or, FP8 widened (sm80, gfx90a), f16
+        if dtype not in unit.throughput and \
+                rate_dtype(device, dtype) not in unit.throughput:
+            out.add(f"{step.task} multiplies {dtype}, which {unit.name} does not")
+
+
+def _check_task_step(step: Step, path: tuple[str, ...], role: Role, task,
+                     task_path: tuple[str, ...], device: Device, out: Problems) -> None:
+    """A step running an sTask: its offset, the loops it sits in, its unit."""
+    if step.offset < 0 or (step.offset and not path):
+        out.add(f"{step.task} in {role.name} has offset {step.offset}: offsets are "
+                "non-negative and only apply inside a loop")
+    if path != task_path:
+        where = " / ".join(task_path) or "no loop"
+        out.add(f"{step.task} sits in loops ({' / '.join(path) or 'none'}) of "
+                f"{role.name}, but its sTask belongs to {where}")
+    _check_unit(step, role, task, device, out)
+
+
+def _check_roles(plan: Plan, graph: STaskGraph, device: Device, tasks, barriers,
+                 out: Problems) -> tuple[dict[str, list[str]], dict[str, set[str]]]:
+    """Every role and step; returns where each sTask is placed (task -> roles) and who
+    uses each barrier (barrier -> roles)."""
+    paths = loop_paths(graph)
     placed: dict[str, list[str]] = defaultdict(list)
     users: dict[str, set[str]] = defaultdict(set)      # barrier -> roles that use it
     for role in plan.roles:
@@ -144,12 +186,7 @@ def check_structure(plan: Plan, graph: STaskGraph, device: Device, out: Problems
                     out.add(f"{step.task} in {role.name} uses barrier {name}, which the plan "
                             f"does not declare")
             if step.task == SYNC_TASK:
-                if step.unit != SYNC_UNIT:
-                    out.add(f"a sync step in {role.name} must be on unit {SYNC_UNIT!r}, "
-                            f"not {step.unit!r}")
-                if step.offset:
-                    out.add(f"a sync step in {role.name} has offset {step.offset}; "
-                            "barrier operations run at the role's own iteration")
+                _check_sync_step(step, role, out)
                 continue
             task = tasks.get(step.task)
             if task is None:
@@ -157,27 +194,12 @@ def check_structure(plan: Plan, graph: STaskGraph, device: Device, out: Problems
                         f"{graph.kernel.name}")
                 continue
             placed[step.task].append(role.name)
-            if step.offset < 0 or (step.offset and not path):
-                out.add(f"{step.task} in {role.name} has offset {step.offset}: offsets are "
-                        "non-negative and only apply inside a loop")
-            if path != paths[step.task]:
-                where = " / ".join(paths[step.task]) or "no loop"
-                out.add(f"{step.task} sits in loops ({' / '.join(path) or 'none'}) of "
-                        f"{role.name}, but its sTask belongs to {where}")
-            try:
-                unit = device.unit(step.unit)
-            except KeyError:
-                out.add(f"{step.task} in {role.name} runs on unit {step.unit!r}, which "
-                        f"{device.name} does not have")
-                continue
-            if unit.kind not in UNIT_FITS[task.kind]:
-                out.add(f"{step.task} is a {task.kind} task but runs on {unit.name}, a "
-                        f"{unit.kind} unit")
-            elif task.kind == "mma" and unit.kind == "mma":
-                dtype = task.mma_dtype       # or, FP8 widened (sm80, gfx90a), f16
-                if dtype not in unit.throughput and \
-                        rate_dtype(device, dtype) not in unit.throughput:
-                    out.add(f"{step.task} multiplies {dtype}, which {unit.name} does not")
+            _check_task_step(step, path, role, task, paths[step.task], device, out)
+    return placed, users
+
+
+def _check_placement(graph: STaskGraph, placed: dict[str, list[str]], out: Problems) -> None:
+    """Every sTask placed exactly once."""
     for t in graph.tasks:
         where = placed.get(t.name, [])
         if not where:
@@ -185,6 +207,10 @@ def check_structure(plan: Plan, graph: STaskGraph, device: Device, out: Problems
         elif len(where) > 1:
             out.add(f"sTask {t.name} is placed {len(where)} times (in {', '.join(where)})")
 
+
+def _check_buffers(plan: Plan, tasks, device: Device, out: Problems) -> None:
+    """Each buffer's producer, value and consumers exist; it lives in the device's shared
+    space."""
     for b in plan.buffers:
         if b.producer not in tasks:
             out.add(f"buffer {b.name} is written by {b.producer}, which is not an sTask")
@@ -200,6 +226,10 @@ def check_structure(plan: Plan, graph: STaskGraph, device: Device, out: Problems
                     + " or ".join(SHARED_SPACES))
         elif b.space != device.shared_space:
             out.add(f"buffer {b.name} is in {b.space}, which {device.name} does not have")
+
+
+def _check_barriers(plan: Plan, buffers, out: Problems) -> None:
+    """Each barrier guards a declared buffer, has a known kind and sane counts."""
     for b in plan.barriers:
         if b.buffer not in buffers:
             out.add(f"barrier {b.name} guards buffer {b.buffer}, which the plan does not "
@@ -210,6 +240,10 @@ def check_structure(plan: Plan, graph: STaskGraph, device: Device, out: Problems
             out.add(f"barrier {b.name} needs arrivals >= 1 and initial >= 0 (it has "
                     f"arrivals={b.arrivals}, initial={b.initial})")
 
+
+def _check_barrier_users(plan: Plan, device: Device, users: dict[str, set[str]],
+                         out: Problems) -> None:
+    """Without mbarriers, a barrier can only order the steps of one single-instance role."""
     if "mbarrier" not in device.features:
         instances = {r.name: r.instances for r in plan.roles}
         for name, rs in sorted(users.items()):
@@ -217,13 +251,32 @@ def check_structure(plan: Plan, graph: STaskGraph, device: Device, out: Problems
                 out.add(f"barrier {name} synchronises {' and '.join(sorted(rs))}, but "
                         f"{device.name} has no mbarriers to do that with")
 
-    # a value that crosses roles must travel in a buffer
+
+def _check_crossings(plan: Plan, graph: STaskGraph, placed: dict[str, list[str]],
+                     out: Problems) -> None:
+    """A value that crosses roles must travel in a buffer."""
     role_of = {t: rs[0] for t, rs in placed.items() if len(rs) == 1}
     for e in graph.edges:
         rs, rd = role_of.get(e.src), role_of.get(e.dst)
         if rs and rd and rs != rd and plan.buffer_for(e.src, e.dst, e.value) is None:
             out.add(f"{e.dst} in {rd} reads {e.value} from {e.src} in {rs}, but no buffer "
                     "carries it between the roles")
+
+
+def check_structure(plan: Plan, graph: STaskGraph, device: Device, out: Problems) -> bool:
+    """Group 1 of the verifier (see the module's docstring); True when it adds no problem."""
+    n0 = len(out.items)
+    tasks = {t.name: t for t in graph.tasks}
+    barriers, buffers = _declared(plan, out)
+    if plan.device != device.name:
+        out.add(f"the plan was made for {plan.device}, not {device.name}")
+    _check_fields(plan, graph, tasks, out)
+    if graph.tiles is not None and dict(plan.tiles) != dict(graph.tiles):
+        out.add(f"the plan's tiles {dict(plan.tiles)} are not the graph's {dict(graph.tiles)}")
+    placed, users = _check_roles(plan, graph, device, tasks, barriers, out)
+    _check_placement(graph, placed, out)
+    _check_buffers(plan, tasks, device, out)
+    _check_barriers(plan, buffers, out)
+    _check_barrier_users(plan, device, users, out)
+    _check_crossings(plan, graph, placed, out)
     return len(out.items) == n0
-
-
