@@ -229,3 +229,37 @@ def test_importing_ptc_loads_only_itself():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=PTC.parent, check=True).stdout.splitlines()
     assert out == ["['ptc', 'ptc.version'] False", "ptc.runtime True"]
+
+
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 60      # a def's lines, its docstring included
+
+
+def _oversized(source: str) -> list[str]:
+    """The module's size when over MAX_MODULE_LINES, then each function (or method) over
+    MAX_FUNCTION_LINES, with its line."""
+    found = []
+    lines = source.count("\n") + (not source.endswith("\n") and bool(source))
+    if lines > MAX_MODULE_LINES:
+        found.append(f"{lines} lines")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            size = node.end_lineno - node.lineno + 1
+            if size > MAX_FUNCTION_LINES:
+                found.append(f"line {node.lineno}: {node.name} is {size} lines")
+    return found
+
+
+def test_the_size_check_sees_a_long_function_and_a_long_module():
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES - 1))
+    assert _oversized(f"def short():\n{body}") == []
+    assert _oversized(f"def long():\n{body}    x = 0\n") == [
+        f"line 1: long is {MAX_FUNCTION_LINES + 1} lines"]
+    assert _oversized("x = 0\n" * (MAX_MODULE_LINES + 1)) == [f"{MAX_MODULE_LINES + 1} lines"]
+
+
+def test_no_module_over_600_lines_and_no_function_over_60():
+    """Small modules and functions, so that each reads as one idea."""
+    found = [f"{path.relative_to(PTC.parent)}: {what}" for path, _ in MODULES.values()
+             for what in _oversized(path.read_text())]
+    assert not found, "too long:\n" + "\n".join(found)

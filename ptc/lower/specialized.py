@@ -37,7 +37,8 @@ from ..sched.turns import turns
 from ..sema import typed as T
 from ..stask.graph import STaskGraph
 from . import ir
-from .lowering import Capabilities, LoweringError, align_up
+from .capabilities import Capabilities, LoweringError
+from .lowering import align_up
 from .specialized_ops import SpecializedBuilder
 from .specialized_passes import named_barriers, one_group_in_flight, pin_accumulators, take_turns
 from .specialized_plan import WARPGROUP, SpecializedPlan, wgmma_layouts

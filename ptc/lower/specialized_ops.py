@@ -10,11 +10,14 @@ from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
 from . import ir
 from .atoms import wgmma_k, why_not_k_major
-from .lowering import Builder, LoweringError, align_up, c_name, mma_operand_var
+from .capabilities import LoweringError
+from .conversions import mma_operand_var
+from .lowering import Builder, align_up
 from .program import Stmt, mma_parts, reads
 from .registers import defines
 from .specialized_plan import ROW0, RoleView, SpecializedPlan
 from .stmatrix import stmatrix_blocks
+from .storage import c_name
 from .swizzle import ALIGN, SmemLayout, smem_layout, tma_layout
 from .sync import op_reads
 from .tiles import add, const, dim_expr, extent_value, global_tile, index, mul

@@ -10,7 +10,7 @@ from ..stask.graph import STaskGraph
 from .assign import assign_layouts, layout_problem
 from .atoms import wgmma_k, why_no_wgmma
 from .layout import Layout, digits
-from .lowering import LoweringError
+from .capabilities import LoweringError
 from .program import flatten, mma_parts
 from .tiles import TileError, extent_value
 

@@ -8,7 +8,7 @@ from ..sched.plan import LoopBlock, Step
 from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
 from . import ir
-from .lowering import LoweringError
+from .capabilities import LoweringError
 from .specialized_ops import SpecializedBuilder
 from .tiles import const, dim_expr, divisible, extent_value, global_tile, tile_start
 
