@@ -199,7 +199,6 @@ class Builder:
         return name
 
     def homes(self) -> None:
-        sol = self.low.solution
         for b in self.plan.buffers:
             task = self.low.tasks[b.producer]
             shape = tuple(b.shape)
@@ -213,11 +212,16 @@ class Builder:
                                              f"ring of {b.producer}" if b.stages > 1
                                              else f"tile of {b.producer}", b.name)
             self.values[b.value] = ir.InShared(b.name, task.region)
+        self.register_homes()
+
+    def register_homes(self) -> None:
+        """Every let-bound value not in shared memory lives in registers, in the layout
+        the layout solution gave it."""
         for s in self.low.stmts:
             if not isinstance(s.stmt, T.Let) or s.stmt.name in self.values:
                 continue
             name = s.stmt.name
-            lay = sol.layouts.get(name)
+            lay = self.low.solution.layouts.get(name)
             if lay is None:
                 raise LoweringError(f"no layout for {name}")
             shape = self.low.shape(s.stmt.value)

@@ -17,7 +17,6 @@ from .program import Stmt, mma_parts, reads
 from .registers import defines
 from .specialized_plan import ROW0, RoleView, SpecializedPlan
 from .stmatrix import stmatrix_blocks
-from .storage import c_name
 from .swizzle import ALIGN, SmemLayout, smem_layout, tma_layout
 from .sync import op_reads
 from .tiles import add, const, dim_expr, extent_value, global_tile, index, mul
@@ -77,16 +76,7 @@ class SpecializedBuilder(Builder):
                                              else f"tile of {b.producer}", b.name)
             self.values[b.value] = ir.InShared(b.name, task.region,
                                                self.split_rows(task.stmts[0].value))
-        sol = self.low.solution
-        for s in self.low.stmts:
-            if not isinstance(s.stmt, T.Let) or s.stmt.name in self.values:
-                continue
-            name = s.stmt.name
-            lay = sol.layouts.get(name)
-            if lay is None:
-                raise LoweringError(f"no layout for {name}")
-            self.values[name] = ir.RegTile(c_name(name), s.stmt.value.type.dtype,
-                                           self.low.shape(s.stmt.value), self.layout_name(lay))
+        self.register_homes()
 
     # ---- the consumer's steps ---------------------------------------------------------------
     def loop(self, block: LoopBlock, loops) -> ir.Loop:
