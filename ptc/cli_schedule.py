@@ -38,6 +38,11 @@ Examples:
 @tile_option
 @click.option("--schedule", "schedule_file", metavar="PLAN.json",
               help="Pin this plan instead of searching (it is verified like any other).")
+@click.option("--after", "after_pass", metavar="PASS",
+              help="With --emit lowered: the ops as lowering pass PASS left them (steps, "
+                   "hoist_fragments, place_sync, staged_waits; warp-specialized plans: "
+                   "steps, place_sync, named_barriers, one_group_in_flight, "
+                   "pin_accumulators, take_turns).")
 @click.option("--output", "-o", "output", metavar="DIR",
               help="Instead of printing a stage, write the build directory (kernel.cu or "
                    "kernel.hip, the harness, headers, plan.json, build.sh); needs --target.")
@@ -46,13 +51,15 @@ Examples:
                    "`ptc build` does.")
 @tuning_options
 def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, schedule_file,
-             output, run_build, tuning):
+             after_pass, output, run_build, tuning):
     """Print a stage of the compilation of FILE in its canonical text form, or (-o DIR)
     write the build directory that `ptc build` compiles (--build: and build it).
 
     From --emit plan on, a matching entry of the tuning database (ptc-tuning.json beside
     FILE, written by `ptc tune`) pins its measured plan instead of the model's best."""
     no_tiles_with_schedule(tiles, schedule_file)
+    if after_pass is not None and stage != "lowered":
+        raise click.UsageError("--after PASS applies to --emit lowered")
     if run_build and output is None:
         raise click.UsageError("--build needs -o DIR (or use `ptc build`, which picks one)")
     if output is not None:              # -o DIR: the build directory, not a stage
@@ -79,8 +86,8 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
         return
     chosen = chosen_target(target, device_file)
     choice = tuning_choice(file, kernel, chosen, shapes, tiles, schedule_file, tuning)
-    click.echo(_scheduled_text(stage, kernel, chosen, shapes, tiles, schedule_file, choice),
-               nl=False)
+    click.echo(_scheduled_text(stage, kernel, chosen, shapes, tiles, schedule_file, choice,
+                               after_pass), nl=False)
 
 
 def _write_build_dir(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
@@ -116,7 +123,8 @@ def _graph_text(stage, file, text, kernel, tiles, schedule_file) -> str:
     return per_grid([printer(g) for g in graphs], kernel, "//" if stage == "dot" else "#")
 
 
-def _scheduled_text(stage, kernel, chosen, shapes, tiles, schedule_file, choice) -> str:
+def _scheduled_text(stage, kernel, chosen, shapes, tiles, schedule_file, choice,
+                    after_pass=None) -> str:
     """`--emit plan`, `lowered` or `source`: a stage past scheduling, of the tuned plan,
     the pinned one or the model's best."""
     from .sched.plan import plans_to_json
@@ -125,10 +133,11 @@ def _scheduled_text(stage, kernel, chosen, shapes, tiles, schedule_file, choice)
         from .lower import print_lowered
 
         if stage == "lowered":
+            header = _after_header(after_pass)
             lows = user_errors(lambda: pin_or_search(choice, schedule_file, lambda s: driver.lowered(
                 kernel, chosen, shapes=shapes, tiles=tiles, schedule_file=s,
-                progress=sys.stderr.isatty())))[0]
-            return per_grid([print_lowered(low) for low in lows], kernel, "#")
+                progress=sys.stderr.isatty(), after=after_pass)))[0]
+            return per_grid([header + print_lowered(low) for low in lows], kernel, "#")
         return user_errors(lambda: pin_or_search(choice, schedule_file, lambda s: driver.render(
             kernel, chosen, shapes=shapes, tiles=tiles, schedule_file=s,
             progress=sys.stderr.isatty())))[0]
@@ -142,6 +151,20 @@ def _scheduled_text(stage, kernel, chosen, shapes, tiles, schedule_file, choice)
 
     plans = user_errors(lambda: pin_or_search(choice, schedule_file, plans_for))
     return plans_to_json(plans)
+
+
+def _after_header(after_pass: str | None) -> str:
+    """The line above a lowered kernel dumped after a pass (PASS checked here: the names
+    are ptc.lower.passes')."""
+    if after_pass is None:
+        return ""
+    from .lower.passes import PASSES
+
+    if after_pass not in PASSES:
+        raise click.BadParameter(f"no lowering pass {after_pass!r}; the passes: "
+                                 f"{', '.join(PASSES)}", param_hint="--after")
+    return (f"# after pass {after_pass}: the ops as it left them; the launch, shared memory, "
+            "values and costs are the finished kernel's\n")
 
 
 def per_grid(texts: list[str], kernel, comment: str) -> str:

@@ -256,9 +256,10 @@ def finalized(plan, low, device):
 
 def lowered(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | None = None,
             tiles: Mapping[str, int] | None = None, schedule_file: str | Path | None = None,
-            progress: bool = False):
+            progress: bool = False, after: str | None = None):
     """(lowered kernels, plans, graphs, device), one of each per grid: the best plans (or
-    the pinned ones), lowered; `plans` are the plans as built."""
+    the pinned ones), lowered; `plans` are the plans as built. With `after`, each kernel's
+    ops are those the lowering pass of that name left (ptc.lower.passes)."""
     from .devices import get_device
     from .lower import LoweringError, lower
     from .render import can_render, capabilities
@@ -275,7 +276,7 @@ def lowered(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | Non
         if why:
             raise CompileError(Diagnostic(f"cannot build this plan for {device.name}: {why}"))
         try:
-            low = lower(plan, graph, device, capabilities(device))
+            low = lower(plan, graph, device, capabilities(device), after)
         except LoweringError as exc:
             raise CompileError(Diagnostic(f"cannot lower the plan for {device.name}: {exc}")) \
                 from None

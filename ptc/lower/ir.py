@@ -233,7 +233,8 @@ class Iteration:
 @dataclass(frozen=True)
 class PlanWait:
     """A plan wait on copied buffers, as the lowering first places it; ptc.lower.sync
-    turns it into WaitGroups (or drops it) -- it never reaches a LoweredKernel."""
+    turns it into WaitGroups (or drops it) -- it reaches a LoweredKernel only in a dump
+    of the ops before that pass (ptc.lower.passes)."""
 
     buffers: tuple[str, ...]
 

@@ -39,6 +39,7 @@ from .atoms import atoms_for, mma_atom
 from .capabilities import Capabilities, LoweringError
 from .conversions import contiguous_run, layout_conversions, mma_operand_var
 from .layout import Layout
+from .passes import PassTrace
 from .program import Stmt, flatten, mma_parts, reads
 from .staged_copies import staged_waits
 from .storage import c_name
@@ -49,8 +50,9 @@ from .tiling_choice import cheapest_tilings, tiling_cost
 
 class Lowering:
     def __init__(self, plan: Plan, graph: STaskGraph, device: Device,
-                 caps: Capabilities | None):
+                 caps: Capabilities | None, trace: PassTrace | None = None):
         self.plan, self.graph, self.device, self.caps = plan, graph, device, caps
+        self.trace = trace or PassTrace()
         self.kernel = graph.kernel
         self.tiles = dict(graph.tiles or {})
         self.role = plan.roles[0]
@@ -236,17 +238,19 @@ class Builder:
         from .registers import estimate_registers
         from .sync import place_sync
 
+        trace = self.low.trace
         self.homes()
-        body = tuple(self.items(self.plan.roles[0].body, ()))
+        body = trace.after("steps", tuple(self.items(self.plan.roles[0].body, ())))
         self.base_registers = estimate_registers(body, self)
         self.reserved_registers = 0
-        body = self.hoist_fragments(body)
+        body = trace.after("hoist_fragments", self.hoist_fragments(body))
         buffers, total = place_buffers(body, list(self.buffers.values()), self.values)
         too_big = over_shared_memory(total, buffers, self.device)
         if too_big:
             raise LoweringError(too_big)
-        body = place_sync(body, {b.name: b for b in buffers}, self.values)
-        body = staged_waits(body)
+        body = trace.after("place_sync", place_sync(body, {b.name: b for b in buffers},
+                                                    self.values))
+        body = trace.after("staged_waits", staged_waits(body))
         self.values = in_place_addends(body, self.values)
         registers = estimate_registers(body, self)
         dev = self.device
@@ -263,7 +267,7 @@ class Builder:
             tuple(self.layouts.values()), tuple(buffers), tuple(self.values.items()), body,
             tuple(self.units.items()), (), tuple(dict.fromkeys(self.alignment)),
             tuple(self.low.notes))
-        return replace(kernel, costs=task_costs(kernel, self.graph, dev))
+        return trace.kernel(replace(kernel, costs=task_costs(kernel, self.graph, dev)))
 
     def alu_accumulator_blocks(self, body, registers: int, blocks: int) -> int:
         """The blocks per EU the register allocator is told to leave room for (0: its own

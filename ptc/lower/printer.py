@@ -202,6 +202,8 @@ def _specialized_op(op) -> str:
         return f"wgmma wait <= {op.pending} groups pending{pinned}"
     if isinstance(op, ir.PinAccumulators):
         return f"pin {', '.join(op.values)} in registers"
+    if isinstance(op, ir.PlanWait):      # before place_sync (`--after steps`)
+        return f"the plan waits for {', '.join(op.buffers)} (place_sync places it)"
     if isinstance(op, ir.NamedBarrier):
         if op.threads == 128 and not op.arrive:
             return f"named barrier (the warpgroup)  # {op.why}"

@@ -39,6 +39,7 @@ from ..stask.graph import STaskGraph
 from . import ir
 from .capabilities import Capabilities, LoweringError
 from .lowering import align_up
+from .passes import PassTrace
 from .specialized_ops import SpecializedBuilder
 from .specialized_passes import named_barriers, one_group_in_flight, pin_accumulators, take_turns
 from .specialized_plan import WARPGROUP, SpecializedPlan, wgmma_layouts
@@ -48,8 +49,9 @@ from .tiles import add, const, dim_expr
 
 
 def lower_specialized(plan: Plan, graph: STaskGraph, device: Device,
-                      caps: Capabilities | None) -> ir.LoweredKernel:
-    spec = SpecializedPlan(plan, graph, device, caps)
+                      caps: Capabilities | None,
+                      trace: PassTrace | None = None) -> ir.LoweredKernel:
+    spec = SpecializedPlan(plan, graph, device, caps, trace)
     return _Kernel(spec, spec.consumer_view()).build()
 
 
@@ -63,7 +65,8 @@ class _Kernel(SpecializedBuilder):
 
         self.homes()
         self.per_warp = self.cuda_core_readers()
-        consumer = tuple(self.items(self.spec.consumer.body, ()))
+        consumer = self.spec.trace.after("steps",
+                                         tuple(self.items(self.spec.consumer.body, ())))
         producer = tuple(Producer(self).items(self.spec.producer.body, ()))
         placed, offset = self.placed_buffers()
         sets, offset = self.mbarrier_sets(offset)
@@ -73,7 +76,8 @@ class _Kernel(SpecializedBuilder):
         self.values = in_place_addends(consumer, self.values)
         budget = self.checked_registers(consumer)
         kernel = self.lowered_kernel(producer, consumer, budget, sets, buffers, total)
-        return replace(kernel, costs=task_costs(kernel, self.graph, self.device))
+        return self.spec.trace.kernel(
+            replace(kernel, costs=task_costs(kernel, self.graph, self.device)), "consumer")
 
     # ---- shared memory -------------------------------------------------------------------
     def placed_buffers(self) -> tuple[list[ir.Buffer], int]:
@@ -120,16 +124,18 @@ class _Kernel(SpecializedBuilder):
         accumulators and, for ping-pong, the turns at the tensor cores."""
         from .sync import place_sync
 
-        consumer = named_barriers(place_sync(consumer, buffers, self.values))
-        consumer = one_group_in_flight(consumer)
-        consumer = pin_accumulators(consumer, {op.out for op in ir.walk(consumer)
-                                               if isinstance(op, ir.Wgmma)})
+        after = self.spec.trace.after
+        consumer = after("place_sync", place_sync(consumer, buffers, self.values))
+        consumer = after("named_barriers", named_barriers(consumer))
+        consumer = after("one_group_in_flight", one_group_in_flight(consumer))
+        consumer = after("pin_accumulators", pin_accumulators(
+            consumer, {op.out for op in ir.walk(consumer) if isinstance(op, ir.Wgmma)}))
         if self.spec.consumer.pingpong:
             where = turns(self.spec.consumer, self.plan.pipelined,
                           lambda unit: self.device.unit(unit).kind)
             if isinstance(where, str):
                 raise LoweringError(f"ping-pong: {where}")
-            consumer = take_turns(consumer, where, self.spec.parts)
+            consumer = after("take_turns", take_turns(consumer, where, self.spec.parts))
         return consumer
 
     def checked_registers(self, consumer: tuple) -> int:

@@ -11,6 +11,7 @@ from .assign import assign_layouts, layout_problem
 from .atoms import wgmma_k, why_no_wgmma
 from .layout import Layout, digits
 from .capabilities import LoweringError
+from .passes import PassTrace
 from .program import flatten, mma_parts
 from .tiles import TileError, extent_value
 
@@ -82,8 +83,10 @@ class SpecializedPlan:
     """The plan's roles, checked: one producer warpgroup and `parts` consumer warpgroups,
     which divide the rows of the split grid index's tile (`rows` each)."""
 
-    def __init__(self, plan: Plan, graph: STaskGraph, device: Device, caps):
+    def __init__(self, plan: Plan, graph: STaskGraph, device: Device, caps,
+                 trace: PassTrace | None = None):
         self.plan, self.graph, self.device, self.caps = plan, graph, device, caps
+        self.trace = trace or PassTrace()
         self.kernel = graph.kernel
         self.tiles = dict(graph.tiles or {})
         roles = {r.name: r for r in plan.roles}

@@ -8,11 +8,15 @@ from ..stask.graph import STaskGraph
 from . import ir
 from .capabilities import Capabilities, LoweringError
 from .lowering import Lowering
+from .passes import PassTrace
 from .specialized import lower_specialized
 
 
 def lower(plan: Plan, graph: STaskGraph, device: Device,
-          caps: Capabilities | None = None) -> ir.LoweredKernel:
+          caps: Capabilities | None = None, after: str | None = None) -> ir.LoweredKernel:
+    """The lowered kernel of `plan`; with `after`, its ops as that pass left them
+    (ptc.lower.passes)."""
+    trace = PassTrace(after)
     if len(graph.kernel.body) != 1:
         # the plan and graph are those of one grid: the others would be dropped silently
         raise LoweringError(f"kernel {graph.kernel.name} has {len(graph.kernel.body)} "
@@ -22,8 +26,8 @@ def lower(plan: Plan, graph: STaskGraph, device: Device,
         if why:
             raise LoweringError(why)
     if plan.style == "warp_specialized":
-        return lower_specialized(plan, graph, device, caps)
+        return lower_specialized(plan, graph, device, caps, trace)
     if len(plan.roles) != 1:
         raise LoweringError(f"{plan.style} plans have {len(plan.roles)} roles; the lowering "
                             "takes single-role plans, or warp-specialized ones")
-    return Lowering(plan, graph, device, caps).run()
+    return Lowering(plan, graph, device, caps, trace).run()
