@@ -357,24 +357,9 @@ def pinned_plans(kernel: TypedKernel, target: str, plan_path: str | Path | PlanT
             raise CompileError(Diagnostic(f"{filename} is a plan for {plan.device}, not "
                                           f"{device.name}", hint=f"pass --target {plan.device}"))
         graph = stask_graph(part, plan.tile_sizes)
-        plan = _unlowered_smem(plan)
         verify(plan, graph, device)
         out.append((plan, graph))
     return tuple(out)
-
-
-def _unlowered_smem(plan):
-    """A plan as built carries the lowered kernel's shared memory, which may be less than
-    the sum of its buffers (the lowering reuses the space of buffers whose lifetimes do not
-    overlap); the verifier checks the plan's own need, and lowering it again recomputes the
-    kernel's allocation, so a pinned plan (`--emit plan` fed back to `--schedule`) is
-    verified with the larger of the two."""
-    from dataclasses import replace
-
-    need = sum(b.stages * b.slot_bytes for b in plan.buffers)
-    if plan.launch.dynamic_smem >= need:
-        return plan
-    return replace(plan, launch=replace(plan.launch, dynamic_smem=need))
 
 
 # ---- rendering ------------------------------------------------------------------------

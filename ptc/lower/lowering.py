@@ -267,7 +267,7 @@ class Builder:
             tuple(self.layouts.values()), tuple(buffers), tuple(self.values.items()), body,
             tuple(self.units.items()), (), tuple(dict.fromkeys(self.alignment)),
             tuple(self.low.notes))
-        return trace.kernel(replace(kernel, costs=task_costs(kernel, self.graph, dev)))
+        return replace(kernel, costs=task_costs(kernel, self.graph, dev))
 
     def alu_accumulator_blocks(self, body, registers: int, blocks: int) -> int:
         """The blocks per EU the register allocator is told to leave room for (0: its own

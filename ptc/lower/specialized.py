@@ -76,8 +76,7 @@ class _Kernel(SpecializedBuilder):
         self.values = in_place_addends(consumer, self.values)
         budget = self.checked_registers(consumer)
         kernel = self.lowered_kernel(producer, consumer, budget, sets, buffers, total)
-        return self.spec.trace.kernel(
-            replace(kernel, costs=task_costs(kernel, self.graph, self.device)), "consumer")
+        return replace(kernel, costs=task_costs(kernel, self.graph, self.device))
 
     # ---- shared memory -------------------------------------------------------------------
     def placed_buffers(self) -> tuple[list[ir.Buffer], int]:

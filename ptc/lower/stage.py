@@ -10,6 +10,7 @@ from .capabilities import Capabilities, LoweringError
 from .lowering import Lowering
 from .passes import PassTrace
 from .specialized import lower_specialized
+from .verify import resource_problems
 
 
 def lower(plan: Plan, graph: STaskGraph, device: Device,
@@ -26,8 +27,13 @@ def lower(plan: Plan, graph: STaskGraph, device: Device,
         if why:
             raise LoweringError(why)
     if plan.style == "warp_specialized":
-        return lower_specialized(plan, graph, device, caps, trace)
-    if len(plan.roles) != 1:
+        low = lower_specialized(plan, graph, device, caps, trace)
+    elif len(plan.roles) != 1:
         raise LoweringError(f"{plan.style} plans have {len(plan.roles)} roles; the lowering "
                             "takes single-role plans, or warp-specialized ones")
-    return Lowering(plan, graph, device, caps, trace).run()
+    else:
+        low = Lowering(plan, graph, device, caps, trace).run()
+    problems = resource_problems(low, device)
+    if problems:
+        raise LoweringError("the lowered kernel's resources: " + "; ".join(problems))
+    return trace.kernel(low, "consumer" if plan.style == "warp_specialized" else None)

@@ -32,7 +32,8 @@ buffers and barriers involved; `verify` raises them as one `CompileError`. Three
    has completed (WAR: slot k % stages is free again).
 
 3. Resources: shared memory (buffers' stages * slot bytes, plus 8 bytes per mbarrier slot)
-   within the device's per-block limit and consistent with the launch; threads within
+   within the device's per-block limit (the lowered kernel's placement of the buffers, and
+   the launch's bytes, are ptc.lower.verify's, checked at every lowering); threads within
    the block limit and consistent with the roles; each role's registers per thread within
    the device's limit and all roles' registers within the EU's register file.
 

@@ -31,10 +31,10 @@ def check_resources(plan: Plan, graph: STaskGraph, device: Device, out: Problems
         out.add(f"shared memory: the buffers need {used} bytes ({detail})"
                 + (f" plus {mbar} for barriers" if mbar else "")
                 + f", over {device.name}'s {res.shared_memory_bytes} per block")
-    if plan.launch.dynamic_smem < used:
-        out.add(f"launch.dynamic_smem is {plan.launch.dynamic_smem} bytes, less than the "
-                f"{used} the buffers need ({detail})")
-    elif plan.launch.dynamic_smem > res.shared_memory_bytes:
+    # launch.dynamic_smem may be less than the buffers' sum: a plan as built carries its
+    # lowered kernel's, whose buffers reuse the bytes of those whose lives do not meet; the
+    # lowering places the buffers and ptc.lower.verify checks that placement
+    if plan.launch.dynamic_smem > res.shared_memory_bytes:
         out.add(f"launch.dynamic_smem is {plan.launch.dynamic_smem} bytes, over "
                 f"{device.name}'s {res.shared_memory_bytes} per block")
     tasks = {t.name: t for t in graph.tasks}
