@@ -5,7 +5,7 @@ compile-time sizes), then each tensor's array shape (rank, literal extents and a
 with what is already known are checked), then, in `complete`, a fallback mapping and the
 `dims` defaults, with every size positive and equal to its compile-time value where the
 program fixed one. The reference interpreter (`ptc.interp.bind_dims`), the runtime's call
-binding (`ptc.runtime.binding`), `ptc run --inputs` (`ptc.cli`) and the driver's reading
+binding (`ptc.runtime.binding`), `ptc run --inputs` (`ptc.cli.run`) and the driver's reading
 of compile-time dims from inputs (`ptc.driver.dims_from_inputs`) all bind through it; the
 C harness (templates/cuda/harness.cu.j2) repeats the same rules for `ptc_run`.
 """

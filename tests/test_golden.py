@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ptc.cli_schedule import per_grid
+from ptc.cli.schedule import per_grid
 from ptc.driver import check_file, lowered, render
 from ptc.lower import print_lowered
 

@@ -658,7 +658,7 @@ def test_bench_compares_with_the_reference():
 
 
 def test_bench_on_the_fake_runtime(fake, capsys):
-    from ptc.cli_build import print_bench
+    from ptc.cli.build import print_bench
     from ptc.runtime.bench import run_bench
 
     prepared = R.prepare(AXPY_PT, "sm80", shapes={"M": 64, "N": 48},

@@ -1,4 +1,4 @@
-"""ptc tune and the tuning database (ptc.tune, ptc.cli_tune), without a GPU: the key, the
+"""ptc tune and the tuning database (ptc.tune, ptc.cli.tune), without a GPU: the key, the
 file format, lookup and staleness, which plans a tune measures, the winner, and compile /
 build / explain using a matching entry. A GPU run is replaced by a fake measurer; the
 measurements it reports are made up (and say so by their GPU's name)."""
@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from ptc import driver
-from ptc import cli_tune
+from ptc.cli import tune as cli_tune
 from ptc.cli import cli
 from ptc.devices import get_device
 from ptc.runtime import cuda

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import click
 
-from .cli_common import (Reported, checked_kernel, chosen_target, cli, fail, kernel_option,
-                         no_tiles_with_schedule,
-                         shape_option, target_options, terminal_width, tile_option,
-                         user_errors)
+from .common import (Reported, checked_kernel, chosen_target, cli, fail, kernel_option,
+                     no_tiles_with_schedule, shape_option, target_options, terminal_width,
+                     tile_option, user_errors)
 
 KERNEL_SOURCE_HELP = ("Use this kernel source (kernel.cu, or kernel.hip for a HIP target) "
                       "instead of rendering one (hand-written or edited; it must follow the "
@@ -21,7 +20,7 @@ KERNEL_SOURCE_HELP = ("Use this kernel source (kernel.cu, or kernel.hip for a HI
 
 
 def _options(f):
-    from .cli_tune import tuning_options
+    from .tune import tuning_options
 
     f = tuning_options(f)
     f = click.option("--kernel-source", "kernel_source", metavar="FILE.cu",
@@ -48,8 +47,8 @@ def _read_kernel_source(path: str | None) -> str | None:
 
 def _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
              kernel_source, tuning=None):
-    from . import runtime
-    from .cli_tune import pin_or_search, tuning_choice
+    from .. import runtime
+    from .tune import pin_or_search, tuning_choice
 
     no_tiles_with_schedule(tiles, schedule_file)
     chosen = chosen_target(target, device_file)
@@ -72,9 +71,9 @@ def write_output(file, target, device_file, kernel_name, shapes, tiles, schedule
                  kernel_source=None, tuning=None):
     """`ptc compile FILE -o DIR`: write the build directory (no compiler runs); returns its
     path."""
-    from . import runtime
-    from .runtime.toolchains import toolchain
-    from .runtime.harness import SIGNATURE_SOURCE
+    from .. import runtime
+    from ..runtime.toolchains import toolchain
+    from ..runtime.harness import SIGNATURE_SOURCE
 
     prepared = _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
                         kernel_source, tuning)
@@ -119,8 +118,8 @@ def build_and_report(file, target, device_file, kernel_name, shapes, tiles, sche
                      kernel_source, output, as_json=False, tuning=None) -> None:
     """`ptc build` (and `ptc compile --build -o DIR`): write the directory, run the
     compiler, print the resources and the main-loop report."""
-    from . import runtime
-    from .runtime.toolchains import toolchain
+    from .. import runtime
+    from ..runtime.toolchains import toolchain
 
     prepared = _prepare(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
                         kernel_source, tuning)
@@ -147,10 +146,10 @@ def build_and_report(file, target, device_file, kernel_name, shapes, tiles, sche
 def print_main_loop(folder) -> None:
     """What the main loop of each kernel variant issues per warp and iteration, read from
     the SASS (ptc.runtime.mainloop); silent where cuobjdump is missing."""
-    from .runtime.build import sass
-    from .runtime.errors import BuildError
-    from .runtime.mainloop import MainLoopError, format_reports, mainloop_reports
-    from .runtime.ptxas import kernel_name
+    from ..runtime.build import sass
+    from ..runtime.errors import BuildError
+    from ..runtime.mainloop import MainLoopError, format_reports, mainloop_reports
+    from ..runtime.ptxas import kernel_name
 
     try:
         reports = mainloop_reports(sass(folder))
@@ -212,13 +211,13 @@ def bench(file, target, device_file, kernel_name, shapes, tiles, schedule_file, 
     """Build FILE, run it on the GPU on random inputs, check the outputs against the
     reference interpreter and time it: median time, TFLOP/s or GB/s, % of the target's
     peak (from its YAML) and the speed-up over a torch baseline. Exit 1 if a check fails."""
-    from . import runtime
-    from .runtime import bench as B
-    from .runtime.cuda import can_run, find_gpus
+    from .. import runtime
+    from ..runtime import bench as B
+    from ..runtime.cuda import can_run, find_gpus
 
     chosen = chosen_target(target, device_file)
     checked_kernel(file, kernel_name, shapes)              # the program's errors come first
-    from .devices import get_device
+    from ..devices import get_device
 
     device = user_errors(lambda: get_device(chosen))   # then the target's
     if device.backend != "cuda":
@@ -294,13 +293,13 @@ def run_emulated(file, kernel, text, inputs, shapes, tiles, seed, target, order,
     Returns (outputs by name, seconds the emulated run took, the label of the timing line)."""
     import time
 
-    from . import driver
-    from .devices import get_device
-    from .diagnostics import CompileError
-    from .interp import prepare as bind_call
-    from .render import RENDERERS
-    from .render.emulate import EmulationError, backend_of, build_emulated, compiler
-    from .sema.typed import TensorParam
+    from .. import driver
+    from ..devices import get_device
+    from ..diagnostics import CompileError
+    from ..interp import prepare as bind_call
+    from ..render import RENDERERS
+    from ..render.emulate import EmulationError, backend_of, build_emulated, compiler
+    from ..sema.typed import TensorParam
 
     device = user_errors(lambda: get_device(target))
     if device.backend not in RENDERERS:
@@ -319,7 +318,7 @@ def run_emulated(file, kernel, text, inputs, shapes, tiles, seed, target, order,
     try:
         call = bind_call(typed, inputs, shapes=sizes, tiles=tiles, seed=seed)
     except CompileError as exc:
-        from .cli_common import report, reported
+        from .common import report, reported
 
         report(exc, file, text)
         raise reported(exc) from None

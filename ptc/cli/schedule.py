@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from . import driver
-from .cli_common import (checked, checked_kernel, chosen_target, cli, kernel_option,
-                         no_tiles_with_schedule, read, save_text_atomic, shape_option,
-                         target_options, terminal_width, tile_option, user_errors)
-from .cli_tune import pin_or_search, promote, tuning_choice, tuning_options
-from .grammar import parse
+from .. import driver
+from ..grammar import parse
+from .common import (checked, checked_kernel, chosen_target, cli, kernel_option,
+                     no_tiles_with_schedule, read, save_text_atomic, shape_option,
+                     target_options, terminal_width, tile_option, user_errors)
+from .tune import pin_or_search, promote, tuning_choice, tuning_options
 
 
 @cli.command("compile", epilog="""\b
@@ -75,7 +75,7 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
         click.echo(_ast_text(file), nl=False)
         return
     if stage == "typed":
-        from .sema.printer import print_program
+        from ..sema.printer import print_program
 
         program, _ = checked(file, shapes)
         click.echo(print_program(program), nl=False)
@@ -92,8 +92,8 @@ def compile_(file, stage, target, device_file, kernel_name, shapes, tiles, sched
 
 def _write_build_dir(file, target, device_file, kernel_name, shapes, tiles, schedule_file,
                      output, run_build, tuning) -> None:
-    """`compile -o DIR`: write the build directory (ptc/cli_build.py); --build: build it."""
-    from .cli_build import build_and_report, write_output
+    """`compile -o DIR`: write the build directory (ptc/cli/build.py); --build: build it."""
+    from .build import build_and_report, write_output
 
     if run_build:
         build_and_report(file, target, device_file, kernel_name, shapes, tiles,
@@ -105,7 +105,7 @@ def _write_build_dir(file, target, device_file, kernel_name, shapes, tiles, sche
 
 def _ast_text(file) -> str:
     """`--emit ast`: FILE parsed and printed back in canonical form."""
-    from .grammar.printer import print_module
+    from ..grammar.printer import print_module
 
     filename, text = read(file)
     module = user_errors(lambda: parse(text, filename), filename, text)
@@ -114,7 +114,7 @@ def _ast_text(file) -> str:
 
 def _graph_text(stage, file, text, kernel, tiles, schedule_file) -> str:
     """`--emit stask` or `--emit dot`: the sTask-graph of each grid."""
-    from .stask import print_graph, to_dot
+    from ..stask import print_graph, to_dot
 
     if schedule_file:
         raise click.UsageError("--schedule applies to --emit plan")
@@ -127,10 +127,10 @@ def _scheduled_text(stage, kernel, chosen, shapes, tiles, schedule_file, choice,
                     after_pass=None) -> str:
     """`--emit plan`, `lowered` or `source`: a stage past scheduling, of the tuned plan,
     the pinned one or the model's best."""
-    from .sched.plan import plans_to_json
+    from ..sched.plan import plans_to_json
 
     if stage in ("lowered", "source"):
-        from .lower import print_lowered
+        from ..lower import print_lowered
 
         if stage == "lowered":
             header = _after_header(after_pass)
@@ -158,7 +158,7 @@ def _after_header(after_pass: str | None) -> str:
     are ptc.lower.passes')."""
     if after_pass is None:
         return ""
-    from .lower.passes import PASSES
+    from ..lower.passes import PASSES
 
     if after_pass not in PASSES:
         raise click.BadParameter(f"no lowering pass {after_pass!r}; the passes: "
@@ -190,7 +190,7 @@ def devices(device_file):
     from rich.console import Console
     from rich.table import Table
 
-    from .devices import builtin_targets, get_device
+    from ..devices import builtin_targets, get_device
 
     names = builtin_targets() + ([device_file] if device_file else [])
     table = Table(title="ptc devices", title_justify="left")
@@ -230,7 +230,7 @@ def explain(file, target, device_file, kernel_name, shapes, tiles, svg_path, as_
     named with the reason they do not apply."""
     from rich.console import Console
 
-    from . import explain as ex
+    from .. import explain as ex
 
     chosen = chosen_target(target, device_file)
     kernel, text = checked_kernel(file, kernel_name, shapes)

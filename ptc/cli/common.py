@@ -1,8 +1,9 @@
 """What the `ptc` commands share: the command group itself (its error handling and exit
 statuses), the NAME=INT, target and kernel options, reading and checking a file with its
-errors shown, and writing files atomically. The commands live in ptc.cli (check, run),
-ptc.cli_schedule (compile, devices, explain), ptc.cli_build (build, bench), ptc.cli_tune
-(tune, calibrate) and ptc.cli_coverage (coverage); ptc.cli gathers them.
+errors shown, and writing files atomically. The commands live in ptc.cli.check (check),
+ptc.cli.run (run), ptc.cli.schedule (compile, devices, explain), ptc.cli.build (build,
+bench), ptc.cli.tune (tune, calibrate) and ptc.cli.coverage (coverage); the package ptc.cli
+gathers them.
 
 Exit status: 0 ok; 1 an error in the user's program or data (rendered by `ptc.report`);
 2 a usage error (click); 3 an internal error (a bug in ptc: never a traceback unless
@@ -19,13 +20,13 @@ from typing import Mapping
 
 import click
 
-from . import driver
-from .diagnostics import NOWHERE, CompileError, Diagnostic, FlagError
-from .grammar import parse
-from .report import render_error
-from .sema import check as sema_check
-from .sema.typed import Program
-from .version import __version__
+from .. import driver
+from ..diagnostics import NOWHERE, CompileError, Diagnostic, FlagError
+from ..grammar import parse
+from ..report import render_error
+from ..sema import check as sema_check
+from ..sema.typed import Program
+from ..version import __version__
 
 EXIT_USER, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 3, 130
 
@@ -224,7 +225,7 @@ def chosen_target(target: str | None, device_file: str | None,
 
 def user_errors(fn, filename: str = "ptc", source: str = ""):
     """Run fn(); show any CompileError (device files render against their own text)."""
-    from .devices import DeviceError
+    from ..devices import DeviceError
 
     try:
         return fn()

@@ -1,13 +1,8 @@
-"""The `ptc` command line: check, run and compile .pt kernels.
-
-This module holds `check` and `run` and gathers the other commands: compile, devices and
-explain (ptc.cli_schedule), build and bench (ptc.cli_build), tune and calibrate
-(ptc.cli_tune), coverage (ptc.cli_coverage), all on the one command group of
-ptc.cli_common, which also documents the exit statuses.
-"""
+"""`ptc run`: a kernel on the reference interpreter (NumPy, no GPU) or, with --emulate, its
+rendered CUDA or HIP kernel on the CPU emulator; its inputs read from an .npz and checked
+against the kernel's signature, its outputs summarized or saved."""
 from __future__ import annotations
 
-import json
 import sys
 import time
 import zipfile
@@ -16,97 +11,13 @@ from typing import Mapping
 
 import click
 
-# the other modules register their commands on the group
-from . import cli_build, cli_coverage, cli_schedule, cli_tune  # noqa: F401
-from . import driver
-from .cli_common import Assignments, check_source  # noqa: F401  (re-exported)
-from .cli_common import (Reported, checked, cli, fail, report, reported, save_atomic,
-                         shape_option, tile_option, user_errors)
-from .diagnostics import CompileError, Diagnostic
-from .dims import DimBinder, DimError
-from .npy_dtypes import accepted_text, to_param_dtype
-from .sema.typed import ScalarParam, TensorParam, TypedKernel
-
-
-def _signature(k: TypedKernel) -> str:
-    ins = ", ".join(str(p) for p in k.inputs)
-    outs = ", ".join(str(p) for p in k.outputs)
-    return f"{k.name}({ins}) -> ({outs})"
-
-
-def _dim_size(d, shapes: Mapping[str, int]) -> int | None:
-    """A dim's compile-time size: from --shape, or the one the program needs; else None."""
-    return shapes.get(d.name, d.static)
-
-
-def _summary(k: TypedKernel, shapes: Mapping[str, int]) -> str:
-    line = _signature(k)
-    if k.dims:
-        sizes = []
-        for d in k.dims:
-            size = _dim_size(d, shapes)
-            sizes.append(f"{d.name}={'runtime' if size is None else size}")
-        line += "  dims " + ", ".join(sizes)
-    return line
-
-
-def _kernel_json(k: TypedKernel, shapes: Mapping[str, int]) -> dict:
-    def tensor(p: TensorParam) -> dict:
-        return {"name": p.name, "dtype": p.dtype, "dims": list(p.dims)}
-
-    return {
-        "name": k.name,
-        "signature": _signature(k),
-        "params": [tensor(p) for p in k.inputs if isinstance(p, TensorParam)],
-        "scalars": [{"name": p.name, "dtype": p.dtype}
-                    for p in k.inputs if isinstance(p, ScalarParam)],
-        "inputs": [p.name for p in k.inputs],
-        "outputs": [tensor(p) for p in k.outputs],
-        "dims": [{"name": d.name, "default": d.default, "size": _dim_size(d, shapes)}
-                 for d in k.dims],
-        "tiles": [{"name": t.name, "choices": list(t.choices), "implicit": t.implicit}
-                  for t in k.tiles],
-    }
-
-
-def _diag_json(d: Diagnostic) -> dict:
-    return {"message": d.message, "line": d.span.line, "col": d.span.col,
-            "end_line": d.span.end_line, "end_col": d.span.end_col, "hint": d.hint}
-
-
-# ---- commands ------------------------------------------------------------------------
-@cli.command(epilog="""\b
-Examples:
-  ptc check samples/*.pt
-  ptc check samples/flash_attn.pt --shape D=128 --json""")
-@click.argument("files", nargs=-1, required=True)
-@shape_option
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the kernels' signatures as JSON (for tools), not a summary.")
-def check(files, shapes, as_json):
-    """Parse and type-check FILE..., one summary line per kernel.
-
-    Every file is checked and every error reported; the exit status is 1 if any failed.
-    """
-    failed = False
-    results = []
-    for path in files:
-        try:
-            program, _ = checked(path, shapes)
-        except Reported:
-            failed = True
-            results.append({"file": str(path), "ok": False})
-            continue
-        if as_json:
-            results.append({"file": str(path), "ok": True,
-                            "kernels": [_kernel_json(k, shapes) for k in program.kernels]})
-        else:
-            for k in program.kernels:
-                click.echo(f"{path}: {_summary(k, shapes)}")
-    if as_json:
-        click.echo(json.dumps({"files": results}, indent=2))
-    if failed:
-        raise Reported()
+from .. import driver
+from ..diagnostics import CompileError
+from ..dims import DimBinder, DimError
+from ..npy_dtypes import accepted_text, to_param_dtype
+from ..sema.typed import ScalarParam, TypedKernel
+from .common import (checked, cli, fail, report, reported, save_atomic, shape_option,
+                     tile_option, user_errors)
 
 
 @cli.command(epilog="""\b
@@ -187,7 +98,7 @@ def run(file, kernel_name, shapes, tiles, inputs_path, random_inputs, output_pat
     if output_path and not Path(output_path).resolve().parent.is_dir():
         raise fail(f"cannot write {output_path}: no such directory")
     if emulate:
-        from .cli_build import run_emulated
+        from .build import run_emulated
 
         outputs, elapsed, label = run_emulated(file, kernel, text, inputs, shapes, tiles, seed,
                                                target, order or "forward", eager)
@@ -216,8 +127,8 @@ def run(file, kernel_name, shapes, tiles, inputs_path, random_inputs, output_pat
 def _no_gpu_runner(target: str) -> None:
     """`ptc run --target T` without --emulate, for a target whose kernels ptc does not run
     on a GPU (HIP): say what running it would take, in one line."""
-    from .devices import get_device
-    from .runtime.toolchains import toolchain
+    from ..devices import get_device
+    from ..runtime.toolchains import toolchain
 
     device = user_errors(lambda: get_device(target))
     chain = user_errors(lambda: toolchain(device.backend))
@@ -326,12 +237,3 @@ def _print_table(kernel: TypedKernel, outputs: Mapping, elapsed: float,
     console = Console(file=sys.stdout, highlight=False, soft_wrap=False)
     console.print(table)
     console.print(f"time: {elapsed:.3f} s ({label})", highlight=False)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """The `ptc` console script."""
-    cli.main(args=argv, prog_name="ptc")
-
-
-if __name__ == "__main__":
-    main()

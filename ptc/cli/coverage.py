@@ -7,7 +7,7 @@ import json
 
 import click
 
-from .cli_common import cli, fail
+from .common import cli, fail
 
 
 @cli.command(epilog="""\b
@@ -30,9 +30,9 @@ def coverage(targets, lower_only, missing, as_json):
     and store widths, ...), the case that covers it (kernel, tiles, plan) and whether that
     case matches the interpreter; and the forms the lowering never produces, with why.
     Exits 1 when a reachable form is covered by no case that passed."""
-    from .coverage.cases import CATALOGUE, coverage as table, lowered_result, run_case
-    from .devices import builtin_targets, get_device
-    from .render import capabilities
+    from ..coverage.cases import CATALOGUE, coverage as table, lowered_result, run_case
+    from ..devices import builtin_targets, get_device
+    from ..render import capabilities
 
     known = [t for t in builtin_targets() if capabilities(get_device(t)) is not None]
     for t in targets:

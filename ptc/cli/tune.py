@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 
 import click
 
-from .cli_common import (checked_kernel, chosen_target, cli, fail, kernel_option,
-                         shape_option, target_options, terminal_width, user_errors)
-from .diagnostics import CompileError
+from ..diagnostics import CompileError
+from .common import (checked_kernel, chosen_target, cli, fail, kernel_option, shape_option,
+                     target_options, terminal_width, user_errors)
 
 
 # ---- the tuning database in compile, build, bench and explain ----------------------------
@@ -46,8 +46,8 @@ def tuning_choice(file, kernel, chosen, shapes, tiles, schedule_file,
                   opts: TuningOpts | None, say=None):
     """The database's entry for this compilation (ptc.tune.use), its notes shown on
     stderr (or given to `say`); None when the database is turned off."""
-    from .devices import get_device
-    from .tune import choose
+    from ..devices import get_device
+    from ..tune import choose
 
     if opts is None or not opts.enabled:
         return None
@@ -93,7 +93,7 @@ def _identity(plan) -> tuple:
 def promote(results, choice):
     """`ptc explain`: the searches `results` with the tuning entry's plans ranked first
     (so the explanation is of the plan that gets built); (results, note or "")."""
-    from .sched.plan import plans_from_json
+    from ..sched.plan import plans_from_json
 
     if choice is None or choice.entry is None:
         return results, ""
@@ -114,7 +114,7 @@ def promote(results, choice):
 # ---- ptc tune --------------------------------------------------------------------------------
 def make_measurer(**options):
     """The measurer `ptc tune` uses (the tests put a fake one here)."""
-    from .tune.measure import GpuMeasurer
+    from ..tune.measure import GpuMeasurer
 
     return GpuMeasurer(**options)
 
@@ -122,8 +122,8 @@ def make_measurer(**options):
 def find_gpu(arch: str):
     """The GPU to tune on; exit 1 with one line where there is none (or it cannot run
     `arch`). Asks the driver through ptc.runtime.cuda.find_gpus (the tests replace it)."""
-    from .runtime import cuda
-    from .runtime.errors import NoDevice
+    from ..runtime import cuda
+    from ..runtime.errors import NoDevice
 
     try:
         gpus = cuda.find_gpus()
@@ -141,8 +141,8 @@ def find_gpu(arch: str):
 def peaks_device(gpu, fallback):
     """The builtin device whose peaks describe `gpu` (ptc.runtime.measured.peaks_target),
     else `fallback`."""
-    from .devices import get_device
-    from .runtime.measured import peaks_target
+    from ..devices import get_device
+    from ..runtime.measured import peaks_target
 
     name = peaks_target(gpu.major)
     return get_device(name) if name else fallback
@@ -187,13 +187,13 @@ def tune(file, target, device_file, kernel_name, shapes, top, neighbours, check_
     checked against the reference interpreter on a small problem and timed (median of
     --iters runs, L2 flushed) at --shape, and store the fastest in the tuning database,
     which ptc compile, build, bench and explain then use. Needs a CUDA GPU and nvcc."""
-    from . import driver
-    from .cli_common import Assignments
-    from .devices import get_device
-    from .runtime.build import find_nvcc
-    from .tune import db as D
-    from .tune import make_key, nvcc_release, select_trials
-    from .tune.tuner import run_trials
+    from .. import driver
+    from ..devices import get_device
+    from ..runtime.build import find_nvcc
+    from ..tune import db as D
+    from ..tune import make_key, nvcc_release, select_trials
+    from ..tune.tuner import run_trials
+    from .common import Assignments
 
     checks = {}
     for text in check_shapes:
@@ -240,8 +240,8 @@ def tune(file, target, device_file, kernel_name, shapes, top, neighbours, check_
 
 
 def _record(path, result, gpu) -> None:
-    from .cli_common import save_text_atomic
-    from .runtime import measured as M
+    from ..runtime import measured as M
+    from .common import save_text_atomic
 
     doc = M.Document(gpu.name, gpu.arch, datetime.date.today().isoformat(), result.rows,
                      source="ptc tune", peaks_from=M.peaks_target(gpu.major))
@@ -303,10 +303,10 @@ def calibrate(results, target, device_file, output, date, as_json):
     benchmarks/run.py or ptc tune --record), write the device YAML with the fitted figures
     tagged [MEASURED <date> <gpu>], and report the model's error (model / measured time:
     median and worst) before and after. Needs no GPU."""
-    from . import calibrate as C
-    from .cli_common import save_text_atomic
-    from .devices import load_device
-    from .runtime import measured as M
+    from .. import calibrate as C
+    from ..devices import load_device
+    from ..runtime import measured as M
+    from .common import save_text_atomic
 
     chosen = chosen_target(target, device_file)
     docs = [user_errors(lambda p=p: M.load(p)) for p in results]
@@ -326,7 +326,7 @@ def _print_calibration(cal, output) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .calibrate import number_text
+    from ..calibrate import number_text
 
     console = Console(file=sys.stdout, highlight=False, soft_wrap=False,
                       width=max(100, terminal_width()))

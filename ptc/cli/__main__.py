@@ -1,0 +1,4 @@
+"""`python -m ptc.cli`: the `ptc` command without its console script."""
+from . import main
+
+main()
