@@ -6,7 +6,6 @@ from typing import Mapping
 
 import click
 
-from ..diagnostics import Diagnostic
 from ..sema.typed import ScalarParam, TensorParam, TypedKernel
 from .common import Reported, checked, cli, shape_option
 
@@ -50,11 +49,6 @@ def _kernel_json(k: TypedKernel, shapes: Mapping[str, int]) -> dict:
         "tiles": [{"name": t.name, "choices": list(t.choices), "implicit": t.implicit}
                   for t in k.tiles],
     }
-
-
-def _diag_json(d: Diagnostic) -> dict:
-    return {"message": d.message, "line": d.span.line, "col": d.span.col,
-            "end_line": d.span.end_line, "end_col": d.span.end_col, "hint": d.hint}
 
 
 @cli.command(epilog="""\b
