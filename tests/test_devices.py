@@ -463,3 +463,20 @@ def test_alu_registers_are_optional_and_at_most_the_registers_of_a_thread(tmp_pa
                                  "    alu_registers_per_thread: 300"))
     assert d.message == (f"{f}: eu.resources.alu_registers_per_thread: 300 is more than "
                          "max_registers_per_thread (255)")
+
+
+def test_schedulers_and_fragment_bytes_come_from_the_description(tmp_path):
+    """What the HIP renderer's waves per SIMD and the cost model's fragment loads read:
+    the device's own figures, required like the other resources."""
+    from dataclasses import replace
+
+    from ptc.render.hip import waves_per_simd
+
+    res = get_device("gfx90a").resources
+    assert (res.schedulers_per_eu, res.fragment_load_bytes) == (4, 512)
+    assert waves_per_simd(2, 256, res) == 2            # 2 blocks x 4 waves over 4 SIMDs
+    assert waves_per_simd(2, 256, replace(res, schedulers_per_eu=2)) == 4
+    f, d = _one_error(tmp_path, ("    schedulers_per_eu: 4                # 4 SM sub-partitions, "
+                                 "one warp scheduler each [WP]\n", ""))
+    assert d.message == (f"{f}: eu.resources: missing key 'schedulers_per_eu'; expected a "
+                         "positive integer")

@@ -80,6 +80,8 @@ DEVICE = Record({
             "max_blocks": Int(min=1),
             "shared_bytes_per_cycle": Int(min=1),
             "exchanges_per_cycle": Num(),
+            "schedulers_per_eu": Int(min=1),
+            "fragment_load_bytes": Int(min=1),
         }),
         "units": ListOf(UNIT, min_len=1),
     }),

@@ -111,6 +111,8 @@ class Resources:
     max_blocks: int  # resident per EU
     shared_bytes_per_cycle: int  # shared memory (LDS) bandwidth of one EU
     exchanges_per_cycle: float  # warp-wide lane exchanges (shuffles) one EU completes per cycle
+    schedulers_per_eu: int  # what its warps are spread over: SM sub-partitions, CDNA's SIMDs
+    fragment_load_bytes: int  # bytes one matrix-fragment load moves per warp
     # registers per thread the vector ALU reads (CDNA's arch VGPRs); beyond them, up to
     # max_registers_per_thread, registers only matrix-core accumulators use (AGPRs). The
     # YAML may leave it out: then every register is an ALU register.

@@ -61,7 +61,7 @@ def render(lows: Sequence[LoweredKernel], kernel: TypedKernel, plans: Sequence[P
     renderer = RENDERERS.get(device.backend)
     if renderer is None:
         raise RenderError(f"no renderer for the {device.backend} backend yet")
-    context = renderer(lows, kernel, plans).context()
+    context = renderer(lows, kernel, plans, device).context()
     return _environment(renderer.folder).get_template(renderer.template).render(c=context)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..devices import Device
 from ..lower import LoweredKernel, ir
 from ..sched.plan import Plan
 from ..sema import typed as T
@@ -66,8 +67,9 @@ class CSourceRenderer:
 
     printer: type[CBodyPrinter] = CBodyPrinter
 
-    def __init__(self, lows, kernel: T.TypedKernel, plans):
+    def __init__(self, lows, kernel: T.TypedKernel, plans, device: Device):
         self.lows, self.kernel, self.plans = tuple(lows), kernel, tuple(plans)
+        self.device = device
 
     def context(self) -> KernelSource:
         k = self.kernel

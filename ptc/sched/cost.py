@@ -42,12 +42,6 @@ class Timeline:
     ctas: int = 1                              # CTAs simulated side by side on one EU
 
 
-# bytes one fragment load moves per warp: an ldmatrix.x4, or an MFMA operand's 8 bytes
-# per lane of a wave64 (a 2-byte read of a strided operand is timed as one too: it takes
-# the LDS's passes all the same)
-FRAGMENT_LOAD_BYTES = 512
-
-
 # a gathered row is a request of its own: its position read from the index tensor and its
 # first sector fetched apart from its neighbours' (no coalescing across rows)
 SECTOR_BYTES = 32
@@ -96,9 +90,11 @@ def _issued_cycles(task: STask, unit, device: Device, issue, warps: int,
                    instances: int) -> float:
     res = device.resources
     lanes = res.warp_size
-    # a warp's 4-byte shared access, and its fragment loads, hold the shared-memory pipe
+    # a warp's 4-byte shared access, and its fragment loads, hold the shared-memory pipe (a
+    # 2-byte read of a strided MFMA operand is timed as a fragment load too: it takes the
+    # LDS's passes all the same)
     shared = (issue.shuffles / res.exchanges_per_cycle
-              + (issue.shared * lanes * 4 + issue.fragment_loads * FRAGMENT_LOAD_BYTES)
+              + (issue.shared * lanes * 4 + issue.fragment_loads * res.fragment_load_bytes)
               / res.shared_bytes_per_cycle) * warps
     if task.kind == "mma" and unit.kind == "mma":
         # the YAML's own rate where it has one (sm90's FP8 is wgmma's), else the widened one

@@ -27,13 +27,12 @@ CAPABILITIES = Capabilities(
     swapped_operands=True,
 )
 
-SIMDS_PER_CU = 4     # a CU's waves are spread over its 4 SIMDs (CDNA2/3 whitepapers)
-
-
-def waves_per_simd(blocks: int, threads: int, warp_size: int) -> int:
-    """The waves per SIMD `blocks` resident blocks of `threads` threads make: the
+def waves_per_simd(blocks: int, threads: int, res) -> int:
+    """The waves per SIMD `blocks` resident blocks of `threads` threads make on a CU of
+    `res` (ptc.devices.Resources: its waves spread over schedulers_per_eu SIMDs): the
     occupancy amdgpu_waves_per_eu asks the register allocator to leave room for."""
-    return max(1, -(-blocks * (threads // warp_size) // SIMDS_PER_CU))
+    waves = blocks * (threads // res.warp_size)
+    return max(1, -(-waves // res.schedulers_per_eu))
 
 
 class HipRenderer(CSourceRenderer):
@@ -49,10 +48,10 @@ class HipRenderer(CSourceRenderer):
     lane_exchanges = ((2, "dpp.quad_perm"), (16, "ds_swizzle"), (32, "ds_bpermute"))
 
     def constants(self, low: LoweredKernel) -> list[tuple[str, int]]:
-        warp = low.launch.threads // max(low.launch.warps, 1)
-        return [("WAVES_PER_SIMD", waves_per_simd(low.launch.min_blocks, low.launch.threads, warp)),
+        res = self.device.resources
+        return [("WAVES_PER_SIMD", waves_per_simd(low.launch.min_blocks, low.launch.threads, res)),
                 ("WAVES_PER_SIMD_ELEMENTWISE",
-                 waves_per_simd(low.launch.min_blocks_elementwise, low.launch.threads, warp))]
+                 waves_per_simd(low.launch.min_blocks_elementwise, low.launch.threads, res))]
 
 
 __all__ = ["HipRenderer", "CAPABILITIES", "RenderError"]
