@@ -23,27 +23,28 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 
 from ..sched.construct import Choice
+from ..sched.plan import Style
 from .forms import Form, forms_of
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 # plan choices, as the search spells them (ptc.sched.search.choices_for)
-SEQ4 = Choice("sequential", 1, warps=4)
-SEQ8 = Choice("sequential", 1, warps=8)
-MS2 = Choice("multistage", 2, warps=4)
-MS3 = Choice("multistage", 3, warps=4)
-MS4 = Choice("multistage", 4, warps=4)
-MS2W8 = Choice("multistage", 2, warps=8)
-MS3W8 = Choice("multistage", 3, warps=8)
-MS4W8 = Choice("multistage", 4, warps=8)
-IL4 = Choice("interleaved", 1, warps=4)
-IL8 = Choice("interleaved", 1, warps=8)
-WS = Choice("warp_specialized", 2, 1)
-WS3 = Choice("warp_specialized", 3, 1)
-WS2C = Choice("warp_specialized", 2, 2)
-WSPP = Choice("warp_specialized", 2, 2, pingpong=True)
-WSOV = Choice("warp_specialized", 2, 1, overlap=True)
-WSPPOV = Choice("warp_specialized", 2, 2, pingpong=True, overlap=True)
+SEQ4 = Choice(Style.SEQUENTIAL, 1, warps=4)
+SEQ8 = Choice(Style.SEQUENTIAL, 1, warps=8)
+MS2 = Choice(Style.MULTISTAGE, 2, warps=4)
+MS3 = Choice(Style.MULTISTAGE, 3, warps=4)
+MS4 = Choice(Style.MULTISTAGE, 4, warps=4)
+MS2W8 = Choice(Style.MULTISTAGE, 2, warps=8)
+MS3W8 = Choice(Style.MULTISTAGE, 3, warps=8)
+MS4W8 = Choice(Style.MULTISTAGE, 4, warps=8)
+IL4 = Choice(Style.INTERLEAVED, 1, warps=4)
+IL8 = Choice(Style.INTERLEAVED, 1, warps=8)
+WS = Choice(Style.WARP_SPECIALIZED, 2, 1)
+WS3 = Choice(Style.WARP_SPECIALIZED, 3, 1)
+WS2C = Choice(Style.WARP_SPECIALIZED, 2, 2)
+WSPP = Choice(Style.WARP_SPECIALIZED, 2, 2, pingpong=True)
+WSOV = Choice(Style.WARP_SPECIALIZED, 2, 1, overlap=True)
+WSPPOV = Choice(Style.WARP_SPECIALIZED, 2, 2, pingpong=True, overlap=True)
 
 # relative L2 error allowed against the interpreter, by output dtype: the same roundings,
 # sums in another order (16-bit outputs round those differences once more)
@@ -147,7 +148,7 @@ def lowered(c: Case) -> Built:
         graph = propagate(build_graph(part, part.body[0]),
                           {k: v for k, v in tiles.items() if k in names})
         choice = c.choice if pipelined_loop(graph) else \
-            Choice("sequential", 1, warps=c.choice.warps)
+            Choice(Style.SEQUENTIAL, 1, warps=c.choice.warps)
         plan = construct(graph, device, choice)
         low, built = lowered_plan(plan, graph, device)   # refused as the search would
         plans.append(built)

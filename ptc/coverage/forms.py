@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..lower import ir
+from ..sched.plan import Style
 from ..lower.atoms import wgmma_operand_bytes
 from ..lower.swizzle import SmemLayout
 from ..sema.dtypes import DTYPE_BYTES
@@ -78,7 +79,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 # the single-role styles whose stage count is a choice of the plan (a ring of that many
 # slots: ptc.sched.search.choices_for); the others count 1 (interleaved loads run one tile
 # ahead into one buffer each, whatever their loop's stages)
-RING_STYLES = ("multistage",)
+RING_STYLES = (Style.MULTISTAGE,)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..devices.model import UnitKind
 from ..lower.atoms import ATOMS, atoms_for, wgmma, wgmma_widths, why_no_wgmma
+from ..sched.plan import Style
 from ..sema.dtypes import ATOMIC_DTYPES, DTYPE_BYTES, DTYPES
 from .forms import RING_STYLES, Form, exchange, form, fragment_reads
 
@@ -133,8 +135,8 @@ def _candidates(device, renderer):
     caps = renderer.capabilities
     t = device.name
     try:
-        copy_unit(device, "warp_specialized")
-        specialized = "warp_specialized" in caps.styles
+        copy_unit(device, Style.WARP_SPECIALIZED)
+        specialized = Style.WARP_SPECIALIZED in caps.styles
     except Unfit:
         specialized = False
     k8t = ("k8t",) if caps.transposed_operands else ()
@@ -153,7 +155,7 @@ def _plans(device, caps, specialized: bool):
 
     t = device.name
     for c in choices_for(device, True):
-        if c.style == "warp_specialized":
+        if c.style == Style.WARP_SPECIALIZED:
             if specialized:
                 yield form(t, "plan.ws", consumers=c.consumers, pingpong=c.pingpong,
                            overlap=c.overlap)
@@ -184,7 +186,7 @@ def _matrix_instructions(device, renderer, k8t: tuple[str, ...]):
 def _copies(device, caps, k8t: tuple[str, ...]):
     """Copies: the per-thread copy units the renderer issues on, and elementwise ones."""
     t = device.name
-    for unit in device.units_of("copy"):
+    for unit in device.units_of(UnitKind.COPY):
         if unit.name not in caps.copy_units or unit.name == "tma" or not unit.is_async:
             continue
         for nbytes in COPY_BYTES:

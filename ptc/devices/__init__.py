@@ -8,7 +8,7 @@
 The schema is in `device_schema.py`; what each field means is in `model.py`.
 """
 from ptc.devices.loader import DeviceError, builtin_targets, get_device, load_device
-from ptc.devices.model import UNIT_KINDS, Device, Memory, Resources, Throughput, Unit
+from ptc.devices.model import Device, Memory, Resources, Throughput, Unit, UnitKind
 
-__all__ = ["UNIT_KINDS", "Device", "DeviceError", "Memory", "Resources", "Throughput", "Unit",
+__all__ = ["Device", "DeviceError", "Memory", "Resources", "Throughput", "Unit", "UnitKind",
            "builtin_targets", "get_device", "load_device"]

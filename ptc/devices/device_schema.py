@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ptc.devices.model import COPY_ROLES, SHARED_SPACES, UNIT_KINDS
+from ptc.devices.model import COPY_ROLES, SHARED_SPACES, UnitKind
 from ptc.devices.schema import (Bool, Choice, Int, ListOf, MapOf, Num, Optional, Pattern,
                                 Record, Str, Walk, did_you_mean, valid)
 from ptc.sema.dtypes import DTYPES, FUTURE_DTYPES, OPERAND_DTYPES
@@ -30,7 +30,7 @@ FEATURES = {
 
 UNIT = Record({
     "name": IDENT,
-    "kind": Choice(*UNIT_KINDS),
+    "kind": Choice(*(k.value for k in UnitKind)),     # plain names, as messages quote them
     "async": Bool(),
     "in_order": Optional(Bool()),
     "count": Int(min=1),
@@ -141,17 +141,17 @@ def _check_units(units: Any, walk: Walk) -> None:
                 first[name] = i
         if valid(u["kind"]) and isinstance(u["throughput"], dict):
             keys = list(u["throughput"])
-            if u["kind"] == "copy" and keys != ["bytes"]:
+            if u["kind"] == UnitKind.COPY and keys != ["bytes"]:
                 walk.error(at + (i, "throughput"), "a copy unit's throughput is bytes per "
                            f"clock ({{bytes: N}}), got {', '.join(map(str, keys))}")
-            elif u["kind"] != "copy" and "bytes" in keys:
+            elif u["kind"] != UnitKind.COPY and "bytes" in keys:
                 walk.error(at + (i, "throughput"), f"a {u['kind']} unit's throughput is per "
                            "dtype (e.g. {f16: 4096}), not in bytes", at_key="bytes")
         if valid(u["kind"], u["role"]):
-            if u["kind"] == "copy" and u["role"] is None:
+            if u["kind"] == UnitKind.COPY and u["role"] is None:
                 walk.error(at + (i,), "a copy unit says its role: role: "
                            + " or ".join(COPY_ROLES))
-            elif u["kind"] != "copy" and u["role"] is not None:
+            elif u["kind"] != UnitKind.COPY and u["role"] is not None:
                 walk.error(at + (i, "role"), f"only copy units have a role, not a {u['kind']} "
                            "unit")
     for i, u in enumerate(units):
@@ -163,9 +163,9 @@ def _check_units(units: Any, walk: Walk) -> None:
                            did_you_mean(u["shares"], list(first)))
     if valid(units):
         kinds = {u["kind"] for u in units}
-        for kind in ("mma", "copy"):
+        for kind in (UnitKind.MMA, UnitKind.COPY):
             if kind not in kinds:
-                walk.error(at, f"no unit of kind {kind!r} (a device needs at least one "
+                walk.error(at, f"no unit of kind {kind.value!r} (a device needs at least one "
                                "mma unit and one copy unit)")
 
 

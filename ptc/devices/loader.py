@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from ptc.devices.device_schema import DEVICE, cross_check
-from ptc.devices.model import Device, Memory, Resources, Terms, Throughput, Unit
+from ptc.devices.model import Device, Memory, Resources, Terms, Throughput, Unit, UnitKind
 from ptc.devices.schema import Walk, describe, did_you_mean
 from ptc.diagnostics import NOWHERE, CompileError, Diagnostic, Span, caret_lines
 
@@ -155,7 +155,7 @@ def _record_spans(node: yaml.Node, path: tuple, walk: Walk, active: set[int]) ->
 def _build(d: dict[str, Any], path: Path) -> Device:
     res = {k: v for k, v in d["eu"]["resources"].items() if v is not None}
     units = tuple(
-        Unit(name=u["name"], kind=u["kind"], is_async=u["async"], count=u["count"],
+        Unit(name=u["name"], kind=UnitKind(u["kind"]), is_async=u["async"], count=u["count"],
              throughput=Throughput(tuple(u["throughput"].items())),
              issue_latency_cycles=u["issue_latency_cycles"],
              latency_cycles=u["latency_cycles"], shares=u["shares"],

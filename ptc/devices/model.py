@@ -21,9 +21,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
-UNIT_KINDS = ("copy", "mma", "simt", "sfu")
+
+class UnitKind(StrEnum):
+    """What an execution unit does (a StrEnum: it equals, prints and writes as its value,
+    the device YAML's `kind`)."""
+
+    COPY = "copy"
+    MMA = "mma"
+    SIMT = "simt"
+    SFU = "sfu"
+
+
 # what a copy unit is, for the passes that treat copies differently (they read the role,
 # never a unit's name): a bulk tensor copy moves a whole box from a descriptor, one thread
 # issuing it, laid out in its own panels and completing on an mbarrier (TMA); a per-thread
@@ -60,7 +71,7 @@ class Unit:
     """One kind of specialized execution unit (sEU) of an EU."""
 
     name: str
-    kind: str  # one of UNIT_KINDS
+    kind: UnitKind
     is_async: bool  # False: issuing it occupies the issuing warp for the whole task
     count: int  # how many such units per EU (throughput already covers all of them)
     throughput: Throughput
@@ -184,10 +195,10 @@ class Device:
     def l2_bytes_per_cycle_per_eu(self) -> float:
         return self.memory.l2_bandwidth_gbs * 1e9 / self.clock_hz / self.eu_count
 
-    def units_of(self, kind: str) -> tuple[Unit, ...]:
-        if kind not in UNIT_KINDS:
+    def units_of(self, kind: UnitKind) -> tuple[Unit, ...]:
+        if kind not in tuple(UnitKind):
             raise ValueError(f"unknown unit kind {kind!r} "
-                             f"(expected one of {', '.join(UNIT_KINDS)})")
+                             f"(expected one of {', '.join(UnitKind)})")
         return tuple(u for u in self.units if u.kind == kind)
 
     def unit(self, name: str) -> Unit:
@@ -200,13 +211,13 @@ class Device:
     def mma_dtypes(self) -> tuple[str, ...]:
         """The input dtypes some mma unit of this device multiplies."""
         seen: dict[str, None] = {}
-        for u in self.units_of("mma"):
+        for u in self.units_of(UnitKind.MMA):
             seen.update(dict.fromkeys(u.throughput))
         return tuple(seen)
 
     def peak_flops(self, dtype: str) -> float:
         """Dense FLOP/s of the whole device for mma inputs of `dtype` (e.g. 'f16', 'tf32')."""
-        per_clock = sum(u.throughput.get(dtype, 0.0) for u in self.units_of("mma"))
+        per_clock = sum(u.throughput.get(dtype, 0.0) for u in self.units_of(UnitKind.MMA))
         if not per_clock:
             raise ValueError(f"{self.name} has no mma unit for {dtype!r} "
                              f"(it multiplies: {', '.join(self.mma_dtypes())})")

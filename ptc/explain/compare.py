@@ -2,6 +2,7 @@
 a reason quotes when it compares them."""
 from __future__ import annotations
 
+from ..devices.model import UnitKind
 from ..sched.search import Candidate, Rejected, SearchResult
 from .wording import percent, short_plan, tiles_text
 
@@ -47,7 +48,7 @@ class Context:
         self.dims = dict(result.dims)
         self.order = [t.name for t in result.kernel.tiles]
         self.terms = result.device.terms
-        mma = result.device.units_of("mma")
+        mma = result.device.units_of(UnitKind.MMA)
         has_mma = self.best.graph.total_work().mma_flops > 0
         bound = self.best.estimate.bound
         busiest = self.best.estimate.unit_busy[0][0] if self.best.estimate.unit_busy else ""

@@ -8,7 +8,8 @@ from typing import Iterable
 from ..sched.cost import executions, loop_trips
 from ..sched.search import Candidate, Rejected, SearchResult
 from ..stask import print_graph
-from ..stask.graph import STaskGraph
+from ..devices.model import UnitKind
+from ..stask.graph import STaskGraph, TaskKind
 from .model import (BufferRow, Explanation, Performance, PlanSummary, RejectedGroup, RoleRow,
                     RunnerUp, TaskRow)
 from .reasons import why
@@ -59,7 +60,7 @@ def _plan_summary(c: Candidate, terms) -> PlanSummary:
         # a step at offset k runs iteration n + k (prefetch, a rotated loop)
         steps = tuple(f"{s.task}@{s.unit}" + (f"({p.pipelined}+{s.offset})" if s.offset else "")
                       + _gathered(c.graph, s.task)
-                      for r, s in p.steps() if r.name == role.name and s.task != "sync")
+                      for r, s in p.steps() if r.name == role.name and not s.is_sync)
         threads = role.warps * role.instances * _warp_size(p)
         roles.append(RoleRow(role.name, role.warps, threads, role.registers, role.instances,
                              steps))
@@ -89,15 +90,16 @@ def _warp_size(plan) -> int:
 def mma_dtype(graph: STaskGraph) -> str:
     """The input dtype of the kernel's mma work ("" when it has none)."""
     for t in graph.tasks:
-        if t.kind == "mma":
+        if t.kind == TaskKind.MMA:
             return t.mma_dtype
     return ""
 
 
 def on_tensor_cores(c: Candidate, device) -> bool:
     """Whether the plan runs any of its mma tasks on a matrix unit (else on CUDA cores)."""
-    return any(c.graph.task(s.task).kind == "mma" and device.unit(s.unit).kind == "mma"
-               for _, s in c.plan.steps() if s.task != "sync")
+    return any(c.graph.task(s.task).kind == TaskKind.MMA
+               and device.unit(s.unit).kind == UnitKind.MMA
+               for _, s in c.plan.steps() if not s.is_sync)
 
 
 def _performance(c: Candidate, device) -> Performance:
@@ -105,7 +107,7 @@ def _performance(c: Candidate, device) -> Performance:
     dtype = mma_dtype(c.graph) if est.flops else ""
     if dtype and not on_tensor_cores(c, device):
         # FFMA in f32 on CUDA cores: 2 FLOPs per lane and clock
-        simt = next(u for u in device.units if u.kind == "simt")
+        simt = next(u for u in device.units if u.kind == UnitKind.SIMT)
         peak_flops = 2 * simt.throughput.get("f32") * device.clock_hz * device.eu_count
         peak_label = "f32 CUDA-core FMA peak"
     else:

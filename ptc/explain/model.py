@@ -4,12 +4,15 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from ..sched.plan import Style
+from ..stask.graph import TaskKind, TaskOp
+
 
 @dataclass(frozen=True)
 class TaskRow:
     name: str
-    kind: str                   # copy | mma | simt
-    op: str
+    kind: TaskKind
+    op: TaskOp
     loop: str                   # the enclosing loop's index, "" in the grid body
     shape: tuple[int, ...]
     dtype: str
@@ -48,7 +51,7 @@ class BufferRow:
 @dataclass(frozen=True)
 class PlanSummary:
     description: str            # e.g. "warp-specialized, 2 stages, 2 consumer warpgroup(s)"
-    style: str
+    style: Style
     stages: int
     pipelined: str              # the pipelined loop, "" when none
     roles: tuple[RoleRow, ...]
@@ -110,7 +113,7 @@ class LegendEntry:
     task: str
     letter: str
     colour: str
-    kind: str
+    kind: TaskKind
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from ..devices.model import UnitKind
 from ..lower.atoms import rate_dtype, reads_fnuz
+from ..sched.plan import Style
 from ..sched.search import Candidate, SearchResult
+from ..stask.graph import TaskKind
 from .compare import Context, bound_phrase, busy, busy_clause, peers, rejected_peers
 from .model import Reason
 from .tile_reasons import tiles_reasons
@@ -42,7 +45,7 @@ def _bound_reason(ctx: Context) -> Reason:
 def _stages_reasons(ctx: Context) -> list[Reason]:
     w = ctx.best
     s = w.choice.stages
-    if w.choice.style in ("sequential", "interleaved"):
+    if w.choice.style in (Style.SEQUENTIAL, Style.INTERLEAVED):
         return []
     out = []
     ranked = peers(ctx.result, {"stages"})
@@ -108,7 +111,7 @@ def _count_reason(ctx: Context, aspect: str, noun: str, vary: frozenset = frozen
 
 
 def _consumers_reasons(ctx: Context) -> list[Reason]:
-    if ctx.best.choice.style != "warp_specialized":
+    if ctx.best.choice.style != Style.WARP_SPECIALIZED:
         return []
     return _count_reason(ctx, "consumers", "consumer warpgroup", frozenset({"pingpong"}))
 
@@ -140,7 +143,7 @@ def _switch_reason(ctx: Context, aspect: str, on: tuple[str, str], off: tuple[st
 def _pingpong_reasons(ctx: Context) -> list[Reason]:
     """Two consumers free-running (timed in lockstep) or taking turns (ptc.sched.turns)."""
     w = ctx.best
-    if w.choice.style != "warp_specialized" or w.choice.consumers < 2:
+    if w.choice.style != Style.WARP_SPECIALIZED or w.choice.consumers < 2:
         return []
     return _switch_reason(ctx, "pingpong", ("ping-pong", "takes"),
                           ("free-running consumers", "take"),
@@ -150,7 +153,7 @@ def _pingpong_reasons(ctx: Context) -> list[Reason]:
 
 def _overlap_reasons(ctx: Context) -> list[Reason]:
     """The pipelined loop rotated or not (ptc.sched.rotate)."""
-    if ctx.best.choice.style != "warp_specialized":
+    if ctx.best.choice.style != Style.WARP_SPECIALIZED:
         return []
     return _switch_reason(ctx, "overlap", ("intra-warpgroup overlap", "takes"),
                           ("the loop in order", "takes"),
@@ -159,26 +162,26 @@ def _overlap_reasons(ctx: Context) -> list[Reason]:
 
 
 def _warps_reasons(ctx: Context) -> list[Reason]:
-    if ctx.best.choice.style == "warp_specialized":
+    if ctx.best.choice.style == Style.WARP_SPECIALIZED:
         return []
     return _count_reason(ctx, "warps", ctx.terms.warp)
 
 
-STYLE_NAMES = {"warp_specialized": "warp-specialized", "multistage": "multistage",
-               "interleaved": "interleaved", "sequential": "sequential"}
+STYLE_NAMES = {Style.WARP_SPECIALIZED: "warp-specialized", Style.MULTISTAGE: "multistage",
+               Style.INTERLEAVED: "interleaved", Style.SEQUENTIAL: "sequential"}
 
 
-def _same_tiles(ctx: Context, style: str) -> list[Candidate]:
+def _same_tiles(ctx: Context, style: Style) -> list[Candidate]:
     return [c for c in ctx.result.ranked[1:]
             if c.tiles == ctx.best.tiles and c.choice.style == style]
 
 
 def _style_reasons(ctx: Context) -> list[Reason]:
     w = ctx.best
-    if w.choice.style == "sequential":
+    if w.choice.style == Style.SEQUENTIAL:
         return []
     out = []
-    for style in ("warp_specialized", "multistage", "interleaved"):
+    for style in (Style.WARP_SPECIALIZED, Style.MULTISTAGE, Style.INTERLEAVED):
         if style == w.choice.style:
             continue
         same = _same_tiles(ctx, style)
@@ -199,26 +202,26 @@ def _style_reasons(ctx: Context) -> list[Reason]:
 
 
 def _pipeline(ch, terms) -> str:
-    if ch.style == "warp_specialized":
+    if ch.style == Style.WARP_SPECIALIZED:
         return (f"{ch.stages}-stage warp-specialized pipeline "
                 f"({plural(ch.consumers, 'consumer warpgroup')})")
-    if ch.style == "interleaved":
+    if ch.style == Style.INTERLEAVED:
         return f"interleaved-load pipeline ({terms.warps(ch.warps)})"
     return f"{ch.stages}-stage multistage pipeline ({terms.warps(ch.warps)})"
 
 
 def _pipelining_reasons(ctx: Context) -> list[Reason]:
     w = ctx.best
-    if w.choice.style == "sequential":
+    if w.choice.style == Style.SEQUENTIAL:
         pipelined = [c for c in ctx.result.ranked[1:]
-                     if c.tiles == w.tiles and c.choice.style != "sequential"]
+                     if c.tiles == w.tiles and c.choice.style != Style.SEQUENTIAL]
         if pipelined:
             o = pipelined[0]
             return [Reason("pipelining", f"no pipelining: the best pipelined plan with these "
                                          f"tiles ({ctx.plan(o)}) takes {slower(ctx.ratio(o))}",
                            ctx.label(o), ctx.ratio(o))]
-        unfit = sorted((x for x in ctx.result.rejected if x.choice.style != "sequential"),
-                       key=lambda x: (x.tiles != w.tiles, x.choice.style != "multistage",
+        unfit = sorted((x for x in ctx.result.rejected if x.choice.style != Style.SEQUENTIAL),
+                       key=lambda x: (x.tiles != w.tiles, x.choice.style != Style.MULTISTAGE,
                                       x.choice.stages, x.choice.warps != w.choice.warps))
         if unfit:
             x = unfit[0]
@@ -227,7 +230,7 @@ def _pipelining_reasons(ctx: Context) -> list[Reason]:
                     f"is not possible: {x.reason}")
             return [Reason("pipelining", text, x.choice.describe(ctx.terms))]
         return []
-    same = _same_tiles(ctx, "sequential")
+    same = _same_tiles(ctx, Style.SEQUENTIAL)
     if not same:
         return []
     o = same[0]
@@ -261,23 +264,23 @@ def _matmul_unit_reasons(ctx: Context) -> list[Reason]:
     device = ctx.result.device
     out = []
     for role, step in w.plan.steps():
-        if step.task == "sync":
+        if step.is_sync:
             continue
         task = w.graph.task(step.task)
-        if task.kind == "mma" and device.unit(step.unit).kind != "mma":
+        if task.kind == TaskKind.MMA and device.unit(step.unit).kind != UnitKind.MMA:
             why_not = why_on_cuda_cores(w.graph, device, task, role.warps)
             how = "integer multiply-add" if task.mma_dtype == "i8" else "f32 FMA"
             out.append(Reason("unit", f"{task.name} runs on CUDA cores ({how}): {why_not}"))
-        elif task.kind == "mma" and task.mma_dtype == "i8":
+        elif task.kind == TaskKind.MMA and task.mma_dtype == "i8":
             wgmma = ""
-            if w.choice.style == "warp_specialized":
+            if w.choice.style == Style.WARP_SPECIALIZED:
                 wgmma = " (wgmma m64nNk32 .s8)"
             elif "wgmma" in device.features:
                 wgmma = " (mma.sync m16n8k32 .s8)"
             out.append(Reason("unit", f"{task.name} runs on the integer tensor cores"
                                       f"{wgmma}: i8 products, exact s32 sums that wrap "
                                       "modulo 2^32"))
-        elif task.kind == "mma" and reads_fnuz(device, task.mma_dtype):
+        elif task.kind == TaskKind.MMA and reads_fnuz(device, task.mma_dtype):
             out.append(Reason("unit", f"{task.name} runs on the FP8 matrix unit at its FP8 rate: "
                                       "its instructions read the FNUZ formats, so each register "
                                       "of four OCP codes is rebiased in registers (-0 and NaN "
@@ -285,8 +288,8 @@ def _matmul_unit_reasons(ctx: Context) -> list[Reason]:
                                       "accumulator is kept in quarter units, exact; a k-step "
                                       "whose e5m2 operands hold an infinity (no FNUZ code) is "
                                       "multiplied through f16 instead"))
-        elif task.kind == "mma" and rate_dtype(device, task.mma_dtype) != task.mma_dtype \
-                and w.choice.style != "warp_specialized":     # (wgmma takes FP8 itself)
+        elif task.kind == TaskKind.MMA and rate_dtype(device, task.mma_dtype) != task.mma_dtype \
+                and w.choice.style != Style.WARP_SPECIALIZED:     # (wgmma takes FP8 itself)
             to = rate_dtype(device, task.mma_dtype)
             wgmma = (" (mma.sync: this plan is not warp-specialized)"
                      if "wgmma" in device.features else "")
@@ -295,7 +298,7 @@ def _matmul_unit_reasons(ctx: Context) -> list[Reason]:
                                       f"so each register of four FP8 bytes is converted to "
                                       f"{to} in registers (exact for every FP8 value) on the "
                                       f"way to the instruction, at {to}'s rate"))
-        elif task.kind == "mma" and task.mma_dtype == "tf32":
+        elif task.kind == TaskKind.MMA and task.mma_dtype == "tf32":
             out.append(Reason("unit", f"{task.name} runs on tensor cores in TF32, as the "
                                       "program asks (`as tf32`): operands rounded to 10 "
                                       "mantissa bits, products summed in f32"))

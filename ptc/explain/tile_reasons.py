@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..sched.cost import executions, loop_trips
 from ..sched.search import Candidate
+from ..stask.graph import TaskOp
 from .compare import Context, bound_phrase, busy, busy_clause, peers, rejected_peers
 from .model import Reason
 from .wording import percent, slower
@@ -11,7 +12,7 @@ from .wording import percent, slower
 def tile_traffic(c: Candidate, dims) -> tuple[float, float]:
     """(bytes loaded, mma FLOPs) per output tile."""
     runs = executions(c.graph, loop_trips(c.graph, dims))
-    loaded = sum(t.work.bytes * runs[t.name] for t in c.graph.tasks if t.op == "load")
+    loaded = sum(t.work.bytes * runs[t.name] for t in c.graph.tasks if t.op == TaskOp.LOAD)
     flops = sum(t.work.mma_flops * runs[t.name] for t in c.graph.tasks)
     return float(loaded), float(flops)
 

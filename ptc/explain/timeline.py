@@ -7,13 +7,13 @@ from collections import Counter
 from ..sched.construct import pipelined_loop
 from ..sched.cost import SIM_ITERATIONS, estimate, executions, loop_trips
 from ..sched.search import Candidate, SearchResult
-from ..stask.graph import STaskGraph
+from ..stask.graph import STaskGraph, TaskKind
 from .model import Lane, LegendEntry, Span, TimelineView
 
 PALETTE = {
-    "copy": ("#8ecae6", "#5fa8d3", "#bde0fe", "#48cae4", "#a9def9"),
-    "mma": ("#ffb703", "#fb8500", "#ffd166", "#f4a261"),
-    "simt": ("#90be6d", "#b5e48c", "#76c893", "#d9ed92", "#52b788"),
+    TaskKind.COPY: ("#8ecae6", "#5fa8d3", "#bde0fe", "#48cae4", "#a9def9"),
+    TaskKind.MMA: ("#ffb703", "#fb8500", "#ffd166", "#f4a261"),
+    TaskKind.SIMT: ("#90be6d", "#b5e48c", "#76c893", "#d9ed92", "#52b788"),
 }
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -57,7 +57,7 @@ def _lane_order(c: Candidate, device, spans) -> list[tuple[str, str]]:
     unit_rank = {u.name: i for i, u in enumerate(device.units)}
     lanes = []
     for process, role in _processes(c.plan):
-        units = {s.unit for r, s in c.plan.steps() if r.name == role and s.task != "sync"}
+        units = {s.unit for r, s in c.plan.steps() if r.name == role and not s.is_sync}
         lanes.extend((process, u) for u in sorted(units, key=lambda u: unit_rank.get(u, 99)))
     seen = set(lanes)
     lanes.extend(sorted({(s.process, s.unit) for s in spans} - seen))

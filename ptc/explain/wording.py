@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..devices.model import Terms
+from ..sched.plan import Style
 from ..sched.search import Candidate
 
 
@@ -37,14 +38,14 @@ def short_plan(c: Candidate, terms: Terms) -> str:
 
 def choice_text(ch, terms: Terms) -> str:
     """A compact description of a Choice (ptc.sched.construct), in the device's words."""
-    if ch.style == "warp_specialized":
+    if ch.style == Style.WARP_SPECIALIZED:
         text = (f"warp-specialized, {plural(ch.stages, 'stage')}, "
                 f"{plural(ch.consumers, 'consumer warpgroup')}"
                 + (" in ping-pong" if ch.pingpong else "")
                 + (", intra-warpgroup overlap" if ch.overlap else ""))
-    elif ch.style == "multistage":
+    elif ch.style == Style.MULTISTAGE:
         text = f"multistage, {plural(ch.stages, 'stage')}, {terms.warps(ch.warps)}"
-    elif ch.style == "interleaved":
+    elif ch.style == Style.INTERLEAVED:
         text = f"interleaved loads, {terms.warps(ch.warps)}"
     else:
         text = f"sequential, {terms.warps(ch.warps)}"

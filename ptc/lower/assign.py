@@ -30,6 +30,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ..sema import typed as T
+from ..stask.graph import TaskOp
 from .atoms import Tiling, tilings  # noqa: F401 (re-exported)
 from .layout import Layout, blocked, digits, read_layout, scalar
 from .program import Stmt, mma_parts
@@ -200,13 +201,13 @@ class _Solver:
     # the rules --------------------------------------------------------------------------
     def anchors(self) -> None:
         for s in self.stmts:
-            if s.kind != "mma" or s.task not in self.mma_layouts:
+            if s.kind != TaskOp.MMA or s.task not in self.mma_layouts:
                 continue
             c, a, b = self.mma_layouts[s.task]
             addend, mm = mma_parts(s.stmt.value)
             self.put(s.stmt.name, c)
         for s in self.stmts:
-            if s.kind != "mma" or s.task not in self.mma_layouts:
+            if s.kind != TaskOp.MMA or s.task not in self.mma_layouts:
                 continue
             c, a, b = self.mma_layouts[s.task]
             addend, mm = mma_parts(s.stmt.value)
@@ -281,10 +282,10 @@ class _Solver:
     def step(self) -> bool:
         changed = False
         for s in self.stmts:
-            if not isinstance(s.stmt, T.Let) or s.kind in ("load",):
+            if not isinstance(s.stmt, T.Let) or s.kind == TaskOp.LOAD:
                 continue
             name, value = s.stmt.name, s.stmt.value
-            if s.kind == "mma":
+            if s.kind == TaskOp.MMA:
                 continue
             shape = self.shapes[name]
             if isinstance(value, T.Reduce):
@@ -409,9 +410,9 @@ def solve_layouts(problem: LayoutProblem) -> Solution:
     layouts = solver.solve()
     conversions = []
     for s in problem.role.stmts:
-        if not isinstance(s.stmt, T.Let) or s.kind in ("load",):
+        if not isinstance(s.stmt, T.Let) or s.kind == TaskOp.LOAD:
             continue
-        if s.kind == "mma":
+        if s.kind == TaskOp.MMA:
             continue
         target = layouts.get(s.stmt.name)
         value = s.stmt.value

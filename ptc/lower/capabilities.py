@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..devices import Device
-from ..sched.plan import Plan
+from ..devices import Device, UnitKind
+from ..sched.plan import Plan, Style
 
 
 class LoweringError(Exception):
@@ -19,7 +19,7 @@ class Capabilities:
     units, and launches."""
 
     backend: str
-    styles: frozenset[str]
+    styles: frozenset[Style]
     atoms: frozenset[str]
     copy_units: frozenset[str]
     persistent: bool = False
@@ -37,8 +37,9 @@ class Capabilities:
         if plan.style not in self.styles:
             return f"the {self.backend} renderer does not build {plan.style} plans yet"
         for _, step in plan.steps():
-            unit = device.unit(step.unit) if step.task != "sync" else None
-            if unit is not None and unit.kind == "copy" and unit.name not in self.copy_units:
+            unit = device.unit(step.unit) if not step.is_sync else None
+            if unit is not None and unit.kind == UnitKind.COPY \
+                    and unit.name not in self.copy_units:
                 return f"the {self.backend} renderer does not issue copies on {unit.name}"
         if self.staged_copies and plan.stages > 2:
             return (f"the {self.backend} renderer stages copies in registers, one in flight "

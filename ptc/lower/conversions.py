@@ -12,6 +12,7 @@ The functions extend the Builder's values, layouts and scratch buffers, and set 
 from __future__ import annotations
 
 from ..sema import typed as T
+from ..stask.graph import TaskOp
 from . import ir
 from .assign import reads_with_expands, transposes_read
 from .capabilities import LoweringError
@@ -26,9 +27,9 @@ def layout_conversions(build, s: Stmt) -> list:
     elements need: each goes through shared memory into a copy in the wanted layout
     (SpillTile, barrier, FillTile), and the statement reads the copy."""
     build.renames = {}
-    if not isinstance(s.stmt, T.Let) or s.kind == "load":
+    if not isinstance(s.stmt, T.Let) or s.kind == TaskOp.LOAD:
         return []
-    if s.kind == "mma":
+    if s.kind == TaskOp.MMA:
         if s.task not in build.low.tiling:
             return simt_operands(build, s)
         wanted = mma_reads(build, s)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
+from ..sched.plan import Style
 from ..sema import typed as T
 from .atoms import Atom
 from .layout import Layout
@@ -505,7 +506,7 @@ class LoweredKernel:
     kernel: str
     device: str
     target_backend: str
-    plan_style: str
+    plan_style: Style
     launch: Launch
     layouts: tuple[Layout, ...]
     buffers: tuple[Buffer, ...]

@@ -26,11 +26,11 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from ..devices import Device
+from ..devices import Device, UnitKind
 from ..sched.plan import LoopBlock, Plan, Step
 from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
-from ..stask.graph import STaskGraph
+from ..stask.graph import STaskGraph, TaskOp
 from . import ir
 from .arith import base2_exponentials
 from .assign import (LayoutProblem, Tiling, assign_layouts, layout_problem, tiling_layouts,
@@ -76,9 +76,9 @@ class Lowering:
 
     # ---- units and tilings -------------------------------------------------------------
     def mma_stmts(self) -> list[Stmt]:
-        return [s for s in self.stmts if s.kind == "mma"]
+        return [s for s in self.stmts if s.kind == TaskOp.MMA]
 
-    def unit_kind(self, task: str) -> str:
+    def unit_kind(self, task: str) -> UnitKind:
         step = self.steps[task]
         return self.device.unit(step.unit).kind
 
@@ -86,7 +86,7 @@ class Lowering:
         supported = self.caps.atoms if self.caps is not None else None
         out = {}
         for s in self.mma_stmts():
-            if self.unit_kind(s.task) != "mma":
+            if self.unit_kind(s.task) != UnitKind.MMA:
                 continue
             _, mm = mma_parts(s.stmt.value)
             m, k = self.shape(mm.lhs)
@@ -108,7 +108,7 @@ class Lowering:
 
     # ---- the whole lowering -----------------------------------------------------------
     def run(self) -> ir.LoweredKernel:
-        shared = {s.stmt.name for s in self.stmts if s.kind == "load"}
+        shared = {s.stmt.name for s in self.stmts if s.kind == TaskOp.LOAD}
         problem = layout_problem(self.stmts, shared, {}, self.warps, self.warp_size,
                                  self.extent)
         options = self.tiling_options()
@@ -171,7 +171,7 @@ class Builder:
             return False
         uses = [s for s in self.low.stmts if value in reads(s.stmt.value)]
         for s in uses:
-            if s.kind != "mma" or s.task not in self.low.tiling:
+            if s.kind != TaskOp.MMA or s.task not in self.low.tiling:
                 return False
             tiling = self.low.tiling[s.task]
             atom = tiling.atom
@@ -356,11 +356,11 @@ class Builder:
         out: list = []
         if step.waits:
             out.append(ir.PlanWait(tuple(self.plan.barrier(b).buffer for b in step.waits)))
-        if step.task == "sync":
+        if step.is_sync:
             return out
         t = self.low.tasks[step.task]
         self.units[t.name] = step.unit
-        if t.op == "load":
+        if t.op == TaskOp.LOAD:
             out.extend(self.copy(t, loops))
             return out
         for s in (x for x in self.low.stmts if x.task == t.name):
@@ -370,9 +370,9 @@ class Builder:
     def statement(self, s: Stmt, step: Step) -> list:
         """The ops of one statement of a task: its conversions, then what computes it."""
         out = list(layout_conversions(self, s))
-        if s.kind in ("store", "atomic_add"):
+        if s.kind in (TaskOp.STORE, TaskOp.ATOMIC_ADD):
             out.append(self.store_op(s, step))
-        elif s.kind == "mma":
+        elif s.kind == TaskOp.MMA:
             out.extend(self.mma_ops(s, step))
         elif isinstance(s.stmt.value, T.Reduce):
             op = self.reduce(s)

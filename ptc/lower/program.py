@@ -13,13 +13,13 @@ from dataclasses import dataclass, replace
 
 from ..sched.plan import LoopBlock, Plan, Step
 from ..sema import typed as T
-from ..stask.graph import STask, STaskGraph
+from ..stask.graph import STask, STaskGraph, TaskKind, TaskOp
 
 
 @dataclass(frozen=True)
 class Stmt:
     task: str
-    kind: str                    # load | store | atomic_add | mma | simt
+    kind: TaskOp                 # its task's op
     stmt: T.Let | T.Store
     loops: tuple[str, ...]       # enclosing loops, outermost first
     position: int
@@ -75,14 +75,15 @@ def flatten(plan: Plan, graph: STaskGraph, role: str | None = None) -> list[Stmt
         return f"%r{counter[0]}"
 
     for step in plan_order(plan, role):
-        if step.task == "sync":
+        if step.is_sync:
             continue
         t = tasks[step.task]
         loops = graph.region_path(t.region)
+        simt = t.kind == TaskKind.SIMT
         for s in t.stmts:
-            parts = lift_reductions(s, fresh) if t.kind == "simt" and isinstance(s, T.Let) else [s]
+            parts = lift_reductions(s, fresh) if simt and isinstance(s, T.Let) else [s]
             for p in parts:
-                out.append(Stmt(t.name, t.op if t.kind != "simt" else "simt", p, loops, len(out)))
+                out.append(Stmt(t.name, TaskOp.SIMT if simt else t.op, p, loops, len(out)))
     return out
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..devices.model import UnitKind
 from ..sched.plan import LoopBlock, Step
 from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
+from ..stask.graph import TaskOp
 from . import ir
 from .atoms import wgmma_k, why_not_k_major
 from .capabilities import LoweringError
@@ -143,7 +145,7 @@ class SpecializedBuilder(Builder):
         for w in step.waits:
             loop, slots = self.barrier_loop(w, loops)
             out.append(ir.MbarrierWait(w, loop, slots))
-        if step.task != "sync":
+        if not step.is_sync:
             t = self.low.tasks[step.task]
             self.units[t.name] = step.unit
             for s in (x for x in self.low.stmts if x.task == t.name):
@@ -160,8 +162,8 @@ class SpecializedBuilder(Builder):
         read = set()
         for s in self.low.stmts:
             step = self.low.steps.get(s.task)
-            on_wgmma = s.kind == "mma" and step is not None and \
-                self.device.unit(step.unit).kind == "mma"
+            on_wgmma = s.kind == TaskOp.MMA and step is not None and \
+                self.device.unit(step.unit).kind == UnitKind.MMA
             if not on_wgmma and isinstance(s.stmt, (T.Let, T.Store)):
                 read.update(reads(s.stmt.value))
         out = set()
@@ -189,7 +191,7 @@ class SpecializedBuilder(Builder):
     def wgmma(self, s: Stmt, step: Step) -> list:
         addend, mm = mma_parts(s.stmt.value)
         unit = self.device.unit(step.unit)
-        if unit.kind != "mma":
+        if unit.kind != UnitKind.MMA:
             return [self.mma(s, step)]          # CUDA cores: the single role's SIMT matmul
         add_name = addend.name if isinstance(addend, T.Var) else None
         c, a_lay, _ = self.low.mma_layouts[s.task]

@@ -3,10 +3,10 @@ producer and a consumer role of warpgroups, the rows each consumer warpgroup com
 wgmma tilings of the consumer's mmas and the consumer's view for the single-role Builder."""
 from __future__ import annotations
 
-from ..devices import Device
+from ..devices import Device, UnitKind
 from ..sched.plan import Plan
 from ..sema import typed as T
-from ..stask.graph import STaskGraph
+from ..stask.graph import STaskGraph, TaskKind, TaskOp
 from .assign import assign_layouts, layout_problem
 from .atoms import wgmma_k, why_no_wgmma
 from .layout import Layout, digits
@@ -109,7 +109,7 @@ class SpecializedPlan:
         the mma outputs' tiles; ("", 0) with one consumer."""
         if self.parts == 1:
             return "", 0
-        mmas = [t for t in self.graph.tasks if t.kind == "mma"]
+        mmas = [t for t in self.graph.tasks if t.kind == TaskKind.MMA]
         if not mmas:
             raise LoweringError("several consumer warpgroups divide an mma's rows; this plan "
                                 "has no mma")
@@ -145,10 +145,10 @@ class SpecializedPlan:
     def tilings(self, view: RoleView) -> dict[str, tuple[Layout, Layout, Layout]]:
         out = {}
         for s in view.stmts:
-            if s.kind != "mma":
+            if s.kind != TaskOp.MMA:
                 continue
             unit = self.device.unit(view.steps[s.task].unit)
-            if unit.kind != "mma":
+            if unit.kind != UnitKind.MMA:
                 continue
             _, mm = mma_parts(s.stmt.value)
             m, k = view.shape(mm.lhs)

@@ -7,6 +7,7 @@ from dataclasses import replace
 from ..sched.plan import LoopBlock, Step
 from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
+from ..stask.graph import TaskOp
 from . import ir
 from .capabilities import LoweringError
 from .specialized_ops import SpecializedBuilder
@@ -38,10 +39,10 @@ class Producer:
         for w in step.waits:
             loop, slots = self.b.barrier_loop(w, loops)
             out.append(ir.MbarrierWait(w, loop, slots, free=True))
-        if step.task == "sync":
+        if step.is_sync:
             return out
         t = self.b.low.tasks[step.task]
-        if t.op != "load":
+        if t.op != TaskOp.LOAD:
             raise LoweringError(f"the producer runs loads only, not {t.name}")
         self.b.units[t.name] = step.unit
         (full,) = [a for a in step.arrives if a.startswith("full:")] or [None]

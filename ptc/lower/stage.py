@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..devices import Device
-from ..sched.plan import Plan
+from ..sched.plan import Plan, Style
 from ..stask.graph import STaskGraph
 from . import ir
 from .capabilities import Capabilities, LoweringError
@@ -26,7 +26,7 @@ def lower(plan: Plan, graph: STaskGraph, device: Device,
         why = caps.refuses(plan, device)
         if why:
             raise LoweringError(why)
-    if plan.style == "warp_specialized":
+    if plan.style == Style.WARP_SPECIALIZED:
         low = lower_specialized(plan, graph, device, caps, trace)
     elif len(plan.roles) != 1:
         raise LoweringError(f"{plan.style} plans have {len(plan.roles)} roles; the lowering "
@@ -36,4 +36,4 @@ def lower(plan: Plan, graph: STaskGraph, device: Device,
     problems = resource_problems(low, device)
     if problems:
         raise LoweringError("the lowered kernel's resources: " + "; ".join(problems))
-    return trace.kernel(low, "consumer" if plan.style == "warp_specialized" else None)
+    return trace.kernel(low, "consumer" if plan.style == Style.WARP_SPECIALIZED else None)

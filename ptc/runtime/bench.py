@@ -19,6 +19,7 @@ from typing import Mapping
 import numpy as np
 
 from ..interp import bind_dims, random_inputs, run_kernel  # noqa: F401  (random_inputs re-exported)
+from ..stask.graph import TaskKind
 from .kernel import CompiledKernel, Timing
 
 TOLERANCE = {"f32": 1e-3, "f16": 5e-3, "bf16": 2e-2, "i32": 0.0, "i8": 0.0, "u8": 0.0,
@@ -144,7 +145,7 @@ def work_of(prepared, dims: Mapping[str, int]) -> Work:
 
 def mma_dtype(graphs) -> str:
     """The input dtype of the kernel's matmuls (f16 when it has none)."""
-    return next((t.mma_dtype for g in graphs for t in g.tasks if t.kind == "mma"), "f16")
+    return next((t.mma_dtype for g in graphs for t in g.tasks if t.kind == TaskKind.MMA), "f16")
 
 
 def run_bench(compiled: CompiledKernel, prepared, *, shapes: Mapping[str, int] | None = None,

@@ -22,17 +22,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..devices import Device, Unit
+from ..devices import Device, Unit, UnitKind
 from ..devices.model import Terms
 from ..lower.atoms import mma_atom, why_no_atom, why_no_wgmma, why_not_k_major, wgmma_k
 from ..lower.swizzle import tma_layout
 from ..lower.tma import GATHERED, per_thread_copy, tma_box, tma_store_box
 from ..sema import typed as T
-from ..stask.graph import STaskGraph
+from ..stask.graph import STaskGraph, TaskKind, TaskOp
 from ..sema import dtypes as dt
 from ..sema.dtypes import DTYPE_BYTES
 from ..stask.propagate import extent_of
-from .plan import Plan
+from .plan import Plan, Style
 from .primitives import PlanBuilder
 from .rotate import rotated
 from .turns import turns
@@ -46,7 +46,7 @@ BASE_REGISTERS = 32  # addresses, loop counters, indices
 
 @dataclass(frozen=True)
 class Choice:
-    style: str       # warp_specialized | multistage | interleaved | sequential
+    style: Style
     stages: int
     consumers: int = 1   # consumer warpgroups (warp_specialized)
     warps: int = 4       # warps of the single role (multistage / sequential)
@@ -55,13 +55,13 @@ class Choice:
 
     def describe(self, terms: Terms = Terms()) -> str:
         """In the device's words (`terms`: warps or waves)."""
-        if self.style == "warp_specialized":
+        if self.style == Style.WARP_SPECIALIZED:
             return (f"warp-specialized, {self.stages} stages, {self.consumers} consumer "
                     f"warpgroup(s){' in ping-pong' if self.pingpong else ''}"
                     f"{', intra-warpgroup overlap' if self.overlap else ''}")
-        if self.style == "multistage":
+        if self.style == Style.MULTISTAGE:
             return f"multistage, {self.stages} stages, {terms.warps(self.warps)}"
-        if self.style == "interleaved":
+        if self.style == Style.INTERLEAVED:
             return f"interleaved loads (one buffer each), {terms.warps(self.warps)}"
         return f"sequential (no pipelining), {terms.warps(self.warps)}"
 
@@ -81,9 +81,9 @@ def pipelined_loop(graph: STaskGraph) -> str:
     return best
 
 
-def copy_unit(device: Device, style: str) -> Unit:
-    units = device.units_of("copy")
-    if style == "warp_specialized":
+def copy_unit(device: Device, style: Style) -> Unit:
+    units = device.units_of(UnitKind.COPY)
+    if style == Style.WARP_SPECIALIZED:
         bulk = [u for u in units if u.is_async and u.is_bulk_tensor_copy]
         if not bulk or device.resources.warpgroup_size <= 1:
             raise Unfit(f"{device.name} has no TMA unit and warpgroups for warp specialization")
@@ -93,7 +93,7 @@ def copy_unit(device: Device, style: str) -> Unit:
     return ranked[0]
 
 
-def unit_for(device: Device, kind: str) -> Unit:
+def unit_for(device: Device, kind: UnitKind) -> Unit:
     units = device.units_of(kind)
     if not units:
         raise Unfit(f"{device.name} has no {kind} unit")
@@ -102,9 +102,9 @@ def unit_for(device: Device, kind: str) -> Unit:
 
 def construct(graph: STaskGraph, device: Device, choice: Choice) -> Plan:
     loop = pipelined_loop(graph)
-    if choice.style != "sequential" and not loop:
+    if choice.style != Style.SEQUENTIAL and not loop:
         raise Unfit("no tile loop to pipeline")
-    if choice.style == "warp_specialized":
+    if choice.style == Style.WARP_SPECIALIZED:
         return _warp_specialized(graph, device, choice, loop)
     return _single_role(graph, device, choice, loop)
 
@@ -127,12 +127,12 @@ def _mma_dtype_ok(graph: STaskGraph, device: Device) -> None:
     CUDA cores): wgmma must take its dtype (f32 is never multiplied as TF32 unless the
     program says `as tf32`, and TF32 wgmma is not issued here)."""
     for t in graph.tasks:
-        if t.kind == "mma":
+        if t.kind == TaskKind.MMA:
             dtype = t.mma_dtype
             why = why_no_wgmma(dtype, 64, 8, wgmma_k(dtype))
             if why and dtype in dt.FP8:     # say why FP8 takes the mma.sync plans
                 raise Unfit(why)
-            if all(dtype not in u.throughput for u in device.units_of("mma")):
+            if all(dtype not in u.throughput for u in device.units_of(UnitKind.MMA)):
                 raise Unfit(f"{device.name}'s mma units do not multiply {dtype}")
             if why:
                 raise Unfit(why)
@@ -143,8 +143,8 @@ def mma_unit(graph: STaskGraph, device: Device, task, warps: int) -> Unit:
     `warps` warps (ptc.lower.atoms.mma_atom, which the lowering tiles it by), else CUDA
     cores: the plan says which, and the renderer builds exactly that."""
     if mma_atom(device, task.mma_dtype, *mma_extents(graph, task), warps) is not None:
-        return unit_for(device, "mma")
-    return unit_for(device, "simt")
+        return unit_for(device, UnitKind.MMA)
+    return unit_for(device, UnitKind.SIMT)
 
 
 def mma_extents(graph: STaskGraph, task) -> tuple[int, int, int]:
@@ -161,9 +161,9 @@ def why_on_cuda_cores(graph: STaskGraph, device: Device, task, warps: int) -> st
 
 
 def _warp_specialized(graph, device, choice, loop) -> Plan:
-    tma = copy_unit(device, "warp_specialized")     # (no TMA: the first reason to give)
+    tma = copy_unit(device, Style.WARP_SPECIALIZED)     # (no TMA: the first reason to give)
     _mma_dtype_ok(graph, device)
-    _k_major_ok(graph, {t.name for t in graph.tasks if t.kind == "mma"})
+    _k_major_ok(graph, {t.name for t in graph.tasks if t.kind == TaskKind.MMA})
     rows = _tile_rows(graph)
     if rows % choice.consumers or rows // choice.consumers < MIN_ROWS_PER_CONSUMER:
         raise Unfit(f"{rows} rows cannot feed {choice.consumers} consumer warpgroups "
@@ -174,17 +174,17 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
     b.role("producer", warps=wg, registers=PRODUCER_REGISTERS)
     b.role("consumer", warps=wg, registers=budget, instances=choice.consumers,
            pingpong=choice.pingpong)
-    mma, simt = unit_for(device, "mma"), unit_for(device, "simt")
-    per_thread = copy_unit(device, "multistage")
+    mma, simt = unit_for(device, UnitKind.MMA), unit_for(device, UnitKind.SIMT)
+    per_thread = copy_unit(device, Style.MULTISTAGE)
     on_wgmma = _wgmma_mmas(graph, choice, rows)
     operands = _mma_operand_loads(graph, on_wgmma)
     for t in program_order(graph, lambda t: t.name in on_wgmma):
-        if t.op == "load":
+        if t.op == TaskOp.LOAD:
             box = _producer_box(graph, t, t.name in operands)
             b.Append(t.name, ("producer", (per_thread if isinstance(box, str) else tma).name))
-        elif t.kind == "mma":
+        elif t.kind == TaskKind.MMA:
             b.Append(t.name, ("consumer", (mma if t.name in on_wgmma else simt).name))
-        elif t.op in ("store", "atomic_add"):
+        elif t.op in (TaskOp.STORE, TaskOp.ATOMIC_ADD):
             # a tile TMA stores goes through shared memory and one thread's bulk copy;
             # others (atomic adds, odd rows) the consumers store from their registers
             (store,) = [s for s in t.stmts if isinstance(s, T.Store)]
@@ -226,7 +226,7 @@ def _wgmma_mmas(graph: STaskGraph, choice: Choice, rows: int) -> set[str]:
     CUDA cores)."""
     on_wgmma = set()
     for t in graph.tasks:
-        if t.kind == "mma":
+        if t.kind == TaskKind.MMA:
             m, n, k = mma_extents(graph, t)
             if m == rows:
                 m //= choice.consumers       # the consumers divide the rows
@@ -264,7 +264,7 @@ def program_order(graph: STaskGraph, on_async_unit) -> list:
     last no release was safe and no plan was verified (`acc += a @ b; mx = max(mx,
     rowmax(a))` on sm90). `on_async_unit(task)`: where the construction places it."""
     order = list(graph.tasks)
-    loads = {t.name for t in graph.tasks if t.op == "load"}
+    loads = {t.name for t in graph.tasks if t.op == TaskOp.LOAD}
     tiles_read = {t.name: set() for t in graph.tasks}
     linked: dict[str, set[str]] = {t.name: set() for t in graph.tasks}
     for e in graph.edges:
@@ -273,7 +273,7 @@ def program_order(graph: STaskGraph, on_async_unit) -> list:
         if e.src in loads and e.distance == 0:
             tiles_read[e.dst].add(e.src)
     for task in list(order):
-        if task.op == "load" or on_async_unit(task) or not tiles_read[task.name]:
+        if task.op == TaskOp.LOAD or on_async_unit(task) or not tiles_read[task.name]:
             continue
         at = order.index(task)
         first = next((i for i, t in enumerate(order[:at]) if t.region == task.region
@@ -292,7 +292,7 @@ def program_order(graph: STaskGraph, on_async_unit) -> list:
 def _mma_operand_loads(graph: STaskGraph, mmas: set[str]) -> set[str]:
     """The loads whose tiles these mmas read (wgmma reads them from shared memory in the
     layout TMA writes)."""
-    loaded = {t.stmts[0].name: t.name for t in graph.tasks if t.op == "load"}
+    loaded = {t.stmts[0].name: t.name for t in graph.tasks if t.op == TaskOp.LOAD}
     out = set()
     for t in graph.tasks:
         if t.name in mmas:
@@ -304,7 +304,7 @@ def _mma_operand_loads(graph: STaskGraph, mmas: set[str]) -> set[str]:
 def _k_major_ok(graph: STaskGraph, mmas: set[str]) -> None:
     """8-bit wgmma reads K-major operands only: A stored [m][k] (not read transposed), B
     [n][k] (read as `.T`). Either way round a B tile has k along its rows."""
-    loaded = {t.stmts[0].name: t.name for t in graph.tasks if t.op == "load"}
+    loaded = {t.stmts[0].name: t.name for t in graph.tasks if t.op == TaskOp.LOAD}
     for t in graph.tasks:
         if t.name not in mmas:
             continue
@@ -340,32 +340,32 @@ def _single_role(graph, device, choice, loop) -> Plan:
     limit = min(res.max_registers_per_thread, res.registers // threads)
     if need > limit:
         raise Unfit(f"~{need} registers per thread needed, over the limit of {limit}")
-    stages = choice.stages if choice.style == "multistage" else 1
+    stages = choice.stages if choice.style == Style.MULTISTAGE else 1
     if stages > 1 and not _loop_loads(graph, loop):
         raise Unfit(f"loop {loop or '-'} loads nothing to pipeline")
-    prefetching = stages > 1 or choice.style == "interleaved"
+    prefetching = stages > 1 or choice.style == Style.INTERLEAVED
     if prefetching and not copy.is_async:
         raise Unfit(f"{copy.name} is synchronous: prefetching would stall the role")
-    issue_before = interleaving(graph, loop) if choice.style == "interleaved" else {}
+    issue_before = interleaving(graph, loop) if choice.style == Style.INTERLEAVED else {}
     b = PlanBuilder(graph, device)
     b.role("main", warps=choice.warps, registers=min(limit, need + (-need) % 8))
-    simt = unit_for(device, "simt")
+    simt = unit_for(device, UnitKind.SIMT)
 
     def place(t) -> None:
-        if t.op == "load":
+        if t.op == TaskOp.LOAD:
             offset = stages - 1 if t.region == loop else 0
             if t.name in issue_before:
                 offset = issue_before[t.name][1]
             b.Append(t.name, ("main", copy.name), offset=offset)
-        elif t.kind == "mma":
+        elif t.kind == TaskKind.MMA:
             b.Append(t.name, ("main", mma_unit(graph, device, t, choice.warps).name))
-        elif t.op in ("store", "atomic_add"):
+        elif t.op in (TaskOp.STORE, TaskOp.ATOMIC_ADD):
             b.Append(t.name, ("main", copy.name))
         else:
             b.Append(t.name, ("main", simt.name))
 
     def on_async_unit(t) -> bool:
-        return t.kind == "mma" and mma_unit(graph, device, t, choice.warps).is_async
+        return t.kind == TaskKind.MMA and mma_unit(graph, device, t, choice.warps).is_async
 
     for t in program_order(graph, on_async_unit):
         if t.name in issue_before:
@@ -381,7 +381,7 @@ def _single_role(graph, device, choice, loop) -> Plan:
 
 
 def _loop_loads(graph: STaskGraph, loop: str) -> list[str]:
-    return [t.name for t in graph.tasks if t.op == "load" and t.region == loop]
+    return [t.name for t in graph.tasks if t.op == TaskOp.LOAD and t.region == loop]
 
 
 def _loads_read_by(graph: STaskGraph, loop: str, reader: str) -> list[str]:
@@ -438,7 +438,7 @@ def _wait_on_edges(b: PlanBuilder, graph: STaskGraph) -> None:
 def _tile_rows(graph: STaskGraph) -> int:
     """Rows of the tile the consumers split: the first dim of the mma outputs."""
     for t in graph.tasks:
-        if t.kind == "mma":
+        if t.kind == TaskKind.MMA:
             return t.shape[0]
     return max((t.shape[0] for t in graph.tasks if t.shape), default=1)
 
@@ -453,7 +453,7 @@ def consumer_registers(graph: STaskGraph, threads: int) -> int:
     its enclosing region keeps live across the loop. So eight dequantized operands, each
     read by the next mma only, count once, not eight times."""
     sizes = {t.name: math.prod(t.shape) * max(DTYPE_BYTES[t.dtype], 4) // 4
-             for t in graph.tasks if t.op != "load" and t.shape}
+             for t in graph.tasks if t.op != TaskOp.LOAD and t.shape}
     defines = {t.name: t.defines for t in graph.tasks}
     words = _peak_words(graph, graph.root, sizes, defines, 0)
     return BASE_REGISTERS + math.ceil(words / threads)

@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ..devices import Device
-from ..stask.graph import STask, STaskGraph
+from ..devices import Device, UnitKind
+from ..stask.graph import STask, STaskGraph, TaskKind, TaskOp
 from ..sema.dtypes import DTYPE_BYTES
 from ..lower.atoms import rate_dtype
 from .plan import Estimate, Plan, walk_steps
@@ -60,26 +60,27 @@ def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
     """Cycles `unit` is busy running one execution of `task` (one instance's share).
     `issue`: what the built kernel issues per warp for it (Plan.issue), over `warps`
     warps -- then the count is timed, not guessed from the task's work."""
-    if issue is not None and warps and task.kind != "copy":
+    if issue is not None and warps and task.kind != TaskKind.COPY:
         return _issued_cycles(task, unit, device, issue, warps, instances)
     w = task.work
-    if task.kind == "copy":
+    if task.kind == TaskKind.COPY:
         rate = unit.throughput.get("bytes", 0) or 1.0
         rate = min(rate, device.l2_bytes_per_cycle_per_eu)
         nbytes = w.bytes + gathered_bytes(task)
-        return unit.issue_latency_cycles + nbytes / rate / (instances if task.op != "load" else 1)
-    if task.kind == "mma" and unit.kind != "mma":
+        shares = instances if task.op != TaskOp.LOAD else 1
+        return unit.issue_latency_cycles + nbytes / rate / shares
+    if task.kind == TaskKind.MMA and unit.kind != UnitKind.MMA:
         # on CUDA cores: one f32 FMA (2 FLOPs) per lane and result, whatever the inputs
         rate = unit.throughput.get("f32") or max(unit.throughput.values())
         return unit.issue_latency_cycles + w.mma_flops / 2 / rate / instances
-    if task.kind == "mma":
+    if task.kind == TaskKind.MMA:
         # the YAML's own rate where it has one (sm90's FP8 is wgmma's), else the widened one
         rate = unit.throughput.get(task.mma_dtype) or \
             unit.throughput.get(rate_dtype(device, task.mma_dtype))
         return unit.issue_latency_cycles + w.mma_flops / rate / instances
     simt = unit.throughput.get("f32") or max(unit.throughput.values())
     cycles = w.simt_ops / simt
-    sfu = device.units_of("sfu")
+    sfu = device.units_of(UnitKind.SFU)
     if sfu and w.sfu_ops:
         rate = sfu[0].throughput.get("f32") or max(sfu[0].throughput.values())
         cycles = max(cycles, w.sfu_ops / rate)
@@ -96,15 +97,16 @@ def _issued_cycles(task: STask, unit, device: Device, issue, warps: int,
     shared = (issue.shuffles / res.exchanges_per_cycle
               + (issue.shared * lanes * 4 + issue.fragment_loads * res.fragment_load_bytes)
               / res.shared_bytes_per_cycle) * warps
-    if task.kind == "mma" and unit.kind == "mma":
+    if task.kind == TaskKind.MMA and unit.kind == UnitKind.MMA:
         # the YAML's own rate where it has one (sm90's FP8 is wgmma's), else the widened one
         rate = unit.throughput.get(task.mma_dtype) or \
             unit.throughput.get(rate_dtype(device, task.mma_dtype))
         return unit.issue_latency_cycles + max(task.work.mma_flops / rate / instances, shared)
-    simt_unit = unit if unit.kind == "simt" else (device.units_of("simt") or [unit])[0]
+    simt_unit = unit if unit.kind == UnitKind.SIMT else \
+        (device.units_of(UnitKind.SIMT) or [unit])[0]
     rate = simt_unit.throughput.get("f32") or max(simt_unit.throughput.values())
     cycles = issue.simt * warps * lanes / rate
-    sfu = device.units_of("sfu")
+    sfu = device.units_of(UnitKind.SFU)
     if sfu and issue.sfu:
         srate = sfu[0].throughput.get("f32") or max(sfu[0].throughput.values())
         cycles = max(cycles, issue.sfu * warps * lanes / srate)
@@ -113,7 +115,7 @@ def _issued_cycles(task: STask, unit, device: Device, issue, warps: int,
 
 def role_dependences(plan: Plan, graph: STaskGraph, device: Device) -> dict[str, Dependences]:
     """Each role's Dependences (ptc.sched.results), by role name."""
-    placed = {r.name: {s.task: s.unit for s in walk_steps(r.body) if s.task != "sync"}
+    placed = {r.name: {s.task: s.unit for s in walk_steps(r.body) if not s.is_sync}
               for r in plan.roles}
     return {r: dependences(graph, device, units) for r, units in placed.items()}
 
@@ -208,7 +210,7 @@ class _TimelineRun:
             if pt is None:
                 return None
             t = max(t, pt)
-        if step.task != "sync":
+        if not step.is_sync:
             t = max(t, self.unit_free.get(step.unit, 0.0),
                     self.results[p].ready(e, self.cycles(p, e)))
         return t
@@ -220,7 +222,7 @@ class _TimelineRun:
         cta = p[0]
         for w in e.step.waits:
             self.wait_count[(cta, w, p)] = self.wait_count.get((cta, w, p), 0) + 1
-        if e.step.task == "sync":
+        if e.step.is_sync:
             done = start
             self.ready[p] = start
         else:

@@ -12,7 +12,7 @@ from ..devices import Device
 from ..stask.graph import Edge, STaskGraph
 from .plan import Plan, Role, walk_steps
 from .unroll import Exec, Trips, unroll
-from .verify_structure import SYNC_TASK, loop_paths
+from .verify_structure import loop_paths
 
 Process = tuple[str, int]
 
@@ -68,7 +68,7 @@ def build_events(plan: Plan, graph: STaskGraph, device: Device, trips: Trips) ->
     (a wait no arrive can complete is recorded in Events.deadlocks) and value reads."""
     execs, procs, position = _number_execs(unroll(plan, trips))
     async_units = {u.name for u in device.units if u.is_async}
-    is_async = [e.step.task != SYNC_TASK and e.step.unit in async_units for e in execs]
+    is_async = [not e.step.is_sync and e.step.unit in async_units for e in execs]
     ev = Events(plan, procs, execs, position, is_async, [[] for _ in range(2 * len(execs))],
                 {}, defaultdict(list))
     _program_order(ev, device)
@@ -105,7 +105,7 @@ def _program_order(ev: Events, device: Device) -> None:
     execs, is_async = ev.execs, ev.is_async
     for i, e in enumerate(execs):
         ev.add(2 * i, 2 * i + 1)
-        if e.step.task != SYNC_TASK:
+        if not e.step.is_sync:
             ev.index[(e.process, e.step.task, e.iters)] = i
             ev.by_task[e.step.task].append(i)
     in_order = {u.name for u in device.units if u.is_async and u.in_order}
@@ -194,7 +194,7 @@ def _value_reads(ev: Events, plan: Plan, graph: STaskGraph, trips: Trips) -> Non
         preds[e.dst].append(e)
     ev.reads = [[] for _ in range(len(execs))]
     for i, e in enumerate(execs):
-        if e.step.task == SYNC_TASK:
+        if e.step.is_sync:
             continue
         for value, edge, iters in resolve_sources(preds[e.step.task], paths, e.iters, trips):
             src_role = role_of[edge.src]

@@ -18,9 +18,29 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Union
 
 from ..diagnostics import CompileError, Diagnostic
+
+
+class Style(StrEnum):
+    """How a plan arranges its work (ptc.sched.construct describes each). A StrEnum: a
+    style equals, prints and writes to JSON as its value."""
+
+    WARP_SPECIALIZED = "warp_specialized"
+    MULTISTAGE = "multistage"
+    INTERLEAVED = "interleaved"
+    SEQUENTIAL = "sequential"
+    CUSTOM = "custom"           # built with ptc.sched.primitives, not by the search
+
+
+# the styles whose plan has one role that does everything
+SINGLE_ROLE_STYLES = (Style.MULTISTAGE, Style.INTERLEAVED, Style.SEQUENTIAL)
+
+# a step that runs no sTask, only waits and arrives: its task and unit names
+SYNC_TASK = "sync"
+SYNC_UNIT = "barrier"
 
 
 @dataclass(frozen=True)
@@ -30,6 +50,15 @@ class Step:
     offset: int = 0
     waits: tuple[str, ...] = ()
     arrives: tuple[str, ...] = ()
+
+    @classmethod
+    def sync(cls, waits=(), arrives=()) -> "Step":
+        """A step that only waits on `waits` and arrives on `arrives`."""
+        return cls(SYNC_TASK, SYNC_UNIT, 0, tuple(waits), tuple(arrives))
+
+    @property
+    def is_sync(self) -> bool:
+        return self.task == SYNC_TASK
 
 
 @dataclass(frozen=True)
@@ -119,7 +148,7 @@ class Plan:
     tiles: tuple[tuple[str, int], ...]
     pipelined: str                  # the loop that is pipelined ("" when none)
     stages: int
-    style: str                      # warp_specialized | multistage | interleaved | sequential
+    style: Style                    # (a str where a plan JSON names no Style: see _Reader.style)
     roles: tuple[Role, ...]
     buffers: tuple[Buffer, ...]
     barriers: tuple[Barrier, ...]
@@ -244,6 +273,15 @@ class _Reader:
                 self.fail(f"{where}.{key}[{i}]", "expected an integer")
         return tuple(values)
 
+    def style(self, obj, where: str) -> Style | str:
+        """The plan's style; a name that is no Style stays the string it was, for the
+        verifier to report with the plan's other problems."""
+        value = self.get(obj, "style", str, where)
+        try:
+            return Style(value)
+        except ValueError:
+            return value
+
     def item(self, obj, where: str) -> Item:
         if isinstance(obj, dict) and "loop" in obj:
             body = self.get(obj, "body", list, where)
@@ -309,7 +347,7 @@ class _Reader:
                                             "shuffles", "shared"))))
         return Plan(self.get(data, "kernel", str, w), self.get(data, "device", str, w),
                     tuple(tiles_d.items()), self.get(data, "pipelined", str, w),
-                    self.get(data, "stages", int, w), self.get(data, "style", str, w),
+                    self.get(data, "stages", int, w), self.style(data, w),
                     tuple(roles), tuple(buffers), tuple(barriers), launch, estimate,
                     self.strings(data, "notes", w), tuple(issue))
 

@@ -29,8 +29,8 @@ import math
 from dataclasses import dataclass, field
 
 from ..devices import Device
-from ..stask.graph import STaskGraph
-from .plan import Barrier, Buffer, Launch, LoopBlock, Plan, Role, Step
+from ..stask.graph import STaskGraph, TaskKind, TaskOp
+from .plan import Barrier, Buffer, Launch, LoopBlock, Plan, Role, Step, Style
 
 
 @dataclass
@@ -117,13 +117,13 @@ class PlanBuilder:
     def _crossing(self, src: str, dst: str) -> bool:
         """Does the value from src to dst live in a buffer? Loaded tiles always do (shared
         memory / LDS on every backend); other values when they cross roles."""
-        return self.graph.task(src).op == "load" or self.placed[src][0] != self.placed[dst][0]
+        return self.graph.task(src).op == TaskOp.LOAD or self.placed[src][0] != self.placed[dst][0]
 
     def _needs_full(self, src: str, consumer_roles) -> bool:
         """Must consumers wait for the write? When it is async or made by another role."""
         return self._is_async(src) or any(r != self.placed[src][0] for r in consumer_roles)
 
-    def build(self, stages: int = 1, pipelined: str = "", style: str = "custom",
+    def build(self, stages: int = 1, pipelined: str = "", style: Style = Style.CUSTOM,
               launch: Launch | None = None, notes: tuple[str, ...] = ()) -> Plan:
         g = self.graph
         missing = [t.name for t in g.tasks if t.name not in self.placed]
@@ -168,7 +168,7 @@ class PlanBuilder:
                    else 2 if in_loop and cross else 1)
         depth = self.stage_override.get(src, default)
         size = math.prod(t.shape) * _bytes(t.dtype)
-        layout = "swizzle128" if t.kind == "copy" else "row"
+        layout = "swizzle128" if t.kind == TaskKind.COPY else "row"
         return Buffer(f"{t.defines[0].lstrip('%')}_{self.device.shared_space}"
                       if t.defines else src,
                       t.defines[0] if t.defines else "", src, (),
@@ -242,7 +242,7 @@ class PlanBuilder:
         steps: list[tuple[Step, str]] = []       # (step, the task whose region it sits in)
         for t, u, off in spec.steps:
             if (spec.name, t) in syncs.at:
-                steps.append((Step("sync", "barrier", 0, tuple(syncs.at[spec.name, t]), ()), t))
+                steps.append((Step.sync(waits=syncs.at[spec.name, t]), t))
             steps.append((Step(t, u, off, tuple(syncs.waits.get(t, ())),
                                tuple(syncs.arrives.get(t, ()))), t))
         body = _nest(self.graph, spec.name, steps, syncs.before, syncs.after)
@@ -284,16 +284,16 @@ def _nest(g: STaskGraph, role: str, steps: list[tuple[Step, str]], sync_before,
             name, body = stack.pop()
             stack[-1][1].append(LoopBlock(name, tuple(body)))
             for a in sync_after.get((role, "loop:" + name), ()):
-                stack[-1][1].append(Step("sync", "barrier", 0, (), (a,)))
+                stack[-1][1].append(Step.sync(arrives=(a,)))
         while len(stack) - 1 < len(path):
             name = path[len(stack) - 1]
             for w in sync_before.get((role, "loop:" + name), ()):
-                stack[-1][1].append(Step("sync", "barrier", 0, (w,), ()))
+                stack[-1][1].append(Step.sync(waits=(w,)))
             stack.append((name, []))
         stack[-1][1].append(step)
     while len(stack) > 1:
         name, body = stack.pop()
         stack[-1][1].append(LoopBlock(name, tuple(body)))
         for a in sync_after.get((role, "loop:" + name), ()):
-            stack[-1][1].append(Step("sync", "barrier", 0, (), (a,)))
+            stack[-1][1].append(Step.sync(arrives=(a,)))
     return root

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..devices import Device
 from ..stask.build import reads, writes
-from ..stask.graph import STaskGraph
+from ..stask.graph import STaskGraph, TaskOp
 from ..stask.propagate import statement_works
 from .unroll import Exec
 
@@ -59,7 +59,7 @@ def dependences(graph: STaskGraph, device: Device, placed: dict[str, str]) -> De
     for e in graph.edges:
         if e.src not in placed or e.dst not in placed or e.src == e.dst:
             continue
-        if graph.task(e.src).op == "load" or graph.task(e.dst).op == "load":
+        if graph.task(e.src).op == TaskOp.LOAD or graph.task(e.dst).op == TaskOp.LOAD:
             continue    # loaded tiles: the buffers' barriers say when
         src, dst = device.unit(placed[e.src]), device.unit(placed[e.dst])
         common = [v for v in loops[e.src] if v in loops[e.dst]]

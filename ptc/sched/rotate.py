@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
+from ..devices.model import UnitKind
 from .plan import LoopBlock, Plan, Step
 
 
-def rotated(plan: Plan, role: str, unit_kind: Callable[[str], str]) -> Plan | str:
+def rotated(plan: Plan, role: str, unit_kind: Callable[[str], UnitKind]) -> Plan | str:
     """`plan` with `role`'s pipelined loop rotated, or why it cannot be."""
     (r,) = [x for x in plan.roles if x.name == role]
     body = _rotate_items(r.body, plan.pipelined, unit_kind)
@@ -54,22 +55,22 @@ def _rotate_body(block: LoopBlock, unit_kind) -> LoopBlock | str:
     steps: list[Step] = list(block.body)
     if any(s.offset for s in steps):
         return f"loop {block.var} is pipelined already"
-    kinds = ["sync" if s.task == "sync" else unit_kind(s.unit) for s in steps]
-    mma = [i for i, k in enumerate(kinds) if k == "mma"]
-    simt = [i for i, k in enumerate(kinds) if k == "simt"]
+    kinds = [None if s.is_sync else unit_kind(s.unit) for s in steps]     # None: no unit
+    mma = [i for i, k in enumerate(kinds) if k == UnitKind.MMA]
+    simt = [i for i, k in enumerate(kinds) if k == UnitKind.SIMT]
     if len(mma) < 2 or not simt:
         return (f"loop {block.var} needs tensor-core steps, CUDA-core work on their results "
                 "and a tensor-core step after it to overlap")
     last = mma[-1]
-    if any(i > last for i in simt) or any(k not in ("mma", "simt") for k in kinds):
+    if any(i > last for i in simt) or any(k not in (UnitKind.MMA, UnitKind.SIMT) for k in kinds):
         return (f"loop {block.var} does CUDA-core work after its last tensor-core step (or "
                 "other units' work): nothing would follow the overlap")
     first_simt = simt[0]
     head = steps[:first_simt]               # M1: the tensor-core steps before the softmax
-    if any(unit_kind(s.unit) != "mma" for s in head) or not head:
+    if any(unit_kind(s.unit) != UnitKind.MMA for s in head) or not head:
         return f"loop {block.var} does not start with tensor-core steps"
     middle = steps[first_simt:last]         # C: CUDA-core work (and nothing else)
-    if any(unit_kind(s.unit) != "simt" for s in middle):
+    if any(unit_kind(s.unit) != UnitKind.SIMT for s in middle):
         return f"loop {block.var} has tensor-core steps between its CUDA-core steps"
     body = ([replace(s, offset=1) for s in head] + [steps[last]]
             + [replace(s, offset=1) for s in middle])

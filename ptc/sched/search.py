@@ -25,7 +25,7 @@ from ..stask import build_graph, propagate
 from ..stask.graph import STaskGraph
 from .construct import Choice, Unfit, construct
 from .cost import estimate, persistent_estimate
-from .plan import Estimate, Plan
+from .plan import Estimate, Plan, Style
 
 MAX_TILE_COMBINATIONS = 48
 
@@ -108,14 +108,14 @@ def choices_for(device: Device, has_loop: bool) -> list[Choice]:
                                              (2, True, False), (1, False, True),
                                              (2, True, True)):
             for stages in (2, 3, 4):
-                out.append(Choice("warp_specialized", stages, consumers, pingpong=pingpong,
+                out.append(Choice(Style.WARP_SPECIALIZED, stages, consumers, pingpong=pingpong,
                                   overlap=overlap))
         for warps in (4, 8):
             for stages in (2, 3, 4):
-                out.append(Choice("multistage", stages, warps=warps))
-            out.append(Choice("interleaved", 1, warps=warps))
+                out.append(Choice(Style.MULTISTAGE, stages, warps=warps))
+            out.append(Choice(Style.INTERLEAVED, 1, warps=warps))
     for warps in (4, 8):
-        out.append(Choice("sequential", 1, warps=warps))
+        out.append(Choice(Style.SEQUENTIAL, 1, warps=warps))
     return out
 
 
@@ -216,7 +216,8 @@ def why_none(rejected) -> str:
     """Why no plan fits, one reason per style from the simplest: the most frequent refusal
     of each (what stops the plain sequential plan is usually what the user must change)."""
     out = []
-    for style in ("sequential", "multistage", "interleaved", "warp_specialized"):
+    for style in (Style.SEQUENTIAL, Style.MULTISTAGE, Style.INTERLEAVED,
+                  Style.WARP_SPECIALIZED):
         mine = Counter(r.reason for r in rejected if r.choice.style == style)
         if mine:
             reason = mine.most_common(1)[0][0]
@@ -226,7 +227,8 @@ def why_none(rejected) -> str:
 
 
 def _choice_key(c: Choice) -> tuple:
-    return ({"warp_specialized": 0, "multistage": 1, "interleaved": 2, "sequential": 3}[c.style],
+    return ({Style.WARP_SPECIALIZED: 0, Style.MULTISTAGE: 1, Style.INTERLEAVED: 2,
+             Style.SEQUENTIAL: 3}[c.style],
             c.stages,
             c.consumers, c.pingpong, c.overlap, c.warps)
 

@@ -42,7 +42,6 @@ from ..sema import typed as T
 from ..stask.graph import STaskGraph
 from .plan import Plan
 from .events import Events, build_events, order as topo_order
-from .verify_structure import SYNC_TASK
 
 ORDERS = ("producer_first", "consumer_first")
 _F32 = np.dtype(np.float32)
@@ -197,7 +196,7 @@ class _GridRun:
         for x in sched.events:
             i = x // 2
             e = ev.execs[i]
-            if e.step.task == SYNC_TASK:
+            if e.step.is_sync:
                 continue
             if x % 2 == 0:
                 m.scalars.update(grid_scalars)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from ..devices.model import UnitKind
 from .plan import Barrier, LoopBlock, Plan, Role, Step
 from .unroll import Exec
 
@@ -29,7 +30,7 @@ class Turns:
     handover: str    # the task after whose issue it hands the turn on
 
 
-def turns(role: Role, pipelined: str, unit_kind: Callable[[str], str]) -> Turns | str:
+def turns(role: Role, pipelined: str, unit_kind: Callable[[str], UnitKind]) -> Turns | str:
     """Where the instances of `role` take and hand over their turns in loop `pipelined`,
     or why they cannot (`unit_kind`: a unit's name -> its kind, mma | simt | copy ...)."""
     if role.instances < 2:
@@ -37,16 +38,16 @@ def turns(role: Role, pipelined: str, unit_kind: Callable[[str], str]) -> Turns 
     block = _loop(role.body, pipelined)
     if block is None:
         return f"role {role.name} does not run the pipelined loop {pipelined or '-'}"
-    steps = [s for s in block.body if isinstance(s, Step) and s.task != "sync"]
-    first = next((i for i, s in enumerate(steps) if unit_kind(s.unit) == "mma"), None)
+    steps = [s for s in block.body if isinstance(s, Step) and not s.is_sync]
+    first = next((i for i, s in enumerate(steps) if unit_kind(s.unit) == UnitKind.MMA), None)
     if first is None:
         return f"loop {pipelined} has no tensor-core step to take turns at"
-    later = next((i for i in range(first, len(steps)) if unit_kind(steps[i].unit) == "simt"),
-                 None)
+    later = next((i for i in range(first, len(steps))
+                  if unit_kind(steps[i].unit) == UnitKind.SIMT), None)
     if later is None:
         return (f"no CUDA-core work follows the tensor-core steps of loop {pipelined}: "
                 "there is nothing for the other warpgroup's GEMMs to hide")
-    handover = max(i for i in range(first, later) if unit_kind(steps[i].unit) == "mma")
+    handover = max(i for i in range(first, later) if unit_kind(steps[i].unit) == UnitKind.MMA)
     return Turns(pipelined, steps[first].task, steps[handover].task)
 
 

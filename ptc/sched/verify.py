@@ -52,16 +52,15 @@ from ..devices import Device
 from ..diagnostics import CompileError, Diagnostic
 from ..stask.graph import STaskGraph
 from .events import Events, Process, Source, build_events, order, reach, resolve_sources
-from .plan import LoopBlock, Plan
+from .plan import SYNC_TASK, SYNC_UNIT, LoopBlock, Plan, Style
 from .problems import Problems
 from .verify_order import check_order
 from .verify_resources import MBARRIER_BYTES, check_resources
-from .verify_structure import (LAYOUTS, STYLES, SYNC_TASK, SYNC_UNIT, UNIT_FITS, check_structure,
-                               loop_paths)
+from .verify_structure import LAYOUTS, UNIT_FITS, check_structure, loop_paths
 
 __all__ = ["verify", "problems", "verification_trips", "loop_paths", "Events", "Source",
            "Process", "build_events", "resolve_sources", "order", "reach", "SYNC_TASK",
-           "SYNC_UNIT", "MBARRIER_BYTES", "UNIT_FITS", "STYLES", "LAYOUTS"]
+           "SYNC_UNIT", "MBARRIER_BYTES", "UNIT_FITS", "Style", "LAYOUTS"]
 
 
 def verify(plan: Plan, graph: STaskGraph, device: Device) -> None:

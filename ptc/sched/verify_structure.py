@@ -8,17 +8,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from ..devices import Device
-from ..devices.model import SHARED_SPACES
+from ..devices.model import SHARED_SPACES, UnitKind
 from ..lower.atoms import rate_dtype
-from ..stask.graph import STaskGraph
-from .plan import Plan, Role, Step
+from ..stask.graph import STaskGraph, TaskKind
+from .plan import SINGLE_ROLE_STYLES, SYNC_UNIT, Plan, Role, Step, Style
 from .problems import Problems
 
-SYNC_TASK = "sync"
-SYNC_UNIT = "barrier"
 # an mma runs on tensor cores, or on CUDA cores when no matrix instruction takes its tile
 # (ptc.sched.construct.mma_unit)
-UNIT_FITS = {"copy": ("copy",), "mma": ("mma", "simt"), "simt": ("simt", "sfu")}
+UNIT_FITS = {TaskKind.COPY: (UnitKind.COPY,), TaskKind.MMA: (UnitKind.MMA, UnitKind.SIMT),
+             TaskKind.SIMT: (UnitKind.SIMT, UnitKind.SFU)}
 
 
 def loop_paths(graph: STaskGraph) -> dict[str, tuple[str, ...]]:
@@ -46,7 +45,6 @@ def _step_paths(items, path=()) -> list[tuple[Step, tuple[str, ...]]]:
     return out
 
 
-STYLES = ("warp_specialized", "multistage", "interleaved", "sequential", "custom")
 LAYOUTS = ("swizzle128", "row")
 RASTERS = ("row", "column", "swizzle")
 
@@ -56,8 +54,8 @@ def _check_fields(plan: Plan, graph: STaskGraph, tasks, out: Problems) -> None:
     agree with what the graph says or name something that exists."""
     from .primitives import grid_extents
 
-    if plan.style not in STYLES:
-        out.add(f"style {plan.style!r} is not one of {', '.join(STYLES)}")
+    if plan.style not in tuple(Style):
+        out.add(f"style {plan.style!r} is not one of {', '.join(Style)}")
     if plan.stages < 1:
         out.add(f"stages must be at least 1, not {plan.stages}")
     ring = max((b.stages for b in plan.buffers), default=1)
@@ -75,12 +73,12 @@ def _check_fields(plan: Plan, graph: STaskGraph, tasks, out: Problems) -> None:
     elif plan.pipelined and not ahead and ring == 1:
         out.add(f"pipelined is {plan.pipelined!r}, but nothing in it runs ahead or is "
                 "ring-buffered")
-    single = plan.style in ("multistage", "interleaved", "sequential")
+    single = plan.style in SINGLE_ROLE_STYLES
     if single and len(plan.roles) != 1:
         out.add(f"a {plan.style} plan has one role, not {len(plan.roles)}")
-    if plan.style == "warp_specialized" and len(plan.roles) < 2:
+    if plan.style == Style.WARP_SPECIALIZED and len(plan.roles) < 2:
         out.add("a warp_specialized plan has a producer role and consumer roles")
-    if plan.style == "sequential" and (ahead or ring > 1):
+    if plan.style == Style.SEQUENTIAL and (ahead or ring > 1):
         out.add("a sequential plan runs nothing ahead and has no buffer rings")
     if plan.launch.raster not in RASTERS:
         out.add(f"launch.raster is {plan.launch.raster!r}; rasters: {', '.join(RASTERS)}")
@@ -147,7 +145,7 @@ def _check_unit(step: Step, role: Role, task, device: Device, out: Problems) -> 
     if unit.kind not in UNIT_FITS[task.kind]:
         out.add(f"{step.task} is a {task.kind} task but runs on {unit.name}, a "
                 f"{unit.kind} unit")
-    elif task.kind == "mma" and unit.kind == "mma":
+    elif task.kind == TaskKind.MMA and unit.kind == UnitKind.MMA:
         dtype = task.mma_dtype       # or, FP8 widened (sm80, gfx90a), f16
         if dtype not in unit.throughput and \
                 rate_dtype(device, dtype) not in unit.throughput:
@@ -185,7 +183,7 @@ def _check_roles(plan: Plan, graph: STaskGraph, device: Device, tasks, barriers,
                 if name not in barriers:
                     out.add(f"{step.task} in {role.name} uses barrier {name}, which the plan "
                             f"does not declare")
-            if step.task == SYNC_TASK:
+            if step.is_sync:
                 _check_sync_step(step, role, out)
                 continue
             task = tasks.get(step.task)

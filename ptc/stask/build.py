@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..sema import typed as T
-from .graph import Edge, Region, STask, STaskGraph
+from .graph import Edge, Region, STask, STaskGraph, TaskKind, TaskOp
 
 
 def build_graphs(kernel: T.TypedKernel) -> list[STaskGraph]:
@@ -247,18 +247,19 @@ def writes(s) -> set[str]:
     return {s.name} if isinstance(s, T.Let) else set()
 
 
-def classify(s) -> str:
+def classify(s) -> TaskOp:
     if isinstance(s, T.Store):
-        return "atomic_add" if s.atomic else "store"
+        return TaskOp.ATOMIC_ADD if s.atomic else TaskOp.STORE
     v = s.value
     if isinstance(v, T.Load):
-        return "load"
+        return TaskOp.LOAD
     if isinstance(v, T.MmaAccumulate):
-        return "mma"
-    return "simt"
+        return TaskOp.MMA
+    return TaskOp.SIMT
 
 
-_KIND = {"load": "copy", "store": "copy", "atomic_add": "copy", "mma": "mma", "simt": "simt"}
+_KIND = {TaskOp.LOAD: TaskKind.COPY, TaskOp.STORE: TaskKind.COPY,
+         TaskOp.ATOMIC_ADD: TaskKind.COPY, TaskOp.MMA: TaskKind.MMA, TaskOp.SIMT: TaskKind.SIMT}
 
 
 def _segments(stmts) -> list:
@@ -297,12 +298,12 @@ def fuse_simt(stmts: list) -> list[list[int]]:
         return True
 
     for i in range(len(stmts)):
-        if kinds[i] != "simt":
+        if kinds[i] != TaskOp.SIMT:
             continue
         for j in range(i):
-            if kinds[j] != "simt" or owner[j] == owner[i]:
+            if kinds[j] != TaskOp.SIMT or owner[j] == owner[i]:
                 continue
-            adjacent = all(kinds[x] == "simt" for x in range(j + 1, i))
+            adjacent = all(kinds[x] == TaskOp.SIMT for x in range(j + 1, i))
             feeds = writes(stmts[j]) & reads(stmts[i])
             g, h = groups[owner[j]], groups[owner[i]]
             if (adjacent or feeds) and can_join(g, h):
@@ -343,13 +344,13 @@ class _Builder:
         op = classify(stmts[0])
         first = stmts[0]
         tensor = None
-        if op in ("store", "atomic_add"):
+        if op in (TaskOp.STORE, TaskOp.ATOMIC_ADD):
             tensor = first.tensor
             shape, dtype = _store_shape(self.kernel, first), self.kernel.tensor(tensor).dtype
             base = f"{op}_{tensor}"
         else:
             shape, dtype = first.value.type.shape, first.value.type.dtype
-            if op == "load":
+            if op == TaskOp.LOAD:
                 tensor = first.value.tensor
                 base = f"load_{tensor}"
             else:

@@ -9,11 +9,29 @@ loop-carried value (`acc`, `mx`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Mapping
 
 from ..sema import typed as T
 
-KINDS = ("copy", "mma", "simt")
+
+class TaskKind(StrEnum):
+    """The kind of execution unit an sTask needs (a StrEnum: it equals, prints and writes
+    to JSON as its value)."""
+
+    COPY = "copy"
+    MMA = "mma"
+    SIMT = "simt"
+
+
+class TaskOp(StrEnum):
+    """What an sTask does: its statements' operation."""
+
+    LOAD = "load"
+    STORE = "store"
+    ATOMIC_ADD = "atomic_add"
+    MMA = "mma"
+    SIMT = "simt"
 
 
 @dataclass(frozen=True)
@@ -34,8 +52,8 @@ class Work:
 @dataclass(frozen=True)
 class STask:
     name: str                  # unique, after the program: load_A, mma_acc, simt_p, store_C
-    kind: str                  # copy | mma | simt
-    op: str                    # load | store | atomic_add | mma | simt
+    kind: TaskKind
+    op: TaskOp
     region: str                # "" for the grid body, else the loop's index (k, n, ...)
     stmts: tuple[T.TStmt, ...] # Let / Store statements, in program order
     defines: tuple[str, ...]   # values it produces
@@ -61,7 +79,7 @@ class STask:
     @property
     def mma(self) -> T.MmaAccumulate:
         """What an mma task computes: its one statement's multiply-accumulate."""
-        assert self.kind == "mma", self.name
+        assert self.kind == TaskKind.MMA, self.name
         (s,) = self.stmts
         return s.value
 

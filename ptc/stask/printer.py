@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..sema import printer as typed_printer
 from ..sema import typed as T
-from .graph import Region, STaskGraph
+from .graph import Region, STaskGraph, TaskKind
 
 
 def _shape(shape) -> str:
@@ -54,7 +54,7 @@ def _region(g: STaskGraph, r: Region, depth: int, out: list[str]) -> None:
                 out.append(f"{pad}  {verb} {s.tensor} <- {typed_printer.expr(s.value)}")
 
 
-_COLORS = {"copy": "#8ecae6", "mma": "#ffb703", "simt": "#90be6d"}
+_COLORS = {TaskKind.COPY: "#8ecae6", TaskKind.MMA: "#ffb703", TaskKind.SIMT: "#90be6d"}
 
 
 def to_dot(g: STaskGraph) -> str:

@@ -14,7 +14,7 @@ from ..ops import ELEMENTWISE
 from ..sema import typed as T
 from ..sema.tiles import pinned_tiles
 from ..sema.dtypes import DTYPE_BYTES  # noqa: F401  (re-exported; ptc.render reads it here)
-from .graph import STask, STaskGraph, Work, replace_tasks
+from .graph import STask, STaskGraph, TaskKind, Work, replace_tasks
 
 
 def resolve_tiles(kernel: T.TypedKernel, tile_shape: Mapping[str, int], *,
@@ -58,7 +58,7 @@ def statement_works(graph: STaskGraph, t: STask) -> list[Work]:
 
 
 def _work(t: STask, shape: tuple[int, ...], ext) -> Work:
-    if t.kind == "copy":
+    if t.kind == TaskKind.COPY:
         return Work(bytes=math.prod(shape) * DTYPE_BYTES[t.dtype])
     work = Work()
     for s in t.stmts:

@@ -9,13 +9,15 @@ pairs, shared addresses).
 from __future__ import annotations
 
 from ...lower import Capabilities, LoweredKernel, ir
+from ...sched.plan import Style
 from ..c_source import CSourceRenderer
 from .body import BodyPrinter, RenderError
 from .specialized import tensor_map_setup
 
 CAPABILITIES = Capabilities(
     backend="cuda",
-    styles=frozenset({"multistage", "interleaved", "sequential", "warp_specialized"}),
+    styles=frozenset({Style.MULTISTAGE, Style.INTERLEAVED, Style.SEQUENTIAL,
+                      Style.WARP_SPECIALIZED}),
     atoms=frozenset({"mma.sync.m16n8k16", "mma.sync.m16n8k8", "mma.sync.m16n8k32"}),
     copy_units=frozenset({"cp_async", "tma"}),
     persistent=False,

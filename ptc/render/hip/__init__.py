@@ -11,12 +11,13 @@ builtins only, so it builds without HIP's device library.
 from __future__ import annotations
 
 from ...lower import Capabilities, LoweredKernel
+from ...sched.plan import Style
 from ..c_source import CSourceRenderer
 from .body import HipBodyPrinter, RenderError
 
 CAPABILITIES = Capabilities(
     backend="hip",
-    styles=frozenset({"multistage", "interleaved", "sequential"}),
+    styles=frozenset({Style.MULTISTAGE, Style.INTERLEAVED, Style.SEQUENTIAL}),
     atoms=frozenset({"mfma.f32.16x16x16", "mfma.f32.32x32x8", "mfma.i32.16x16x16i8",
                      "mfma.i32.32x32x8i8", "mfma.i32.16x16x32i8", "mfma.i32.32x32x16i8",
                      "mfma.f32.16x16x32f8", "mfma.f32.32x32x16f8"}),
