@@ -51,6 +51,7 @@ struct FiberExt {};
 }  // namespace ptc
 
 #include "ptc_emulate_core.h"
+#include "ptc_emulate_half.h"   // f16 codes decoded (MFMA operands)
 #include "ptc_emulate_lang.h"   // keywords, uint2 / make_uint2, min / max, atomicAdd: as HIP's
 
 // what the launch code returns (HIP's hipError_t values)
@@ -295,20 +296,10 @@ inline void mfma_f32_sums(float* d, int buf, VA a_value, VB b_value) {
 
 // v_mfma_f32_{16x16x16,32x32x8}{f16,bf16_1k}: four 16-bit values a lane, two per 32-bit
 // register, low half first
-// (every f16 code decoded once, when the emulated kernel is loaded: the conversion per
-// element, libgcc's __extendhfsf2, was 16% of an emulated GEMM)
-struct HalfTable {
-  float value[65536];
-  HalfTable() {
-    for (uint32_t h = 0; h < 65536; ++h)
-      value[h] = static_cast<float>(__builtin_bit_cast(_Float16, static_cast<uint16_t>(h)));
-  }
-};
-inline const HalfTable half_table;
-
+// (f16 codes through the table every backend's emulation shares: ptc_emulate_half.h)
 inline float half_value(uint16_t bits, bool bf16) {
   return bf16 ? __builtin_bit_cast(float, static_cast<uint32_t>(bits) << 16)
-              : half_table.value[bits];
+              : f16_bits_to_f32(bits);
 }
 
 template <int M, bool BF16>
