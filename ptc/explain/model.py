@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from ..devices.model import Terms
 from ..sched.plan import Style
 from ..stask.graph import TaskKind, TaskOp
 
