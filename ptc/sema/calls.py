@@ -74,13 +74,18 @@ class CallChecker:
         shape = (axis.size,) if axis.size is not None else ()
         return V(T.IndexVec(axis.var, axis.size, T.TileType("i32", shape)))
 
+    def _one_operand(self, call: ast.Call) -> V:
+        """The checked operand of `f(x)`: one positional argument, no keywords, not tf32."""
+        self._no_kwargs(call)
+        self._arity(call, 1, f"{call.func}(x)")
+        v = self.expr(call.args[0])
+        self._no_tf32(v, call.args[0].span, f"{call.func}()")
+        return v
+
     def _unary_math(self, call: ast.Call) -> V:
         """`exp(x)` and the other unary math functions, elementwise."""
         f = call.func
-        self._no_kwargs(call)
-        self._arity(call, 1, f"{f}(x)")
-        v = self.expr(call.args[0])
-        self._no_tf32(v, call.args[0].span, f"{call.func}()")
+        v = self._one_operand(call)
         if v.type.dtype == "bool":
             self.fail(f"{f} does not apply to bool values", call.args[0].span)
         v = self._widen(v)
@@ -95,10 +100,7 @@ class CallChecker:
     def _row_reduce(self, call: ast.Call) -> V:
         """`rowsum(x)`, `rowmax(x)`, `rowmin(x)`: a 2-D tile reduced along axis 1."""
         f = call.func
-        self._no_kwargs(call)
-        self._arity(call, 1, f"{f}(x)")
-        v = self.expr(call.args[0])
-        self._no_tf32(v, call.args[0].span, f"{call.func}()")
+        v = self._one_operand(call)
         if v.type.rank != 2:
             op = ROW_REDUCE[f]
             self.fail(f"{f} reduces the rows of a 2-D tile; this one is {v.type}",
