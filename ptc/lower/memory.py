@@ -69,7 +69,7 @@ def place_buffers(body, buffers: list[ir.Buffer], values: dict) -> tuple[list[ir
         while moved:
             moved = False
             for other in placed:
-                if _meet(live, other.live) and offset < other.end and other.offset < offset + b.bytes:
+                if lives_meet(live, other.live) and offset < other.end and other.offset < offset + b.bytes:
                     offset = _align(other.end, align)
                     moved = True
         placed.append(replace(b, offset=_align(offset, align), live=live))
@@ -95,7 +95,8 @@ def over_shared_memory(total: int, buffers, device) -> str | None:
             f"{device.name}'s {limit} per block")
 
 
-def _meet(a: tuple[int, int], b: tuple[int, int]) -> bool:
+def lives_meet(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether two live ranges (first and last op position) share an op."""
     return a[0] <= b[1] and b[0] <= a[1]
 
 

@@ -15,7 +15,7 @@ from itertools import combinations
 from ..devices import Device
 from ..sched.verify_resources import MBARRIER_BYTES
 from . import ir
-from .memory import live_ranges
+from .memory import live_ranges, lives_meet
 
 
 def resource_problems(low: ir.LoweredKernel, device: Device) -> list[str]:
@@ -59,7 +59,7 @@ def _shared_bytes_in_use_twice(low: ir.LoweredKernel, regions) -> list[str]:
         if alo >= bhi or blo >= ahi:
             continue                         # no byte in common
         la, lb = live(a), live(b)
-        if la is not None and lb is not None and (la[1] < lb[0] or lb[1] < la[0]):
+        if la is not None and lb is not None and not lives_meet(la, lb):
             continue                         # the bytes are reused: their lives do not meet
         out.append(f"{a} ({alo}..{ahi}) and {b} ({blo}..{bhi}) share bytes while both "
                    "are live")
