@@ -38,6 +38,7 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
     FMA = "fmaf"
     FLOAT_FN = {"max": "fmaxf", "min": "fminf"}
     INT_FN = {"max": "max", "min": "min"}
+    NATIVE16: tuple[str, ...] = ()  # 16-bit dtypes whose +, -, * the target computes in 16 bits
 
     def prologue(self) -> None:
         """What the kernel sets up after its register declarations, before its ops."""
@@ -112,7 +113,12 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
             out = self.index_expr(e)
             if out is not None:
                 return out
-        return ExprRenderer(self.read_error, self.scalar, self.extent, self.SPELLING).render(e, [])
+        return self.expressions(self.read_error).render(e, [])
+
+    def expressions(self, read) -> ExprRenderer:
+        """The expression renderer over `read`, with the target's 16-bit arithmetic."""
+        return ExprRenderer(read, self.scalar, self.extent, self.SPELLING,
+                            {d: self.ctypes[d] for d in self.NATIVE16})
 
     INDEX_OPS = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">",
                  "ge": ">=", "eq": "==", "ne": "!=", "and": "&&", "or": "||"}
@@ -245,7 +251,7 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
                 return f"v_{name}"
             raise RenderError(f"cannot read {name}")
 
-        return ExprRenderer(read, self.scalar, self.extent, self.SPELLING)
+        return self.expressions(read)
 
     def coords(self, layout: str, *used: str) -> None:
         """Declare c0, c1: the coordinates of register r (those the `used` texts mention;
@@ -327,25 +333,10 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
         self.emit(f"// {op.target} = ...  ({op.task})")
         cond = self.inside(home.layout, op.mask, home.shape)
         value = op.expr
-        if home.dtype in SIXTEEN_BIT and isinstance(value, T.Convert) and \
-                value.type.dtype == home.dtype:
-            value = value.arg     # packing rounds to the dtype: no second rounding
-        expr = self.value_expr(value, home.layout)
         if home.dtype in SIXTEEN_BIT:
-            t = self.ctypes[home.dtype]
-            if packed:
-                with self.block(f"#pragma unroll\n{'  ' * self.depth}for (int j = 0; j < {s}::SIZE / 2; ++j)"):
-                    self.emit("float x[2];")
-                    with self.block("#pragma unroll\n" + "  " * self.depth + "for (int h = 0; h < 2; ++h)"):
-                        self.emit("const int r = 2 * j + h;")
-                        self.coords(home.layout, expr, cond)
-                        self.emit(f"x[h] = {f'({cond}) ? {expr} : 0.0f' if cond else expr};")
-                    self.emit(f"{home.name}[j] = ptc::Half16<{t}>::pack(x[0], x[1]);")
-                return
-            with self.unrolled(s):
-                self.coords(home.layout, expr)
-                self.emit(f"{home.name}[r] = ptc::Half16<{t}>::one({expr});")
+            self.compute16(op, home, packed, cond)
             return
+        expr = self.value_expr(value, home.layout)
         if home.dtype in FP8:
             if isinstance(value, T.Convert) and value.type.dtype == home.dtype and \
                     value.arg.type.dtype != home.dtype:
@@ -363,6 +354,34 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
                 self.emit(f"if ({cond}) {home.name}[r] = {value};")
             else:
                 self.emit(f"{home.name}[r] = {value};")
+
+    def compute16(self, op: ir.Compute, home: ir.RegTile, packed: bool, cond: str) -> None:
+        """A 16-bit register tile's elements: computed in 16 bits where the renderer does
+        so, otherwise in f32 and rounded once by the packing."""
+        s, t = struct_name(home.layout), self.ctypes[home.dtype]
+        rd = self.renderer(home.layout)
+        idx = [f"c{a}" for a in range(self.layouts[home.layout].rank)]
+        value = op.expr
+        if rd.computes_in_16_bits(value):
+            expr, kind, zero = rd.native(value, idx), t, f"ptc::from_bits<{t}>(0)"
+            pack, one = f"ptc::pack16<{t}>(x[0], x[1])", "ptc::one16<" + t + ">({})"
+        else:
+            if isinstance(value, T.Convert) and value.type.dtype == home.dtype:
+                value = value.arg     # packing rounds to the dtype: no second rounding
+            expr, kind, zero = rd.render(value, idx), "float", "0.0f"
+            pack, one = f"ptc::Half16<{t}>::pack(x[0], x[1])", "ptc::Half16<" + t + ">::one({})"
+        if not packed:
+            with self.unrolled(s):
+                self.coords(home.layout, expr)
+                self.emit(f"{home.name}[r] = {one.format(expr)};")
+            return
+        with self.block(f"#pragma unroll\n{'  ' * self.depth}for (int j = 0; j < {s}::SIZE / 2; ++j)"):
+            self.emit(f"{kind} x[2];")
+            with self.block("#pragma unroll\n" + "  " * self.depth + "for (int h = 0; h < 2; ++h)"):
+                self.emit("const int r = 2 * j + h;")
+                self.coords(home.layout, expr, cond)
+                self.emit(f"x[h] = {f'({cond}) ? {expr} : {zero}' if cond else expr};")
+            self.emit(f"{home.name}[j] = {pack};")
 
     def unrolled(self, struct: str, var: str = "r", count: str | None = None):
         n = count or f"{struct}::SIZE"

@@ -2,7 +2,10 @@
 
 `render(e, idx)` returns a C expression for element `idx` (one C index expression per dim
 of e's shape). Floating-point nodes compute in f32 and round to their dtype after every
-operation, as the reference interpreter does; // and % floor.
+operation, as the reference interpreter does; // and % floor. A renderer whose target has
+16-bit instructions (`native16`) computes 16-bit +, - and * in 16 bits instead: the same
+values (the f32 result of two 16-bit operands rounds to 16 bits as the exact one does, 24
+>= 2 * 11 + 2 bits), without the conversions to f32 and back around each operation.
 """
 from __future__ import annotations
 
@@ -24,6 +27,10 @@ _NARROW = {"i8": "ptc::to_i8", "u8": "ptc::to_u8"}
 _ROUND = {"f16": "ptc::round_f16", "bf16": "ptc::round_bf16", "tf32": "ptc::round_tf32",
           "f8e4m3": "ptc::round_f8e4m3", "f8e5m2": "ptc::round_f8e5m2"}
 FLOATS = ("f32", "f16", "bf16", "f8e4m3", "f8e5m2")
+# the operations computed in 16 bits where the renderer is `native16` (ptc_types: .rn forms,
+# never contracted into an fma), and the integer dtypes converted to 16 bits in one step
+NATIVE_OPS = {"add": "ptc::add_rn", "sub": "ptc::sub_rn", "mul": "ptc::mul_rn"}
+INTEGERS = ("i32", "i8", "u8")
 _BINARY = {o.name: o.c for o in ELEMENTWISE.values() if o.c_form == "infix"}
 _UNARY = {o.name for o in ELEMENTWISE.values() if o.c_form == "call" and o.arity == 1}
 _CALLS = {o.name for o in ELEMENTWISE.values() if o.c_form == "call" and o.arity == 2}
@@ -32,6 +39,12 @@ _CALLS = {o.name for o in ELEMENTWISE.values() if o.c_form == "call" and o.arity
 def is_float(dtype: str) -> bool:
     """A dtype whose values an expression computes as `float` (rounded to the dtype)."""
     return dtype in FLOATS
+
+
+def bits16(value, dtype: str) -> int:
+    """The bits of a 16-bit float literal, rounded as the interpreter rounds it."""
+    from ..interp import NUMPY_DTYPES
+    return int(np.asarray(float(value), np.float32).astype(NUMPY_DTYPES[dtype]).view(np.uint16))
 
 
 def literal(value, dtype: str) -> str:
@@ -55,11 +68,13 @@ class ExprRenderer:
     `spelling` names the ptc.ops.Op attribute that spells a function (c or hip)."""
 
     def __init__(self, read: Callable[[str, list[str]], str], scalar: Callable[[str], str],
-                 extent: Callable[[T.Extent], int], spelling: str = "c"):
+                 extent: Callable[[T.Extent], int], spelling: str = "c",
+                 native16: dict[str, str] | None = None):
         self.read = read
         self.scalar = scalar
         self.extent = extent
         self.spelling = spelling
+        self.native16 = native16 or {}     # 16-bit dtype -> its C type, where computed in 16 bits
 
     def function(self, op: str) -> str:
         return getattr(ELEMENTWISE[op], self.spelling)
@@ -84,18 +99,56 @@ class ExprRenderer:
             if e.size is None:
                 return base
             return f"({base} * {self.extent(e.size)} + {idx[0]})"
-        if isinstance(e, T.Fill):
-            return self.render(e.value, [])
-        if isinstance(e, T.Transpose):
-            return self.render(e.arg, [idx[1], idx[0]])
-        if isinstance(e, T.Expand):
-            kept = [i for pos, i in enumerate(idx) if pos not in e.axes]
-            return self.render(e.arg, kept)
+        moved = self.element_of(e, idx)
+        if moved is not None:
+            return self.render(*moved)
         if isinstance(e, T.Convert):
             return self.convert(self.render(e.arg, idx), e.arg.type.dtype, e.type.dtype)
         if isinstance(e, T.Elementwise):
             return self.elementwise(e, idx)
         raise NotImplementedError(f"{type(e).__name__} inside an elementwise expression")
+
+    @staticmethod
+    def element_of(e: T.TExpr, idx: list[str]) -> tuple[T.TExpr, list[str]] | None:
+        """The (operand, index) whose element is element `idx` of a fill, transpose or
+        expand; None for any other node."""
+        if isinstance(e, T.Fill):
+            return e.value, []
+        if isinstance(e, T.Transpose):
+            return e.arg, [idx[1], idx[0]]
+        if isinstance(e, T.Expand):
+            return e.arg, [i for pos, i in enumerate(idx) if pos not in e.axes]
+        return None
+
+    def computes_in_16_bits(self, e: T.TExpr) -> bool:
+        """Whether e's own operation is one the renderer computes in 16 bits: a 16-bit
+        +, - or *, or a conversion from an integer to 16 bits."""
+        if e.type.dtype not in self.native16:
+            return False
+        if isinstance(e, T.Elementwise):
+            return e.op in NATIVE_OPS and all(a.type.dtype == e.type.dtype for a in e.args)
+        return isinstance(e, T.Convert) and e.arg.type.dtype in INTEGERS
+
+    def native(self, e: T.TExpr, idx: list[str]) -> str:
+        """A C expression of e's value in its own 16-bit C type (e's dtype is in native16)."""
+        ctype = self.native16[e.type.dtype]
+        moved = self.element_of(e, idx)
+        if moved is not None:
+            return self.native(*moved)
+        if isinstance(e, T.Const):
+            return f"ptc::from_bits<{ctype}>({bits16(e.value, e.type.dtype):#06x})"
+        if isinstance(e, T.Var):
+            return f"ptc::as16<{ctype}>({self.read(e.name, idx)})"
+        if self.computes_in_16_bits(e) and isinstance(e, T.Convert):
+            return f"ptc::from_int<{ctype}>((int)({self.render(e.arg, idx)}))"
+        if self.computes_in_16_bits(e):
+            shape = self.shape(e)
+            a, b = (self.native(x, self.broadcast(x, shape, idx)) for x in e.args)
+            return f"{NATIVE_OPS[e.op]}({a}, {b})"
+        if isinstance(e, T.Convert) and e.arg.type.dtype == e.type.dtype:
+            return self.native(e.arg, idx)
+        # any other value of the dtype: computed in f32, rounded already, converted exactly
+        return f"ptc::as16<{ctype}>({self.render(e, idx)})"
 
     def broadcast(self, arg, result_shape: list[int], idx: list[str]) -> list[str]:
         shape = self.shape(arg)
@@ -104,6 +157,8 @@ class ExprRenderer:
                 for j, n in enumerate(shape)]
 
     def elementwise(self, e: T.Elementwise, idx: list[str]) -> str:
+        if self.computes_in_16_bits(e):
+            return f"ptc::f32({self.native(e, idx)})"
         shape = self.shape(e)
         args = [self.render(a, self.broadcast(a, shape, idx)) for a in e.args]
         dtype = e.type.dtype
@@ -139,6 +194,8 @@ class ExprRenderer:
         return out
 
     def convert(self, value: str, src: str, dst: str) -> str:
+        if dst in self.native16 and src in INTEGERS:
+            return f"ptc::f32(ptc::from_int<{self.native16[dst]}>((int)({value})))"
         if src == dst:
             return value
         if dst in _ROUND:

@@ -640,15 +640,15 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc = ...  (simt_acc2)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          float x[2];
+          __half x[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::round_f16((ptc::round_f16((float)(((int)((unsigned)(((int)(((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 2048u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))) * ptc::f32(ptc::ld_shared<__half>(smem + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)))));
+            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)(((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 2048u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
-          t_acc[j] = ptc::Half16<__half>::pack(x[0], x[1]);
+          t_acc[j] = ptc::pack16<__half>(x[0], x[1]);
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 229392u + 8u * (u_k % 2));  // empty:S_smem, per warp
@@ -674,15 +674,15 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc2 = ...  (simt_acc22)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          float x[2];
+          __half x[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::round_f16((ptc::round_f16((float)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 38912u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))) * ptc::f32(ptc::ld_shared<__half>(smem + 36864u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)))));
+            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 38912u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 36864u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
-          t_acc2[j] = ptc::Half16<__half>::pack(x[0], x[1]);
+          t_acc2[j] = ptc::pack16<__half>(x[0], x[1]);
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 229520u + 8u * (u_k % 2));  // empty:S2_smem, per warp
@@ -708,15 +708,15 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc3 = ...  (simt_acc3)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          float x[2];
+          __half x[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::round_f16((ptc::round_f16((float)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 8))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 59392u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))) * ptc::f32(ptc::ld_shared<__half>(smem + 57344u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)))));
+            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 8))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 59392u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 57344u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
-          t_acc3[j] = ptc::Half16<__half>::pack(x[0], x[1]);
+          t_acc3[j] = ptc::pack16<__half>(x[0], x[1]);
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 229616u + 8u * (u_k % 2));  // empty:S3_smem, per warp
@@ -742,15 +742,15 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc4 = ...  (simt_acc4)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          float x[2];
+          __half x[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::round_f16((ptc::round_f16((float)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 12))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 79872u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))) * ptc::f32(ptc::ld_shared<__half>(smem + 77824u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)))));
+            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 12))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 79872u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 77824u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
-          t_acc4[j] = ptc::Half16<__half>::pack(x[0], x[1]);
+          t_acc4[j] = ptc::pack16<__half>(x[0], x[1]);
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 229712u + 8u * (u_k % 2));  // empty:S4_smem, per warp
@@ -776,15 +776,15 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc5 = ...  (simt_acc5)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          float x[2];
+          __half x[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::round_f16((ptc::round_f16((float)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 16))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 100352u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))) * ptc::f32(ptc::ld_shared<__half>(smem + 98304u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)))));
+            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 16))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 100352u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 98304u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
-          t_acc5[j] = ptc::Half16<__half>::pack(x[0], x[1]);
+          t_acc5[j] = ptc::pack16<__half>(x[0], x[1]);
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 229808u + 8u * (u_k % 2));  // empty:S5_smem, per warp
@@ -810,15 +810,15 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc6 = ...  (simt_acc6)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          float x[2];
+          __half x[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::round_f16((ptc::round_f16((float)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 20))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 120832u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))) * ptc::f32(ptc::ld_shared<__half>(smem + 118784u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)))));
+            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 20))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 120832u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 118784u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
-          t_acc6[j] = ptc::Half16<__half>::pack(x[0], x[1]);
+          t_acc6[j] = ptc::pack16<__half>(x[0], x[1]);
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 229904u + 8u * (u_k % 2));  // empty:S6_smem, per warp
@@ -844,15 +844,15 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc7 = ...  (simt_acc7)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          float x[2];
+          __half x[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::round_f16((ptc::round_f16((float)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 24))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 141312u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))) * ptc::f32(ptc::ld_shared<__half>(smem + 139264u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)))));
+            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 24))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 141312u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 139264u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
-          t_acc7[j] = ptc::Half16<__half>::pack(x[0], x[1]);
+          t_acc7[j] = ptc::pack16<__half>(x[0], x[1]);
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 230000u + 8u * (u_k % 2));  // empty:S7_smem, per warp
@@ -878,15 +878,15 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc8 = ...  (simt_acc8)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          float x[2];
+          __half x[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::round_f16((ptc::round_f16((float)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 28))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 161792u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))) * ptc::f32(ptc::ld_shared<__half>(smem + 159744u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)))));
+            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 28))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 161792u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 159744u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
-          t_acc8[j] = ptc::Half16<__half>::pack(x[0], x[1]);
+          t_acc8[j] = ptc::pack16<__half>(x[0], x[1]);
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 229456u + 8u * (u_k % 2));  // empty:w_smem, per warp

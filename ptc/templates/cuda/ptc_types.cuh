@@ -194,6 +194,35 @@ template <> __device__ __forceinline__ f8e5m2 from_f32<f8e5m2>(float x) {
                                           : to_f8e5m2(x);
 }
 
+// 16-bit arithmetic in 16 bits (the renderer's `native16`): the .rn forms, which ptxas
+// never contracts into an fma. Each equals the interpreter's f32 operation rounded once to
+// 16 bits: the f32 sum, difference or product of two 16-bit values rounds to 16 bits as
+// the exact one does (24 >= 2 * 11 + 2 bits), so the emulation computes it that way.
+#ifdef PTC_EMULATE
+template <typename T> __device__ __forceinline__ T add_rn(T a, T b) { return from_f32<T>(float(a) + float(b)); }
+template <typename T> __device__ __forceinline__ T sub_rn(T a, T b) { return from_f32<T>(float(a) - float(b)); }
+template <typename T> __device__ __forceinline__ T mul_rn(T a, T b) { return from_f32<T>(float(a) * float(b)); }
+template <typename T> __device__ __forceinline__ T from_int(int x) { return from_f32<T>(static_cast<float>(x)); }
+#else
+template <typename T> __device__ __forceinline__ T add_rn(T a, T b) { return __hadd_rn(a, b); }
+template <typename T> __device__ __forceinline__ T sub_rn(T a, T b) { return __hsub_rn(a, b); }
+template <typename T> __device__ __forceinline__ T mul_rn(T a, T b) { return __hmul_rn(a, b); }
+template <typename T> __device__ __forceinline__ T from_int(int x);
+template <> __device__ __forceinline__ __half from_int<__half>(int x) { return __int2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_int<__nv_bfloat16>(int x) {
+  return __int2bfloat16_rn(x);
+}
+#endif
+// a 16-bit value from its bits (a literal), and any value as a 16-bit one: itself, or a
+// float that holds a value of the dtype already
+template <typename T> __device__ __forceinline__ T from_bits(uint16_t b) {
+  T x;
+  memcpy(&x, &b, 2);
+  return x;
+}
+template <typename T> __device__ __forceinline__ T as16(T x) { return x; }
+template <typename T> __device__ __forceinline__ T as16(float x) { return from_f32<T>(x); }
+
 __host__ __device__ __forceinline__ long long floordiv(long long a, long long b) {
   long long q = a / b;
   return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
@@ -272,6 +301,16 @@ template <> struct Half16<__nv_bfloat16> {
     return __bfloat16_as_ushort(__float2bfloat16_rn(a));
   }
 };
+// two 16-bit values, or one, as the register word of a packed tile
+template <typename T> __device__ __forceinline__ uint32_t pack16(T a, T b) {
+  uint16_t lo, hi;
+  memcpy(&lo, &a, 2);
+  memcpy(&hi, &b, 2);
+  PTC_IN_FLIGHT_B16(lo);
+  PTC_IN_FLIGHT_B16(hi);
+  return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+}
+template <typename T> __device__ __forceinline__ uint32_t one16(T a) { return pack16(a, a) & 0xffffu; }
 template <typename T> __device__ __forceinline__ float unpack(const uint32_t* v, int i) {
   return (i & 1) ? Half16<T>::hi(v[i >> 1]) : Half16<T>::lo(v[i >> 1]);
 }

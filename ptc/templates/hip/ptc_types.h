@@ -239,6 +239,40 @@ template <> __device__ __forceinline__ f8e5m2 from_f32<f8e5m2>(float x) {
                                           : to_f8e5m2(x);
 }
 
+// f16 arithmetic in 16 bits (the renderer's `native16`: v_add_f16, v_sub_f16, v_mul_f16,
+// never contracted into an fma). Each equals the interpreter's f32 operation rounded once to
+// f16: the f32 sum, difference or product of two f16 values rounds to f16 as the exact one
+// does (24 >= 2 * 11 + 2 bits), so the emulation computes it that way. bf16 has no such
+// instructions on CDNA2/3 and stays in f32.
+#ifdef PTC_EMULATE
+__device__ __forceinline__ f16 add_rn(f16 a, f16 b) { return f16{f16_bits(f16_f32(a.bits) + f16_f32(b.bits))}; }
+__device__ __forceinline__ f16 sub_rn(f16 a, f16 b) { return f16{f16_bits(f16_f32(a.bits) - f16_f32(b.bits))}; }
+__device__ __forceinline__ f16 mul_rn(f16 a, f16 b) { return f16{f16_bits(f16_f32(a.bits) * f16_f32(b.bits))}; }
+#else
+__device__ __forceinline__ _Float16 h16(f16 a) { return __builtin_bit_cast(_Float16, a.bits); }
+__device__ __forceinline__ f16 f16_of(_Float16 x) { return f16{__builtin_bit_cast(uint16_t, x)}; }
+__device__ __forceinline__ f16 add_rn(f16 a, f16 b) {
+#pragma clang fp contract(off)
+  return f16_of(h16(a) + h16(b));
+}
+__device__ __forceinline__ f16 sub_rn(f16 a, f16 b) {
+#pragma clang fp contract(off)
+  return f16_of(h16(a) - h16(b));
+}
+__device__ __forceinline__ f16 mul_rn(f16 a, f16 b) {
+#pragma clang fp contract(off)
+  return f16_of(h16(a) * h16(b));
+}
+#endif
+// an integer as f16 (to nearest even: exact through f32 up to 2^24, infinite beyond 65519)
+template <typename T> __device__ __forceinline__ T from_int(int x);
+template <> __device__ __forceinline__ f16 from_int<f16>(int x) { return f16{f16_bits(static_cast<float>(x))}; }
+// a 16-bit value from its bits (a literal), and any value as a 16-bit one: itself, or a
+// float that holds a value of the dtype already
+template <typename T> __device__ __forceinline__ T from_bits(uint16_t b) { return T{b}; }
+template <typename T> __device__ __forceinline__ T as16(T x) { return x; }
+template <typename T> __device__ __forceinline__ T as16(float x) { return from_f32<T>(x); }
+
 __host__ __device__ __forceinline__ long long floordiv(long long a, long long b) {
   long long q = a / b;
   return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
@@ -381,6 +415,11 @@ template <> struct Half16<bf16> {
   }
   __device__ __forceinline__ static uint32_t one(float a) { return bf16_bits(a); }
 };
+// two 16-bit values, or one, as the register word of a packed tile
+template <typename T> __device__ __forceinline__ uint32_t pack16(T a, T b) {
+  return static_cast<uint32_t>(a.bits) | (static_cast<uint32_t>(b.bits) << 16);
+}
+template <typename T> __device__ __forceinline__ uint32_t one16(T a) { return a.bits; }
 template <typename T> __device__ __forceinline__ float unpack(const uint32_t* v, int i) {
   return (i & 1) ? Half16<T>::hi(v[i >> 1]) : Half16<T>::lo(v[i >> 1]);
 }
