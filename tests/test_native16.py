@@ -23,6 +23,7 @@ from ptc.fuzz.check import TARGETS
 from ptc.grammar import parse
 from ptc.interp import run_kernel
 from ptc.sema import check
+from ptc.sema import typed as T
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -101,6 +102,30 @@ def test_the_renderer_computes_in_16_bits_what_its_target_has():
         assert "ptc::mul_rn(" in source and "ptc::from_int<" in source, target
         bf16 = "__nv_bfloat16" if target.startswith("sm") else "ptc::bf16"
         assert (f"ptc::from_int<{bf16}>" in source) == target.startswith("sm"), target
+
+
+def test_the_lowered_kernel_records_it_and_the_cost_model_counts_it():
+    """The decision is the lowering's (LoweredKernel.arith16, from the renderer's
+    capabilities), and the cost model counts what each form issues: in 16 bits one
+    instruction per operation (a product never fused into the add: the .rn forms), in f32
+    two more for the conversion to 16 bits and back; only f32 products fuse."""
+    from ptc.lower.costs import ROUND_TRIP_INSTRUCTIONS, expression_counts
+
+    kernel = typed(ARITHMETIC, SHAPES)
+    for target, want in (("sm80", ("bf16", "f16")), ("sm90", ("bf16", "f16")),
+                         ("gfx90a", ("f16",)), ("gfx942", ("f16",))):
+        lows = driver.lowered(kernel, target, shapes=SHAPES)[0]
+        assert all(low.arith16 == want for low in lows), target
+
+    def multiply_add(dtype: str):
+        t = T.TileType(dtype, (4, 4))
+        x, y = T.Var("x", t), T.Var("y", t)
+        return T.Elementwise("add", (T.Elementwise("mul", (x, y), t), x), t)
+
+    assert expression_counts(multiply_add("f32"), {})[0] == 1
+    assert expression_counts(multiply_add("f16"), {}, arith16=("f16",))[0] == 2
+    assert expression_counts(multiply_add("bf16"), {}, arith16=("f16",))[0] == \
+        2 + 2 * ROUND_TRIP_INSTRUCTIONS
 
 
 @pytest.mark.cxx

@@ -31,6 +31,12 @@ class Capabilities:
     # products computed transposed, out^T = b^T a^T (atoms.Tiling.swapped), where that
     # leaves a result in the layout its reader needs
     swapped_operands: bool = False
+    # the 16-bit float dtypes whose +, - and * (and integer -> 16-bit conversions) the target
+    # computes in 16 bits (LoweredKernel.arith16); the others compute in f32 and round
+    native16: frozenset[str] = frozenset()
+
+    def arith16(self) -> tuple[str, ...]:
+        return tuple(sorted(self.native16))
 
     def refuses(self, plan: Plan, device: Device) -> str | None:
         """Why this renderer cannot build `plan` (None: it can)."""

@@ -7,8 +7,9 @@ Counts per warp for one execution of the task:
   per two 8-wide B blocks; MFMA, one 8-byte read per lane or four 2-byte ones);
 - simt: one instruction per value per elementwise node (a thread's values are its
   layout's size), conversions included (to and from FP8: ptc's software coder, several),
-  a product that is added counted with the add (a
-  fused multiply-add), what a broadcast reads once per row; transcendental functions add
+  a 16-bit operation computed in f32 two more (the conversion to 16 bits and back), an f32
+  product that is added counted with the add (a fused multiply-add; 16-bit operations
+  round in between), what a broadcast reads once per row; transcendental functions add
   one SFU instruction per value (and `exp` its multiply by log2 e); a reduction is one
   instruction per value in the thread, then one shuffle and one combine per lane mask per
   result value, then (across warps) shared-memory stores, loads and combines; reads of
@@ -46,6 +47,9 @@ WIDEN_INSTRUCTIONS_PER_WORD = {"f8e4m3": 20, "f8e5m2": 4}
 # e4m3 275 instructions, e5m2 x e5m2 345 beside its f16 k-steps.
 FNUZ_FIXUP_INSTRUCTIONS_PER_WORD = {"f8e4m3": 9, "f8e5m2": 13}
 FNUZ_SCALE_INSTRUCTIONS_PER_REGISTER = 3
+# a 16-bit operation the target does not compute in 16 bits (LoweredKernel.arith16) is
+# computed in f32 and rounded: a conversion to 16 bits and one back (F2FP, HADD2.F32)
+ROUND_TRIP_INSTRUCTIONS = 2
 COPY_INSTRUCTIONS_PER_CHUNK = 3   # address, predicate, the copy
 # a gathered row's chunk (or stored element) first loads its row's position, checks it
 # against the dim and forms the 64-bit row address (GatherRows.at in the copy headers)
@@ -53,12 +57,12 @@ GATHER_INSTRUCTIONS_PER_CHUNK = 3
 
 
 def expression_counts(e: T.TExpr, values: dict, fused: bool = False,
-                      per_row: bool = False) -> tuple[int, int, int]:
+                      per_row: bool = False, arith16: tuple[str, ...] = ()) -> tuple[int, int, int]:
     """(simt ops, sfu ops, shared reads) per value of an elementwise expression, as the
     compilers issue it: a product added or subtracted is one fused multiply-add (`fused`:
     this product is); `exp` is a multiply by log2 e and the SFU's 2^x; what a broadcast
     (`x[:, None]`) reads is computed once per row, not per value (`per_row`: nothing
-    counted but shared-memory reads)."""
+    counted but shared-memory reads); `arith16`: the 16-bit dtypes computed in 16 bits."""
     simt = sfu = shared = 0
     if isinstance(e, (T.Elementwise, T.Convert)) and not per_row:
         simt += 0 if fused else 1 + (e.op == "exp" if isinstance(e, T.Elementwise) else 0)
@@ -68,13 +72,17 @@ def expression_counts(e: T.TExpr, values: dict, fused: bool = False,
             simt += FP8_DECODE_INSTRUCTIONS - 1
         if isinstance(e, T.Elementwise) and e.op in SFU:
             sfu += 1
+        if isinstance(e, T.Elementwise) and e.type.dtype in ("f16", "bf16") and \
+                e.type.dtype not in arith16:
+            simt += ROUND_TRIP_INSTRUCTIONS
     if isinstance(e, T.Var) and isinstance(values.get(e.name), ir.InShared):
         shared += 1
-    fuse = isinstance(e, T.Elementwise) and e.op in ("add", "sub")
+    fuse = isinstance(e, T.Elementwise) and e.op in ("add", "sub") and e.type.dtype == "f32"
     for c in T.children(e):
         into = fuse and isinstance(c, T.Elementwise) and c.op == "mul"
         fuse = fuse and not into             # one product per add
-        a, b, s = expression_counts(c, values, into, per_row or isinstance(e, T.Expand))
+        a, b, s = expression_counts(c, values, into, per_row or isinstance(e, T.Expand),
+                                    arith16)
         simt, sfu, shared = simt + a, sfu + b, shared + s
     return simt, sfu, shared
 
@@ -102,7 +110,7 @@ def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.
             acc[op.task]["shared_accesses"] += 2 * n * op.k
         elif isinstance(op, ir.Compute):
             n = size(op.target)
-            simt, sfu, shared = expression_counts(op.expr, values)
+            simt, sfu, shared = expression_counts(op.expr, values, arith16=kernel.arith16)
             c = acc[op.task]
             c["simt_instructions"] += n * max(simt, 1)
             c["sfu_instructions"] += n * sfu
@@ -164,7 +172,7 @@ def reduce_counts(c: dict[str, int], op: ir.Reduce, kernel: ir.LoweredKernel, va
     a combine per lane mask per result value, and a shared store per result value where
     warps combine (WarpCombine counts the rest)."""
     lay = kernel.layout(op.source_layout)
-    simt, sfu, shared = expression_counts(op.expr, values)
+    simt, sfu, shared = expression_counts(op.expr, values, arith16=kernel.arith16)
     c["simt_instructions"] += lay.size * (max(simt, 0) + 1) + 2 * out * len(op.lane_masks)
     c["sfu_instructions"] += lay.size * sfu
     c["shuffles"] += out * len(op.lane_masks)

@@ -520,6 +520,9 @@ class LoweredKernel:
     alignment: tuple[tuple[str, str, int], ...] = ()
     notes: tuple[str, ...] = field(default=())
     tensor_maps: tuple[TensorMap, ...] = ()
+    # the 16-bit dtypes whose +, -, * and integer conversions are computed in 16 bits (the
+    # renderer's Capabilities.native16): what the renderer prints and the cost model counts
+    arith16: tuple[str, ...] = ()
 
     def layout(self, name: str) -> Layout:
         for lay in self.layouts:

@@ -266,7 +266,7 @@ class Builder:
             self.low.kernel.name, dev.name, dev.backend, self.plan.style, launch,
             tuple(self.layouts.values()), tuple(buffers), tuple(self.values.items()), body,
             tuple(self.units.items()), (), tuple(dict.fromkeys(self.alignment)),
-            tuple(self.low.notes))
+            tuple(self.low.notes), arith16=self.low.caps.arith16() if self.low.caps else ())
         return replace(kernel, costs=task_costs(kernel, self.graph, dev))
 
     def alu_accumulator_blocks(self, body, registers: int, blocks: int) -> int:

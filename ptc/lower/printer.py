@@ -18,6 +18,9 @@ def print_lowered(k: ir.LoweredKernel) -> str:
                  f"own choice)")
     for note in k.notes:
         lines.append(f"  note: {note}")
+    if k.arith16:
+        lines.append(f"  16-bit + - * computed in 16 bits: {', '.join(k.arith16)} (else in f32, "
+                     f"rounded)")
     if k.alignment:
         conds = ", ".join(f"{name} % {n} == 0" if kind == "dim" else f"{name} {n}-byte aligned"
                           for kind, name, n in k.alignment)

@@ -175,7 +175,7 @@ class _Kernel(SpecializedBuilder):
             self.low.kernel.name, dev.name, dev.backend, self.plan.style, launch,
             tuple(self.layouts.values()), tuple(buffers.values()), tuple(self.values.items()),
             body, tuple(self.units.items()), (), alignment, tuple(self.low.notes),
-            tuple(self.maps.values()))
+            tuple(self.maps.values()), self.spec.caps.arith16() if self.spec.caps else ())
 
     def grid(self) -> tuple:
         out = []

@@ -38,7 +38,6 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
     FMA = "fmaf"
     FLOAT_FN = {"max": "fmaxf", "min": "fminf"}
     INT_FN = {"max": "max", "min": "min"}
-    NATIVE16: tuple[str, ...] = ()  # 16-bit dtypes whose +, -, * the target computes in 16 bits
 
     def prologue(self) -> None:
         """What the kernel sets up after its register declarations, before its ops."""
@@ -116,9 +115,9 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
         return self.expressions(self.read_error).render(e, [])
 
     def expressions(self, read) -> ExprRenderer:
-        """The expression renderer over `read`, with the target's 16-bit arithmetic."""
+        """The expression renderer over `read`, with the lowering's 16-bit arithmetic."""
         return ExprRenderer(read, self.scalar, self.extent, self.SPELLING,
-                            {d: self.ctypes[d] for d in self.NATIVE16})
+                            {d: self.ctypes[d] for d in self.low.arith16})
 
     INDEX_OPS = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">",
                  "ge": ">=", "eq": "==", "ne": "!=", "and": "&&", "or": "||"}

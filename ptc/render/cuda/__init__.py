@@ -21,6 +21,7 @@ CAPABILITIES = Capabilities(
     atoms=frozenset({"mma.sync.m16n8k16", "mma.sync.m16n8k8", "mma.sync.m16n8k32"}),
     copy_units=frozenset({"cp_async", "tma"}),
     persistent=False,
+    native16=frozenset({"f16", "bf16"}),     # HADD2 / HMUL2 / HFMA2.BF16, the .rn forms
 )
 
 # what a warp-specialized grid's ops are spelled with (docs/sm90.md)

@@ -19,8 +19,6 @@ MMA_INSTRUCTIONS = {("mma.sync.m16n8k16", "f16"): "ptc::Mma16816<false>",
 
 
 class BodyPrinter(SpecializedOps, CBodyPrinter):
-    NATIVE16 = ("f16", "bf16")     # HADD2 / HMUL2 / HFMA2.BF16 with .rn (sm80 and later)
-
     def prologue(self) -> None:
         for op in ir.walk(self.low.body):
             if isinstance(op, ir.CopyTile):

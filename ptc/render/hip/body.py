@@ -34,7 +34,6 @@ class HipBodyPrinter(CBodyPrinter):
     WARP = "wave"
     MMA_TILE = "ptc::mfma_tile"
     MMA_WORD = "MFMA"
-    NATIVE16 = ("f16",)      # v_add_f16 / v_mul_f16; CDNA2/3 have no bf16 arithmetic
 
     def lane_xor(self, value: str, mask: int) -> str:
         return f"ptc::lane_xor<{mask}>({value})"
