@@ -1,9 +1,6 @@
 """Typed kernel -> sTask-graphs (one per parallel grid).
 
-1. Flatten: a name bound to element-wise work and read once, by the next statements of
-   its block, is read as its expression there (`q = (w >> 4) & 15; acc += a @ (q * s)`
-   is `acc += a @ (((w >> 4) & 15) * s)`: one value, not two tiles live side by side);
-   every load and every matrix multiply becomes a statement of its own, bound to
+1. Flatten: every load and every matrix multiply becomes a statement of its own, bound to
    a `%name`; the checker's `x = acc + a @ b` (an MmaAccumulate) stays one mma statement
    (the tensor core accumulates), and every other product becomes an MmaAccumulate with no
    accumulator, so each mma statement's value is an MmaAccumulate of variables.
@@ -109,80 +106,6 @@ def _assigned_twice(body) -> frozenset[str]:
     return frozenset(twice)
 
 
-def _element_wise(e: T.TExpr) -> bool:
-    """e computes element by element from names and loads: no product or reduction."""
-    if isinstance(e, (T.MatMul, T.MmaAccumulate, T.Reduce)):
-        return False
-    return all(_element_wise(c) for c in T.children(e))
-
-
-def _read_whole(name: str, e) -> bool:
-    """Every read of `name` in e takes the value at e's own shape: no broadcast (an expand,
-    or an operand of lower rank) repeats it, so reading its expression there computes each
-    element once."""
-    if isinstance(e, T.Var):
-        return True
-    for c in T.children(e):
-        if _reads_of(name, c) and (isinstance(e, T.Expand) or (
-                isinstance(e, T.Elementwise) and c.type.shape != e.type.shape)
-                or not _read_whole(name, c)):
-            return False
-    return True
-
-
-def _loads(e: T.TExpr) -> bool:
-    return isinstance(e, T.Load) or any(_loads(c) for c in T.children(e))
-
-
-def _reads_of(name: str, e) -> int:
-    """How many times e reads the local `name`."""
-    if isinstance(e, T.Var):
-        return int(e.name == name)
-    return sum(_reads_of(name, c) for c in T.children(e))
-
-
-def _read_once_where_bound(stmts, reassigned: frozenset[str]) -> set[str]:
-    """The names of this block bound to element-wise work on whole tiles and read exactly
-    once, unbroadcast, in the value of a later statement of the same block (a broadcast
-    row or column, `load(s[i])[:, None] * t` or `w[:, None]`, stays a value: computed once
-    per row, not per element), with nothing the work reads assigned in
-    between (nor any store, where the work loads): reading the expression there computes
-    the same values, once."""
-    out: set[str] = set()
-    for i, s in enumerate(stmts):
-        if not isinstance(s, T.Let) or s.name in reassigned \
-                or not isinstance(s.value, (T.Elementwise, T.Convert)) \
-                or not _element_wise(s.value) or 1 in s.value.type.shape:
-            continue
-        uses = [(j, t) for j, t in enumerate(stmts[i + 1:], i + 1) if s.name in _all_reads(t)]
-        if len(uses) != 1:
-            continue
-        j, use = uses[0]
-        if not isinstance(use, (T.Let, T.Store)) or _reads_of(s.name, use.value) != 1 \
-                or s.name in _index_reads(use) or not _read_whole(s.name, use.value):
-            continue
-        between = stmts[i + 1:j]
-        if any(isinstance(t, T.Loop) or (isinstance(t, T.Let) and t.name in _vars_read(s.value))
-               or (isinstance(t, T.Store) and _loads(s.value)) for t in between):
-            continue
-        out.add(s.name)
-    return out
-
-
-def _index_reads(s) -> set[str]:
-    """The locals a store's subscripts read."""
-    if not isinstance(s, T.Store):
-        return set()
-    return set().union(*(reads(i.index) for i in s.index if isinstance(i, T.Point)))
-
-
-def _all_reads(s) -> set[str]:
-    """The locals a statement reads, nested loops' statements included."""
-    if isinstance(s, T.Loop):
-        return set().union(*(_all_reads(t) for t in s.body)) if s.body else set()
-    return reads(s)
-
-
 class _Flattener:
     def __init__(self, reassigned: frozenset[str] = frozenset()) -> None:
         self.names: set[str] = set()
@@ -204,13 +127,10 @@ class _Flattener:
 
     def block(self, stmts) -> list:
         out: list = []
-        inlined = _read_once_where_bound(stmts, self.reassigned)
         for s in stmts:
             if isinstance(s, (T.Let, T.Store)) and self.substituted:
                 s = replace(s, value=self.substitute(s.value))
-            if isinstance(s, T.Let) and s.name in inlined:
-                self.substituted[s.name] = s.value
-            elif isinstance(s, T.Let):
+            if isinstance(s, T.Let):
                 out.extend(self.let(s))
             elif isinstance(s, T.Store):
                 pre: list = []

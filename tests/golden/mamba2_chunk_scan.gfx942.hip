@@ -11,7 +11,7 @@
 // shared dA_cs_lds: f32[64] at 16384..16640 (tile of load_dA_cs2)
 // shared dt_lds: f32[64] at 16640..16896 (tile of load_dt)
 // shared cs_m_lds: f32[32] at 24576..24704 (tile of load_dA_cs)
-// estimate: 511.6 us at the benchmark shape, bound by valu
+// estimate: 614.4 us at the benchmark shape, bound by valu
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -92,6 +92,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   const int i_b = (int)(block % (d_B)); block /= (d_B);
   float v_carried[8];  // carried: f32[32, 64] in carried_c
   float v_acc[8];  // acc: f32[32, 64] in carried_c
+  float v_decay[16];  // decay: f32[32, 64] in acc_a
   float v_w[16];  // w: f32[32, 64] in acc_a
   uint32_t t_acc[8];  // %acc: f16[32, 64] in acc_a, two per register
   uint32_t t_out[4];  // %out: f16[32, 64] in carried_c, two per register
@@ -101,10 +102,10 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   staged_load_C.live = false;
   ptc::StagedTile<ptc::f16, 64, 128, 8, THREADS, 256, true> staged_load_prev_states;  // load_prev_states's copy in flight
   staged_load_prev_states.live = false;
-  ptc::StagedTile<ptc::f16, 32, 64, 8, THREADS, 128, true> staged_load_cb;  // load_cb's copy in flight
-  staged_load_cb.live = false;
   ptc::StagedTile<float, 1, 64, 4, THREADS, 256, false> staged_load_dA_cs2;  // load_dA_cs2's copy in flight
   staged_load_dA_cs2.live = false;
+  ptc::StagedTile<ptc::f16, 32, 64, 8, THREADS, 128, true> staged_load_cb;  // load_cb's copy in flight
+  staged_load_cb.live = false;
   ptc::StagedTile<float, 1, 64, 4, THREADS, 256, false> staged_load_dt;  // load_dt's copy in flight
   staged_load_dt.live = false;
   ptc::StagedTileK8<ptc::f16, 64, 64, 8, THREADS, 128> staged_load_x;  // load_x's copy in flight
@@ -155,20 +156,24 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
     const int trips_s = (int)ptc::tiles(min((long long)(d_L), (long long)(((i_m + 1) * 32))), 64);
     {
       const int i_s = 0;  // the first stages - 1 iterations' copies
-      ptc::syncthreads();  // every thread is done with the bytes load_cb overwrites
-      // load_cb: cb[32x64] -> cb_lds
-      {
-        const ptc::f16* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 32) * d_L)) + (i_s * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)ptc::min((long long)(d_L) - (long long)((i_m * 32)), 32LL) : 0), cols_left = (int)ptc::min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
-        if (ALIGNED) staged_load_cb.load(smem + 8192u, g, (int)(d_L), rows_left, cols_left, tid);
-        else ptc::copy_tile_sync<ptc::f16, 32, 64, THREADS, 128, true>(smem + 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
-      }
+      ptc::syncthreads();  // every thread is done with the bytes load_dA_cs2 overwrites
       // load_dA_cs2: dA_cs[1x64] -> dA_cs_lds
       {
         const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_s * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)ptc::min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
         if (ALIGNED) staged_load_dA_cs2.load(smem + 16384u, g, (int)(0), rows_left, cols_left, tid);
         else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 16384u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+      }
+    }
+    for (int i_s = 0; i_s < trips_s; ++i_s) {
+      // wait for dA_cs_lds: the copies in flight land in LDS
+      staged_load_dA_cs2.land(tid);
+      // load_cb: cb[32x64] -> cb_lds
+      {
+        const ptc::f16* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 32) * d_L)) + (i_s * 64)));
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)ptc::min((long long)(d_L) - (long long)((i_m * 32)), 32LL) : 0), cols_left = (int)ptc::min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
+        if (ALIGNED) staged_load_cb.load(smem + 8192u, g, (int)(d_L), rows_left, cols_left, tid);
+        else ptc::copy_tile_sync<ptc::f16, 32, 64, THREADS, 128, true>(smem + 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_dt: dt[1x64] -> dt_lds
       {
@@ -177,13 +182,17 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
         if (ALIGNED) staged_load_dt.load(smem + 16640u, g, (int)(0), rows_left, cols_left, tid);
         else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 16640u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
-    }
-    for (int i_s = 0; i_s < trips_s; ++i_s) {
-      // wait for cb_lds, dA_cs_lds, dt_lds: the copies in flight land in LDS
+      ptc::syncthreads();  // Compute of simt_decay reads what other threads wrote
+      // decay = ...  (simt_decay)
+      #pragma unroll
+      for (int r = 0; r < L_acc_a::SIZE; ++r) {
+        const int c0 = L_acc_a::base0(lane, warp) + L_acc_a::off0(L_acc_a::slot0(r));
+        const int c1 = L_acc_a::base1(lane, warp) + L_acc_a::off1(L_acc_a::slot1(r));
+        v_decay[r] = ptc::exp_sfu(__builtin_fminf((ptc::f32(ptc::ld_shared<float>(smem + 24576u + ptc::tile_offset<128, false>(0, (c0) * 4))) - ptc::f32(ptc::ld_shared<float>(smem + 16384u + ptc::tile_offset<256, false>(0, (c1) * 4)))), 0.0f));
+      }
+      // wait for cb_lds, dt_lds: the copies in flight land in LDS
       staged_load_cb.land(tid);
-      staged_load_dA_cs2.land(tid);
       staged_load_dt.land(tid);
-      ptc::syncthreads();  // every thread is done with the bytes load_x overwrites
       // load_x: x[64x64] -> x_lds
       {
         const ptc::f16* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_s * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
@@ -191,12 +200,13 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
         if (ALIGNED) staged_load_x.load(smem, g, (int)((d_H * d_P)), rows_left, cols_left, tid);
         else ptc::copy_tile_sync_k8<ptc::f16, 64, 64, THREADS, 128>(smem, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
+      ptc::syncthreads();  // Compute of simt_w reads what other threads wrote
       // w = ...  (simt_w)
       #pragma unroll
       for (int r = 0; r < L_acc_a::SIZE; ++r) {
         const int c0 = L_acc_a::base0(lane, warp) + L_acc_a::off0(L_acc_a::slot0(r));
         const int c1 = L_acc_a::base1(lane, warp) + L_acc_a::off1(L_acc_a::slot1(r));
-        v_w[r] = ((((float)(ptc::f32(ptc::ld_shared<ptc::f16>(smem + 8192u + ptc::tile_offset<128, true>(c0, (c1) * 2))))) * ptc::exp_sfu(__builtin_fminf((ptc::f32(ptc::ld_shared<float>(smem + 24576u + ptc::tile_offset<128, false>(0, (c0) * 4))) - ptc::f32(ptc::ld_shared<float>(smem + 16384u + ptc::tile_offset<256, false>(0, (c1) * 4)))), 0.0f))) * ptc::f32(ptc::ld_shared<float>(smem + 16640u + ptc::tile_offset<256, false>(0, (c1) * 4))));
+        v_w[r] = ((((float)(ptc::f32(ptc::ld_shared<ptc::f16>(smem + 8192u + ptc::tile_offset<128, true>(c0, (c1) * 2))))) * ptc::f32(v_decay[r])) * ptc::f32(ptc::ld_shared<float>(smem + 16640u + ptc::tile_offset<256, false>(0, (c1) * 4))));
       }
       // w = ...  (simt_w)
       #pragma unroll
@@ -218,14 +228,6 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       }
       // wait for x_lds: the copies in flight land in LDS
       staged_load_x.land(tid);
-      ptc::syncthreads();  // every thread is done with the bytes load_cb overwrites
-      // load_cb: cb[32x64] -> cb_lds, 1 iteration(s) ahead
-      if (i_s + 1 < trips_s) {
-        const ptc::f16* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 32) * d_L)) + ((i_s + 1) * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)ptc::min((long long)(d_L) - (long long)((i_m * 32)), 32LL) : 0), cols_left = (int)ptc::min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL);
-        if (ALIGNED) staged_load_cb.load(smem + 8192u, g, (int)(d_L), rows_left, cols_left, tid);
-        else ptc::copy_tile_sync<ptc::f16, 32, 64, THREADS, 128, true>(smem + 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
-      }
       // load_dA_cs2: dA_cs[1x64] -> dA_cs_lds, 1 iteration(s) ahead
       if (i_s + 1 < trips_s) {
         const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_s + 1) * 64)));
@@ -233,13 +235,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
         if (ALIGNED) staged_load_dA_cs2.load(smem + 16384u, g, (int)(0), rows_left, cols_left, tid);
         else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 16384u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
-      // load_dt: dt[1x64] -> dt_lds, 1 iteration(s) ahead
-      if (i_s + 1 < trips_s) {
-        const float* g = g_dt + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_s + 1) * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)ptc::min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL);
-        if (ALIGNED) staged_load_dt.load(smem + 16640u, g, (int)(0), rows_left, cols_left, tid);
-        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 16640u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
-      }
+      ptc::syncthreads();  // Mma of mma_acc reads what other threads wrote
       // mma_acc: acc = acc + %acc @ %x on mfma.f32.16x16x16, 1x2 atoms per wave, 4 k-steps
       ptc::mfma_tile<1, 2, 4, ptc::Mfma<16, 16, 16, false>>(v_acc, ptc::RegA<1, 4>{t_acc}, ptc::SharedB<2, true, ptc::SharedTileK8<128>>{{smem}, L_carried_c::wbase1(warp)}, lane);
     }
@@ -259,9 +255,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
     ptc::copy_tile_sync<float, 1, 1, THREADS, 4, false>(smem, g, (int)(0), (int)(0), rows_left, cols_left, 0.0f, tid);
   }
   // wait for D_lds, x2_lds: the copies in flight land in LDS
-  staged_load_cb.land(tid);
   staged_load_dA_cs2.land(tid);
-  staged_load_dt.land(tid);
   staged_load_x2.land(tid);
   ptc::syncthreads();  // Compute of simt_acc2 reads what other threads wrote
   // acc = ...  (simt_acc2)

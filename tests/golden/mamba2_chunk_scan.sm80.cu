@@ -11,7 +11,7 @@
 // shared dA_cs_smem: f32[64] x 3 at 57344..58112 (ring of load_dA_cs2)
 // shared dt_smem: f32[64] x 3 at 58112..58880 (ring of load_dt)
 // shared cs_m_smem: f32[64] at 58880..59136 (tile of load_dA_cs)
-// estimate: 1338.9 us at the benchmark shape, bound by cuda_core
+// estimate: 1332.8 us at the benchmark shape, bound by cuda_core
 #include <climits>
 #include <cstdint>
 #include <cuda_runtime.h>
@@ -89,14 +89,15 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   const int i_b = (int)(block % (d_B)); block /= (d_B);
   float v_carried[32];  // carried: f32[64, 64] in carried_c
   float v_acc[32];  // acc: f32[64, 64] in carried_c
+  float v_decay[64];  // decay: f32[64, 64] in acc_a
   float v_w[64];  // w: f32[64, 64] in acc_a
   uint32_t t_acc[32];  // %acc: f16[64, 64] in acc_a, two per register
   uint32_t t_out[16];  // %out: f16[64, 64] in carried_c, two per register
   const ptc::TileCopy<float, 1, 64, 4, THREADS, 256, false> copy_load_dA_cs((int)(0), tid);  // load_dA_cs's offsets
   const ptc::TileCopy<__half, 64, 128, 8, THREADS, 256, true> copy_load_C((int)((d_G * 128)), tid);  // load_C's offsets
   const ptc::TileCopy<__half, 64, 128, 8, THREADS, 256, true> copy_load_prev_states((int)(128), tid);  // load_prev_states's offsets
-  const ptc::TileCopy<__half, 64, 64, 8, THREADS, 128, true> copy_load_cb((int)(d_L), tid);  // load_cb's offsets
   const ptc::TileCopy<float, 1, 64, 4, THREADS, 256, false> copy_load_dA_cs2((int)(0), tid);  // load_dA_cs2's offsets
+  const ptc::TileCopy<__half, 64, 64, 8, THREADS, 128, true> copy_load_cb((int)(d_L), tid);  // load_cb's offsets
   const ptc::TileCopy<float, 1, 64, 4, THREADS, 256, false> copy_load_dt((int)(0), tid);  // load_dt's offsets
   const ptc::TileCopy<__half, 64, 64, 8, THREADS, 128, true> copy_load_x((int)((d_H * d_P)), tid);  // load_x's offsets
   const ptc::TileCopy<__half, 64, 64, 8, THREADS, 128, true> copy_load_x2((int)((d_H * d_P)), tid);  // load_x2's offsets
@@ -144,6 +145,14 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     const int trips_s = (int)ptc::tiles(min((long long)(d_L), (long long)(((i_m + 1) * 64))), 64);
     {
       const int i_s = 0;  // the first stages - 1 iterations' copies
+      // load_dA_cs2: dA_cs[1x64] -> dA_cs_smem
+      if (0 < trips_s) {
+        const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_s * 64)));
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
+        if (ALIGNED) copy_load_dA_cs2.async(smem + 57344u + (i_s % 3) * 256u, g, (int)(0), rows_left, cols_left);
+        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 57344u + (i_s % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+      }
+      ptc::cp_async_commit();
       __syncthreads();  // every thread is done with the bytes load_cb overwrites
       // load_cb: cb[64x64] -> cb_smem
       if (0 < trips_s) {
@@ -151,14 +160,6 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
         if (ALIGNED) copy_load_cb.async(smem + (i_s % 3) * 8192u, g, (int)(d_L), rows_left, cols_left);
         else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + (i_s % 3) * 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
-      }
-      ptc::cp_async_commit();
-      // load_dA_cs2: dA_cs[1x64] -> dA_cs_smem
-      if (0 < trips_s) {
-        const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_s * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
-        if (ALIGNED) copy_load_dA_cs2.async(smem + 57344u + (i_s % 3) * 256u, g, (int)(0), rows_left, cols_left);
-        else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 57344u + (i_s % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_dt: dt[1x64] -> dt_smem
@@ -177,20 +178,20 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 24576u + (i_s % 3) * 8192u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
-      // load_cb: cb[64x64] -> cb_smem, 1 iteration(s) ahead
-      if (i_s + 1 < trips_s) {
-        const __half* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 64) * d_L)) + ((i_s + 1) * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL);
-        if (ALIGNED) copy_load_cb.async(smem + ((i_s + 1) % 3) * 8192u, g, (int)(d_L), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + ((i_s + 1) % 3) * 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
-      }
-      ptc::cp_async_commit();
       // load_dA_cs2: dA_cs[1x64] -> dA_cs_smem, 1 iteration(s) ahead
       if (i_s + 1 < trips_s) {
         const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_s + 1) * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL);
         if (ALIGNED) copy_load_dA_cs2.async(smem + 57344u + ((i_s + 1) % 3) * 256u, g, (int)(0), rows_left, cols_left);
         else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 57344u + ((i_s + 1) % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+      }
+      ptc::cp_async_commit();
+      // load_cb: cb[64x64] -> cb_smem, 1 iteration(s) ahead
+      if (i_s + 1 < trips_s) {
+        const __half* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 64) * d_L)) + ((i_s + 1) * 64)));
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 1) * 64)), 64LL);
+        if (ALIGNED) copy_load_cb.async(smem + ((i_s + 1) % 3) * 8192u, g, (int)(d_L), rows_left, cols_left);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + ((i_s + 1) % 3) * 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_dt: dt[1x64] -> dt_smem, 1 iteration(s) ahead
@@ -211,21 +212,21 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       ptc::cp_async_commit();
     }
     for (int i_s = 0; i_s < trips_s; ++i_s) {
-      ptc::cp_async_wait<5>();  // cb_smem, dA_cs_smem, dt_smem
-      // load_cb: cb[64x64] -> cb_smem, 2 iteration(s) ahead
-      if (i_s + 2 < trips_s) {
-        const __half* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 64) * d_L)) + ((i_s + 2) * 64)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 2) * 64)), 64LL);
-        if (ALIGNED) copy_load_cb.async(smem + ((i_s + 2) % 3) * 8192u, g, (int)(d_L), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + ((i_s + 2) % 3) * 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
-      }
-      ptc::cp_async_commit();
+      ptc::cp_async_wait<7>();  // dA_cs_smem
       // load_dA_cs2: dA_cs[1x64] -> dA_cs_smem, 2 iteration(s) ahead
       if (i_s + 2 < trips_s) {
         const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + ((i_s + 2) * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 2) * 64)), 64LL);
         if (ALIGNED) copy_load_dA_cs2.async(smem + 57344u + ((i_s + 2) % 3) * 256u, g, (int)(0), rows_left, cols_left);
         else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false, ALIGNED ? 2 : 1>(smem + 57344u + ((i_s + 2) % 3) * 256u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
+      }
+      ptc::cp_async_commit();
+      // load_cb: cb[64x64] -> cb_smem, 2 iteration(s) ahead
+      if (i_s + 2 < trips_s) {
+        const __half* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 64) * d_L)) + ((i_s + 2) * 64)));
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 64)), 64LL) : 0), cols_left = (int)min((long long)(d_L) - (long long)(((i_s + 2) * 64)), 64LL);
+        if (ALIGNED) copy_load_cb.async(smem + ((i_s + 2) % 3) * 8192u, g, (int)(d_L), rows_left, cols_left);
+        else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + ((i_s + 2) % 3) * 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
       // load_dt: dt[1x64] -> dt_smem, 2 iteration(s) ahead
@@ -245,12 +246,21 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         else ptc::copy_tile_sync<__half, 64, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 24576u + ((i_s + 2) % 3) * 8192u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
+      // decay = ...  (simt_decay)
+      #pragma unroll
+      for (int r = 0; r < L_acc_a::SIZE; ++r) {
+        const int c0 = L_acc_a::base0(lane, warp) + L_acc_a::off0(L_acc_a::slot0(r));
+        const int c1 = L_acc_a::base1(lane, warp) + L_acc_a::off1(L_acc_a::slot1(r));
+        v_decay[r] = ptc::exp_sfu(fminf((ptc::f32(ptc::ld_shared<float>(smem + 58880u + ptc::tile_offset<256, false>(0, (c0) * 4))) - ptc::f32(ptc::ld_shared<float>(smem + 57344u + (i_s % 3) * 256u + ptc::tile_offset<256, false>(0, (c1) * 4)))), 0.0f));
+      }
+      ptc::cp_async_wait<9>();  // cb_smem, dt_smem
+      __syncthreads();  // Compute of simt_w reads what other threads wrote
       // w = ...  (simt_w)
       #pragma unroll
       for (int r = 0; r < L_acc_a::SIZE; ++r) {
         const int c0 = L_acc_a::base0(lane, warp) + L_acc_a::off0(L_acc_a::slot0(r));
         const int c1 = L_acc_a::base1(lane, warp) + L_acc_a::off1(L_acc_a::slot1(r));
-        v_w[r] = ((((float)(ptc::f32(ptc::ld_shared<__half>(smem + (i_s % 3) * 8192u + ptc::tile_offset<128, true>(c0, (c1) * 2))))) * ptc::exp_sfu(fminf((ptc::f32(ptc::ld_shared<float>(smem + 58880u + ptc::tile_offset<256, false>(0, (c0) * 4))) - ptc::f32(ptc::ld_shared<float>(smem + 57344u + (i_s % 3) * 256u + ptc::tile_offset<256, false>(0, (c1) * 4)))), 0.0f))) * ptc::f32(ptc::ld_shared<float>(smem + 58112u + (i_s % 3) * 256u + ptc::tile_offset<256, false>(0, (c1) * 4))));
+        v_w[r] = ((((float)(ptc::f32(ptc::ld_shared<__half>(smem + (i_s % 3) * 8192u + ptc::tile_offset<128, true>(c0, (c1) * 2))))) * ptc::f32(v_decay[r])) * ptc::f32(ptc::ld_shared<float>(smem + 58112u + (i_s % 3) * 256u + ptc::tile_offset<256, false>(0, (c1) * 4))));
       }
       // w = ...  (simt_w)
       #pragma unroll

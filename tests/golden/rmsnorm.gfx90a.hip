@@ -69,6 +69,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   float v_x[32];  // x: f32[2, 4096] in blocked_2x4096
   float t_r1[1];  // %r1: f32[2] in blocked_2x4096_s1
   float v_r[1];  // r: f32[2] in blocked_2x4096_s1
+  float v_y[32];  // y: f32[2, 4096] in blocked_2x4096
   uint32_t t_Y[16];  // %Y: f16[2, 4096] in blocked_2x4096, two per register
   ptc::StagedTile<ptc::f16, 2, 4096, 8, THREADS, 8192, true> staged_load_X;  // load_X's copy in flight
   staged_load_X.live = false;
@@ -134,16 +135,21 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   }
   // wait for W_lds: the copies in flight land in LDS
   staged_load_W.land(tid);
-  ptc::syncthreads();  // Compute of simt_Y reads what other threads wrote
-  // %Y = ...  (simt_Y)
+  ptc::syncthreads();  // Compute of simt_y reads what other threads wrote
+  // y = ...  (simt_y)
+  #pragma unroll
+  for (int r = 0; r < L_blocked_2x4096::SIZE; ++r) {
+    const int c1 = L_blocked_2x4096::base1(lane, warp) + L_blocked_2x4096::off1(L_blocked_2x4096::slot1(r));
+    v_y[r] = ((ptc::f32(v_x[r]) * ptc::f32(v_r[L_blocked_2x4096_s1::reg(L_blocked_2x4096::slot0(r))])) * ((float)(ptc::f32(ptc::ld_shared<ptc::f16>(smem + ptc::tile_offset<8192, false>(0, (c1) * 2))))));
+  }
+  // %Y = ...  (simt_y)
   #pragma unroll
   for (int j = 0; j < L_blocked_2x4096::SIZE / 2; ++j) {
     float x[2];
     #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = 2 * j + h;
-      const int c1 = L_blocked_2x4096::base1(lane, warp) + L_blocked_2x4096::off1(L_blocked_2x4096::slot1(r));
-      x[h] = ((ptc::f32(v_x[r]) * ptc::f32(v_r[L_blocked_2x4096_s1::reg(L_blocked_2x4096::slot0(r))])) * ((float)(ptc::f32(ptc::ld_shared<ptc::f16>(smem + ptc::tile_offset<8192, false>(0, (c1) * 2))))));
+      x[h] = ptc::f32(v_y[r]);
     }
     t_Y[j] = ptc::Half16<ptc::f16>::pack(x[0], x[1]);
   }

@@ -66,6 +66,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   float v_x[64];  // x: f32[2, 4096] in blocked_2x4096
   float t_r1[1];  // %r1: f32[2] in blocked_2x4096_s1
   float v_r[1];  // r: f32[2] in blocked_2x4096_s1
+  float v_y[64];  // y: f32[2, 4096] in blocked_2x4096
   uint32_t t_Y[32];  // %Y: f16[2, 4096] in blocked_2x4096, two per register
   const ptc::TileCopy<__half, 2, 4096, 8, THREADS, 8192, true> copy_load_X((int)(4096), tid);  // load_X's offsets
   const ptc::TileCopy<__half, 1, 4096, 8, THREADS, 8192, false> copy_load_W((int)(0), tid);  // load_W's offsets
@@ -128,16 +129,21 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   }
   ptc::cp_async_commit();
   ptc::cp_async_wait<0>();  // W_smem
-  __syncthreads();  // Compute of simt_Y reads what other threads wrote
-  // %Y = ...  (simt_Y)
+  __syncthreads();  // Compute of simt_y reads what other threads wrote
+  // y = ...  (simt_y)
+  #pragma unroll
+  for (int r = 0; r < L_blocked_2x4096::SIZE; ++r) {
+    const int c1 = L_blocked_2x4096::base1(lane, warp) + L_blocked_2x4096::off1(L_blocked_2x4096::slot1(r));
+    v_y[r] = ((ptc::f32(v_x[r]) * ptc::f32(v_r[L_blocked_2x4096_s1::reg(L_blocked_2x4096::slot0(r))])) * ((float)(ptc::f32(ptc::ld_shared<__half>(smem + ptc::tile_offset<8192, false>(0, (c1) * 2))))));
+  }
+  // %Y = ...  (simt_y)
   #pragma unroll
   for (int j = 0; j < L_blocked_2x4096::SIZE / 2; ++j) {
     float x[2];
     #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = 2 * j + h;
-      const int c1 = L_blocked_2x4096::base1(lane, warp) + L_blocked_2x4096::off1(L_blocked_2x4096::slot1(r));
-      x[h] = ((ptc::f32(v_x[r]) * ptc::f32(v_r[L_blocked_2x4096_s1::reg(L_blocked_2x4096::slot0(r))])) * ((float)(ptc::f32(ptc::ld_shared<__half>(smem + ptc::tile_offset<8192, false>(0, (c1) * 2))))));
+      x[h] = ptc::f32(v_y[r]);
     }
     t_Y[j] = ptc::Half16<__half>::pack(x[0], x[1]);
   }
