@@ -140,7 +140,7 @@ class ExprRenderer:
         if isinstance(e, T.Var):
             return f"ptc::as16<{ctype}>({self.read(e.name, idx)})"
         if self.computes_in_16_bits(e) and isinstance(e, T.Convert):
-            return f"ptc::from_int<{ctype}>((int)({self.render(e.arg, idx)}))"
+            return self.from_int(self.render(e.arg, idx), e.type.dtype)
         if self.computes_in_16_bits(e):
             shape = self.shape(e)
             a, b = (self.native(x, self.broadcast(x, shape, idx)) for x in e.args)
@@ -149,6 +149,10 @@ class ExprRenderer:
             return self.native(e.arg, idx)
         # any other value of the dtype: computed in f32, rounded already, converted exactly
         return f"ptc::as16<{ctype}>({self.render(e, idx)})"
+
+    def from_int(self, value: str, dtype: str) -> str:
+        """An integer value converted to the 16-bit `dtype` in one step, in its C type."""
+        return f"ptc::from_int<{self.native16[dtype]}>((int)({value}))"
 
     def broadcast(self, arg, result_shape: list[int], idx: list[str]) -> list[str]:
         shape = self.shape(arg)
@@ -195,7 +199,7 @@ class ExprRenderer:
 
     def convert(self, value: str, src: str, dst: str) -> str:
         if dst in self.native16 and src in INTEGERS:
-            return f"ptc::f32(ptc::from_int<{self.native16[dst]}>((int)({value})))"
+            return f"ptc::f32({self.from_int(value, dst)})"
         if src == dst:
             return value
         if dst in _ROUND:
