@@ -8,6 +8,8 @@ from ptc.grammar import parse
 from ptc.sema import check
 from ptc.stask import build_graphs, print_graph, propagate, to_dot
 
+ROOT = Path(__file__).resolve().parent.parent
+
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
 
@@ -68,10 +70,10 @@ kernel d(X: f32[M, N], dY: f32[M, N]) -> (dG: f32[N]) {
     x = load(X[i, :]) * 1.0
     dy = load(dY[i, :]) * 1.0
     r = rsqrt(rowsum(x * x) / N + 1e-5)
-    atomic_add(dG[:], sum(dy * x * r[:, None], axis=0))
+    atomic_add(dG[:], sum(dy * x * r[:, None] + dy * 0.0, axis=0))
   }
 }
-""")
+""")   # dy read twice: a value of its own (read once, it would be read as its expression)
     (g,) = build_graphs(check_file(path).kernels[0])
     order = [t.name for t in g.tasks]
     for e in g.edges:
@@ -117,6 +119,12 @@ def test_a_named_transposed_load_is_a_layout_as_the_inline_one_is():
     assert "mul(transpose(%B), 2.0:f16)" in print_graph(both)
 
 
+def graph_text(template: str, body: str) -> str:
+    """The printed graph of the one grid of `template` with `body` in its loop."""
+    (g,) = build_graphs(check(parse(template.format(body=body), "k.pt"), {}).kernels[0])
+    return print_graph(g)
+
+
 def test_a_second_name_for_a_loaded_tile_is_no_task():
     """`a = load(A[i, k]); a2 = a; acc += a2 @ b` gives the graph of `acc += a @ b`: the
     product reads the one shared tile. `a2 = a` was a CUDA-core task that read the tile
@@ -124,14 +132,58 @@ def test_a_second_name_for_a_loaded_tile_is_no_task():
     32 KiB more, and no plan fitted gfx90a or gfx942). An alias of the transposed load too.
     """
     def built(body):
-        kernel = check(parse(TRANSPOSED.format(body=body), "nt.pt"), {}).kernels[0]
-        (g,) = build_graphs(kernel)
-        return print_graph(g)
+        return graph_text(TRANSPOSED, body)
     direct = built("a = load(A[i, k])\n      b = load(B[j, k]).T\n      acc += a @ b")
     renamed = built("a = load(A[i, k])\n      a2 = a\n      a3 = a2\n"
                     "      b = load(B[j, k]).T\n      bb = b\n      acc += a3 @ bb")
     assert renamed == direct
     assert "simt" not in direct.split("mma")[0].split("for k")[1]
+
+
+DEQUANT = """
+kernel dq(A: f16[M, K], W: i32[K, N], S: f16[N]) -> (C: f32[M, N]) {{
+  dims M = 256, N = 256, K = 256
+  tile BM in [64], BN in [64], BK in [32]
+  parallel i: BM of M, j: BN of N {{
+    acc = zeros(f32[BM, BN])
+    for k: BK of K {{
+      w = load(W[k, j])
+      {body}
+    }}
+    store(C[i, j], acc)
+  }}
+}}
+"""
+
+
+def test_a_name_read_once_is_read_as_its_expression():
+    """Named element-wise work read once, whole, in an operand of a later product of its
+    block gives the graph of the inline expression: one value, not a tile of its own live
+    beside the next (named dequantization planes took ptxas to 255 registers and a spill on
+    sm80; docs/low-precision.md). Chains of such names too."""
+    def built(body):
+        return graph_text(DEQUANT, body)
+    inline = built("acc += load(A[i, k]) @ ((((w >> 4) & 15) as f16) * load(S[j])[None, :])")
+    named = built("q = (w >> 4) & 15\n      h = (q as f16) * load(S[j])[None, :]\n"
+                  "      acc += load(A[i, k]) @ h")
+    assert named == inline
+    assert "%h" not in named and " q " not in named
+
+
+@pytest.mark.parametrize("body,kept", [
+    # read twice: computed once, as a value
+    ("h = (w & 15) as f16\n      acc += load(A[i, k]) @ h\n      acc += load(A[i, k]) @ h", "h"),
+    # broadcast where it is read: computed once per row, as a value
+    ("r = load(S[j]) * 2.0\n      acc += load(A[i, k]) @ ((w as f16) * r[None, :])", "r"),
+    # what it reads is assigned in between
+    ("v = w & 15\n      h = v as f16\n      v = w >> 4\n"
+     "      acc += load(A[i, k]) @ (h + (v as f16))", "h"),
+    # read as the accumulator's addend, not an operand
+    ("h = acc * 0.5\n      acc = h + load(A[i, k]) @ (w as f16)", "h"),
+])
+def test_a_name_that_cannot_be_read_as_its_expression_stays_a_value(body, kept):
+    text = graph_text(DEQUANT, body)
+    assert f"{kept} =" in text, text
 
 
 def test_nested_loops_keep_their_regions():
@@ -199,3 +251,41 @@ def _walk(e):
     yield e
     for c in T.children(e):
         yield from _walk(c)
+
+
+def test_a_name_read_once_by_a_store_stays_a_value():
+    """Only operands of products read names as their expressions: gelu's `u`, read once
+    by its store, read there as its expression, made ptxas spill on sm80
+    (tests/kernels/gemm_bias_gelu.pt)."""
+    (g,) = build_graphs(check(parse("""
+kernel g(X: f32[M, N]) -> (C: f32[M, N]) {
+  dims M = 64, N = 64
+  tile BM = 16
+  parallel i: BM of M {
+    x = load(X[i, :])
+    u = 0.79 * (x + 0.044 * x * x * x)
+    store(C[i, :], x / (1.0 + exp(-2.0 * u)))
+  }
+}""", "g.pt"), {}).kernels[0])
+    assert "u = " in print_graph(g), print_graph(g)
+
+
+def test_the_named_w4a16_renders_the_samples_kernel():
+    """The W4A16 sample with each plane's dequantization named (`q3 = ...; acc += a @ q3`),
+    as a Triton user writes it, renders the sample's kernel.cu byte for byte."""
+    from ptc import driver
+
+    sample = (ROOT / "samples" / "w4a16_gemm.pt").read_text()
+    head, loop = sample.split("      w = load(W[k, j])")
+    planes = "".join(
+        f"      q{p} = ((({'w' if p == 0 else f'(w >> {4 * p})'} & 15) - "
+        f"(load(Z[{p}, g, j]) as i32)[None, :]) as f16) * load(S[{p}, g, j])[None, :]\n"
+        f"      acc += load(A[i, {p}, k]) @ q{p}\n" for p in range(8))
+    tail = loop[loop.index("    }\n    store"):]
+    named = head + "      w = load(W[k, j])\n      g = k * BK // 128\n" + planes + tail
+
+    def source(text: str) -> str:
+        kernel = check(parse(text, "w4a16_gemm.pt"), {}).kernels[0]
+        return driver.render(kernel, "sm80")[0]
+    assert named != sample and "q7 = " in named
+    assert source(named) == source(sample)

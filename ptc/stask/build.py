@@ -1,6 +1,9 @@
 """Typed kernel -> sTask-graphs (one per parallel grid).
 
-1. Flatten: every load and every matrix multiply becomes a statement of its own, bound to
+1. Flatten: a name bound to element-wise work and read once, in an operand of a matrix
+   product later in its block, is read as its expression there (`q = ((w >> 4) & 15) as
+   f16; acc += a @ (q * s)` is `acc += a @ ((((w >> 4) & 15) as f16) * s)`: the operand is
+   computed in its fragment layout, not a tile of its own live beside it); every load and every matrix multiply becomes a statement of its own, bound to
    a `%name`; the checker's `x = acc + a @ b` (an MmaAccumulate) stays one mma statement
    (the tensor core accumulates), and every other product becomes an MmaAccumulate with no
    accumulator, so each mma statement's value is an MmaAccumulate of variables.
@@ -106,6 +109,117 @@ def _assigned_twice(body) -> frozenset[str]:
     return frozenset(twice)
 
 
+def _element_wise(e: T.TExpr) -> bool:
+    """e computes element by element from names and loads: no product or reduction."""
+    if isinstance(e, (T.MatMul, T.MmaAccumulate, T.Reduce)):
+        return False
+    return all(_element_wise(c) for c in T.children(e))
+
+
+def _read_whole(name: str, e) -> bool:
+    """Every read of `name` in e takes the value at e's own shape: no broadcast (an expand,
+    or an operand of lower rank) repeats it, so reading its expression there computes each
+    element once."""
+    if isinstance(e, T.Var):
+        return True
+    for c in T.children(e):
+        if _reads_of(name, c) and (isinstance(e, T.Expand) or (
+                isinstance(e, T.Elementwise) and c.type.shape != e.type.shape)
+                or not _read_whole(name, c)):
+            return False
+    return True
+
+
+def _loads(e: T.TExpr) -> bool:
+    return isinstance(e, T.Load) or any(_loads(c) for c in T.children(e))
+
+
+def _reads_of(name: str, e) -> int:
+    """How many times e reads the local `name`."""
+    if isinstance(e, T.Var):
+        return int(e.name == name)
+    return sum(_reads_of(name, c) for c in T.children(e))
+
+
+def _in_operands(name: str, e) -> bool:
+    """Every read of `name` in e lies in an operand of a matrix product that reads it
+    whole (not in an accumulator, nor anywhere else)."""
+    if isinstance(e, T.Var):
+        return e.name != name
+    if isinstance(e, (T.MatMul, T.MmaAccumulate)):
+        operands = (e.lhs, e.rhs) if isinstance(e, T.MatMul) else (e.a, e.b)
+        accumulator = () if isinstance(e, T.MatMul) or e.acc is None else (e.acc,)
+        return all(_read_whole(name, o) for o in operands) and \
+            all(_in_operands(name, a) for a in accumulator)
+    return all(_in_operands(name, c) for c in T.children(e))
+
+
+def _operand_names(stmts, reassigned: frozenset[str]) -> set[str]:
+    """`_operand_reads` until nothing more is found: a name read by one that is read as its
+    expression (`q` in `h = q * s; acc += a @ h`) is then read in the operand too."""
+    chosen: dict[str, T.TExpr] = {}
+    while True:
+        view = _reading_as_expressions(stmts, chosen)
+        new = [s for s in view if isinstance(s, T.Let)
+               and s.name in _operand_reads(view, reassigned)]
+        if not new:
+            return set(chosen)
+        chosen.update((s.name, s.value) for s in new)
+
+
+def _reading_as_expressions(stmts, chosen: dict[str, T.TExpr]) -> list:
+    """stmts without the lets of `chosen`, their names read as those expressions."""
+    def sub(e):
+        if isinstance(e, T.Var) and e.name in chosen:
+            return chosen[e.name]
+        return T.map_children(e, sub)
+    return [replace(s, value=sub(s.value)) if isinstance(s, (T.Let, T.Store)) else s
+            for s in stmts if not (isinstance(s, T.Let) and s.name in chosen)]
+
+
+def _operand_reads(stmts, reassigned: frozenset[str]) -> set[str]:
+    """The names of this block bound to element-wise work and read exactly once, whole, in
+    an operand of a matrix product of a later statement of the block, with nothing the
+    work reads assigned in between (nor any store, where the work loads): reading the
+    expression there computes the same values, once, in the operand's own layout. Only
+    operands: the operand is computed where the product reads it anyway, while work read
+    by other element-wise work can cost registers there (gelu's `u` inlined into its store
+    spilled on sm80), and a broadcast row (`w[:, None]`) is computed once per row."""
+    out: set[str] = set()
+    for i, s in enumerate(stmts):
+        if not isinstance(s, T.Let) or s.name in reassigned \
+                or not isinstance(s.value, (T.Elementwise, T.Convert)) \
+                or not _element_wise(s.value):
+            continue
+        uses = [(j, t) for j, t in enumerate(stmts[i + 1:], i + 1) if s.name in _all_reads(t)]
+        if len(uses) != 1:
+            continue
+        j, use = uses[0]
+        if not isinstance(use, (T.Let, T.Store)) or _reads_of(s.name, use.value) != 1 \
+                or s.name in _index_reads(use) or not _in_operands(s.name, use.value):
+            continue
+        between = stmts[i + 1:j]
+        if any(isinstance(t, T.Loop) or (isinstance(t, T.Let) and t.name in _vars_read(s.value))
+               or (isinstance(t, T.Store) and _loads(s.value)) for t in between):
+            continue
+        out.add(s.name)
+    return out
+
+
+def _index_reads(s) -> set[str]:
+    """The locals a store's subscripts read."""
+    if not isinstance(s, T.Store):
+        return set()
+    return set().union(*(reads(i.index) for i in s.index if isinstance(i, T.Point)))
+
+
+def _all_reads(s) -> set[str]:
+    """The locals a statement reads, nested loops' statements included."""
+    if isinstance(s, T.Loop):
+        return set().union(*(_all_reads(t) for t in s.body)) if s.body else set()
+    return reads(s)
+
+
 class _Flattener:
     def __init__(self, reassigned: frozenset[str] = frozenset()) -> None:
         self.names: set[str] = set()
@@ -127,10 +241,13 @@ class _Flattener:
 
     def block(self, stmts) -> list:
         out: list = []
+        inlined = _operand_names(stmts, self.reassigned)
         for s in stmts:
             if isinstance(s, (T.Let, T.Store)) and self.substituted:
                 s = replace(s, value=self.substitute(s.value))
-            if isinstance(s, T.Let):
+            if isinstance(s, T.Let) and s.name in inlined:
+                self.substituted[s.name] = s.value
+            elif isinstance(s, T.Let):
                 out.extend(self.let(s))
             elif isinstance(s, T.Store):
                 pre: list = []

@@ -96,7 +96,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   const int i_b = (int)(block % (d_B)); block /= (d_B);
   float v_acc[32];  // acc: f32[64, 128] in acc_c
   float v_w[32];  // w: f32[64] in acc_b_s1
-  uint32_t v_bw[32];  // bw: f16[64, 128] in acc_b, two per register
+  uint32_t t_acc[32];  // %acc: f16[64, 128] in acc_b, two per register
   ptc::StagedTile<float, 1, 64, 4, THREADS, 256, false> staged_load_dA_cs2;  // load_dA_cs2's copy in flight
   staged_load_dA_cs2.live = false;
   ptc::StagedTile<float, 1, 64, 4, THREADS, 256, false> staged_load_dt;  // load_dt's copy in flight
@@ -163,8 +163,8 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
         if (ALIGNED) staged_load_x.load(smem + 16384u, g, (int)((d_H * d_P)), rows_left, cols_left, tid);
         else ptc::copy_tile_sync_k8<ptc::f16, 64, 64, THREADS, 128>(smem + 16384u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
-      ptc::syncthreads();  // Compute of simt_bw reads what other threads wrote
-      // bw = ...  (simt_bw)
+      ptc::syncthreads();  // Compute of simt_acc2 reads what other threads wrote
+      // %acc = ...  (simt_acc2)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
         float x[2];
@@ -175,7 +175,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
           x[h] = (((float)(ptc::f32(ptc::ld_shared<ptc::f16>(smem + ptc::tile_offset<256, true>(c0, (c1) * 2))))) * ptc::f32(v_w[L_acc_b_s1::reg(L_acc_b::slot0(r))]));
         }
-        v_bw[j] = ptc::Half16<ptc::f16>::pack(x[0], x[1]);
+        t_acc[j] = ptc::Half16<ptc::f16>::pack(x[0], x[1]);
       }
       // wait for x_lds: the copies in flight land in LDS
       staged_load_x.land(tid);
@@ -194,8 +194,8 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
         else ptc::copy_tile_sync<float, 1, 64, THREADS, 256, false>(smem + 24832u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::syncthreads();  // Mma of mma_acc reads what other threads wrote
-      // mma_acc: acc = acc + %x @ bw on mfma.f32.32x32x8, 1x2 atoms per wave, 8 k-steps
-      ptc::mfma_tile<1, 2, 8, ptc::Mfma<32, 32, 8, false>>(v_acc, ptc::SharedA<1, false, ptc::SharedTileK8<128>>{{smem + 16384u}, L_acc_c::wbase0(warp)}, ptc::RegB<2, 8>{v_bw}, lane);
+      // mma_acc: acc = acc + %x @ %acc on mfma.f32.32x32x8, 1x2 atoms per wave, 8 k-steps
+      ptc::mfma_tile<1, 2, 8, ptc::Mfma<32, 32, 8, false>>(v_acc, ptc::SharedA<1, false, ptc::SharedTileK8<128>>{{smem + 16384u}, L_acc_c::wbase0(warp)}, ptc::RegB<2, 8>{t_acc}, lane);
     }
   }
   // store_states: states[64x128] <- acc

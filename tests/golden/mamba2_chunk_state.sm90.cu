@@ -93,11 +93,11 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   const int i_b = (int)(block % (d_B)); block /= (d_B);
   float v_acc[64];  // acc: f32[64, 128] in acc_c
   float v_w[8];  // w: f32[32] in acc_b_s1
-  uint32_t v_bw[16];  // bw: f16[32, 128] in acc_b, two per register
+  uint32_t t_acc[16];  // %acc: f16[32, 128] in acc_b, two per register
   const ptc::TileCopy<float, 1, 32, 4, THREADS, 128, false> copy_load_dA_cs2((int)(0), tid);  // load_dA_cs2's offsets
   const ptc::TileCopy<float, 1, 32, 4, THREADS, 128, false> copy_load_dt((int)(0), tid);  // load_dt's offsets
-  const ptc::TileCopy<__half, 32, 128, 8, THREADS, 256, true> copy_load_Bm((int)((d_G * d_N)), tid);  // load_Bm's offsets
   const ptc::TileCopy<__half, 32, 64, 8, THREADS, 128, true> copy_load_x((int)((d_H * d_P)), tid);  // load_x's offsets
+  const ptc::TileCopy<__half, 32, 128, 8, THREADS, 256, true> copy_load_Bm((int)((d_G * d_N)), tid);  // load_Bm's offsets
   // load_dA_cs: dA_cs[1x1] -> last_smem
   {
     const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (d_L - 1)));
@@ -130,20 +130,20 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         else ptc::copy_tile_sync<float, 1, 32, THREADS, 128, false, ALIGNED ? 2 : 1>(smem + 24832u + (i_l % 2) * 128u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
-      // load_Bm: Bm[32x128] -> Bm_smem
-      if (0 < trips_l) {
-        const __half* g = g_Bm + ((((((i_b * (((d_NC * d_L) * d_G) * d_N)) + (i_c * ((d_L * d_G) * d_N))) + ((i_l * 32) * (d_G * d_N))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * d_N)) + (i_n * 128)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_l * 32)), 32LL) : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
-        if (ALIGNED) copy_load_Bm.async(smem + (i_l % 2) * 8192u, g, (int)((d_G * d_N)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + (i_l % 2) * 8192u, g, (int)((d_G * d_N)), (int)(1), rows_left, cols_left, 0.0f, tid);
-      }
-      ptc::cp_async_commit();
       // load_x: x[32x64] -> x_smem
       if (0 < trips_l) {
         const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_l * 32) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)((i_l * 32)), 32LL) : 0), cols_left = (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
         if (ALIGNED) copy_load_x.async(smem + 16384u + (i_l % 2) * 4096u, g, (int)((d_H * d_P)), rows_left, cols_left);
         else ptc::copy_tile_sync<__half, 32, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 16384u + (i_l % 2) * 4096u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
+      }
+      ptc::cp_async_commit();
+      // load_Bm: Bm[32x128] -> Bm_smem
+      if (0 < trips_l) {
+        const __half* g = g_Bm + ((((((i_b * (((d_NC * d_L) * d_G) * d_N)) + (i_c * ((d_L * d_G) * d_N))) + ((i_l * 32) * (d_G * d_N))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * d_N)) + (i_n * 128)));
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_l * 32)), 32LL) : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
+        if (ALIGNED) copy_load_Bm.async(smem + (i_l % 2) * 8192u, g, (int)((d_G * d_N)), rows_left, cols_left);
+        else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + (i_l % 2) * 8192u, g, (int)((d_G * d_N)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
     }
@@ -165,14 +165,6 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         else ptc::copy_tile_sync<float, 1, 32, THREADS, 128, false, ALIGNED ? 2 : 1>(smem + 24832u + ((i_l + 1) % 2) * 128u, g, (int)(0), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
-      // load_Bm: Bm[32x128] -> Bm_smem, 1 iteration(s) ahead
-      if (i_l + 1 < trips_l) {
-        const __half* g = g_Bm + ((((((i_b * (((d_NC * d_L) * d_G) * d_N)) + (i_c * ((d_L * d_G) * d_N))) + (((i_l + 1) * 32) * (d_G * d_N))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * d_N)) + (i_n * 128)));
-        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)(((i_l + 1) * 32)), 32LL) : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
-        if (ALIGNED) copy_load_Bm.async(smem + ((i_l + 1) % 2) * 8192u, g, (int)((d_G * d_N)), rows_left, cols_left);
-        else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + ((i_l + 1) % 2) * 8192u, g, (int)((d_G * d_N)), (int)(1), rows_left, cols_left, 0.0f, tid);
-      }
-      ptc::cp_async_commit();
       __syncthreads();  // every thread is done with the bytes load_x overwrites
       // load_x: x[32x64] -> x_smem, 1 iteration(s) ahead
       if (i_l + 1 < trips_l) {
@@ -182,15 +174,23 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         else ptc::copy_tile_sync<__half, 32, 64, THREADS, 128, true, ALIGNED ? 2 : 1>(smem + 16384u + ((i_l + 1) % 2) * 4096u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::cp_async_commit();
+      // load_Bm: Bm[32x128] -> Bm_smem, 1 iteration(s) ahead
+      if (i_l + 1 < trips_l) {
+        const __half* g = g_Bm + ((((((i_b * (((d_NC * d_L) * d_G) * d_N)) + (i_c * ((d_L * d_G) * d_N))) + (((i_l + 1) * 32) * (d_G * d_N))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * d_N)) + (i_n * 128)));
+        const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)(((i_l + 1) * 32)), 32LL) : 0), cols_left = (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
+        if (ALIGNED) copy_load_Bm.async(smem + ((i_l + 1) % 2) * 8192u, g, (int)((d_G * d_N)), rows_left, cols_left);
+        else ptc::copy_tile_sync<__half, 32, 128, THREADS, 256, true, ALIGNED ? 2 : 1>(smem + ((i_l + 1) % 2) * 8192u, g, (int)((d_G * d_N)), (int)(1), rows_left, cols_left, 0.0f, tid);
+      }
+      ptc::cp_async_commit();
       // w = ...  (simt_w)
       #pragma unroll
       for (int r = 0; r < L_acc_b_s1::SIZE; ++r) {
         const int c0 = L_acc_b_s1::base0(lane, warp) + L_acc_b_s1::off0(L_acc_b_s1::slot0(r));
         v_w[r] = (ptc::exp2_sfu(((ptc::f32(ptc::ld_shared<float>(smem + 25088u + ptc::tile_offset<4, false>(0, (0) * 4))) * 1.4426950408889634f) - (ptc::f32(ptc::ld_shared<float>(smem + 24576u + (i_l % 2) * 128u + ptc::tile_offset<128, false>(0, (c0) * 4))) * 1.4426950408889634f))) * ptc::f32(ptc::ld_shared<float>(smem + 24832u + (i_l % 2) * 128u + ptc::tile_offset<128, false>(0, (c0) * 4))));
       }
-      ptc::cp_async_wait<5>();  // Bm_smem
-      __syncthreads();  // Compute of simt_bw reads what other threads wrote
-      // bw = ...  (simt_bw)
+      ptc::cp_async_wait<4>();  // Bm_smem
+      __syncthreads();  // Compute of simt_acc2 reads what other threads wrote
+      // %acc = ...  (simt_acc2)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
         float x[2];
@@ -201,12 +201,11 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
           x[h] = (((float)(ptc::f32(ptc::ld_shared<__half>(smem + (i_l % 2) * 8192u + ptc::tile_offset<256, true>(c0, (c1) * 2))))) * ptc::f32(v_w[L_acc_b_s1::reg(L_acc_b::slot0(r))]));
         }
-        v_bw[j] = ptc::Half16<__half>::pack(x[0], x[1]);
+        t_acc[j] = ptc::Half16<__half>::pack(x[0], x[1]);
       }
-      ptc::cp_async_wait<4>();  // x_smem
-      __syncthreads();  // Mma of mma_acc reads what other threads wrote
-      // mma_acc: acc = acc + %x @ bw on mma.sync.m16n8k16, 4x4 atoms per warp, 2 k-steps
-      ptc::mma_tile<4, 4, 2, ptc::Mma16816<false>>(v_acc, ptc::SharedA<4, true, ptc::SharedTile<128, true>>{{smem + 16384u + (i_l % 2) * 4096u}, L_acc_c::wbase0(warp)}, ptc::RegB<4, 2>{v_bw}, lane);
+      ptc::cp_async_wait<5>();  // x_smem
+      // mma_acc: acc = acc + %x @ %acc on mma.sync.m16n8k16, 4x4 atoms per warp, 2 k-steps
+      ptc::mma_tile<4, 4, 2, ptc::Mma16816<false>>(v_acc, ptc::SharedA<4, true, ptc::SharedTile<128, true>>{{smem + 16384u + (i_l % 2) * 4096u}, L_acc_c::wbase0(warp)}, ptc::RegB<4, 2>{t_acc}, lane);
     }
   }
   // store_states: states[64x128] <- acc
@@ -259,10 +258,10 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       d_L % 4 == 0 &&
       (uintptr_t)tensors[3] % 16 == 0 &&
       (uintptr_t)tensors[2] % 16 == 0 &&
-      d_N % 8 == 0 &&
-      (uintptr_t)tensors[1] % 16 == 0 &&
       d_P % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
+      d_N % 8 == 0 &&
+      (uintptr_t)tensors[1] % 16 == 0 &&
       d_N % 2 == 0 &&
       (uintptr_t)tensors[4] % 8 == 0;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/cuda/emulate, ptc.render.emulate
