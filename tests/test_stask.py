@@ -131,11 +131,10 @@ def test_a_second_name_for_a_loaded_tile_is_no_task():
     into registers, and the product spilled it back to shared memory (fuzz seed 102127:
     32 KiB more, and no plan fitted gfx90a or gfx942). An alias of the transposed load too.
     """
-    def built(body):
-        return graph_text(TRANSPOSED, body)
-    direct = built("a = load(A[i, k])\n      b = load(B[j, k]).T\n      acc += a @ b")
-    renamed = built("a = load(A[i, k])\n      a2 = a\n      a3 = a2\n"
-                    "      b = load(B[j, k]).T\n      bb = b\n      acc += a3 @ bb")
+    direct = graph_text(TRANSPOSED, "a = load(A[i, k])\n      b = load(B[j, k]).T\n"
+                        "      acc += a @ b")
+    renamed = graph_text(TRANSPOSED, "a = load(A[i, k])\n      a2 = a\n      a3 = a2\n"
+                         "      b = load(B[j, k]).T\n      bb = b\n      acc += a3 @ bb")
     assert renamed == direct
     assert "simt" not in direct.split("mma")[0].split("for k")[1]
 
@@ -161,11 +160,11 @@ def test_a_name_read_once_is_read_as_its_expression():
     block gives the graph of the inline expression: one value, not a tile of its own live
     beside the next (named dequantization planes took ptxas to 255 registers and a spill on
     sm80; docs/low-precision.md). Chains of such names too."""
-    def built(body):
-        return graph_text(DEQUANT, body)
-    inline = built("acc += load(A[i, k]) @ ((((w >> 4) & 15) as f16) * load(S[j])[None, :])")
-    named = built("q = (w >> 4) & 15\n      h = (q as f16) * load(S[j])[None, :]\n"
-                  "      acc += load(A[i, k]) @ h")
+    inline = graph_text(DEQUANT, "acc += load(A[i, k]) @ "
+                                 "((((w >> 4) & 15) as f16) * load(S[j])[None, :])")
+    named = graph_text(DEQUANT, "q = (w >> 4) & 15\n"
+                                "      h = (q as f16) * load(S[j])[None, :]\n"
+                                "      acc += load(A[i, k]) @ h")
     assert named == inline
     assert "%h" not in named and " q " not in named
 

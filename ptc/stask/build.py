@@ -3,7 +3,8 @@
 1. Flatten: a name bound to element-wise work and read once, in an operand of a matrix
    product later in its block, is read as its expression there (`q = ((w >> 4) & 15) as
    f16; acc += a @ (q * s)` is `acc += a @ ((((w >> 4) & 15) as f16) * s)`: the operand is
-   computed in its fragment layout, not a tile of its own live beside it); every load and every matrix multiply becomes a statement of its own, bound to
+   computed in its fragment layout, not a tile of its own live beside it); every load and
+   every matrix multiply becomes a statement of its own, bound to
    a `%name`; the checker's `x = acc + a @ b` (an MmaAccumulate) stays one mma statement
    (the tensor core accumulates), and every other product becomes an MmaAccumulate with no
    accumulator, so each mma statement's value is an MmaAccumulate of variables.
@@ -169,12 +170,15 @@ def _operand_names(stmts, reassigned: frozenset[str]) -> set[str]:
 
 def _reading_as_expressions(stmts, chosen: dict[str, T.TExpr]) -> list:
     """stmts without the lets of `chosen`, their names read as those expressions."""
-    def sub(e):
-        if isinstance(e, T.Var) and e.name in chosen:
-            return chosen[e.name]
-        return T.map_children(e, sub)
-    return [replace(s, value=sub(s.value)) if isinstance(s, (T.Let, T.Store)) else s
-            for s in stmts if not (isinstance(s, T.Let) and s.name in chosen)]
+    return [replace(s, value=_substituted(s.value, chosen)) if isinstance(s, (T.Let, T.Store))
+            else s for s in stmts if not (isinstance(s, T.Let) and s.name in chosen)]
+
+
+def _substituted(e: T.TExpr, names: dict[str, T.TExpr]) -> T.TExpr:
+    """e with each name in `names` read as what it stands for."""
+    if isinstance(e, T.Var) and e.name in names:
+        return names[e.name]
+    return T.map_children(e, lambda c: _substituted(c, names))
 
 
 def _operand_reads(stmts, reassigned: frozenset[str]) -> set[str]:
@@ -296,9 +300,7 @@ class _Flattener:
 
     def substitute(self, e: T.TExpr) -> T.TExpr:
         """e with each name in `substituted` read as what it stands for."""
-        if isinstance(e, T.Var) and e.name in self.substituted:
-            return self.substituted[e.name]
-        return T.map_children(e, self.substitute)
+        return _substituted(e, self.substituted)
 
     def names_loaded_tile(self, e: T.TExpr) -> bool:
         """e is a loaded tile's name, or its transpose."""
