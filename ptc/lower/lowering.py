@@ -44,7 +44,7 @@ from .program import Stmt, flatten, mma_parts, reads
 from .staged_copies import staged_waits
 from .storage import c_name
 from .swizzle import ALIGN, smem_layout, transposed_layout
-from .tiles import TileError, divisible, extent_value, global_tile
+from .tiles import TileError, divisible, extent_value, global_tile, until_bound
 from .tiling_choice import cheapest_tilings, tiling_cost
 
 
@@ -345,7 +345,8 @@ class Builder:
         if deferred:
             at = next((i + 1 for i, op in enumerate(body) if isinstance(op, ir.PlanWait)), 0)
             body[at:at] = deferred
-        return ir.Loop(block.var, self.low.extent(loop.axis.size), loop.axis.dim, loop.until,
+        return ir.Loop(block.var, self.low.extent(loop.axis.size), loop.axis.dim,
+                       until_bound(self.low.kernel, loop),
                        tuple(body), depth, tuple(fill))
 
     def ring_slots(self, task: str) -> int:

@@ -21,7 +21,8 @@ from .specialized_plan import ROW0, RoleView, SpecializedPlan
 from .stmatrix import stmatrix_blocks
 from .swizzle import ALIGN, SmemLayout, smem_layout, tma_layout
 from .sync import op_reads
-from .tiles import add, const, dim_expr, extent_value, global_tile, index, mul
+from .tiles import (add, const, dim_expr, extent_value, global_tile, index, mul, point_index,
+                    until_bound)
 from .tma import TmaBox, tma_box, tma_store_box
 
 
@@ -88,10 +89,11 @@ class SpecializedBuilder(Builder):
             if isinstance(loop.axis.size, str) else loop.axis.size
         if any(isinstance(s, Step) and s.offset for s in block.body):
             fill, body, drain = self.rotated(block, loops + (block.var,))
-            return ir.Loop(block.var, size, loop.axis.dim, loop.until, body, fill=fill,
-                           drain=drain, peel=1)
+            return ir.Loop(block.var, size, loop.axis.dim, until_bound(self.low.kernel, loop),
+                           body, fill=fill, drain=drain, peel=1)
         body = self.items(block.body, loops + (block.var,))
-        return ir.Loop(block.var, size, loop.axis.dim, loop.until, tuple(body))
+        return ir.Loop(block.var, size, loop.axis.dim, until_bound(self.low.kernel, loop),
+                       tuple(body))
 
     def rotated(self, block: LoopBlock, inner) -> tuple[tuple, tuple, tuple]:
         """(fill, body, drain) of a loop the plan rotates (ptc.sched.rotate: `M1@+1 M2
@@ -301,7 +303,7 @@ class SpecializedBuilder(Builder):
                 c = mul(index(item.var), const(size))
                 coords.append(add(c, index(ROW0)) if item.var == self.spec.split else c)
             elif isinstance(item, T.Point):
-                coords.append(item.index)
+                coords.append(point_index(kernel, item))
             else:
                 coords.append(const(0))
         name = f"map_{s.task}"

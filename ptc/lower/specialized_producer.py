@@ -11,7 +11,8 @@ from ..stask.graph import TaskOp
 from . import ir
 from .capabilities import LoweringError
 from .specialized_ops import SpecializedBuilder
-from .tiles import const, dim_expr, divisible, extent_value, global_tile, tile_start
+from .tiles import (const, dim_expr, divisible, extent_value, global_tile, point_index,
+                    tile_start, until_bound)
 
 
 class Producer:
@@ -28,7 +29,8 @@ class Producer:
                 loop = region.loop
                 size = self.b.spec.tiles[loop.axis.size] if isinstance(loop.axis.size, str) \
                     else loop.axis.size
-                out.append(ir.Loop(it.var, size, loop.axis.dim, loop.until,
+                out.append(ir.Loop(it.var, size, loop.axis.dim,
+                                   until_bound(self.b.low.kernel, loop),
                                    tuple(self.items(it.body, loops + (it.var,)))))
             else:
                 out.extend(self.step(it, loops))
@@ -91,9 +93,9 @@ class Producer:
         for item in s.value.index:
             if isinstance(item, T.TileSlice):     # an offset tile's may be below 0: TMA
                 size = extent_value(kernel, self.b.spec.tiles, item.size)   # zero-fills
-                coords.append(tile_start(item, size))
+                coords.append(tile_start(kernel, item, size))
             elif isinstance(item, T.Point):
-                coords.append(item.index)
+                coords.append(point_index(kernel, item))
             else:
                 coords.append(const(0))
         name = f"map_{t.name}"

@@ -99,13 +99,14 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
     # (extent, start, bound, stride, whether the start may be below 0, step)
     for item, d, stride in zip(items, dims, strides):
         if isinstance(item, T.Point):
-            origin = add(origin, mul(item.index, stride))
-            lo = T.Elementwise("ge", (item.index, const(0)), BOOL)
-            hi = T.Elementwise("lt", (item.index, d), BOOL)
+            at = point_index(kernel, item)
+            origin = add(origin, mul(at, stride))
+            lo = T.Elementwise("ge", (at, const(0)), BOOL)
+            hi = T.Elementwise("lt", (at, d), BOOL)
             valid = both(both(valid, lo), hi)
         elif isinstance(item, T.TileSlice):
             size = extent_value(kernel, tiles, item.size)
-            start = tile_start(item, size)
+            start = tile_start(kernel, item, size)
             if split is not None and item.var == split[0]:
                 start, size = add(start, split[1]), split[2]
             origin = add(origin, mul(start, stride))
@@ -135,11 +136,31 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
                       rlow, clow, rstep, cstep, gather)
 
 
-def tile_start(item: T.TileSlice, size: int) -> T.TExpr:
+def tile_start(kernel: T.TypedKernel, item: T.TileSlice, size: int) -> T.TExpr:
     """The first element a tile slice selects: its tile's (times a strided tile's
     stride), moved by an offset tile's offset (which may put it before 0)."""
     start = mul(index(item.var), const(size * item.stride))
-    return start if item.offset is None else add(start, item.offset)
+    return start if item.offset is None else add(start, element_reads(kernel, item.offset))
+
+
+def element_reads(kernel: T.TypedKernel, e: T.TExpr) -> T.TExpr:
+    """An index expression (a single index, an offset, an `until` bound) with each element
+    it reads from a tensor (`load(table[b, n + 0])`) addressed: its offset in the tensor
+    and whether its own indices are inside (else it reads its load's pad)."""
+    if isinstance(e, T.Load) and not e.type.shape:
+        at = global_tile(kernel, {}, e.tensor, e.index)
+        return T.ElementAt(e.tensor, at.origin, at.valid, int(e.pad), e.type)
+    return T.map_children(e, lambda c: element_reads(kernel, c))
+
+
+def until_bound(kernel: T.TypedKernel, loop: T.Loop) -> T.TExpr | None:
+    """A loop's `until` bound as the kernel computes it (None: none)."""
+    return None if loop.until is None else element_reads(kernel, loop.until)
+
+
+def point_index(kernel: T.TypedKernel, item: T.Point) -> T.TExpr:
+    """A single index as the kernel computes it (the elements it reads addressed)."""
+    return element_reads(kernel, item.index)
 
 
 def loop_vars(e: T.TExpr) -> set[str]:

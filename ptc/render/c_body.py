@@ -132,6 +132,11 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
             return str(int(e.value)) if e.type.dtype == "i32" else ("true" if e.value else "false")
         if isinstance(e, T.Scalar):
             return self.scalar(e.name)
+        if isinstance(e, T.ElementAt):      # read only where its indices are inside
+            # 64-bit, as dims are: it may be multiplied by a stride
+            at = f"(long long)g_{e.tensor}[{self.index_expr(e.offset)}]"
+            return at if e.valid is None else \
+                f"({self.index_expr(e.valid)} ? {at} : {e.pad}LL)"
         if isinstance(e, T.Elementwise):
             args = [self.index_expr(a) for a in e.args]
             if any(a is None for a in args):

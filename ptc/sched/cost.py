@@ -22,6 +22,7 @@ from typing import Mapping
 
 from ..devices import Device, UnitKind
 from ..stask.graph import STask, STaskGraph, TaskKind, TaskOp
+from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
 from ..lower.atoms import rate_dtype
 from .plan import Estimate, Plan, walk_steps
@@ -274,7 +275,9 @@ def loop_trips(graph: STaskGraph, dims: Mapping[str, int]) -> dict[str, float]:
         loop = r.loop
         size = _extent(graph, loop.axis.size)
         full = tile_count(dims[loop.axis.dim], size)
-        if loop.until is None:
+        if loop.until is None or T.reads_memory(loop.until):
+            # a bound read from a tensor (a sequence's length) is data: planned as the
+            # dim's whole trip count, the most it can be
             out[r.name] = full
             continue
         # evaluate `until` over the grid's tile indices (the loop bound depends on them)

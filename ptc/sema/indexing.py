@@ -171,10 +171,8 @@ class IndexChecker:
         if isinstance(bad, T.Var) and isinstance(self.not_index_values.get(bad.name), T.Load):
             bad = self.not_index_values[bad.name]        # `row = load(ids[t])`: a gather too
         if isinstance(bad, T.Load):
-            self.fail(f"{what} cannot be read from tensor {bad.tensor} (a gather)", span,
-                      "ptc gathers whole rows by an index tile (X[load(idx[i], pad=-1), k]), "
-                      "not by a scalar: build this index from tile indices, dims, tile "
-                      "sizes, scalar parameters and integers")
+            self.fail(f"{what} read from a tensor is an i32 element, not {bad.type.dtype} "
+                      f"({bad.tensor})", span, "store the indices as i32")
         if isinstance(bad, T.Var):
             why = ("is assigned more than once" if self.assignment_counts[bad.name] > 1
                    else "is computed from tiles")
@@ -268,9 +266,12 @@ def inline_index_vars(e: T.TExpr, values: dict[str, T.TExpr]) -> T.TExpr:
 
 def first_non_index(e: T.TExpr) -> T.TExpr | None:
     """The first part of a scalar expression that is not computed from kernel-level
-    scalars and constants alone (None: all of it is)."""
+    scalars, constants and i32 elements of tensors alone (None: all of it is). An element
+    read from a tensor (a page of a block table, a block's expert, a sequence's start) is
+    indexed by such an expression itself."""
     if isinstance(e, (T.Scalar, T.Const)):
         return None
-    if isinstance(e, (T.Elementwise, T.Convert)) and e.type.rank == 0:
+    scalar_read = isinstance(e, T.Load) and e.type == T.TileType("i32")
+    if scalar_read or isinstance(e, (T.Elementwise, T.Convert)) and e.type.rank == 0:
         return next((b for b in map(first_non_index, T.children(e)) if b is not None), None)
     return e

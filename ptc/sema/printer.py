@@ -122,4 +122,7 @@ def expr(e: T.TExpr) -> str:
         return f"fill({expr(e.value)}, {e.type})"
     if isinstance(e, T.IndexVec):
         return f"index({e.var})"
+    if isinstance(e, T.ElementAt):
+        at = f"{e.tensor}.at({expr(e.offset)})"     # the element, counted from the start
+        return at if e.valid is None else f"({at} if {expr(e.valid)} else {e.pad})"
     raise AssertionError(e)

@@ -248,8 +248,22 @@ class IndexVec:
     type: TileType
 
 
+@dataclass(frozen=True)
+class ElementAt:
+    """A scalar read from a tensor inside an index (`load(table[b, n + 0])` in a subscript
+    or an `until` bound), as the lowering addresses it: element `offset` of the tensor
+    counted in elements from its start, or `pad` where `valid` is false (a position
+    outside a dim). Only lowered kernels hold it; the checker's form is the Load."""
+
+    tensor: str
+    offset: "TExpr"
+    valid: "TExpr | None"
+    pad: int
+    type: TileType
+
+
 TExpr = Union[Const, Var, Scalar, Load, Elementwise, Reduce, MatMul, MmaAccumulate, Transpose,
-              Convert, Expand, Fill, IndexVec]
+              Convert, Expand, Fill, IndexVec, ElementAt]
 
 
 def children(e: TExpr) -> tuple[TExpr, ...]:
@@ -266,7 +280,14 @@ def children(e: TExpr) -> tuple[TExpr, ...]:
         return (e.value,)
     if isinstance(e, Load):
         return tuple(x for x in map(index_operand, e.index) if x is not None)
+    if isinstance(e, ElementAt):
+        return (e.offset,) if e.valid is None else (e.offset, e.valid)
     return ()
+
+
+def reads_memory(e: TExpr) -> bool:
+    """Whether e reads a tensor (a load anywhere in it, subscripts included)."""
+    return isinstance(e, (Load, ElementAt)) or any(reads_memory(c) for c in children(e))
 
 
 def index_operand(item: IndexItem) -> "TExpr | None":
@@ -297,6 +318,8 @@ def map_children(e: TExpr, fn) -> TExpr:
             replace(i, index=fn(i.index)) if isinstance(i, Point) else
             replace(i, offset=fn(i.offset)) if isinstance(i, TileSlice) and i.offset is not None
             else i for i in e.index))
+    if isinstance(e, ElementAt):
+        return replace(e, offset=fn(e.offset), valid=None if e.valid is None else fn(e.valid))
     return e
 
 
