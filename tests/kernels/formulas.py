@@ -296,6 +296,47 @@ def _w4a16_ref(i, d):
     return {"C": acc * f64(i["S"])[None, :]}
 
 
+def _moe_sorted_inputs(d, rng):
+    """Rows sorted by expert in blocks of 64, a padding row here and there (token -1), a
+    block with no expert (-1) and one past eids' end; dst a permutation of Y's rows, the
+    rows past R outside."""
+    T, K, N, E, EM, NB, R = (d[n] for n in ("T", "K", "N", "E", "EM", "NB", "R"))
+    tok = rng.integers(0, T, EM).astype(np.int32)
+    tok[::7] = -1
+    eids = rng.integers(0, E, NB).astype(np.int32)
+    eids[1] = -1
+    dst = rng.permutation(EM).astype(np.int32)
+    dst[dst >= R] = -1
+    return {"X": randn(rng, (T, K), F16), "W": randn(rng, (E, K, N), F16, K ** -0.5),
+            "tok": tok, "eids": eids, "dst": dst,
+            "gate": rng.random(EM).astype(F32)}
+
+
+def _moe_sorted_ref(i, d):
+    BM = 64                       # the kernel's block of rows: one expert each
+    X, W = f64(i["X"]), f64(i["W"])
+    y = np.zeros((d["R"], d["N"]))
+    for r in range(d["EM"]):
+        t, e, out = i["tok"][r], (i["eids"][r // BM] if r // BM < d["NB"] else -1), i["dst"][r]
+        if 0 <= t < d["T"] and 0 <= e < d["E"] and 0 <= out < d["R"]:
+            y[out] = i["gate"][r] * (X[t] @ W[e])
+    return {"Y": y}
+
+
+def _varlen_inputs(d, rng):
+    """Packed sequences, one of them empty; the last runs past the rows there are."""
+    lens = rng.integers(1, 70, d["B"]).astype(np.int32)
+    lens[2] = 0
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int32)
+    return {"X": randn(rng, (d["TT"], d["D"]), BF16), "starts": starts, "lens": lens}
+
+
+def _varlen_ref(i, d):
+    X = f64(i["X"])
+    return {"Y": np.stack([X[s:s + n].sum(axis=0) / max(n, 1)
+                           for s, n in zip(i["starts"], i["lens"])])}
+
+
 HALF = 1e-2      # an f16 / bf16 result (or one computed through f16 / bf16 values)
 SINGLE = 1e-4    # an f32 result from exact f16 / bf16 / f32 inputs
 
@@ -393,5 +434,11 @@ KERNELS: dict[str, Entry] = {
     "w4a16": Entry(
         _w4a16_inputs, _w4a16_ref,
         dict(P=8, M=100, N=72, KP=40), {"C": HALF}),
+    "moe_sorted": Entry(
+        _moe_sorted_inputs, _moe_sorted_ref,
+        dict(T=50, K=72, N=136, E=3, EM=200, NB=3, R=150), {"Y": HALF}),
+    "varlen_mean": Entry(
+        _varlen_inputs, _varlen_ref,
+        dict(TT=300, D=100, B=7), {"Y": SINGLE}),
 }
 
