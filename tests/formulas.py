@@ -221,18 +221,21 @@ def moe_gemm(X, W, src, dst, gate, R: int) -> np.ndarray:
     return Y
 
 
-def paged_decode(Q, K, V, slots) -> np.ndarray:
-    """Decoding attention per request b and KV head h over the cache rows slots[b] names
-    (those >= 0): each of the G query heads of the group, softmax(q K^T / sqrt(D)) V."""
+def paged_decode(Q, K, V, table, lens) -> np.ndarray:
+    """Decoding attention per request b and KV head h over its lens[b] tokens, token t
+    being row t % PAGE of page table[b, t // PAGE]: each of the G query heads of the
+    group, softmax(q K^T / sqrt(D)) V."""
     q, k, v = f64(Q), f64(K), f64(V)
     B, HK, G, D = q.shape
+    PAGE = K.shape[1]
     out = np.zeros((B, HK, G, D))
     for b in range(B):
-        rows = slots[b][slots[b] >= 0]
+        t = np.arange(lens[b])
+        pages, rows = table[b, t // PAGE], t % PAGE
         for h in range(HK):
-            s = q[b, h] @ k[rows, h].T / np.sqrt(D)
+            s = q[b, h] @ k[pages, rows, h].T / np.sqrt(D)
             p = np.exp(s - s.max(axis=1, keepdims=True))
-            out[b, h] = (p / p.sum(axis=1, keepdims=True)) @ v[rows, h]
+            out[b, h] = (p / p.sum(axis=1, keepdims=True)) @ v[pages, rows, h]
     return out
 
 
@@ -273,7 +276,8 @@ REFERENCE: dict[str, Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
                                                          int(i["D"]))},
     "moe_gemm": lambda i: {"Y": moe_gemm(i["X"], i["W"], i["src"], i["dst"], i["gate"],
                                          _moe_rows(i["src"], i["X"].shape[0]))},
-    "paged_decode": lambda i: {"O": paged_decode(i["Q"], i["K"], i["V"], i["slots"])},
+    "paged_decode": lambda i: {"O": paged_decode(i["Q"], i["K"], i["V"], i["table"],
+                                                 i["lens"])},
     "w8a8_gemm": lambda i: {"C": w8a8_gemm(i["A"], i["W"], i["sa"], i["sw"])},
     "w4a16_gemm": lambda i: {"C": w4a16_gemm(i["A"], i["W"], i["S"], i["Z"])},
     "fp8_gemm": lambda i: {"C": fp8_gemm(i["A"], i["W"], i["sa"], i["sw"])},
@@ -397,7 +401,7 @@ def make_inputs(sample: str, shapes: Mapping[str, int], rng: np.random.Generator
     if sample == "moe_gemm":
         return _moe_routing(rng, d["T"], d["K"], d["N"], d["E"], d["C"], d["R"])
     if sample == "paged_decode":
-        return _paged_cache(rng, *(d[k] for k in ("B", "HK", "G", "D", "P", "S")))
+        return _paged_cache(rng, *(d[k] for k in ("B", "HK", "G", "D", "NP", "PAGE", "MP")))
     if sample == "w4a16_gemm":
         return _gptq_4bit(rng, d["M"], d["N"], d["P"], d["KP"], d["KG"])
     if sample == "w8a8_gemm":
@@ -416,16 +420,19 @@ def make_inputs(sample: str, shapes: Mapping[str, int], rng: np.random.Generator
     raise KeyError(f"no inputs for sample {sample!r}")
 
 
-def _paged_cache(rng, B, HK, G, D, P, S):
-    """A cache of P token rows; request b holds lens[b] tokens (request 0 all S, the others
-    1..S) at distinct random rows, its slots -1 past its length."""
-    assert P >= B * S, f"P = {P} rows do not hold {B} requests of {S} tokens"
-    lens = rng.integers(1, S + 1, B)
-    lens[0] = S
-    rows = rng.permutation(P)[:B * S].reshape(B, S)
-    slots = np.where(np.arange(S)[None, :] < lens[:, None], rows, -1).astype(np.int32)
-    return {"Q": _randn(rng, (B, HK, G, D), BF16, 1.5), "K": _randn(rng, (P, HK, D), BF16),
-            "V": _randn(rng, (P, HK, D), BF16), "slots": slots}
+def _paged_cache(rng, B, HK, G, D, NP, PAGE, MP):
+    """A cache of NP pages of PAGE tokens; request b holds lens[b] tokens (request 0 all
+    MP * PAGE, the last 1, the others 1..MP * PAGE) in distinct random pages, its table
+    -1 past its last page."""
+    assert NP >= B * MP, f"NP = {NP} pages do not hold {B} requests of {MP} pages"
+    lens = rng.integers(1, MP * PAGE + 1, B)
+    lens[0], lens[-1] = MP * PAGE, 1 if B > 1 else lens[-1]
+    pages = rng.permutation(NP)[:B * MP].reshape(B, MP)
+    used = (lens[:, None] + PAGE - 1) // PAGE
+    table = np.where(np.arange(MP)[None, :] < used, pages, -1).astype(np.int32)
+    return {"Q": _randn(rng, (B, HK, G, D), BF16, 1.5),
+            "K": _randn(rng, (NP, PAGE, HK, D), BF16), "V": _randn(rng, (NP, PAGE, HK, D), BF16),
+            "table": table, "lens": lens.astype(np.int32)}
 
 
 def _moe_routing(rng, T, K, N, E, C, R):

@@ -131,11 +131,12 @@ CASES: dict[str, tuple[list[dict], list[dict]]] = {
          dict(T=90, K=96, N=64, E=1, C=90, R=90)],
         [dict(BM=64, BN=64, BK=32), dict(BM=128, BN=128, BK=64)],
     ),
-    # S not a multiple of BN (the slots' tail reads pad -1); a request of one token
+    # last pages partly filled (masked), a request of one token; two tiles of a page
     "paged_decode": (
-        [dict(B=3, HK=2, G=8, D=64, P=400, S=100), dict(B=2, HK=1, G=8, D=128, P=80, S=37),
-         dict(B=1, HK=3, G=8, D=64, P=5, S=1)],
-        [dict(BN=32), dict(BN=64), dict(BN=128)],
+        [dict(B=3, HK=2, G=8, D=64, NP=14, PAGE=32, MP=4),
+         dict(B=2, HK=1, G=8, D=128, NP=5, PAGE=64, MP=2),
+         dict(B=1, HK=3, G=8, D=64, NP=3, PAGE=32, MP=1)],
+        [dict(BJ=16), dict(BJ=32)],
     ),
 }
 

@@ -63,7 +63,7 @@ EDGE = {
     "conv2d_stride2": dict(N=1, H=8, W=15, C=20, CO=36, R=3, S=3, OH=3, OW=7),   # dilation 2
     "depthwise_conv2d": dict(N=1, H=7, W=13, C=20, R=3, S=3, OH=5, OW=11),       # dilation 2
     "moe_gemm": dict(T=37, K=40, N=72, E=3, C=45, R=74),
-    "paged_decode": dict(B=2, HK=1, G=8, D=64, P=90, S=37),
+    "paged_decode": dict(B=2, HK=1, G=8, D=64, NP=9, PAGE=16, MP=4),
 }
 
 
