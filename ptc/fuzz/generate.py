@@ -485,8 +485,81 @@ def quant_grid(rng: random.Random, seed: int) -> Program:
                    tuple(sorted(shapes.items())), seed)
 
 
+def index_read(rng: random.Random, tensor: str, at: str) -> str:
+    """An i32 index read from `tensor` (random inputs hold 0..15): moved and spread so that
+    some land before 0 and past the dim, sometimes past the index tensor's own end."""
+    pad = rng.choice(["", ", pad=-1"])
+    read = f"load({tensor}[{at}]{pad})"
+    return rng.choice([read, f"{read} - {rng.randint(1, 3)}", f"{read} * {rng.randint(2, 9)}",
+                       f"({read} - 2) * {rng.randint(2, 5)}"])
+
+
+def indexed_grid(rng: random.Random, seed: int) -> Program:
+    """Indices read from tensors (issue 22, part 5): a row looked up by a named or inline
+    read, a tile moved by a read offset in a loop bounded by a read length, or a product's
+    operand chosen by a read (an expert); rows added into an output row read from a tensor
+    (an atomic scatter: repeats add up)."""
+    lp = rng.choice(LOW)
+    s = Scope(rng)
+    variant = rng.choice(["lookup", "segment", "expert"])
+    body: list[str] = []
+    params = [f"X: {lp}[T, N]", "idx: i32[G]", "aux: i32[H]"]
+    at = rng.choice(["g", "g + 0"]) if variant != "segment" else "g"
+    second = rng.choice(["g + 0", "g * 2 - 3", "(g + 5) // 2"])    # aux is of another dim
+    if variant == "lookup":
+        named = rng.random() < 0.5
+        row = index_read(rng, "idx", at)
+        if named:
+            body.append(f"r = {row}")
+            row = "r"
+        s.bind("x", f"load(X[{row}, j]{pad(rng)})", lp, ("BN",))
+        if rng.random() < 0.5:      # nested: a read whose index is read
+            s.bind("x", f"load(X[load(idx[load(aux[{second}], pad=-1)], pad=-1), j])", lp,
+                   ("BN",))
+    elif variant == "segment":
+        body += ["n = load(aux[g + 0], pad=0)", "acc = zeros(f32[BN])",
+                 f"for m: BM of T until n {{",
+                 f"  x = load(X[index(m) + {index_read(rng, 'idx', 'g')}, j]{pad(rng)})",
+                 f"  acc += sum(where((index(m) < n)[:, None], x as f32, 0.0), axis=0)", "}"]
+        s.values.append(Value("acc", "f32", ("BN",)))
+    else:
+        params[0] = f"X: {lp}[M, K]"
+        params.append(f"W: {lp}[E, K, N]")
+        e = index_read(rng, "idx", at)
+        if rng.random() < 0.5:
+            body.append(f"e = {e}")
+            e = "e"
+        body += ["acc = zeros(f32[BM, BN])", "for k: BK of K {",
+                 f"  acc += load(X[i, k]) @ load(W[{e}, k, j])", "}"]
+        s.values.append(Value("acc", "f32", ("BM", "BN")))
+    for _ in range(rng.randint(0, 3)):
+        elementwise_step(s, is_float)
+    shape = ("BM", "BN") if variant == "expert" else ("BN",)
+    out = full_tile(s, shape)
+    body += s.lines
+    rows = "i, j" if variant == "expert" else "j"
+    if rng.random() < 0.5:
+        body.append(f"store(O[g, {rows}], {out.name})")
+    else:
+        body.append(f"atomic_add(O[{index_read(rng, 'aux', second)}, {rows}], {out.name})")
+    grid = "parallel g of G, " + ("i: BM of M, j: BN of N {" if variant == "expert"
+                                 else "j: BN of N {")
+    out_dims = "[G, M, N]" if variant == "expert" else "[G, N]"
+    header = f"kernel gen{seed}({', '.join(params)}) -> (O: f32{out_dims}) {{"
+    decls = (tiles_line(rng, {"BM": (64, 32, 16), "BN": (64, 32, 16, 128), "BK": (32, 16)}),)
+    if variant == "lookup":
+        decls = (tiles_line(rng, {"BN": (64, 32, 16, 128)}),)
+    shapes = {"T": odd(rng, 1, 70), "N": odd(rng, 1, 150), "G": odd(rng, 1, 12),
+              "H": odd(rng, 1, 12)}
+    if variant == "expert":
+        del shapes["T"]
+        shapes.update(M=odd(rng, 1, 80), K=odd(rng, 1, 80), E=rng.randint(1, 6))
+    return Program(f"gen{seed}", "indexed", header, decls,
+                   ((grid, tuple(body), "}"),), tuple(sorted(shapes.items())), seed)
+
+
 SKELETONS = (elementwise_grid, elementwise_grid, row_grid, loop_grid, loop_grid, chain_grid,
-             column_grids, quant_grid)
+             column_grids, quant_grid, indexed_grid)
 
 
 def generate(seed: int) -> Program:
