@@ -494,18 +494,12 @@ def index_read(rng: random.Random, tensor: str, at: str) -> str:
                        f"({read} - 2) * {rng.randint(2, 5)}"])
 
 
-def indexed_grid(rng: random.Random, seed: int) -> Program:
-    """Indices read from tensors (issue 22, part 5): a row looked up by a named or inline
-    read, a tile moved by a read offset in a loop bounded by a read length, or a product's
-    operand chosen by a read (an expert); rows added into an output row read from a tensor
-    (an atomic scatter: repeats add up)."""
-    lp = rng.choice(LOW)
-    s = Scope(rng)
-    variant = rng.choice(["lookup", "segment", "expert"])
+def indexed_reads(s: Scope, variant: str, lp: str, at: str, second: str,
+                  params: list[str]) -> list[str]:
+    """The reads of an indexed program's variant: the lines before its elementwise steps
+    (the values they bind are in `s`; `params` gains the expert's W)."""
+    rng = s.rng
     body: list[str] = []
-    params = [f"X: {lp}[T, N]", "idx: i32[G]", "aux: i32[H]"]
-    at = rng.choice(["g", "g + 0"]) if variant != "segment" else "g"
-    second = rng.choice(["g + 0", "g * 2 - 3", "(g + 5) // 2"])    # aux is of another dim
     if variant == "lookup":
         named = rng.random() < 0.5
         row = index_read(rng, "idx", at)
@@ -518,9 +512,9 @@ def indexed_grid(rng: random.Random, seed: int) -> Program:
                    ("BN",))
     elif variant == "segment":
         body += ["n = load(aux[g + 0], pad=0)", "acc = zeros(f32[BN])",
-                 f"for m: BM of T until n {{",
+                 "for m: BM of T until n {",
                  f"  x = load(X[index(m) + {index_read(rng, 'idx', 'g')}, j]{pad(rng)})",
-                 f"  acc += sum(where((index(m) < n)[:, None], x as f32, 0.0), axis=0)", "}"]
+                 "  acc += sum(where((index(m) < n)[:, None], x as f32, 0.0), axis=0)", "}"]
         s.values.append(Value("acc", "f32", ("BN",)))
     else:
         params[0] = f"X: {lp}[M, K]"
@@ -532,6 +526,21 @@ def indexed_grid(rng: random.Random, seed: int) -> Program:
         body += ["acc = zeros(f32[BM, BN])", "for k: BK of K {",
                  f"  acc += load(X[i, k]) @ load(W[{e}, k, j])", "}"]
         s.values.append(Value("acc", "f32", ("BM", "BN")))
+    return body
+
+
+def indexed_grid(rng: random.Random, seed: int) -> Program:
+    """Indices read from tensors (issue 22, part 5): a row looked up by a named or inline
+    read, a tile moved by a read offset in a loop bounded by a read length, or a product's
+    operand chosen by a read (an expert); rows added into an output row read from a tensor
+    (an atomic scatter: repeats add up)."""
+    lp = rng.choice(LOW)
+    s = Scope(rng)
+    variant = rng.choice(["lookup", "segment", "expert"])
+    params = [f"X: {lp}[T, N]", "idx: i32[G]", "aux: i32[H]"]
+    at = rng.choice(["g", "g + 0"]) if variant != "segment" else "g"
+    second = rng.choice(["g + 0", "g * 2 - 3", "(g + 5) // 2"])    # aux is of another dim
+    body = indexed_reads(s, variant, lp, at, second, params)
     for _ in range(rng.randint(0, 3)):
         elementwise_step(s, is_float)
     shape = ("BM", "BN") if variant == "expert" else ("BN",)
