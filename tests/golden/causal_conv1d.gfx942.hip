@@ -168,6 +168,8 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   blocks *= ptc::floordiv((d_L + 127), 128);  // l
   blocks *= ptc::floordiv((d_C + 63), 64);  // c
   if (blocks == 0) return (int)hipSuccess;
+  // one grid dimension holds at most 2^31 - 1 blocks ((unsigned)blocks would wrap)
+  if (blocks > 2147483647LL) return (int)hipErrorInvalidConfiguration;
   const bool aligned = true &&
       d_C % 4 == 0 &&
       (uintptr_t)tensors[2] % 16 == 0 &&

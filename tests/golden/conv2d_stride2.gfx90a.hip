@@ -165,6 +165,8 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   blocks *= ptc::floordiv((d_OW + 31), 32);  // q
   blocks *= ptc::floordiv((d_CO + 127), 128);  // o
   if (blocks == 0) return (int)hipSuccess;
+  // one grid dimension holds at most 2^31 - 1 blocks ((unsigned)blocks would wrap)
+  if (blocks > 2147483647LL) return (int)hipErrorInvalidConfiguration;
   const bool aligned = true &&
       d_C % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&

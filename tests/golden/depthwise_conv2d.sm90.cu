@@ -203,6 +203,8 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   blocks *= ptc::floordiv((d_OW + 63), 64);  // q
   blocks *= ptc::floordiv((d_C + 127), 128);  // c
   if (blocks == 0) return (int)cudaSuccess;
+  // one grid dimension holds at most 2^31 - 1 blocks ((unsigned)blocks would wrap)
+  if (blocks > 2147483647LL) return (int)cudaErrorInvalidConfiguration;
   const bool aligned = true &&
       d_C % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&

@@ -367,6 +367,8 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   blocks *= d_H;  // h
   blocks *= ptc::floordiv((d_S + 127), 128);  // m
   if (blocks == 0) return (int)cudaSuccess;
+  // one grid dimension holds at most 2^31 - 1 blocks ((unsigned)blocks would wrap)
+  if (blocks > 2147483647LL) return (int)cudaErrorInvalidConfiguration;
   const bool aligned = true &&
       (uintptr_t)tensors[3] % 4 == 0 &&
       (uintptr_t)tensors[3] % 16 == 0 &&

@@ -150,6 +150,8 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   blocks *= ptc::floordiv((d_M + 127), 128);  // i
   blocks *= ptc::floordiv((d_N + 127), 128);  // j
   if (blocks == 0) return (int)hipSuccess;
+  // one grid dimension holds at most 2^31 - 1 blocks ((unsigned)blocks would wrap)
+  if (blocks > 2147483647LL) return (int)hipErrorInvalidConfiguration;
   const bool aligned = true &&
       d_K % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&

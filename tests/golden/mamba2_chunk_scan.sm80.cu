@@ -368,6 +368,8 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   blocks *= ptc::floordiv((d_L + 63), 64);  // m
   blocks *= ptc::floordiv((d_P + 63), 64);  // p
   if (blocks == 0) return (int)cudaSuccess;
+  // one grid dimension holds at most 2^31 - 1 blocks ((unsigned)blocks would wrap)
+  if (blocks > 2147483647LL) return (int)cudaErrorInvalidConfiguration;
   const bool aligned = true &&
       d_L % 4 == 0 &&
       (uintptr_t)tensors[3] % 16 == 0 &&

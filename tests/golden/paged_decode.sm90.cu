@@ -424,6 +424,8 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   blocks *= d_B;  // b
   blocks *= d_HK;  // hk
   if (blocks == 0) return (int)cudaSuccess;
+  // one grid dimension holds at most 2^31 - 1 blocks ((unsigned)blocks would wrap)
+  if (blocks > 2147483647LL) return (int)cudaErrorInvalidConfiguration;
   const bool aligned = true &&
       (uintptr_t)tensors[0] % 16 == 0 &&
       (uintptr_t)tensors[1] % 16 == 0 &&

@@ -16,6 +16,7 @@
 typedef enum cudaError {
   cudaSuccess = 0,
   cudaErrorInvalidValue = 1,
+  cudaErrorInvalidConfiguration = 9,
   cudaErrorIllegalAddress = 700,
   cudaErrorLaunchFailure = 719,
 } cudaError_t;

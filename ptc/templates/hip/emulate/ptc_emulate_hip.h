@@ -58,6 +58,7 @@ struct FiberExt {};
 typedef enum hipError_t {
   hipSuccess = 0,
   hipErrorInvalidValue = 1,
+  hipErrorInvalidConfiguration = 9,
   hipErrorIllegalAddress = 700,
   hipErrorLaunchFailure = 719,
 } hipError_t;
