@@ -421,7 +421,7 @@ class Machine:
         return np.full(shape, self.eval(e.value), dtype=NUMPY_DTYPES[e.type.dtype])
 
     def _IndexVec(self, e: T.IndexVec):
-        idx = int(self.scalars[e.var])
+        idx = int(self.scalars[e.var]) if e.var is not None else 0     # arange: from 0
         if e.size is None:
             return np.int32(idx)
         size = self.extent(e.size)

@@ -180,3 +180,52 @@ def test_sm90_producer_and_consumers_read_the_bound_and_tma_takes_the_offset():
             got = run(kernel, inputs, SEGMENT_SHAPE, **config)["Y"]
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4,
                                        err_msg=f"seed={seed} {config}")
+
+
+# a page walk in tiles of a page (PAGE known only at run time): the page read from the
+# table for an outer loop bounded by the request's length, its tokens in an inner loop
+PAGED_TILES = """
+kernel paged_decode(Q: bf16[B, HK, G, D], K: bf16[NP, PAGE, HK, D],
+                    V: bf16[NP, PAGE, HK, D], table: i32[B, MP],
+                    lens: i32[B]) -> (O: bf16[B, HK, G, D]) {
+  dims G = 8, D = 64
+  tile BJ in [16], BJ divides PAGE
+  parallel b of B, hk of HK {
+    q = load(Q[b, hk, :, :])
+    n = load(lens[b])
+    o = zeros(f32[G, D]); mx = full(f32[G], -inf); l = zeros(f32[G])
+    for p: 1 of MP until (n + PAGE - 1) // PAGE {
+      page = load(table[b, p + 0], pad=-1)
+      for j: BJ of PAGE {
+        k = load(K[page, j, hk, :]); v = load(V[page, j, hk, :])
+        s = (q @ k.T) * rsqrt(D)
+        s = where((p * PAGE + index(j) < n)[None, :], s, -inf)
+        mn = max(mx, rowmax(s))
+        e = exp(s - mn[:, None])
+        a = exp(mx - mn)
+        l = l * a + rowsum(e)
+        o = o * a[:, None] + (e as bf16) @ v
+        mx = mn
+      }
+    }
+    store(O[b, hk, :, :], (o / l[:, None]) as bf16)
+  }
+}
+"""
+PAGED_SHAPE = {"B": 3, "HK": 2, "G": 8, "D": 64, "NP": 14, "PAGE": 32, "MP": 4}
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_page_walk_in_tiles_of_a_page_read_from_a_block_table(target):
+    """Nested loops: the outer bound and the page read from tensors, two tiles a page
+    (samples/paged_decode.pt reads a page whole); against tests/formulas.py."""
+    import formulas as F
+
+    kernel, source, device = rendered(PAGED_TILES, target, tuple(PAGED_SHAPE.items()))
+    run = emulated(source, device)
+    inputs = F.make_inputs("paged_decode", PAGED_SHAPE, np.random.default_rng(1))
+    want = F.paged_decode(*(inputs[n] for n in ("Q", "K", "V", "table", "lens")))
+    for config in ORDERS:
+        got = run(kernel, inputs, PAGED_SHAPE, **config)["O"]
+        assert F.rel_l2(got, want) < 1e-2, (target, config)

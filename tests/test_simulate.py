@@ -31,12 +31,12 @@ CHOICES = [Choice("warp_specialized", 2, 1), Choice("multistage", 3, warps=4),
 
 def read_smoke() -> dict[str, tuple[dict, dict]]:
     def pairs(text):
-        return {k: int(v) for k, v in (item.split("=") for item in text.split(","))}
+        return {k: int(v) for k, v in (item.split("=") for item in text.split(",") if item)}
 
     out = {}
     for line in (SAMPLES / "SMOKE").read_text().splitlines():
         if line.strip():
-            file, shapes, tiles = line.split()
+            file, shapes, tiles = (line.split() + [""])[:3]     # a sample may have no tiles
             out[Path(file).stem] = (pairs(shapes), pairs(tiles))
     return out
 

@@ -94,6 +94,8 @@ class ExprRenderer:
         if isinstance(e, T.Scalar):
             v = self.scalar(e.name)
             return f"ptc::f32({v})" if is_float(e.type.dtype) else f"((int)({v}))"
+        if isinstance(e, T.IndexVec) and e.var is None:      # arange
+            return f"({idx[0]})"
         if isinstance(e, T.IndexVec):
             base = f"((int){self.scalar(e.var)})"
             if e.size is None:

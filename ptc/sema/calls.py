@@ -13,8 +13,8 @@ from .support import Abandon, V, source_text, suggest, with_article
 UNARY_MATH = ops.UNARY_FUNCTIONS   # exp, exp2, log, sqrt, rsqrt, abs
 ROW_REDUCE = {"rowsum": "sum", "rowmax": "max", "rowmin": "min"}
 KNOWN_FUNCS = (UNARY_MATH + tuple(ROW_REDUCE) +
-               ("load", "store", "atomic_add", "zeros", "full", "index", "where", "max", "min",
-                "sum"))
+               ("load", "store", "atomic_add", "zeros", "full", "index", "arange", "where", "max",
+                "min", "sum"))
 
 
 class CallChecker:
@@ -47,6 +47,8 @@ class CallChecker:
             return self._fill(call)
         if f == "index":
             return self._index_call(call)
+        if f == "arange":
+            return self._arange_call(call)
         if f in UNARY_MATH:
             return self._unary_math(call)
         if f in ROW_REDUCE:
@@ -73,6 +75,14 @@ class CallChecker:
         axis = self.indices[arg.id]
         shape = (axis.size,) if axis.size is not None else ()
         return V(T.IndexVec(axis.var, axis.size, T.TileType("i32", shape)))
+
+    def _arange_call(self, call: ast.Call) -> V:
+        """`arange(E)`: the i32 positions 0 .. E - 1, E a tile size, a compile-time dim or a
+        positive integer (a page's tokens: `p * PAGE + arange(PAGE)`)."""
+        self._no_kwargs(call)
+        self._arity(call, 1, "arange(BN)")
+        extent = self._extent(call.args[0])
+        return V(T.IndexVec(None, extent, T.TileType("i32", (extent,))))
 
     def _one_operand(self, call: ast.Call) -> V:
         """The checked operand of `f(x)`: one positional argument, no keywords, not tf32."""
@@ -268,23 +278,22 @@ class CallChecker:
         dtype = self._dtype(e.base.id, e.base.span)
         if dtype is None:
             raise Abandon()
-        shape: list[T.Extent] = []
-        for item in e.items:
-            if isinstance(item, ast.IntLit) and item.value > 0:
-                shape.append(item.value)
-            elif isinstance(item, ast.Name) and (item.id in self.tiles or
-                                                 self._implicit_tile(item.id, item.span)):
-                shape.append(item.id)
-            elif isinstance(item, ast.Name) and item.id in self.dims:
-                self._need_static(item.id, item.span)
-                shape.append(item.id)
-            elif isinstance(item, ast.Name) and item.id in self.poisoned:
-                raise Abandon()
-            elif isinstance(item, ast.Name):
-                self.fail(f"unknown tile extent {item.id!r}", item.span,
-                          suggest(item.id, list(self.tiles) + list(self.dims)) or
-                          "extents are tile sizes, compile-time dims or positive integers")
-            else:
-                self.fail("a tile extent is a tile size, a dim or a positive integer",
-                          item.span)
-        return T.TileType(dtype, tuple(shape))
+        return T.TileType(dtype, tuple(self._extent(item) for item in e.items))
+
+    def _extent(self, item: ast.Expr) -> T.Extent:
+        """A tile extent: a tile size, a compile-time dim or a positive integer."""
+        if isinstance(item, ast.IntLit) and item.value > 0:
+            return item.value
+        if isinstance(item, ast.Name) and (item.id in self.tiles or
+                                           self._implicit_tile(item.id, item.span)):
+            return item.id
+        if isinstance(item, ast.Name) and item.id in self.dims:
+            self._need_static(item.id, item.span)
+            return item.id
+        if isinstance(item, ast.Name) and item.id in self.poisoned:
+            raise Abandon()
+        if isinstance(item, ast.Name):
+            self.fail(f"unknown tile extent {item.id!r}", item.span,
+                      suggest(item.id, list(self.tiles) + list(self.dims)) or
+                      "extents are tile sizes, compile-time dims or positive integers")
+        self.fail("a tile extent is a tile size, a dim or a positive integer", item.span)

@@ -63,7 +63,11 @@ class IndexChecker:
         if isinstance(item, ast.Name) and item.id in self.indices:
             return self._index_item(item, dim, tensor)
         v = self.expr(item)
-        if v.type.rank == 1 and _index_vec(v.expr) is not None:
+        vec = _index_vec(v.expr) if v.type.rank == 1 else None
+        if vec is not None and vec.var is None:
+            self.fail("arange() positions select no tile of a tensor", item.span,
+                      "a tile at an offset is index(t) + e, with t a tile index")
+        if vec is not None:
             return self._offset_tile(v, item.span, func, tensor.name)
         if v.type.rank == 1:
             return self._gather(v, item.span, before)

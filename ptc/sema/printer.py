@@ -121,7 +121,7 @@ def expr(e: T.TExpr) -> str:
     if isinstance(e, T.Fill):
         return f"fill({expr(e.value)}, {e.type})"
     if isinstance(e, T.IndexVec):
-        return f"index({e.var})"
+        return f"index({e.var})" if e.var is not None else f"arange({e.size})"
     if isinstance(e, T.ElementAt):
         at = f"{e.tensor}.at({expr(e.offset)})"     # the element, counted from the start
         return at if e.valid is None else f"({at} if {expr(e.valid)} else {e.pad})"

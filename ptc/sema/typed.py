@@ -241,9 +241,10 @@ class Fill:
 
 @dataclass(frozen=True)
 class IndexVec:
-    """`index(i)`: the global positions covered by tile `i` (a scalar for a single index)."""
+    """`index(i)`: the global positions covered by tile `i` (a scalar for a single index);
+    `arange(E)`, var None: the positions 0 .. E - 1."""
 
-    var: str
+    var: str | None
     size: Extent | None
     type: TileType
 
