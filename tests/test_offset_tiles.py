@@ -289,6 +289,38 @@ def test_a_moved_operand_on_the_tensor_cores(target, choice):
                                        err_msg=f"{target} s={s} {config}")
 
 
+# every other row of A, moved by s: a stride-2 convolution's pixels
+STRIDED_GEMM = SHIFTED_GEMM.replace("index(i) - s", "index(i) * 2 - s")
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("K", [48, 44], ids=["chunks", "elements"])
+def test_strided_rows_feed_wgmma_from_the_producers_copies(K):
+    """sm90 warp-specialized: no TMA box takes every other row, so the producer's threads
+    copy the rows' 16-byte chunks (element copies where K leaves a row unaligned) into the
+    layout TMA would write, where wgmma reads them; against the formula in three orders."""
+    from ptc.sched.construct import Choice
+
+    shape = dict(GEMM_SHAPE, K=K)
+    kernel, source, device = rendered(STRIDED_GEMM, "sm90", tuple(shape.items()),
+                                      Choice("warp_specialized", 2, 1))
+    assert "ptc::copy_tile_to_tma_layout_async<__half, 64, 32" in source
+    assert "ptc::wgmma_tile<" in source and "&map_load_B" in source
+    run = emulated(source, device)
+    rng = np.random.default_rng(5)
+    for s in (0, 3, -7, 60):
+        a = rng.standard_normal((shape["M"], K)).astype(np.float16)
+        b = (rng.standard_normal((K, shape["N"])) / np.sqrt(K)).astype(np.float16)
+        rows = np.arange(shape["M"]) * 2 - s
+        inside = (rows >= 0) & (rows < shape["M"])
+        a_rows = np.where(inside[:, None], a[np.clip(rows, 0, shape["M"] - 1)], 0)
+        want = a_rows.astype(np.float64) @ b.astype(np.float64)
+        for config in ORDERS + (dict(eager_cp_async=True),):
+            got = run(kernel, {"A": a, "B": b, "s": np.int32(s)}, shape, **config)["C"]
+            np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2,
+                                       err_msg=f"K={K} s={s} {config}")
+
+
 # ---- what TMA takes --------------------------------------------------------------------------
 COLUMN_MOVE = """
 kernel moved(A: f16[M, K], B: f16[K, N], s: i32) -> (C: f32[M, N]) {{

@@ -479,7 +479,16 @@ def _specialized(t: str) -> tuple[Case, ...]:
              "M=40 K=512", "M=37 K=300"),
         case(f"chain_b.{t}.ws", COV + "chain_b.pt", "chain_b", t, "BM=64 BN=64 BK=32", WS,
              "M=128 K=64 N=128 R=64"),
-    )
+    ) + tuple(
+        # the producer's threads copy gathered and strided rows: aligned and unaligned K
+        case(f"{name}.{t}.ws", COV + "producer_rows.pt", name, t, "", WS, *shapes)
+        for name, shapes in (
+            ("gathered_f16", ("M=70 N=64 K=64", "M=70 N=64 K=60")),
+            ("strided_f16", ("M=70 N=64 K=64", "M=70 N=64 K=60")),
+            ("gathered_i8", ("M=70 N=64 K=128", "M=70 N=64 K=120")),
+            ("strided_i8", ("M=70 N=64 K=128", "M=70 N=64 K=120")),
+            ("gathered_f32", ("M=70 K=64", "M=70 K=62")),
+            ("strided_f32", ("M=70 K=64", "M=70 K=62"))))
 
 
 CATALOGUE: tuple[Case, ...] = (_single_role("sm80") + _single_role("sm90") + _specialized("sm90")

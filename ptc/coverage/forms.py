@@ -69,7 +69,9 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "wgmma.wait": ("pending",),
     "tma.load": ("layout", "boxes"),
     "tma.load.elementwise": ("layout",),
-    "producer.cp_async": ("bytes",),
+    # rows: consecutive (one element a copy), gathered or strided (16-byte chunks of each
+    # row into the layout TMA writes; "elements": the fallback where a row is unaligned)
+    "producer.cp_async": ("bytes", "rows", "chunks"),
     "tma.store": ("layout", "boxes", "via"),
     "stmatrix.x4": ("purpose",),
     "mbarrier.release": ("by",),
@@ -310,6 +312,15 @@ def _tma_load(ctx: _Context, op: ir.TmaLoad):
                            layout="tma" if lay.swizzle == "tma" else "rows")
 
 
+def _producer_copy(ctx: _Context, op: ir.ProducerCopy):
+    tile = op.tile
+    rows = "gathered" if tile.gather is not None else \
+        "strided" if tile.row_step > 1 else "consecutive"
+    for vector in ctx.variants(op.vector > 1):
+        yield ctx.form("producer.cp_async", bytes=DTYPE_BYTES[tile.dtype], rows=rows,
+                       chunks="16B" if vector and op.vector > 1 else "elements")
+
+
 def _tma_store(ctx: _Context, op: ir.TmaStore):
     lay = ctx.low.buffer(op.buffer).layout
     for vector in ctx.variants(True):
@@ -342,8 +353,7 @@ _READERS = {
     ir.WgmmaWait: lambda ctx, op: [ctx.form("wgmma.wait", pending=op.pending)],
     ir.StageOperand: _stage,
     ir.TmaLoad: _tma_load,
-    ir.ProducerCopy: lambda ctx, op: [ctx.form("producer.cp_async",
-                                               bytes=DTYPE_BYTES[op.tile.dtype])],
+    ir.ProducerCopy: _producer_copy,
     ir.TmaStore: _tma_store,
     ir.MbarrierArrive: _release,
 }

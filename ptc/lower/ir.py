@@ -298,8 +298,9 @@ class TmaLoad:
 
 @dataclass(frozen=True)
 class ProducerCopy:
-    """A tile no TMA box takes (a scalar, rows not whole 16-byte chunks): the producer
-    warpgroup's threads copy it by cp.async, one element each (ptc.lower.tma,
+    """A tile no TMA box takes (a scalar, rows not whole 16-byte chunks, gathered or
+    strided rows): the producer warpgroup's threads copy it by cp.async, one element each
+    or, for gathered and strided rows, 16-byte chunks of each row (ptc.lower.tma,
     per_thread_copy), wait for their copies, meet at a named barrier, and one arrives on
     `barrier` (the plan puts it on the per-thread copy unit)."""
 
@@ -308,7 +309,8 @@ class ProducerCopy:
     tile: GlobalTile
     barrier: str
     loop: str = ""
-    vector: int = 1          # gathered rows: 16-byte chunks where the launch found them aligned
+    vector: int = 1          # gathered or strided rows: 16-byte chunks where the launch
+                             # found them aligned
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from .swizzle import ALIGN, SmemLayout, smem_layout, tma_layout
 from .sync import op_reads
 from .tiles import (add, const, dim_expr, extent_value, global_tile, index, mul, point_index,
                     until_bound)
-from .tma import TmaBox, tma_box, tma_store_box
+from .tma import TmaBox, strided_rows, tma_box, tma_store_box
 
 
 class SpecializedBuilder(Builder):
@@ -58,9 +58,11 @@ class SpecializedBuilder(Builder):
 
     @staticmethod
     def threads_layout(task, rows: int, cols: int, dtype: str) -> SmemLayout:
-        """The layout of a tile the producer's threads copy: gathered rows go where wgmma
-        can read them, the layout TMA would write (construct.py checked it has one)."""
-        lay = tma_layout(rows, cols, dtype) if task.gathered else None
+        """The layout of a tile the producer's threads copy: gathered or strided rows go
+        where wgmma can read them, the layout TMA would write (construct.py checked that a
+        strided tile has one)."""
+        chunked = task.gathered or strided_rows(task.stmts[0].value)
+        lay = tma_layout(rows, cols, dtype) if chunked else None
         return lay if lay is not None and lay.swizzle == "tma" else \
             smem_layout(rows, cols, dtype)
 

@@ -62,14 +62,14 @@ class Producer:
         home = self.b.values[s.name]
         tile = global_tile(kernel, self.b.spec.tiles, s.value.tensor, s.value.index)
         return ir.ProducerCopy(t.name, buf.name, tile, full, home.loop if buf.slots > 1 else "",
-                               self.gathered_vector(tile))
+                               self.chunk_vector(tile))
 
-    def gathered_vector(self, tile: ir.GlobalTile) -> int:
-        """16-byte chunks (in elements) for a gathered tile whose rows are whole chunks
-        where the launch checks the row stride and the tensor (else element copies);
-        1 for every other tile."""
+    def chunk_vector(self, tile: ir.GlobalTile) -> int:
+        """16-byte chunks (in elements) for a gathered or strided tile whose rows are whole
+        chunks where the launch checks the row stride and the tensor (else element
+        copies); 1 for every other tile."""
         vec = 16 // DTYPE_BYTES[tile.dtype]
-        if tile.gather is None or tile.cols % vec:
+        if tile.gather is None and tile.row_step == 1 or tile.cols % vec:
             return 1
         conds: list = []
         for e in (tile.row_stride, tile.origin):

@@ -44,6 +44,8 @@ def tensor_strides(kernel: T.TypedKernel, tensor: str) -> tuple[T.TExpr, ...]:
 
 # a tiled-mode box is consecutive rows; TMA's gather4 mode (four rows a copy) is not used
 GATHERED = "its rows are gathered (each row's position is loaded; no tiled TMA box)"
+# a box of every n-th element (elementStrides) is not used: the producer's threads copy it
+STRIDED = "it takes every n-th element of a dim (a strided tile: the threads copy it)"
 
 
 def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
@@ -53,7 +55,7 @@ def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
     if any(isinstance(i, T.Gather) for i in load.index):
         return GATHERED
     if any(isinstance(i, T.TileSlice) and i.stride != 1 for i in load.index):
-        return "it takes every n-th element of a dim (a strided tile: the threads copy it)"
+        return STRIDED
     inner = load.index[-1]
     if isinstance(inner, T.TileSlice) and inner.offset is not None and \
             divisible(inner.offset, 16 // DTYPE_BYTES[kernel.tensor(load.tensor).dtype]) \
@@ -130,18 +132,25 @@ def per_thread_copy(kernel: T.TypedKernel, load: T.Load) -> str | None:
     """None when a load the producer's threads copy can go by cp.async (4-byte elements
     or wider, one per copy at any stride, zero past the edges), else why not."""
     esize = DTYPE_BYTES[kernel.tensor(load.tensor).dtype]
-    if any(isinstance(i, T.Gather) for i in load.index):
+    if isinstance(load.index[-1], T.TileSlice) and load.index[-1].stride != 1:
+        return "its columns are every n-th element of the innermost dim (a strided tile)"
+    if any(isinstance(i, T.Gather) for i in load.index) or strided_rows(load):
         # 16-byte chunks of each row (element copies where the launch finds them unaligned)
         if load.pad != 0.0:
-            return f"cp.async fills rows with no position with zero, not {load.pad}"
+            return f"cp.async fills rows outside the tensor with zero, not {load.pad}"
         return None
     if esize < 4:
         return f"cp.async moves at least 4 bytes, and its elements are {esize}"
     if load.pad != 0.0:
         return f"cp.async fills past the edges with zero, not {load.pad}"
-    if isinstance(load.index[-1], T.TileSlice) and load.index[-1].stride != 1:
-        return "its columns are every n-th element of the innermost dim (a strided tile)"
     return None
 
 
-__all__ = ["TmaBox", "tma_box", "tma_store_box", "tensor_strides", "per_thread_copy"]
+def strided_rows(load: T.Load) -> bool:
+    """Whether a tile takes every n-th row (its columns consecutive): the producer's
+    threads copy its rows' 16-byte chunks into the layout TMA would write."""
+    return any(isinstance(i, T.TileSlice) and i.stride != 1 for i in load.index[:-1])
+
+
+__all__ = ["TmaBox", "tma_box", "tma_store_box", "tensor_strides", "per_thread_copy",
+           "strided_rows"]

@@ -26,7 +26,7 @@ from ..devices import Device, Unit, UnitKind
 from ..devices.model import Terms
 from ..lower.atoms import mma_atom, why_no_atom, why_no_wgmma, why_not_k_major, wgmma_k
 from ..lower.swizzle import tma_layout
-from ..lower.tma import GATHERED, per_thread_copy, tma_box, tma_store_box
+from ..lower.tma import GATHERED, STRIDED, per_thread_copy, tma_box, tma_store_box
 from ..sema import typed as T
 from ..stask.graph import STaskGraph, TaskKind, TaskOp
 from ..sema import dtypes as dt
@@ -109,17 +109,18 @@ def construct(graph: STaskGraph, device: Device, choice: Choice) -> Plan:
     return _single_role(graph, device, choice, loop)
 
 
-def _gathered_operand(graph: STaskGraph, t) -> str:
-    """A gathered wgmma operand: the producer's threads copy its rows into the layout TMA
-    would write (GATHERED, for the per-thread unit), or why they cannot."""
+def _threads_copy(graph: STaskGraph, t, why: str) -> str:
+    """A tile no TMA box takes (`why`: its rows are gathered, or strided) that the
+    producer's threads copy row by row, in 16-byte chunks, into the layout TMA would write
+    (where wgmma reads it): `why` back, for the per-thread unit, or why they cannot."""
     load = t.stmts[0].value
     if len(load.type.shape) != 2:
-        return f"{GATHERED}, and wgmma reads 2-D tiles"
+        return f"{why}, and the threads copy 2-D tiles into the layout wgmma reads"
     rows, cols = (extent_of(graph.kernel, graph.tiles, e) for e in load.type.shape)
     lay = tma_layout(rows, cols, load.type.dtype)
     if lay is None or lay.swizzle != "tma":
-        return f"{GATHERED}, and no layout wgmma reads takes a {rows} x {cols} tile"
-    return per_thread_copy(graph.kernel, load) or GATHERED
+        return f"{why}, and no layout wgmma reads takes a {rows} x {cols} tile"
+    return per_thread_copy(graph.kernel, load) or why
 
 
 def _mma_dtype_ok(graph: STaskGraph, device: Device) -> None:
@@ -240,9 +241,9 @@ def _producer_box(graph: STaskGraph, t, wgmma_operand: bool):
     threads copy it; Unfit when neither can, or a wgmma operand would not land in the
     layout wgmma reads."""
     box = tma_box(graph.kernel, graph.tiles, t.stmts[0].value)
-    if box == GATHERED and wgmma_operand:
-        box = _gathered_operand(graph, t)
-    if wgmma_operand and box != GATHERED and \
+    if box == STRIDED or box == GATHERED and wgmma_operand:
+        box = _threads_copy(graph, t, box)
+    if wgmma_operand and box not in (GATHERED, STRIDED) and \
             (isinstance(box, str) or box.layout.swizzle != "tma"):
         why = box if isinstance(box, str) else "TMA would store it densely"
         raise Unfit(f"{t.name} feeds wgmma from shared memory in a layout TMA "

@@ -133,6 +133,8 @@ class SpecializedOps:
             firsts = self.inline_firsts(tile)
             if tile.gather is not None:
                 self.producer_gathered(op, b, slot, rs, cs, cols_left)
+            elif b.layout.swizzle == "tma":     # strided rows, where wgmma reads them
+                self.producer_strided(op, b, slot, (rs, cs, rows_left, cols_left), firsts)
             elif tile.cols == 1 or (isinstance(tile.col_stride, T.Const)
                                   and tile.col_stride.value == 1):
                 self.emit(f"ptc::copy_tile_async<{ctype}, {rows}, {cols}, 1, 128, {row_bytes}, "
@@ -144,11 +146,27 @@ class SpecializedOps:
                           f"{rows_left}, {cols_left}, tid % 128{firsts});")
             self.emit("ptc::cp_async_commit();")
             self.emit("ptc::cp_async_wait<0>();")
-            if tile.gather is not None:     # wgmma may read them: the async proxy
+            if tile.gather is not None or b.layout.swizzle == "tma":   # wgmma may read them
                 self.emit("ptc::fence_proxy_async();  // the copies' bytes, read by the "
                           "tensor cores")
             self.emit("ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in")
             self.emit(f"if (tid % 128 == 0) ptc::mbarrier_arrive({bar});")
+
+    def producer_strided(self, op: ir.ProducerCopy, b: ir.Buffer, slot: str, bounds: tuple,
+                         firsts: str) -> None:
+        """The producer's copy of every n-th row into the layout TMA would write: 16-byte
+        cp.async chunks where the launch found the rows aligned, else element copies."""
+        rs, cs, rows_left, cols_left = bounds
+        lay = b.layout
+        shape = f"{CTYPES[op.tile.dtype]}, {lay.rows}, {lay.cols}, {lay.span}, {lay.panel_bytes}"
+        slow = (f"ptc::copy_tile_to_tma_layout<{shape}>({slot}, g, (int)({rs}), (int)({cs}), "
+                f"{rows_left}, {cols_left}, tid % 128{firsts});")
+        if op.vector > 1:
+            self.emit(f"if (ALIGNED) ptc::copy_tile_to_tma_layout_async<{shape}>({slot}, g, "
+                      f"(long long)({rs}), {rows_left}, {cols_left}, tid % 128{firsts});")
+            self.emit(f"else {slow}")
+        else:
+            self.emit(slow)
 
     def producer_gathered(self, op: ir.ProducerCopy, b: ir.Buffer, slot: str, rs: str,
                           cs: str, cols_left: str) -> None:

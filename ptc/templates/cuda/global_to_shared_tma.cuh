@@ -73,6 +73,25 @@ __device__ __forceinline__ void copy_tile_to_tma_layout(uint32_t smem, const T* 
   }
 }
 
+// Every n-th row of a dim (a strided tile; row_stride is the dim's times n) into the
+// layout TMA writes, where wgmma reads them (no TMA box of consecutive elements takes
+// them): the producer warpgroup's threads copy 16-byte chunks by cp.async, zero-filled
+// outside the tensor.
+template <typename T, int ROWS, int COLS, int SPAN, int PANEL_BYTES>
+__device__ __forceinline__ void copy_tile_to_tma_layout_async(
+    uint32_t smem, const T* g, long long row_stride, int rows_left, int cols_left, int t,
+    int rows_first = 0, int cols_first = 0) {
+  constexpr int VEC = 16 / sizeof(T), PER_ROW = COLS / VEC;
+  static_assert(COLS % VEC == 0, "the tile's rows are whole 16-byte chunks");
+#pragma unroll 1
+  for (int id = t; id < ROWS * PER_ROW; id += 128) {
+    const int r = id / PER_ROW, c = (id % PER_ROW) * VEC;
+    const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
+    cp_async<16>(smem + tma_offset<SPAN, PANEL_BYTES>(r, c * (int)sizeof(T)),
+                 valid ? g + (r * row_stride + c) : g, valid);
+  }
+}
+
 // Gathered rows (global_to_shared.cuh: GatherRows) into the layout TMA writes, where wgmma
 // reads them (no TMA box takes rows at loaded positions): the producer warpgroup's threads
 // copy 16-byte chunks by cp.async, zero-filled for no row; a 16-byte chunk stays whole
