@@ -243,7 +243,9 @@ def elementwise_grid(rng: random.Random, seed: int) -> Program:
         expr, shape = rng.choice([
             (f"index(j)[None, :] < N - {rng.randint(0, 5)}", ("1", "BN")),
             (f"index(i)[:, None] % {rng.randint(2, 4)} == 0", ("BM", "1")),
-            ("index(j)[None, :] >= index(i)[:, None]", ("BM", "BN"))])
+            ("index(j)[None, :] >= index(i)[:, None]", ("BM", "BN")),
+            (f"(j * BN + arange(BN))[None, :] < N - {rng.randint(0, 5)}", ("1", "BN")),
+            (f"arange(BM)[:, None] < {rng.randint(1, 9)}", ("BM", "1"))])
         s.bind("k", expr, "bool", shape)
     if rng.random() < 0.5:
         s.bind("s", "alpha * " + x.name, "f32", ("BM", "BN"))
