@@ -1,6 +1,7 @@
 """conv2d's main loop next to the f16 GEMM's at the same plan, from the machine code.
 
     python benchmarks/conv_mainloop.py [--target sm80|sm90|gfx90a|gfx942] [--shape N=8,...]
+                                       [--sample conv2d|conv2d_stride2]
 
 Issue 22 asks that a conv2d 3x3 main loop issue at most 1.5x the instructions per
 tensor-core MFLOP of the f16 GEMM at the same tile. For each plan (the search's pick for
@@ -61,10 +62,10 @@ def counts(loop, target: str) -> str:
     return "".join(f"{c:>9}" for c in row(loop)[:-1])
 
 
-def plans(target: str, shapes: dict) -> list[tuple[dict, Choice]]:
-    """The search's conv2d plan at `shapes`, and warp-specialized ones at its tiles (the
-    plan the GEMM takes on sm90)."""
-    kernel = check_file(ROOT / "samples" / "conv2d.pt", shapes).kernels[0]
+def plans(sample: str, target: str, shapes: dict) -> list[tuple[dict, Choice]]:
+    """The search's plan of `sample` at `shapes`, and warp-specialized ones at its tiles
+    (the plan the GEMM takes on sm90)."""
+    kernel = check_file(ROOT / "samples" / f"{sample}.pt", shapes).kernels[0]
     result = schedule(kernel, target, shapes=shapes)
     best = next(c for c in result.ranked if can_render(c.plan, get_device(target)) is None)
     # and the warp-specialized plans (wgmma on sm90), where the target has them
@@ -76,22 +77,26 @@ def plans(target: str, shapes: dict) -> list[tuple[dict, Choice]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--target", default="sm80", choices=tuple(ARCH))
-    ap.add_argument("--shape", default="N=8,H=56,W=56,C=128,CO=128,R=3,S=3,OH=56,OW=56")
+    ap.add_argument("--shape", default=None,
+                    help="default N=8,H=56,W=56,C=128,CO=128,R=3,S=3 and OH, OW for the stride")
+    ap.add_argument("--sample", default="conv2d", choices=("conv2d", "conv2d_stride2"))
     args = ap.parse_args()
+    out = 28 if args.sample == "conv2d_stride2" else 56
+    args.shape = args.shape or f"N=8,H=56,W=56,C=128,CO=128,R=3,S=3,OH={out},OW={out}"
     conv = {k: int(v) for k, v in (kv.split("=") for kv in args.shape.split(","))}
     gemm = {"M": conv["N"] * conv["OH"] * conv["OW"], "N": conv["CO"],
             "K": conv["R"] * conv["S"] * conv["C"]}
     columns = (("mfma", "ds_read", "global", "waitcnt", "total") if args.target.startswith("gfx")
                else ("tensor", "ldmatrix", "smem", "global", "bar", "wait", "mufu", "shfl",
                      "total"))
-    print(f"main loops on {args.target} per warp (wave) and iteration; conv2d {args.shape}, "
+    print(f"main loops on {args.target} per warp (wave) and iteration; {args.sample} {args.shape}, "
           f"gemm M={gemm['M']} N={gemm['N']} K={gemm['K']}")
     print(f"{'':<10}" + "".join(f"{c:>9}" for c in columns) + f"{'per MFLOP':>11}{'ratio':>7}")
     with tempfile.TemporaryDirectory() as tmp:
-        for i, (tiles, choice) in enumerate(plans(args.target, conv)):
+        for i, (tiles, choice) in enumerate(plans(args.sample, args.target, conv)):
             gtiles = {"BM": tiles["BQ"], "BN": tiles["BCO"], "BK": tiles["BK"]}
             try:
-                ours = built_loop(ROOT / "samples" / "conv2d.pt", conv, tiles, choice,
+                ours = built_loop(ROOT / "samples" / f"{args.sample}.pt", conv, tiles, choice,
                                   args.target, Path(tmp) / f"conv{i}")
                 theirs = built_loop(ROOT / "samples" / "gemm.pt", gemm, gtiles, choice,
                                     args.target, Path(tmp) / f"gemm{i}")
@@ -102,7 +107,7 @@ def main() -> None:
                 continue
             print(f"({choice.describe()}, BQ/BM={tiles['BQ']} BCO/BN={tiles['BCO']} "
                   f"BK={tiles['BK']})")
-            print(f"{'conv2d':<10}" + counts(ours, args.target) + f"{ours.per_mflop:>11.0f}"
+            print(f"{args.sample[:10]:<10}" + counts(ours, args.target) + f"{ours.per_mflop:>11.0f}"
                   + f"{ours.per_mflop / theirs.per_mflop:>6.2f}x")
             print(f"{'gemm':<10}" + counts(theirs, args.target) + f"{theirs.per_mflop:>11.0f}")
 
