@@ -223,6 +223,17 @@ def tiles_line(rng: random.Random, names: dict[str, tuple[int, ...]]) -> str:
     return "tile " + ", ".join(parts)
 
 
+def mask(rng: random.Random) -> tuple[str, str, tuple[str, ...]]:
+    """A mask over a 2-D grid's tile from `index` or `arange`: (expression, dtype, shape)."""
+    expr, shape = rng.choice([
+        (f"index(j)[None, :] < N - {rng.randint(0, 5)}", ("1", "BN")),
+        (f"index(i)[:, None] % {rng.randint(2, 4)} == 0", ("BM", "1")),
+        ("index(j)[None, :] >= index(i)[:, None]", ("BM", "BN")),
+        (f"(j * BN + arange(BN))[None, :] < N - {rng.randint(0, 5)}", ("1", "BN")),
+        (f"arange(BM)[:, None] < {rng.randint(1, 9)}", ("BM", "1"))])
+    return expr, "bool", shape
+
+
 def elementwise_grid(rng: random.Random, seed: int) -> Program:
     """A 2-D grid: loads of tiles, rows and columns, named and inline broadcasts, masks,
     `where`, reductions of the tile along either axis broadcast back; one full store, and
@@ -240,13 +251,7 @@ def elementwise_grid(rng: random.Random, seed: int) -> Program:
         s.bind("c", "load(c[j])" + ("[None, :]" if inline else ""), lp,
                ("1", "BN") if inline else ("BN",))
     if rng.random() < 0.5:
-        expr, shape = rng.choice([
-            (f"index(j)[None, :] < N - {rng.randint(0, 5)}", ("1", "BN")),
-            (f"index(i)[:, None] % {rng.randint(2, 4)} == 0", ("BM", "1")),
-            ("index(j)[None, :] >= index(i)[:, None]", ("BM", "BN")),
-            (f"(j * BN + arange(BN))[None, :] < N - {rng.randint(0, 5)}", ("1", "BN")),
-            (f"arange(BM)[:, None] < {rng.randint(1, 9)}", ("BM", "1"))])
-        s.bind("k", expr, "bool", shape)
+        s.bind("k", *mask(rng))
     if rng.random() < 0.5:
         s.bind("s", "alpha * " + x.name, "f32", ("BM", "BN"))
     for _ in range(rng.randint(2, 7)):
