@@ -23,6 +23,9 @@ from ptc.fuzz.check import TARGETS
 from ptc.grammar import parse
 from ptc.interp import run_kernel
 from ptc.sema import check
+from ptc.lower import ir
+from ptc.lower.program import reads as lower_reads
+from ptc.sema import printer as sema_printer
 from ptc.sema import typed as T
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,13 +98,40 @@ def same_values(got, want, what: str) -> None:
 
 def test_the_renderer_computes_in_16_bits_what_its_target_has():
     """CUDA: f16 and bf16 +, -, * and int -> 16-bit conversions in 16 bits; HIP: f16 only
-    (CDNA2/3 have no bf16 arithmetic), bf16 in f32."""
+    (CDNA2/3 have no bf16 arithmetic), bf16 in f32. An integer whose range fits 16 bits
+    ((q & 15) - 8) converts from 16 bits, any other (q) from 32."""
     kernel = typed(ARITHMETIC, SHAPES)
     for target in TARGETS:
         source = driver.render(kernel, target, shapes=SHAPES)[0]
-        assert "ptc::mul_rn(" in source and "ptc::from_int<" in source, target
+        f16 = "__half" if target.startswith("sm") else "ptc::f16"
         bf16 = "__nv_bfloat16" if target.startswith("sm") else "ptc::bf16"
+        assert "ptc::mul_rn(" in source and f"ptc::from_short<{f16}>" in source, target
         assert (f"ptc::from_int<{bf16}>" in source) == target.startswith("sm"), target
+        assert f"ptc::from_short<{bf16}>" not in source, target
+
+
+def test_integer_ranges():
+    """ptc.sema.ranges: what bounds an integer expression, and where nothing does."""
+    from ptc.sema.ranges import fits_16_bits, int_range
+
+    q = T.Var("q", T.TileType("i32", (4,)))
+    z = T.Convert(T.Var("z", T.TileType("u8", (4,))), T.TileType("i32", (4,)))
+
+    def op(name, a, b):
+        return T.Elementwise(name, (a, b), T.TileType("i32", (4,)))
+
+    def c(n):
+        return T.Const(n, T.TileType("i32"))
+
+    nibble = op("bitand", op("shr", q, c(28)), c(15))
+    assert int_range(nibble) == (0, 15)
+    assert int_range(op("sub", nibble, z)) == (-255, 15)
+    assert int_range(op("shr", q, c(20))) == (-2048, 2047)       # arithmetic shift
+    assert int_range(op("mul", op("sub", nibble, c(8)), c(-3))) == (-21, 24)
+    assert int_range(q) is None and int_range(op("add", q, c(1))) is None
+    assert int_range(op("mul", op("bitand", q, c(1 << 30)), c(4))) is None   # past i32
+    assert fits_16_bits(op("sub", op("bitand", q, c(32767)), c(16384)))
+    assert not fits_16_bits(op("bitand", q, c(65535)))
 
 
 def test_the_lowered_kernel_records_it_and_the_cost_model_counts_it():
@@ -205,3 +235,59 @@ def test_the_w4a16_main_loop_issues_at_most_1_5x_the_f16_gemms_on_sm80(tmp_path)
     gemm, _ = main_loop("gemm", tiles)
     assert w4a16.count("HMUL2") >= w4a16.count("HMMA") // 2, dict(w4a16.mnemonics)
     assert w4a16.per_mflop <= 1.5 * gemm.per_mflop, (tiles, w4a16.per_mflop, gemm.per_mflop)
+
+
+def test_the_packed_words_are_read_from_shared_memory_once_per_iteration():
+    """ptc.lower.shared_once: the eight planes of W4A16 read the same words; on gfx942 the
+    words are read into registers once (a Compute of w itself) and every plane reads those;
+    where the register estimate leaves no margin (sm80's plan), each plane reads shared
+    memory."""
+    from ptc.driver import check_file
+
+    kernel = check_file(ROOT / "samples" / "w4a16_gemm.pt").kernels[0]
+    for target, once in (("gfx942", True), ("gfx90a", True), ("sm80", False)):
+        (low,) = driver.lowered(kernel, target)[0]
+        computes = [op for op in ir.walk(low.body) if isinstance(op, ir.Compute)]
+        copies = [op for op in computes if op.expr == T.Var("w", op.expr.type)
+                  if isinstance(op.expr, T.Var)]
+        planes = [op for op in computes if "bitand" in sema_printer.expr(op.expr)]
+        assert len(planes) == 8, target
+        assert (len(copies) == 1) == once, target
+        reads = {n for op in planes for n in lower_reads(op.expr)}
+        assert reads >= ({"w@regs"} if once else {"w"}) and \
+            not reads & ({"w"} if once else {"w@regs"}), (target, reads)
+
+
+@pytest.mark.hip
+@pytest.mark.parametrize("target", ["gfx90a", "gfx942"])
+def test_the_w4a16_main_loop_on_cdna(target, tmp_path):
+    """Issue 21's bar from the AMDGPU assembly: on gfx90a the W4A16 main loop issues at most
+    1.5x the f16 GEMM's instructions per tensor-core MFLOP at the same tiles (gfx942: 1.81x
+    at this commit, the bar not met: docs/low-precision.md); on both, the packed words are
+    read from LDS once per iteration, not once per plane (32 ds_read_b32 per wave, not
+    256), and the nibbles convert to f16 from 16 bits (v_cvt_f16_i16, not through f32)."""
+    from ptc.runtime import prepare
+    from ptc.runtime.amdgpu_isa import parse_isa
+    build = importlib.import_module("ptc.runtime.build")
+
+    def main_loop(sample: str, tiles: dict | None):
+        prepared = prepare(ROOT / "samples" / f"{sample}.pt", target, tiles=tiles)
+        folder = tmp_path / sample
+        build.write_build_dir(folder, kernel_source=prepared.source,
+                              signature=prepared.signature, arch=prepared.device.arch,
+                              target=target, plan_json=prepared.plan_json,
+                              backend=prepared.device.backend)
+        build.build(folder, prepared.device.arch, report_only=True)
+        report = next(k for k in parse_isa((folder / "kernel.s").read_text()).kernels
+                      if k.name.endswith("<true>"))
+        return report, dict(prepared.plans[0].tiles)
+
+    w4a16, tiles = main_loop("w4a16_gemm", None)
+    gemm, _ = main_loop("gemm", tiles)
+    ops = dict(w4a16.loop_mnemonics)
+    assert w4a16.loop_mnemonic("ds_read_b32") <= 32, ops
+    assert w4a16.loop_mnemonic("v_cvt_f16_i16_e32") and \
+        not w4a16.loop_mnemonic("v_cvt_f32_i32_e32"), ops
+    if target == "gfx90a":
+        assert w4a16.per_mflop <= 1.5 * gemm.per_mflop, (tiles, w4a16.per_mflop,
+                                                         gemm.per_mflop)

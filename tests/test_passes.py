@@ -80,4 +80,4 @@ def test_the_cli_prints_a_pass_and_refuses_what_is_not_one():
                        "--after", "take_turns")
     assert code == 1
     assert ("no pass take_turns ran in the multistage lowering of this plan; its passes: "
-            "steps, hoist_fragments, place_sync, staged_waits") in err
+            "steps, hoist_fragments, shared_reads_once, place_sync, staged_waits") in err

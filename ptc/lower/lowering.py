@@ -236,6 +236,7 @@ class Builder:
         from .inplace import in_place_addends
         from .memory import over_shared_memory, place_buffers
         from .registers import estimate_registers
+        from .shared_once import shared_reads_once
         from .sync import place_sync
 
         trace = self.low.trace
@@ -244,6 +245,7 @@ class Builder:
         self.base_registers = estimate_registers(body, self)
         self.reserved_registers = 0
         body = trace.after("hoist_fragments", self.hoist_fragments(body))
+        body = trace.after("shared_reads_once", shared_reads_once(body, self))
         buffers, total = place_buffers(body, list(self.buffers.values()), self.values)
         too_big = over_shared_memory(total, buffers, self.device)
         if too_big:

@@ -14,8 +14,9 @@ from . import ir
 from .capabilities import LoweringError
 
 # single-role plans (ptc.lower.lowering): the ops of the plan's steps; operand fragments
-# hoisted out of loops; barriers and waits placed; waits for register-staged copies
-SINGLE_ROLE = ("steps", "hoist_fragments", "place_sync", "staged_waits")
+# hoisted out of loops; a shared tile several computations read, read into registers once;
+# barriers and waits placed; waits for register-staged copies
+SINGLE_ROLE = ("steps", "hoist_fragments", "shared_reads_once", "place_sync", "staged_waits")
 # warp-specialized plans (ptc.lower.specialized), the consumer's ops: placed barriers and
 # waits; named barriers per consumer; one wgmma group in flight; accumulators pinned;
 # ping-pong turns at the tensor cores

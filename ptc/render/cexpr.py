@@ -16,6 +16,7 @@ import numpy as np
 
 from ..ops import ELEMENTWISE
 from ..sema import typed as T
+from ..sema.ranges import fits_16_bits
 
 CTYPES = {"f32": "float", "f16": "__half", "bf16": "__nv_bfloat16", "i32": "int",
           "i8": "int8_t", "u8": "uint8_t", "f8e4m3": "ptc::f8e4m3", "f8e5m2": "ptc::f8e5m2",
@@ -105,7 +106,7 @@ class ExprRenderer:
         if moved is not None:
             return self.render(*moved)
         if isinstance(e, T.Convert):
-            return self.convert(self.render(e.arg, idx), e.arg.type.dtype, e.type.dtype)
+            return self.convert(self.render(e.arg, idx), e.arg.type.dtype, e.type.dtype, e.arg)
         if isinstance(e, T.Elementwise):
             return self.elementwise(e, idx)
         raise NotImplementedError(f"{type(e).__name__} inside an elementwise expression")
@@ -142,7 +143,7 @@ class ExprRenderer:
         if isinstance(e, T.Var):
             return f"ptc::as16<{ctype}>({self.read(e.name, idx)})"
         if self.computes_in_16_bits(e) and isinstance(e, T.Convert):
-            return self.from_int(self.render(e.arg, idx), e.type.dtype)
+            return self.from_int(self.render(e.arg, idx), e.type.dtype, e.arg)
         if self.computes_in_16_bits(e):
             shape = self.shape(e)
             a, b = (self.native(x, self.broadcast(x, shape, idx)) for x in e.args)
@@ -152,8 +153,12 @@ class ExprRenderer:
         # any other value of the dtype: computed in f32, rounded already, converted exactly
         return f"ptc::as16<{ctype}>({self.render(e, idx)})"
 
-    def from_int(self, value: str, dtype: str) -> str:
-        """An integer value converted to the 16-bit `dtype` in one step, in its C type."""
+    def from_int(self, value: str, dtype: str, arg: T.TExpr) -> str:
+        """Integer `arg` (whose value is `value`) converted to the 16-bit `dtype` in one step,
+        in its C type: from 16 bits where its range fits them (one instruction on AMD, whose
+        32-bit integers convert to f16 through f32)."""
+        if fits_16_bits(arg):
+            return f"ptc::from_short<{self.native16[dtype]}>((short)({value}))"
         return f"ptc::from_int<{self.native16[dtype]}>((int)({value}))"
 
     def broadcast(self, arg, result_shape: list[int], idx: list[str]) -> list[str]:
@@ -199,9 +204,9 @@ class ExprRenderer:
             out = f"((int)({out}))"
         return out
 
-    def convert(self, value: str, src: str, dst: str) -> str:
+    def convert(self, value: str, src: str, dst: str, arg: T.TExpr) -> str:
         if dst in self.native16 and src in INTEGERS:
-            return f"ptc::f32({self.from_int(value, dst)})"
+            return f"ptc::f32({self.from_int(value, dst, arg)})"
         if src == dst:
             return value
         if dst in _ROUND:

@@ -80,6 +80,7 @@ class KernelIsa:
     display_name: str = ""
     loop_instructions: int = 0   # every instruction of one main-loop iteration
     loop_flops: int = 0          # the FLOPs its v_mfma compute (per wave)
+    loop_mnemonics: tuple[tuple[str, int], ...] = ()   # per mnemonic, one main-loop iteration
 
     @property
     def per_mflop(self) -> float:
@@ -103,6 +104,9 @@ class KernelIsa:
 
     def loop_count(self, family: str) -> int:
         return dict(self.main_loop).get(family, 0)
+
+    def loop_mnemonic(self, mnemonic: str) -> int:
+        return dict(self.loop_mnemonics).get(mnemonic, 0)
 
     def to_json(self) -> dict:
         return {"name": self.name, "display_name": self.display_name or self.name,
@@ -204,6 +208,7 @@ def parse_isa(text: str) -> IsaReport:
             name=kernel_name(name), arch=arch, **found,
             instructions=_families(body), main_loop=_families(loop),
             loop_instructions=len(loop), loop_flops=sum(mfma_flops(op) for op, _ in loop),
+            loop_mnemonics=tuple(sorted(Counter(op for op, _ in loop).items())),
             mfma=tuple(sorted(Counter(op for op, _ in body if op.startswith("v_mfma")).items())),
             display_name=names.get(name, kernel_name(name))))
     return IsaReport(tuple(kernels), (), text)

@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)(((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 75200u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74624u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)(((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 75200u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74624u + ptc::tile_offset<128, false>(0, (c1) * 2))));
         }
         t_acc[j] = ptc::pack16<__half>(x[0], x[1]);
       }
@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 74752u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73728u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 74752u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73728u + ptc::tile_offset<128, false>(0, (c1) * 2))));
         }
         t_acc2[j] = ptc::pack16<__half>(x[0], x[1]);
       }
@@ -267,7 +267,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 8))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 74816u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73856u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 8))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 74816u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73856u + ptc::tile_offset<128, false>(0, (c1) * 2))));
         }
         t_acc3[j] = ptc::pack16<__half>(x[0], x[1]);
       }
@@ -309,7 +309,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 12))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 74880u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73984u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 12))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 74880u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73984u + ptc::tile_offset<128, false>(0, (c1) * 2))));
         }
         t_acc4[j] = ptc::pack16<__half>(x[0], x[1]);
       }
@@ -351,7 +351,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 16))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 74944u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74112u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 16))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 74944u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74112u + ptc::tile_offset<128, false>(0, (c1) * 2))));
         }
         t_acc5[j] = ptc::pack16<__half>(x[0], x[1]);
       }
@@ -393,7 +393,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 20))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 75008u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74240u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 20))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 75008u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74240u + ptc::tile_offset<128, false>(0, (c1) * 2))));
         }
         t_acc6[j] = ptc::pack16<__half>(x[0], x[1]);
       }
@@ -435,7 +435,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 24))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 75072u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74368u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 24))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 75072u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74368u + ptc::tile_offset<128, false>(0, (c1) * 2))));
         }
         t_acc7[j] = ptc::pack16<__half>(x[0], x[1]);
       }
@@ -477,7 +477,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 28))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 75136u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74496u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 28))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 75136u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74496u + ptc::tile_offset<128, false>(0, (c1) * 2))));
         }
         t_acc8[j] = ptc::pack16<__half>(x[0], x[1]);
       }

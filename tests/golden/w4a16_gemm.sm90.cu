@@ -646,7 +646,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)(((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 2048u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)(((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 2048u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
           t_acc[j] = ptc::pack16<__half>(x[0], x[1]);
         }
@@ -680,7 +680,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 38912u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 36864u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 38912u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 36864u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
           t_acc2[j] = ptc::pack16<__half>(x[0], x[1]);
         }
@@ -714,7 +714,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 8))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 59392u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 57344u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 8))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 59392u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 57344u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
           t_acc3[j] = ptc::pack16<__half>(x[0], x[1]);
         }
@@ -748,7 +748,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 12))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 79872u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 77824u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 12))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 79872u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 77824u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
           t_acc4[j] = ptc::pack16<__half>(x[0], x[1]);
         }
@@ -782,7 +782,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 16))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 100352u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 98304u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 16))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 100352u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 98304u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
           t_acc5[j] = ptc::pack16<__half>(x[0], x[1]);
         }
@@ -816,7 +816,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 20))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 120832u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 118784u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 20))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 120832u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 118784u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
           t_acc6[j] = ptc::pack16<__half>(x[0], x[1]);
         }
@@ -850,7 +850,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 24))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 141312u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 139264u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 24))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 141312u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 139264u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
           t_acc7[j] = ptc::pack16<__half>(x[0], x[1]);
         }
@@ -884,7 +884,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_int<__half>((int)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 28))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 161792u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 159744u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 28))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 161792u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 159744u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
           }
           t_acc8[j] = ptc::pack16<__half>(x[0], x[1]);
         }

@@ -203,6 +203,7 @@ template <typename T> __device__ __forceinline__ T add_rn(T a, T b) { return fro
 template <typename T> __device__ __forceinline__ T sub_rn(T a, T b) { return from_f32<T>(float(a) - float(b)); }
 template <typename T> __device__ __forceinline__ T mul_rn(T a, T b) { return from_f32<T>(float(a) * float(b)); }
 template <typename T> __device__ __forceinline__ T from_int(int x) { return from_f32<T>(static_cast<float>(x)); }
+template <typename T> __device__ __forceinline__ T from_short(short x) { return from_int<T>(x); }
 #else
 template <typename T> __device__ __forceinline__ T add_rn(T a, T b) { return __hadd_rn(a, b); }
 template <typename T> __device__ __forceinline__ T sub_rn(T a, T b) { return __hsub_rn(a, b); }
@@ -211,6 +212,12 @@ template <typename T> __device__ __forceinline__ T from_int(int x);
 template <> __device__ __forceinline__ __half from_int<__half>(int x) { return __int2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_int<__nv_bfloat16>(int x) {
   return __int2bfloat16_rn(x);
+}
+// an integer the renderer knows fits 16 bits (ptc.sema.ranges): cvt.rn.f16.s16
+template <typename T> __device__ __forceinline__ T from_short(short x);
+template <> __device__ __forceinline__ __half from_short<__half>(short x) { return __short2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_short<__nv_bfloat16>(short x) {
+  return __short2bfloat16_rn(x);
 }
 #endif
 // a 16-bit value from its bits (a literal), and any value as a 16-bit one: itself, or a

@@ -267,6 +267,14 @@ __device__ __forceinline__ f16 mul_rn(f16 a, f16 b) {
 // an integer as f16 (to nearest even: exact through f32 up to 2^24, infinite beyond 65519)
 template <typename T> __device__ __forceinline__ T from_int(int x);
 template <> __device__ __forceinline__ f16 from_int<f16>(int x) { return f16{f16_bits(static_cast<float>(x))}; }
+// an integer the renderer knows fits 16 bits (ptc.sema.ranges) as f16: v_cvt_f16_i16, one
+// instruction where a 32-bit one converts through f32 (the same value either way)
+template <typename T> __device__ __forceinline__ T from_short(short x);
+#ifdef PTC_EMULATE
+template <> __device__ __forceinline__ f16 from_short<f16>(short x) { return from_int<f16>(x); }
+#else
+template <> __device__ __forceinline__ f16 from_short<f16>(short x) { return f16_of(static_cast<_Float16>(x)); }
+#endif
 // a 16-bit value from its bits (a literal), and any value as a 16-bit one: itself, or a
 // float that holds a value of the dtype already
 template <typename T> __device__ __forceinline__ T from_bits(uint16_t b) { return T{b}; }
