@@ -385,3 +385,44 @@ def test_a_warp_specialized_producer_refuses_strided_columns_with_the_reason():
     with pytest.raises(Unfit, match="every n-th element of the innermost dim"):
         rendered(STRIDED_IN_A_LOOP, "sm90", (("M", 70), ("K", 100), ("KH", 50)),
                  Choice("warp_specialized", 2, 1))
+
+
+STRIDED_SUMS = """
+kernel sums(X: f16[M, K]) -> (S: f32[M]) {{
+  tile BM = 64, BK = {bk}
+  parallel i: BM of M {{
+    acc = zeros(f32[BM])
+    for k: BK of K {{
+      acc += rowsum(load(X[index(i) * 2 + 1, k]) as f32)
+    }}
+    store(S[i], acc)
+  }}
+}}
+"""
+
+
+@pytest.mark.cxx
+def test_the_producer_copies_strided_rows_for_the_cuda_cores_or_says_why_not():
+    """sm90 warp-specialized, a strided f16 tile the CUDA cores reduce: its rows' chunks go
+    into the layout TMA would write (BK = 32), and a tile no such layout takes (BK = 4: rows
+    of 8 bytes) is no plan, with the reason, rather than a copy of 2-byte cp.asyncs."""
+    from ptc.devices import get_device
+    from ptc.sched.construct import Choice, Unfit, construct
+    from ptc.stask import build_graphs, propagate
+
+    ws = Choice("warp_specialized", 2, 1)
+    shape = {"M": 70, "K": 64}
+    kernel = typed(STRIDED_SUMS.format(bk=4), shape)
+    (g,) = build_graphs(kernel)
+    with pytest.raises(Unfit, match="no layout wgmma reads takes a 64 x 4 tile"):
+        construct(propagate(g, {"BM": 64, "BK": 4}), get_device("sm90"), ws)
+    kernel, source, device = rendered(STRIDED_SUMS.format(bk=32), "sm90",
+                                      tuple(shape.items()), ws)
+    assert "ptc::copy_tile_to_tma_layout_async<__half, 64, 32" in source
+    x = np.random.default_rng(6).standard_normal((70, 64)).astype(np.float16)
+    rows = np.arange(70) * 2 + 1
+    want = np.where(rows < 70, x[np.minimum(rows, 69)].astype(np.float64).sum(axis=1), 0)
+    run = emulated(source, device)
+    for config in ORDERS:
+        np.testing.assert_allclose(run(kernel, {"X": x}, shape, **config)["S"], want,
+                                   rtol=1e-5, atol=1e-3, err_msg=str(config))

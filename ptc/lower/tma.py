@@ -129,8 +129,10 @@ def _box(kernel, tiles, name: str, index, shape_exprs, parts: int) -> TmaBox | s
 
 
 def per_thread_copy(kernel: T.TypedKernel, load: T.Load) -> str | None:
-    """None when a load the producer's threads copy can go by cp.async (4-byte elements
-    or wider, one per copy at any stride, zero past the edges), else why not."""
+    """None when a load the producer's threads copy can go by cp.async, else why not:
+    gathered or strided rows in 16-byte chunks of each row (construct.py checks that a
+    layout TMA would write takes them), any other tile one element of 4 bytes or wider
+    per copy at any stride; zero past the edges."""
     esize = DTYPE_BYTES[kernel.tensor(load.tensor).dtype]
     if isinstance(load.index[-1], T.TileSlice) and load.index[-1].stride != 1:
         return "its columns are every n-th element of the innermost dim (a strided tile)"

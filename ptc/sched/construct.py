@@ -242,9 +242,13 @@ def _producer_box(graph: STaskGraph, t, wgmma_operand: bool):
     layout wgmma reads."""
     box = tma_box(graph.kernel, graph.tiles, t.stmts[0].value)
     if box == STRIDED or box == GATHERED and wgmma_operand:
-        box = _threads_copy(graph, t, box)
-    if wgmma_operand and box not in (GATHERED, STRIDED) and \
-            (isinstance(box, str) or box.layout.swizzle != "tma"):
+        why = _threads_copy(graph, t, box)
+        if why == box:
+            return box
+        if not wgmma_operand:      # strided rows go only into the layout TMA would write
+            raise Unfit(f"the producer cannot load {t.name}: {why}")
+        box = why
+    if wgmma_operand and (isinstance(box, str) or box.layout.swizzle != "tma"):
         why = box if isinstance(box, str) else "TMA would store it densely"
         raise Unfit(f"{t.name} feeds wgmma from shared memory in a layout TMA "
                     f"writes, but {why}")
