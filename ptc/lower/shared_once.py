@@ -52,7 +52,7 @@ def shared_reads_once(body: tuple, builder) -> tuple:
     out: list = []
     for i, op in enumerate(ops):
         out += before.get(i, [])
-        out.append(replace(op, expr=_substituted(op.expr, renamed[i])) if i in renamed else op)
+        out.append(replace(op, expr=T.substituted(op.expr, renamed[i])) if i in renamed else op)
     return tuple(out)
 
 
@@ -84,9 +84,3 @@ def _vars(e: T.TExpr) -> list[T.Var]:
 
 def _copied_into(ops: tuple, buffer: str) -> bool:
     return any(isinstance(op, ir.CopyTile) and op.buffer == buffer for op in ir.walk(ops))
-
-
-def _substituted(e: T.TExpr, names: dict[str, T.Var]) -> T.TExpr:
-    if isinstance(e, T.Var):
-        return names.get(e.name, e)
-    return T.map_children(e, lambda c: _substituted(c, names))

@@ -170,7 +170,7 @@ class IndexChecker:
         it (and is replaced by it); anything read from memory or computed from tiles is
         an error here, not a kernel that does not build."""
         self._require_int_scalar(v, span, what)
-        e = inline_index_vars(self._as_dtype(v, "i32").expr, self.index_values)
+        e = T.substituted(self._as_dtype(v, "i32").expr, self.index_values)
         bad = first_non_index(e)
         if isinstance(bad, T.Var) and isinstance(self.not_index_values.get(bad.name), T.Load):
             bad = self.not_index_values[bad.name]        # `row = load(ids[t])`: a gather too
@@ -197,7 +197,7 @@ class IndexChecker:
             self.gather_values[name] = value      # `rows = load(idx[i])`: gathered rows
         if self.assignment_counts.get(name) != 1 or value.type.rank != 0:
             return
-        value = inline_index_vars(value, self.index_values)
+        value = T.substituted(value, self.index_values)
         bad = first_non_index(value)
         if bad is None:
             self.index_values[name] = value
@@ -259,13 +259,6 @@ def split_offset(e: T.TExpr) -> tuple[T.IndexVec, int, T.TExpr | None] | str:
         return vec, stride, (scalar if e.op == "add" else
                              T.Elementwise("neg", (scalar,), scalar.type))
     return vec, stride, T.Elementwise(e.op, (offset, scalar), scalar.type)
-
-
-def inline_index_vars(e: T.TExpr, values: dict[str, T.TExpr]) -> T.TExpr:
-    """e with every variable of `values` replaced by the expression it stands for."""
-    if isinstance(e, T.Var) and e.name in values:
-        return values[e.name]
-    return T.map_children(e, lambda c: inline_index_vars(c, values))
 
 
 def first_non_index(e: T.TExpr) -> T.TExpr | None:

@@ -286,6 +286,13 @@ def children(e: TExpr) -> tuple[TExpr, ...]:
     return ()
 
 
+def substituted(e: TExpr, names: Mapping[str, TExpr]) -> TExpr:
+    """e with each variable named in `names` replaced by what it stands for."""
+    if isinstance(e, Var) and e.name in names:
+        return names[e.name]
+    return map_children(e, lambda c: substituted(c, names))
+
+
 def reads_memory(e: TExpr) -> bool:
     """Whether e reads a tensor (a load anywhere in it, subscripts included)."""
     return isinstance(e, (Load, ElementAt)) or any(reads_memory(c) for c in children(e))

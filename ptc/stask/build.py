@@ -170,15 +170,8 @@ def _operand_names(stmts, reassigned: frozenset[str]) -> set[str]:
 
 def _reading_as_expressions(stmts, chosen: dict[str, T.TExpr]) -> list:
     """stmts without the lets of `chosen`, their names read as those expressions."""
-    return [replace(s, value=_substituted(s.value, chosen)) if isinstance(s, (T.Let, T.Store))
+    return [replace(s, value=T.substituted(s.value, chosen)) if isinstance(s, (T.Let, T.Store))
             else s for s in stmts if not (isinstance(s, T.Let) and s.name in chosen)]
-
-
-def _substituted(e: T.TExpr, names: dict[str, T.TExpr]) -> T.TExpr:
-    """e with each name in `names` read as what it stands for."""
-    if isinstance(e, T.Var) and e.name in names:
-        return names[e.name]
-    return T.map_children(e, lambda c: _substituted(c, names))
 
 
 def _operand_reads(stmts, reassigned: frozenset[str]) -> set[str]:
@@ -300,7 +293,7 @@ class _Flattener:
 
     def substitute(self, e: T.TExpr) -> T.TExpr:
         """e with each name in `substituted` read as what it stands for."""
-        return _substituted(e, self.substituted)
+        return T.substituted(e, self.substituted)
 
     def names_loaded_tile(self, e: T.TExpr) -> bool:
         """e is a loaded tile's name, or its transpose."""
