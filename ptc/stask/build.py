@@ -131,10 +131,6 @@ def _read_whole(name: str, e) -> bool:
     return True
 
 
-def _loads(e: T.TExpr) -> bool:
-    return isinstance(e, T.Load) or any(_loads(c) for c in T.children(e))
-
-
 def _reads_of(name: str, e) -> int:
     """How many times e reads the local `name`."""
     if isinstance(e, T.Var):
@@ -197,7 +193,7 @@ def _operand_reads(stmts, reassigned: frozenset[str]) -> set[str]:
             continue
         between = stmts[i + 1:j]
         if any(isinstance(t, T.Loop) or (isinstance(t, T.Let) and t.name in _vars_read(s.value))
-               or (isinstance(t, T.Store) and _loads(s.value)) for t in between):
+               or (isinstance(t, T.Store) and T.reads_memory(s.value)) for t in between):
             continue
         out.add(s.name)
     return out
