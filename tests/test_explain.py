@@ -377,7 +377,10 @@ kernel odd(A: {dt}[M, K], B: {dt}[K, N]) -> (C: f32[M, N]) {{
 
 
 @pytest.mark.parametrize("dt, tiles, words", [
-    ("f16", (100, 60, 20), "no matrix instruction tiles 100x60x20 over"),
+    ("f16", (100, 60, 20), "no matrix instruction tiles 100x60x20 "),
+    ("f16", (8, 64, 32), "no matrix instruction tiles 8x64x32 (mma.sync.m16n8k16 needs m a "
+                         "multiple of 16, n of 8 and k of 16); its transpose (64x8) fits: "
+                         "write the product as b.T @ a.T"),
     ("f32", (64, 64, 32), "the tensor cores take bf16, f16, f8e4m3, f8e5m2, i8, tf32 inputs, "
                           "not f32; f32 @ f32 is computed in f32, never silently as TF32 (write "
                           "`(a as tf32) @ (b as tf32)` to ask for it)"),

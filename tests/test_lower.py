@@ -207,7 +207,22 @@ def test_an_mma_no_atom_fits_runs_on_cuda_cores():
     sm80 = get_device("sm80")
     assert mma_atom(sm80, "f16", 64, 64, 32, 4) is MMA_SYNC_16816
     assert mma_atom(sm80, "f16", 32, 32, 24, 4) is None      # k is not a multiple of 16
-    assert mma_atom(sm80, "f16", 16, 16, 32, 4) is None      # 4 warps cannot split 16 x 16
+    assert mma_atom(sm80, "f16", 16, 12, 32, 4) is None      # n is not a multiple of 8
+
+
+def test_an_mma_with_fewer_atoms_than_warps_is_computed_in_copies():
+    """16 x 16 on 4 warps: 2 warps split it, and each pair computes all of it (decoding
+    attention's 16 x 8 scores of a page); only where no split of all the warps is whole."""
+    from ptc.lower.atoms import mma_atom, mma_tilings
+    sm80 = get_device("sm80")
+    assert mma_atom(sm80, "f16", 16, 16, 32, 4) is MMA_SYNC_16816
+    (t,) = mma_tilings([MMA_SYNC_16816], 16, 16, 32, 4)
+    assert (t.wm, t.wn, t.replicas) == (1, 2, 2)
+    (t,) = mma_tilings([MMA_SYNC_16816], 16, 8, 128, 4)
+    assert (t.wm, t.wn, t.replicas, t.ks) == (1, 1, 4, 8)
+    assert all(t.replicas == 1 for t in mma_tilings([MMA_SYNC_16816], 64, 16, 32, 4))
+    c, a, b = tiling_layouts(t, "s")
+    assert all(d.stride == (0, 0) for d in c.warps + a.warps + b.warps)
 
 
 def test_a_reduction_result_lives_in_the_slice_of_what_it_reads(tmp_path):

@@ -53,15 +53,15 @@ def tiling_layouts(t: Tiling, name: str) -> tuple[Layout, Layout, Layout]:
     a = t.atom
     c = Layout(f"{name}_c", (t.m, t.n),
                a.c.regs + digits((t.ni, (0, a.n)), (t.mi, (a.m, 0))), a.c.lanes,
-               digits((t.wn, (0, a.n * t.ni)), (t.wm, (a.m * t.mi, 0))),
+               digits((t.wn, (0, a.n * t.ni)), (t.wm, (a.m * t.mi, 0)), (t.replicas, (0, 0))),
                note=f"{a.name} accumulator: {t.describe()}")
     lhs = Layout(f"{name}_a", (t.m, t.k),
                  a.a.regs + digits((t.ks, (0, a.k)), (t.mi, (a.m, 0))), a.a.lanes,
-                 digits((t.wn, (0, 0)), (t.wm, (a.m * t.mi, 0))),
+                 digits((t.wn, (0, 0)), (t.wm, (a.m * t.mi, 0)), (t.replicas, (0, 0))),
                  note=f"{a.name} A operand")
     rhs = Layout(f"{name}_b", (t.k, t.n),
                  a.b.regs + digits((t.ks, (a.k, 0)), (t.ni, (0, a.n))), a.b.lanes,
-                 digits((t.wn, (0, a.n * t.ni)), (t.wm, (0, 0))),
+                 digits((t.wn, (0, a.n * t.ni)), (t.wm, (0, 0)), (t.replicas, (0, 0))),
                  note=f"{a.name} B operand")
     return c, lhs, rhs
 

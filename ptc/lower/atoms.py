@@ -227,7 +227,13 @@ class Tiling:
     wm, wn and the operands A, B are the instruction's (out's n, m, wn, wm; b^T, a^T). An
     atom whose accumulator rows are its A operand's k (MFMA: a lane holds 4 consecutive
     rows of one column of C, and 4 consecutive k of one row of A) then leaves the product
-    in the layout the next product reads its A operand in."""
+    in the layout the next product reads its A operand in.
+
+    `replicas` > 1: the product has fewer atoms than the warps can split (a 16 x 8 score
+    tile of decoding attention over 4 warps), so each group of wm x wn warps computes all
+    of it: the warps beyond wm x wn hold copies (a warp digit of stride 0 in every layout,
+    as an A operand is already copied over the wn warps). A few redundant atoms on the
+    tensor cores beat the product on CUDA cores."""
     atom: Atom
     m: int
     n: int
@@ -235,6 +241,7 @@ class Tiling:
     wm: int
     wn: int
     swapped: bool = False
+    replicas: int = 1
 
     @property
     def mi(self) -> int:
@@ -251,6 +258,7 @@ class Tiling:
     def describe(self) -> str:
         return (f"{self.atom.name}, warps {self.wm}x{self.wn}, "
                 f"{self.mi}x{self.ni} atoms per warp, {self.ks} k-steps"
+                + (f", {self.replicas} copies" if self.replicas > 1 else "")
                 + (", operands swapped (out^T = b^T a^T)" if self.swapped else ""))
 
 
@@ -270,17 +278,44 @@ def tilings(atom: Atom, m: int, n: int, k: int, warps: int,
     return out
 
 
+def replicated_tilings(atom: Atom, m: int, n: int, k: int, warps: int,
+                       swapped: bool = False) -> list[Tiling]:
+    """The tilings with the fewest copies: the largest group of warps that splits the
+    m x n output into whole atoms, each group computing all of it (none where `tilings`
+    has a whole split)."""
+    if swapped:
+        return [replace(t, swapped=True) for t in replicated_tilings(atom, n, m, k, warps)]
+    if k % atom.k:
+        return []
+    for group in (g for g in range(warps // 2, 0, -1) if warps % g == 0):
+        ways = [Tiling(atom, m, n, k, wm, group // wm, replicas=warps // group)
+                for wm in range(1, group + 1) if group % wm == 0
+                and m % (atom.m * wm) == 0 and n % (atom.n * (group // wm)) == 0]
+        if ways:
+            return ways
+    return []
+
+
 def mma_atom(device, dtype: str, m: int, n: int, k: int, warps: int,
              supported: frozenset[str] | None = None) -> Atom | None:
     """The atom that runs an m x n x k mma of `dtype` inputs on `warps` warps of `device`,
     or None when no atom (of the device, and that the renderer prints) fits: then the
     tensor cores do not take it and the mma runs on CUDA cores. The scheduler places
     mma tasks by this, and the lowering tiles them by it."""
-    for atom in atoms_for(device.features, supported):
-        if dtype in atom.dtypes and atom.threads == device.resources.warp_size \
-                and tilings(atom, m, n, k, warps):
-            return atom
-    return None
+    fitting = [a for a in atoms_for(device.features, supported)
+               if dtype in a.dtypes and a.threads == device.resources.warp_size]
+    return next((a for a in fitting if tilings(a, m, n, k, warps)),
+                next((a for a in fitting if replicated_tilings(a, m, n, k, warps)), None))
+
+
+def mma_tilings(atoms, m: int, n: int, k: int, warps: int,
+                swaps: tuple[bool, ...] = (False,)) -> list[Tiling]:
+    """Every tiling of an m x n x k mma by `atoms` over `warps` warps (`swaps`: computed
+    as given, transposed, or both); only where none splits the warps whole, the tilings
+    with copies (Tiling.replicas): a copy on every warp costs more than any whole split."""
+    whole = [t for a in atoms for s in swaps for t in tilings(a, m, n, k, warps, s)]
+    return whole or [t for a in atoms for s in swaps
+                     for t in replicated_tilings(a, m, n, k, warps, s)]
 
 
 # wgmma's k per instruction is 32 bytes of each operand row: k16 for 16-bit inputs, k32 for
@@ -367,5 +402,10 @@ def why_no_atom(device, dtype: str, m: int, n: int, k: int, warps: int,
             if dtype == "f32" and "tf32" in takes else ""
         return f"the tensor cores take {', '.join(takes)} inputs, not {dtype}{contract}"
     a = next(a for a in atoms if dtype in a.dtypes)
-    return (f"no matrix instruction tiles {m}x{n}x{k} over {warps} warps ({a.name} needs "
-            f"m a multiple of {a.m}, n of {a.n} and k of {a.k}, split evenly over the warps)")
+    fits = [b for b in atoms if dtype in b.dtypes]
+    turned = any(tilings(b, n, m, k, warps) or replicated_tilings(b, n, m, k, warps)
+                 for b in fits)
+    return (f"no matrix instruction tiles {m}x{n}x{k} ({a.name} needs m a multiple of "
+            f"{a.m}, n of {a.n} and k of {a.k})"
+            + (f"; its transpose ({n}x{m}) fits: write the product as b.T @ a.T"
+               if turned else ""))

@@ -146,6 +146,7 @@ def mma_counts(c: dict[str, int], op: ir.Mma, kernel: ir.LoweredKernel, values: 
     instructions, the fragment loads of operands in shared memory, and the conversions of
     operands the atom widens or rebiases."""
     c["mma_instructions"] += op.mi * op.ni * op.ks
+    c["mma_copies"] = max(c.get("mma_copies", 1), op.replicas)
     # A is k-contiguous unless transposed, B only when transposed
     if not op.a.in_registers:
         c["fragment_loads"] += math.ceil(op.mi * op.atom.a_loads[op.a.transposed]) * op.ks

@@ -164,6 +164,7 @@ class Mma:
     # are the instruction's operands (the statement's b and a, read transposed), mi, ni,
     # wm, wn its tiling; out's rows are the instruction's columns
     swapped: bool = False
+    replicas: int = 1            # warps computing each atom (atoms.Tiling.replicas)
 
 
 @dataclass(frozen=True)
@@ -496,6 +497,7 @@ class TaskCost:
     mma_instructions: int = 0
     fragment_loads: int = 0      # ldmatrix (or the equivalent shared reads)
     simt_instructions: int = 0   # FP32 / integer pipe
+    mma_copies: int = 1          # warps that compute each atom (atoms.Tiling.replicas)
     sfu_instructions: int = 0
     shuffles: int = 0
     shared_accesses: int = 0

@@ -33,9 +33,8 @@ from ..sema.dtypes import DTYPE_BYTES
 from ..stask.graph import STaskGraph, TaskOp
 from . import ir
 from .arith import base2_exponentials
-from .assign import (LayoutProblem, Tiling, assign_layouts, layout_problem, tiling_layouts,
-                     tilings)
-from .atoms import atoms_for, mma_atom
+from .assign import LayoutProblem, Tiling, assign_layouts, layout_problem, tiling_layouts
+from .atoms import atoms_for, mma_atom, mma_tilings
 from .capabilities import Capabilities, LoweringError
 from .conversions import contiguous_run, layout_conversions, mma_operand_var
 from .layout import Layout
@@ -99,11 +98,9 @@ class Lowering:
                     f"{self.warps} warps")
             swaps = (False, True) if self.caps is not None and self.caps.swapped_operands \
                 else (False,)
-            out[s.task] = [t for atom in atoms_for(self.device.features, supported)
-                           if dtype in atom.dtypes
-                           and atom.threads == self.device.resources.warp_size
-                           for swapped in swaps
-                           for t in tilings(atom, m, n, k, self.warps, swapped)]
+            atoms = [a for a in atoms_for(self.device.features, supported)
+                     if dtype in a.dtypes and a.threads == self.device.resources.warp_size]
+            out[s.task] = mma_tilings(atoms, m, n, k, self.warps, swaps)
         return out
 
     # ---- the whole lowering -----------------------------------------------------------
@@ -531,7 +528,7 @@ class Builder:
                                     "layout (conversions through shared memory come next)")
         a, b = ops[::-1] if t.swapped else ops
         return ir.Mma(s.task, s.stmt.name, add_name, a, b, t.atom, t.mi, t.ni, t.ks, t.wm,
-                      t.wn, mm.lhs.type.dtype, t.swapped)
+                      t.wn, mm.lhs.type.dtype, t.swapped, t.replicas)
 
     def store(self, s: Stmt) -> ir.StoreTile:
         st: T.Store = s.stmt

@@ -142,12 +142,14 @@ def print_op(op) -> str:
             return (f"{o.value} (registers)" if o.in_registers else
                     f"{o.value} (shared{', transposed' if o.transposed else ''})")
         add = f"{op.addend} + " if op.addend else ""
+        copies = f", {op.replicas} copies" if op.replicas > 1 else ""
         if op.swapped:      # the instructions multiply the statement's b^T and a^T
             return (f"{op.out} = {add}({operand(op.a)}^T @ {operand(op.b)}^T)^T on "
                     f"{op.atom.name} warps {op.wm}x{op.wn}, {op.mi}x{op.ni} atoms/warp, "
-                    f"{op.ks} k-steps, computed transposed  # {op.task}")
+                    f"{op.ks} k-steps{copies}, computed transposed  # {op.task}")
         return (f"{op.out} = {add}{operand(op.a)} @ {operand(op.b)} on {op.atom.name} "
-                f"warps {op.wm}x{op.wn}, {op.mi}x{op.ni} atoms/warp, {op.ks} k-steps  # {op.task}")
+                f"warps {op.wm}x{op.wn}, {op.mi}x{op.ni} atoms/warp, {op.ks} k-steps{copies}"
+                f"  # {op.task}")
     if isinstance(op, ir.SimtMatmul):
         add = f"{op.addend} + " if op.addend else ""
         return f"{op.out} = {add}{print_expr(op.a)} @ {print_expr(op.b)} on CUDA cores  # {op.task}"

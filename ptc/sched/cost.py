@@ -102,7 +102,9 @@ def _issued_cycles(task: STask, unit, device: Device, issue, warps: int,
         # the YAML's own rate where it has one (sm90's FP8 is wgmma's), else the widened one
         rate = unit.throughput.get(task.mma_dtype) or \
             unit.throughput.get(rate_dtype(device, task.mma_dtype))
-        return unit.issue_latency_cycles + max(task.work.mma_flops / rate / instances, shared)
+        # a tiling with copies (atoms.Tiling.replicas) runs each atom on several warps
+        flops = task.work.mma_flops * issue.mma_copies
+        return unit.issue_latency_cycles + max(flops / rate / instances, shared)
     simt_unit = unit if unit.kind == UnitKind.SIMT else \
         (device.units_of(UnitKind.SIMT) or [unit])[0]
     rate = simt_unit.throughput.get("f32") or max(simt_unit.throughput.values())
@@ -373,7 +375,7 @@ def estimate(plan: Plan, graph: STaskGraph, device: Device, dims: Mapping[str, i
     seconds = cycles_total / device.clock_hz
     execs = executions(graph, trips)
     flops = sum(t.work.mma_flops * execs[t.name] for t in graph.tasks) * tiles
-    unique = _unique_bytes(graph, dims)
+    unique = _unique_bytes(graph, dims, execs, tiles)
     dram_seconds = unique / device.peak_dram_bytes_per_s()
     bound = "dram" if dram_seconds > seconds else _busiest(timeline)
     seconds = max(seconds, dram_seconds)
@@ -407,10 +409,19 @@ def _busiest(t: Timeline) -> str:
     return max(t.busy, key=t.busy.get) if t.busy else ""
 
 
-def _unique_bytes(graph: STaskGraph, dims: Mapping[str, int]) -> float:
-    total = 0
+def _unique_bytes(graph: STaskGraph, dims: Mapping[str, int], execs: Mapping[str, float],
+                  tiles: int) -> float:
+    """The DRAM bytes the launch cannot avoid: each tensor once, or what its copies move
+    where that is less (a paged KV cache's pages that no request's table names are never
+    read)."""
+    moved: dict[str, float] = {}
+    for t in graph.tasks:
+        if t.tensor is not None:
+            moved[t.tensor] = moved.get(t.tensor, 0.0) + t.work.bytes * execs[t.name] * tiles
+    total = 0.0
     k = graph.kernel
     for p in k.inputs + k.outputs:
         if hasattr(p, "dims"):
-            total += math.prod(p.shape_in(dims)) * DTYPE_BYTES[p.dtype]
-    return float(total)
+            size = math.prod(p.shape_in(dims)) * DTYPE_BYTES[p.dtype]
+            total += min(size, moved.get(p.name, size))
+    return total

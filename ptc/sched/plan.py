@@ -139,6 +139,7 @@ class TaskIssue:
     sfu: int = 0                 # MUFU
     shuffles: int = 0
     shared: int = 0              # other shared-memory loads and stores
+    mma_copies: int = 1          # warps that compute each atom (ptc.lower.atoms.Tiling)
 
 
 @dataclass(frozen=True)
@@ -339,17 +340,18 @@ class _Reader:
                 self.get(est, "flops", num, ew), self.get(est, "bytes", num, ew),
                 tuple((str(a), float(b)) for a, b in self.get(est, "unit_busy", list, ew)),
                 self.get(est, "bound", str, ew))
-        issue = []
-        for task, counts in (data.get("issue") or {}).items():
-            iw = f"issue.{task}"
-            issue.append(TaskIssue(task, *(self.get(counts, k, int, iw) for k in
-                                           ("mma", "fragment_loads", "simt", "sfu",
-                                            "shuffles", "shared"))))
+        issue = [self.issue(task, counts) for task, counts in (data.get("issue") or {}).items()]
         return Plan(self.get(data, "kernel", str, w), self.get(data, "device", str, w),
                     tuple(tiles_d.items()), self.get(data, "pipelined", str, w),
                     self.get(data, "stages", int, w), self.style(data, w),
                     tuple(roles), tuple(buffers), tuple(barriers), launch, estimate,
                     self.strings(data, "notes", w), tuple(issue))
+
+    def issue(self, task: str, counts) -> TaskIssue:
+        iw = f"issue.{task}"
+        return TaskIssue(task, *(self.get(counts, k, int, iw) for k in
+                                 ("mma", "fragment_loads", "simt", "sfu", "shuffles", "shared")),
+                         mma_copies=int(counts.get("mma_copies", 1)))
 
 
 def from_json(text: str, filename: str = "plan.json") -> Plan:
