@@ -407,6 +407,40 @@ def test_global_accesses_through_ptc_global_are_checked():
             np.zeros(64, np.int32))
 
 
+BUFFER = '#include "global_to_shared.h"'
+
+
+def test_buffer_loads_read_zeros_at_or_past_the_range_as_the_isa_does():
+    """A raw buffer load (global_to_shared.h: buffer_load): inside the range it reads the
+    tensor; at or past it, zeros (MUBUF range checking); a chunk outside the tile is read
+    at BUFFER_RANGE."""
+    x, y = np.arange(64, dtype=np.int32) + 1, np.zeros(64, np.int32)
+    body = ("const ptc::i32x4 r = ptc::buffer_resource(x, 40 * 4);\n"
+            "y[tid] = ptc::buffer_load<uint32_t>(r, 4u * tid, tid % 5 != 0);")
+    run(source(body, prelude=BUFFER), x, y)
+    want = np.where((LANES < 40) & (LANES % 5 != 0), x, 0)
+    np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("body, message", [
+    # a 16-byte load from 4 bytes before the end: chipset-dependent, refused
+    ("ptc::buffer_load<ptc::u32x4>(ptc::buffer_resource(x, 64 * 4), 60 * 4 + 4, true);",
+     r"buffer_load_dwordx4 of 16 bytes at offset 244 crosses the buffer's range of 256"),
+    # a resource that is not gfx9's raw one
+    ("ptc::i32x4 r = ptc::buffer_resource(x, 256); r[3] = 0; "
+     "ptc::raw_buffer_load_b32(r, 0, 0, 0);", r"not gfx9's raw one"),
+    # whether the scalar offset counts in the range check decides the answer
+    ("ptc::raw_buffer_load_b32(ptc::buffer_resource(x, 256), 0, 256, 0);",
+     r"counts the scalar offset in its range check"),
+    # a buffered copy whose rows would overlap (tile_buffer)
+    ("ptc::tile_buffer(x, x, 2, 4, 8);", r"a buffered copy's rows overlap"),
+])
+def test_buffer_loads_the_chip_may_read_otherwise_are_errors(body, message):
+    x, y = np.arange(64, dtype=np.int32), np.zeros(64, np.int32)
+    with pytest.raises(EmulationError, match=message):
+        run(source(body, prelude=BUFFER), x, y)
+
+
 def test_lds_starts_as_nan():
     y = np.zeros(64, np.float32)
     run(source("y[tid] = ptc::ld_shared<float>(4 * tid);", "float* y", "(float*)t[0]",

@@ -53,6 +53,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     # global -> shared
     "cp.async": ("bytes",),
     "global_load.staged": ("bytes", "layout"),          # CDNA: through registers
+    "buffer_load.staged": ("bytes", "layout", "range"),  # through a buffer: tensor or tile
     "copy.elementwise": ("layout",),                    # any stride, pad, unaligned
     # registers -> global
     "store": ("bytes",),
@@ -208,7 +209,11 @@ def _copy(ctx: _Context, op: ir.CopyTile):
         if not vector:
             yield ctx.form("copy.elementwise", layout=layout)
         elif op.staged:
-            yield ctx.form("global_load.staged", bytes=nbytes, layout=layout)
+            if op.resource:
+                yield ctx.form("buffer_load.staged", bytes=nbytes, layout=layout,
+                               range=op.resource)
+            else:
+                yield ctx.form("global_load.staged", bytes=nbytes, layout=layout)
         else:
             yield ctx.form("cp.async", bytes=nbytes)
 

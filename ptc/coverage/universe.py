@@ -23,7 +23,7 @@ from .forms import RING_STYLES, Form, exchange, form, fragment_reads
 
 # cp.async copies 4, 8 or 16 bytes (PTX ISA cp.async; the lowering's `vector` tries them
 # widest first, global_to_shared.cuh asserts them); CDNA's staged loads the same widths
-# (global_load_dword / dwordx2 / dwordx4: global_to_shared.h's Chunk)
+# (global_load_dword / dwordx2 / dwordx4, or buffer_load_*: global_to_shared.h's Chunk)
 COPY_BYTES = (4, 8, 16)
 # vector stores take 2, 4 or 8 elements of at most 16 bytes (Lowering.store)
 STORE_VECTORS = (2, 4, 8)
@@ -77,6 +77,10 @@ UNREACHABLE = (
          "a tile is stored transposed (k8t) only when each of its readers reads its k "
          "along the tile's rows, which the transposed storage makes contiguous "
          "(Lowering.k_along_rows): the read is then one 8-byte read"),
+    Rule("buffer_load.staged", dict(layout="k8t", range="tile", bytes=(4, 8)),
+         "a transposed (k8t) tile is an MFMA operand, n a multiple of 16 elements: whole "
+         "columns (a buffer ending at the tile, Capabilities.buffers) are then a dim of 16k "
+         "elements, and the row stride a multiple of it, so the vectors are 16 bytes"),
     Rule("convert", dict(vector=2, transposed=True),
          "a conversion that transposes reads one value at a time (Lowering.conversions "
          "takes pairs only for untransposed tiles)"),
@@ -190,7 +194,14 @@ def _copies(device, caps, k8t: tuple[str, ...]):
         if unit.name not in caps.copy_units or unit.name == "tma" or not unit.is_async:
             continue
         for nbytes in COPY_BYTES:
-            if caps.staged_copies:
+            if caps.staged_copies and caps.buffer_loads:
+                # tiles of several rows through a buffer; one-row tiles (row-major) not
+                for layout in ("row-major",) + k8t:
+                    for rng in ("tensor", "tile"):
+                        yield form(t, "buffer_load.staged", bytes=nbytes, layout=layout,
+                                   range=rng)
+                yield form(t, "global_load.staged", bytes=nbytes, layout="row-major")
+            elif caps.staged_copies:
                 for layout in ("row-major",) + k8t:
                     yield form(t, "global_load.staged", bytes=nbytes, layout=layout)
             else:

@@ -36,7 +36,8 @@ class CopyTile:
     when `asynchronous`; else each thread loads and stores), `iteration` loop iterations
     ahead of the current one, into that iteration's slot. A `staged` asynchronous copy
     goes global -> registers when issued and registers -> shared at the next WaitGroups
-    (no global -> shared instruction of the width: CDNA's register-staged pipelining)."""
+    (no global -> shared instruction of the width: CDNA's register-staged pipelining); a
+    `resource` one loads through a buffer resource (CDNA's MUBUF range check zero-fills)."""
 
     task: str
     buffer: str
@@ -49,6 +50,11 @@ class CopyTile:
     guard: bool = False          # skipped (an empty group) past the last iteration
     fallback_vector: int = 0     # vector when `aligned` does not hold (0: no variant)
     staged: bool = False         # through registers, landing in shared memory at the wait
+    # staged loads through a buffer resource (Capabilities.buffers): a chunk outside the
+    # tensor reads zeros without a branch; "tensor": the buffer spans the tensor (each chunk
+    # selected inside or not), "tile": it ends with the tile's last row inside the tensor
+    # (rows need no compare: the tile's columns are whole). The launch checks the bytes.
+    resource: str = ""
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from . import ir
 from .arith import base2_exponentials
 from .assign import LayoutProblem, Tiling, assign_layouts, layout_problem, tiling_layouts
 from .atoms import atoms_for, mma_atom, mma_tilings
-from .capabilities import Capabilities, LoweringError
+from .capabilities import BUFFER_BYTES, Capabilities, LoweringError
 from .conversions import contiguous_run, layout_conversions, mma_operand_var
 from .layout import Layout
 from .passes import PassTrace
@@ -405,6 +405,9 @@ class Builder:
             op = replace(op, vector=1)
         elif self.low.caps is not None and self.low.caps.staged_copies:
             op = replace(op, staged=True)
+            op = replace(op, resource=self.low.caps.buffers(tile))
+            if op.resource:
+                self.alignment.append(("bytes", tile.tensor, BUFFER_BYTES))
         return [op] + ([ir.CommitGroup()] if op.asynchronous else [])
 
     def copy_tile(self, t) -> tuple[ir.GlobalTile, tuple[int, int, list]]:

@@ -22,8 +22,9 @@ def print_lowered(k: ir.LoweredKernel) -> str:
         lines.append(f"  16-bit + - * computed in 16 bits: {', '.join(k.arith16)} (else in f32, "
                      f"rounded)")
     if k.alignment:
-        conds = ", ".join(f"{name} % {n} == 0" if kind == "dim" else f"{name} {n}-byte aligned"
-                          for kind, name, n in k.alignment)
+        words = {"dim": "{name} % {n} == 0", "tensor": "{name} {n}-byte aligned",
+                 "bytes": "{name} below {n} bytes"}
+        conds = ", ".join(words[kind].format(name=name, n=n) for kind, name, n in k.alignment)
         lines.append(f"  vector copies assume: {conds} (else element-wise copies)")
     lines.append("  layouts")
     for lay in k.layouts:
@@ -108,7 +109,8 @@ def print_op(op) -> str:
     if isinstance(op, ir.CopyTile):
         t = op.tile
         nbytes = op.vector * _bytes(t.dtype)
-        how = (f"{nbytes}B loads staged in registers, landed at the wait" if op.staged
+        how = (f"{nbytes}B {op.resource + ' buffer ' if op.resource else ''}loads staged in registers, "
+               "landed at the wait" if op.staged
                else f"cp.async {nbytes}B" if op.asynchronous else "element-wise copy")
         ahead = f" +{op.ahead}" if op.ahead else ""
         slot = f"[{op.loop}{ahead}]" if op.loop else ""

@@ -10,6 +10,7 @@ from ..devices import Device
 from ..lower import LoweredKernel, ir
 from ..sched.plan import Plan
 from ..sema import typed as T
+from ..sema.dtypes import DTYPE_BYTES
 from ..sema.tiles import dim_multiples
 from .c_body import CBodyPrinter
 from .layouts import c_storage, layout_struct
@@ -143,6 +144,8 @@ class GridPrinter:
         for kind, name, n in low.alignment:
             if kind == "dim":
                 aligned.append(f"d_{name} % {n} == 0")
+            elif kind == "bytes":
+                aligned.append(f"{self.tensor_bytes(name)} <= {n}LL")
             else:
                 aligned.append(f"(uintptr_t)tensors[{index['g_' + name]}] % {n} == 0")
         setup: list[str] = []
@@ -151,6 +154,12 @@ class GridPrinter:
         return GridSource(f"ptc_{k.name}_kernel", namespace, title, tuple(constants),
                           tuple(layouts), grid, tuple(aligned), tuple(p.lines),
                           tuple(m.name for m in low.tensor_maps), tuple(setup))
+
+    def tensor_bytes(self, name: str) -> str:
+        """The C expression of tensor `name`'s size in bytes, from its dims."""
+        t = next(p for p in self.kernel.inputs + self.kernel.outputs if p.name == name)
+        dims = " * ".join(f"d_{d}" if isinstance(d, str) else str(d) for d in t.dims)
+        return f"(long long){dims} * {DTYPE_BYTES[t.dtype]}"
 
     def grid_indices(self, p: CBodyPrinter) -> None:
         p.emit(f"long long block = {p.BLOCK_ID};")

@@ -93,14 +93,14 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
         const ptc::f16* g = g_x + ((((i_b * (d_L * d_C)) + (((i_l * 128) + ((-(d_W - 1)) + i_r)) * d_C)) + (i_c * 64)));
         const int rows_left = ((((i_b >= 0) && (i_b < d_B))) ? (int)ptc::min((long long)(d_L) - (long long)(((i_l * 128) + ((-(d_W - 1)) + i_r))), 128LL) : 0), cols_left = (int)ptc::min((long long)(d_C) - (long long)((i_c * 64)), 64LL);
         const int rows_first = (int)ptc::max(-(long long)(((i_l * 128) + ((-(d_W - 1)) + i_r))), 0LL), cols_first = 0;
-        if (ALIGNED) staged_load_x.load(smem, g, (int)(d_C), rows_left, cols_left, tid, rows_first, cols_first);
+        if (ALIGNED) staged_load_x.load_buffered<false>(smem, g, (int)(d_C), rows_left, cols_left, tid, g_x, rows_first, cols_first);
         else ptc::copy_tile_sync<ptc::f16, 128, 64, THREADS, 128, true>(smem, g, (int)(d_C), (int)(1), rows_left, cols_left, 0.0f, tid, rows_first, cols_first);
       }
       // load_w: w[64x1] -> w_lds
       {
         const float* g = g_w + ((((i_c * 64) * d_W) + i_r));
         const int rows_left = (int)ptc::min((long long)(d_C) - (long long)((i_c * 64)), 64LL), cols_left = (int)ptc::min((long long)(d_W) - (long long)(i_r), 1LL);
-        if (ALIGNED) staged_load_w.load(smem + 16384u, g, (int)(d_W), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_w.load_buffered<false>(smem + 16384u, g, (int)(d_W), rows_left, cols_left, tid, g_w);
         else ptc::copy_tile_sync<float, 64, 1, THREADS, 4, false>(smem + 16384u, g, (int)(d_W), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // wait for w_lds, x_lds: the copies in flight land in LDS
@@ -175,7 +175,9 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       (uintptr_t)tensors[2] % 16 == 0 &&
       d_C % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
+      (long long)d_B * d_L * d_C * 2 <= 2147483648LL &&
       (uintptr_t)tensors[1] % 4 == 0 &&
+      (long long)d_C * d_W * 4 <= 2147483648LL &&
       (uintptr_t)tensors[3] % 8 == 0;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
   (void)stream;

@@ -94,14 +94,14 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
                 const ptc::f16* g = g_x + (((((i_n * ((d_H * d_W) * d_C)) + (((i_p + (i_r * p_D)) - p_P) * (d_W * d_C))) + (((i_q * 64) + ((i_s * p_D) - p_P)) * d_C)) + (i_k * 64)));
                 const int rows_left = ((((((i_n >= 0) && (i_n < d_N)) && (((i_p + (i_r * p_D)) - p_P) >= 0)) && (((i_p + (i_r * p_D)) - p_P) < d_H))) ? (int)ptc::min((long long)(d_W) - (long long)(((i_q * 64) + ((i_s * p_D) - p_P))), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_C) - (long long)((i_k * 64)), 64LL);
                 const int rows_first = (int)ptc::max(-(long long)(((i_q * 64) + ((i_s * p_D) - p_P))), 0LL), cols_first = 0;
-                if (ALIGNED) staged_load_x.load(smem + 16384u, g, (int)(d_C), rows_left, cols_left, tid, rows_first, cols_first);
+                if (ALIGNED) staged_load_x.load_buffered<false>(smem + 16384u, g, (int)(d_C), rows_left, cols_left, tid, g_x, rows_first, cols_first);
                 else ptc::copy_tile_sync<ptc::f16, 64, 64, THREADS, 128, true>(smem + 16384u, g, (int)(d_C), (int)(1), rows_left, cols_left, 0.0f, tid, rows_first, cols_first);
               }
               // load_w: w[64x128] -> w_lds
               {
                 const ptc::f16* g = g_w + ((((((i_r + 0) * ((d_S * d_C) * d_CO)) + ((i_s + 0) * (d_C * d_CO))) + ((i_k * 64) * d_CO)) + (i_o * 128)));
                 const int rows_left = (((((((i_r + 0) >= 0) && ((i_r + 0) < d_R)) && ((i_s + 0) >= 0)) && ((i_s + 0) < d_S))) ? (int)ptc::min((long long)(d_C) - (long long)((i_k * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_CO) - (long long)((i_o * 128)), 128LL);
-                if (ALIGNED) staged_load_w.load(smem, g, (int)(d_CO), rows_left, cols_left, tid);
+                if (ALIGNED) staged_load_w.load_buffered<false>(smem, g, (int)(d_CO), rows_left, cols_left, tid, g_w);
                 else ptc::copy_tile_sync_k8<ptc::f16, 64, 128, THREADS, 128>(smem, g, (int)(d_CO), (int)(1), rows_left, cols_left, 0.0f, tid);
               }
               // wait for w_lds, x_lds: the copies in flight land in LDS
@@ -170,8 +170,10 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   const bool aligned = true &&
       d_C % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
+      (long long)d_N * d_H * d_W * d_C * 2 <= 2147483648LL &&
       d_CO % 8 == 0 &&
-      (uintptr_t)tensors[1] % 16 == 0;
+      (uintptr_t)tensors[1] % 16 == 0 &&
+      (long long)d_R * d_S * d_C * d_CO * 2 <= 2147483648LL;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {

@@ -89,7 +89,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
             const ptc::f16* g = g_x + (((((i_n * ((d_H * d_W) * d_C)) + (((i_p + (i_r * p_D)) - p_P) * (d_W * d_C))) + (((i_q * 64) + ((i_s * p_D) - p_P)) * d_C)) + (i_c * 128)));
             const int rows_left = ((((((i_n >= 0) && (i_n < d_N)) && (((i_p + (i_r * p_D)) - p_P) >= 0)) && (((i_p + (i_r * p_D)) - p_P) < d_H))) ? (int)ptc::min((long long)(d_W) - (long long)(((i_q * 64) + ((i_s * p_D) - p_P))), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_C) - (long long)((i_c * 128)), 128LL);
             const int rows_first = (int)ptc::max(-(long long)(((i_q * 64) + ((i_s * p_D) - p_P))), 0LL), cols_first = 0;
-            if (ALIGNED) staged_load_x.load(smem, g, (int)(d_C), rows_left, cols_left, tid, rows_first, cols_first);
+            if (ALIGNED) staged_load_x.load_buffered<false>(smem, g, (int)(d_C), rows_left, cols_left, tid, g_x, rows_first, cols_first);
             else ptc::copy_tile_sync<ptc::f16, 64, 128, THREADS, 256, true>(smem, g, (int)(d_C), (int)(1), rows_left, cols_left, 0.0f, tid, rows_first, cols_first);
           }
           // load_w: w[1x128] -> w_lds
@@ -176,6 +176,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   const bool aligned = true &&
       d_C % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
+      (long long)d_N * d_H * d_W * d_C * 2 <= 2147483648LL &&
       d_C % 4 == 0 &&
       (uintptr_t)tensors[1] % 16 == 0 &&
       (uintptr_t)tensors[2] % 8 == 0;

@@ -111,7 +111,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   {
     const ptc::bf16* g = g_Q + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_m * 64) * 128)));
     const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)ptc::min((long long)(d_S) - (long long)((i_m * 64)), 64LL) : 0), cols_left = 128;
-    if (ALIGNED) staged_load_Q.load(smem, g, (int)(128), rows_left, cols_left, tid);
+    if (ALIGNED) staged_load_Q.load_buffered<true>(smem, g, (int)(128), rows_left, cols_left, tid, g_Q);
     else ptc::copy_tile_sync<ptc::bf16, 64, 128, THREADS, 256, true>(smem, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   // o = ...  (simt_o)
@@ -144,7 +144,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::bf16* g = g_K + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + ((i_n * 64) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)ptc::min((long long)(d_T) - (long long)((i_n * 64)), 64LL) : 0), cols_left = 128;
-        if (ALIGNED) staged_load_K.load(smem, g, (int)(128), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_K.load_buffered<true>(smem, g, (int)(128), rows_left, cols_left, tid, g_K);
         else ptc::copy_tile_sync<ptc::bf16, 64, 128, THREADS, 256, true>(smem, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
     }
@@ -156,7 +156,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::bf16* g = g_V + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + ((i_n * 64) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)ptc::min((long long)(d_T) - (long long)((i_n * 64)), 64LL) : 0), cols_left = 128;
-        if (ALIGNED) staged_load_V.load(smem + 16384u, g, (int)(128), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_V.load_buffered<true>(smem + 16384u, g, (int)(128), rows_left, cols_left, tid, g_V);
         else ptc::copy_tile_sync_k8<ptc::bf16, 64, 128, THREADS, 128>(smem + 16384u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // mma_s: %s_mma = (k^T @ q@mma_s^T)^T on mfma.f32.16x16x16, 4x1 atoms per wave, 8 k-steps (computed transposed: the instruction's A is b^T, its B a^T)
@@ -250,7 +250,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       if (i_n + 1 < trips_n) {
         const ptc::bf16* g = g_K + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + (((i_n + 1) * 64) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)ptc::min((long long)(d_T) - (long long)(((i_n + 1) * 64)), 64LL) : 0), cols_left = 128;
-        if (ALIGNED) staged_load_K.load(smem, g, (int)(128), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_K.load_buffered<true>(smem, g, (int)(128), rows_left, cols_left, tid, g_K);
         else ptc::copy_tile_sync<ptc::bf16, 64, 128, THREADS, 256, true>(smem, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // mma_o: o = %o2 + (v^T @ %o^T)^T on mfma.f32.16x16x16, 8x1 atoms per wave, 4 k-steps (computed transposed: the instruction's A is b^T, its B a^T)
@@ -315,8 +315,11 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   if (blocks > 2147483647LL) return (int)hipErrorInvalidConfiguration;
   const bool aligned = true &&
       (uintptr_t)tensors[0] % 16 == 0 &&
+      (long long)d_B * d_H * d_S * d_D * 2 <= 2147483648LL &&
       (uintptr_t)tensors[1] % 16 == 0 &&
+      (long long)d_B * d_H * d_T * d_D * 2 <= 2147483648LL &&
       (uintptr_t)tensors[2] % 16 == 0 &&
+      (long long)d_B * d_H * d_T * d_D * 2 <= 2147483648LL &&
       (uintptr_t)tensors[3] % 8 == 0;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
   (void)stream;

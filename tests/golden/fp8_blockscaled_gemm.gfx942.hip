@@ -115,14 +115,14 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::f8e4m3* g = g_A + ((((i_i * 128) * d_K) + (i_k * 64)));
         const int rows_left = (int)ptc::min((long long)(d_M) - (long long)((i_i * 128)), 128LL), cols_left = (int)ptc::min((long long)(d_K) - (long long)((i_k * 64)), 64LL);
-        if (ALIGNED) staged_load_A.load(smem, g, (int)(d_K), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_A.load_buffered<false>(smem, g, (int)(d_K), rows_left, cols_left, tid, g_A);
         else ptc::copy_tile_sync<ptc::f8e4m3, 128, 64, THREADS, 64, true>(smem, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_W: W[128x64] -> W_lds
       {
         const ptc::f8e4m3* g = g_W + ((((i_j * 128) * d_K) + (i_k * 64)));
         const int rows_left = (int)ptc::min((long long)(d_N) - (long long)((i_j * 128)), 128LL), cols_left = (int)ptc::min((long long)(d_K) - (long long)((i_k * 64)), 64LL);
-        if (ALIGNED) staged_load_W.load(smem + 8192u, g, (int)(d_K), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_W.load_buffered<false>(smem + 8192u, g, (int)(d_K), rows_left, cols_left, tid, g_W);
         else ptc::copy_tile_sync<ptc::f8e4m3, 128, 64, THREADS, 64, true>(smem + 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // scale = ...  (simt_scale)
@@ -208,7 +208,9 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   const bool aligned = true &&
       d_K % 16 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
-      (uintptr_t)tensors[1] % 16 == 0;
+      (long long)d_M * d_K * 1 <= 2147483648LL &&
+      (uintptr_t)tensors[1] % 16 == 0 &&
+      (long long)d_N * d_K * 1 <= 2147483648LL;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {

@@ -140,7 +140,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   {
     const ptc::f8e4m3* g = g_Q + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_m * 64) * 128)));
     const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)ptc::min((long long)(d_S) - (long long)((i_m * 64)), 64LL) : 0), cols_left = 128;
-    if (ALIGNED) staged_load_Q.load(smem + 33792u, g, (int)(128), rows_left, cols_left, tid);
+    if (ALIGNED) staged_load_Q.load_buffered<true>(smem + 33792u, g, (int)(128), rows_left, cols_left, tid, g_Q);
     else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true>(smem + 33792u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   // load_q_descale: q_descale[1x1] -> q_descale_lds
@@ -187,7 +187,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::f8e4m3* g = g_K + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + ((i_n * 64) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)ptc::min((long long)(d_T) - (long long)((i_n * 64)), 64LL) : 0), cols_left = 128;
-        if (ALIGNED) staged_load_K.load(smem + 25600u, g, (int)(128), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_K.load_buffered<true>(smem + 25600u, g, (int)(128), rows_left, cols_left, tid, g_K);
         else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true>(smem + 25600u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
     }
@@ -199,7 +199,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::f8e4m3* g = g_Vt + ((((i_b * ((d_H * 128) * d_T)) + (i_h * (128 * d_T))) + (i_n * 64)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? 128 : 0), cols_left = (int)ptc::min((long long)(d_T) - (long long)((i_n * 64)), 64LL);
-        if (ALIGNED) staged_load_Vt.load(smem + 17408u, g, (int)(d_T), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_Vt.load_buffered<false>(smem + 17408u, g, (int)(d_T), rows_left, cols_left, tid, g_Vt);
         else ptc::copy_tile_sync<ptc::f8e4m3, 128, 64, THREADS, 64, true>(smem + 17408u, g, (int)(d_T), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // mma_s: %s_mma = (k^T @ q^T)^T on mfma.f32.16x16x32f8, 4x1 atoms per wave, 4 k-steps (computed transposed: the instruction's A is b^T, its B a^T)
@@ -303,7 +303,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       if (i_n + 1 < trips_n) {
         const ptc::f8e4m3* g = g_K + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + (((i_n + 1) * 64) * 128)));
         const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)ptc::min((long long)(d_T) - (long long)(((i_n + 1) * 64)), 64LL) : 0), cols_left = 128;
-        if (ALIGNED) staged_load_K.load(smem + 25600u, g, (int)(128), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_K.load_buffered<true>(smem + 25600u, g, (int)(128), rows_left, cols_left, tid, g_K);
         else ptc::copy_tile_sync<ptc::f8e4m3, 64, 128, THREADS, 128, true>(smem + 25600u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::syncthreads();  // Mma of mma_o reads what other threads wrote
@@ -376,9 +376,12 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   if (blocks > 2147483647LL) return (int)hipErrorInvalidConfiguration;
   const bool aligned = true &&
       (uintptr_t)tensors[0] % 16 == 0 &&
+      (long long)d_B * d_H * d_S * d_D * 1 <= 2147483648LL &&
       (uintptr_t)tensors[1] % 16 == 0 &&
+      (long long)d_B * d_H * d_T * d_D * 1 <= 2147483648LL &&
       d_T % 16 == 0 &&
       (uintptr_t)tensors[2] % 16 == 0 &&
+      (long long)d_B * d_H * d_D * d_T * 1 <= 2147483648LL &&
       (uintptr_t)tensors[6] % 8 == 0;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
   (void)stream;

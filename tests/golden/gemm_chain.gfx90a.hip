@@ -107,14 +107,14 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
           if (0 < trips_k) {
             const ptc::f16* g = g_A + ((((i_i * 64) * d_K) + (i_k * 32)));
             const int rows_left = (int)ptc::min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)ptc::min((long long)(d_K) - (long long)((i_k * 32)), 32LL);
-            if (ALIGNED) staged_load_A.load(smem + 49152u + (i_k % 2) * 4096u, g, (int)(d_K), rows_left, cols_left, tid);
+            if (ALIGNED) staged_load_A.load_buffered<false>(smem + 49152u + (i_k % 2) * 4096u, g, (int)(d_K), rows_left, cols_left, tid, g_A);
             else ptc::copy_tile_sync<ptc::f16, 64, 32, THREADS, 64, true>(smem + 49152u + (i_k % 2) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
           // load_B: B[32x128] -> B_lds
           if (0 < trips_k) {
             const ptc::f16* g = g_B + ((((i_k * 32) * d_N) + (i_n * 128)));
             const int rows_left = (int)ptc::min((long long)(d_K) - (long long)((i_k * 32)), 32LL), cols_left = (int)ptc::min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
-            if (ALIGNED) staged_load_B.load(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_N), rows_left, cols_left, tid);
+            if (ALIGNED) staged_load_B.load_buffered<false>(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_N), rows_left, cols_left, tid, g_B);
             else ptc::copy_tile_sync_k8<ptc::f16, 32, 128, THREADS, 64>(smem + 32768u + (i_k % 2) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
         }
@@ -127,14 +127,14 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
           if (i_k + 1 < trips_k) {
             const ptc::f16* g = g_A + ((((i_i * 64) * d_K) + ((i_k + 1) * 32)));
             const int rows_left = (int)ptc::min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)ptc::min((long long)(d_K) - (long long)(((i_k + 1) * 32)), 32LL);
-            if (ALIGNED) staged_load_A.load(smem + 49152u + ((i_k + 1) % 2) * 4096u, g, (int)(d_K), rows_left, cols_left, tid);
+            if (ALIGNED) staged_load_A.load_buffered<false>(smem + 49152u + ((i_k + 1) % 2) * 4096u, g, (int)(d_K), rows_left, cols_left, tid, g_A);
             else ptc::copy_tile_sync<ptc::f16, 64, 32, THREADS, 64, true>(smem + 49152u + ((i_k + 1) % 2) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
           // load_B: B[32x128] -> B_lds, 1 iteration(s) ahead
           if (i_k + 1 < trips_k) {
             const ptc::f16* g = g_B + (((((i_k + 1) * 32) * d_N) + (i_n * 128)));
             const int rows_left = (int)ptc::min((long long)(d_K) - (long long)(((i_k + 1) * 32)), 32LL), cols_left = (int)ptc::min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
-            if (ALIGNED) staged_load_B.load(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_N), rows_left, cols_left, tid);
+            if (ALIGNED) staged_load_B.load_buffered<false>(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_N), rows_left, cols_left, tid, g_B);
             else ptc::copy_tile_sync_k8<ptc::f16, 32, 128, THREADS, 64>(smem + 32768u + ((i_k + 1) % 2) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
           }
           // mma_t: t = t + (%B^T @ %A^T)^T on mfma.f32.16x16x16, 8x1 atoms per wave, 2 k-steps (computed transposed: the instruction's A is b^T, its B a^T)
@@ -157,7 +157,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::f16* g = g_D + ((((i_n * 128) * d_L) + (i_j * 128)));
         const int rows_left = (int)ptc::min((long long)(d_N) - (long long)((i_n * 128)), 128LL), cols_left = (int)ptc::min((long long)(d_L) - (long long)((i_j * 128)), 128LL);
-        if (ALIGNED) staged_load_D.load(smem, g, (int)(d_L), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_D.load_buffered<false>(smem, g, (int)(d_L), rows_left, cols_left, tid, g_D);
         else ptc::copy_tile_sync_k8<ptc::f16, 128, 128, THREADS, 256>(smem, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // wait for D_lds: the copies in flight land in LDS
@@ -216,10 +216,13 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   const bool aligned = true &&
       d_K % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
+      (long long)d_M * d_K * 2 <= 2147483648LL &&
       d_N % 8 == 0 &&
       (uintptr_t)tensors[1] % 16 == 0 &&
+      (long long)d_K * d_N * 2 <= 2147483648LL &&
       d_L % 8 == 0 &&
-      (uintptr_t)tensors[2] % 16 == 0;
+      (uintptr_t)tensors[2] % 16 == 0 &&
+      (long long)d_N * d_L * 2 <= 2147483648LL;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {

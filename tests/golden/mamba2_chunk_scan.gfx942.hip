@@ -123,14 +123,14 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   {
     const ptc::f16* g = g_C + (((((i_b * (((d_NC * d_L) * d_G) * 128)) + (i_c * ((d_L * d_G) * 128))) + ((i_m * 32) * (d_G * 128))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * 128)));
     const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)ptc::min((long long)(d_L) - (long long)((i_m * 32)), 32LL) : 0), cols_left = 128;
-    if (ALIGNED) staged_load_C.load(smem + 16384u, g, (int)((d_G * 128)), rows_left, cols_left, tid);
+    if (ALIGNED) staged_load_C.load_buffered<true>(smem + 16384u, g, (int)((d_G * 128)), rows_left, cols_left, tid, g_C);
     else ptc::copy_tile_sync<ptc::f16, 32, 128, THREADS, 256, true>(smem + 16384u, g, (int)((d_G * 128)), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   // load_prev_states: prev_states[64x128] -> prev_states_lds
   {
     const ptc::f16* g = g_prev_states + (((((i_b * (((d_NC * d_H) * d_P) * 128)) + (i_c * ((d_H * d_P) * 128))) + (i_h * (d_P * 128))) + ((i_p * 64) * 128)));
     const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)ptc::min((long long)(d_P) - (long long)((i_p * 64)), 64LL) : 0), cols_left = 128;
-    if (ALIGNED) staged_load_prev_states.load(smem, g, (int)(128), rows_left, cols_left, tid);
+    if (ALIGNED) staged_load_prev_states.load_buffered<true>(smem, g, (int)(128), rows_left, cols_left, tid, g_prev_states);
     else ptc::copy_tile_sync<ptc::f16, 64, 128, THREADS, 256, true>(smem, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   // wait for C_lds, prev_states_lds: the copies in flight land in LDS
@@ -172,7 +172,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::f16* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 32) * d_L)) + (i_s * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)ptc::min((long long)(d_L) - (long long)((i_m * 32)), 32LL) : 0), cols_left = (int)ptc::min((long long)(d_L) - (long long)((i_s * 64)), 64LL);
-        if (ALIGNED) staged_load_cb.load(smem + 8192u, g, (int)(d_L), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_cb.load_buffered<false>(smem + 8192u, g, (int)(d_L), rows_left, cols_left, tid, g_cb);
         else ptc::copy_tile_sync<ptc::f16, 32, 64, THREADS, 128, true>(smem + 8192u, g, (int)(d_L), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_dt: dt[1x64] -> dt_lds
@@ -197,7 +197,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::f16* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_s * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)ptc::min((long long)(d_L) - (long long)((i_s * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
-        if (ALIGNED) staged_load_x.load(smem, g, (int)((d_H * d_P)), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_x.load_buffered<false>(smem, g, (int)((d_H * d_P)), rows_left, cols_left, tid, g_x);
         else ptc::copy_tile_sync_k8<ptc::f16, 64, 64, THREADS, 128>(smem, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::syncthreads();  // Compute of simt_w reads what other threads wrote
@@ -244,7 +244,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   {
     const ptc::f16* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_m * 32) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
     const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)ptc::min((long long)(d_L) - (long long)((i_m * 32)), 32LL) : 0), cols_left = (int)ptc::min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
-    if (ALIGNED) staged_load_x2.load(smem + 12288u, g, (int)((d_H * d_P)), rows_left, cols_left, tid);
+    if (ALIGNED) staged_load_x2.load_buffered<false>(smem + 12288u, g, (int)((d_H * d_P)), rows_left, cols_left, tid, g_x);
     else ptc::copy_tile_sync<ptc::f16, 32, 64, THREADS, 128, true>(smem + 12288u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   ptc::syncthreads();  // every thread is done with the bytes load_D overwrites
@@ -320,12 +320,16 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       d_L % 4 == 0 &&
       (uintptr_t)tensors[3] % 16 == 0 &&
       (uintptr_t)tensors[4] % 16 == 0 &&
+      (long long)d_B * d_NC * d_L * d_G * d_N * 2 <= 2147483648LL &&
       (uintptr_t)tensors[5] % 16 == 0 &&
+      (long long)d_B * d_NC * d_H * d_P * d_N * 2 <= 2147483648LL &&
       d_L % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
+      (long long)d_B * d_NC * d_G * d_L * d_L * 2 <= 2147483648LL &&
       (uintptr_t)tensors[2] % 16 == 0 &&
       d_P % 8 == 0 &&
-      (uintptr_t)tensors[1] % 16 == 0;
+      (uintptr_t)tensors[1] % 16 == 0 &&
+      (long long)d_B * d_NC * d_L * d_H * d_P * 2 <= 2147483648LL;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {

@@ -144,7 +144,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::f16* g = g_Bm + ((((((i_b * (((d_NC * d_L) * d_G) * d_N)) + (i_c * ((d_L * d_G) * d_N))) + ((i_l * 64) * (d_G * d_N))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * d_N)) + (i_n * 128)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)ptc::min((long long)(d_L) - (long long)((i_l * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_N) - (long long)((i_n * 128)), 128LL);
-        if (ALIGNED) staged_load_Bm.load(smem, g, (int)((d_G * d_N)), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_Bm.load_buffered<false>(smem, g, (int)((d_G * d_N)), rows_left, cols_left, tid, g_Bm);
         else ptc::copy_tile_sync<ptc::f16, 64, 128, THREADS, 256, true>(smem, g, (int)((d_G * d_N)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::syncthreads();  // Compute of simt_w reads what other threads wrote
@@ -160,7 +160,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::f16* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_l * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
         const int rows_left = ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)ptc::min((long long)(d_L) - (long long)((i_l * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_P) - (long long)((i_p * 64)), 64LL);
-        if (ALIGNED) staged_load_x.load(smem + 16384u, g, (int)((d_H * d_P)), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_x.load_buffered<false>(smem + 16384u, g, (int)((d_H * d_P)), rows_left, cols_left, tid, g_x);
         else ptc::copy_tile_sync_k8<ptc::f16, 64, 64, THREADS, 128>(smem + 16384u, g, (int)((d_H * d_P)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       ptc::syncthreads();  // Compute of simt_acc2 reads what other threads wrote
@@ -243,8 +243,10 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       (uintptr_t)tensors[2] % 16 == 0 &&
       d_N % 8 == 0 &&
       (uintptr_t)tensors[1] % 16 == 0 &&
+      (long long)d_B * d_NC * d_L * d_G * d_N * 2 <= 2147483648LL &&
       d_P % 8 == 0 &&
-      (uintptr_t)tensors[0] % 16 == 0;
+      (uintptr_t)tensors[0] % 16 == 0 &&
+      (long long)d_B * d_NC * d_L * d_H * d_P * 2 <= 2147483648LL;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {

@@ -88,14 +88,14 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       if (0 < trips_k) {
         const ptc::f16* g = g_A + ((((i_i * 128) * d_K) + (i_k * 32)));
         const int rows_left = (int)ptc::min((long long)(d_M) - (long long)((i_i * 128)), 128LL), cols_left = (int)ptc::min((long long)(d_K) - (long long)((i_k * 32)), 32LL);
-        if (ALIGNED) staged_load_A.load(smem + (i_k % 2) * 8192u, g, (int)(d_K), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_A.load_buffered<false>(smem + (i_k % 2) * 8192u, g, (int)(d_K), rows_left, cols_left, tid, g_A);
         else ptc::copy_tile_sync<ptc::f16, 128, 32, THREADS, 64, true>(smem + (i_k % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_B: B[32x128] -> B_lds
       if (0 < trips_k) {
         const ptc::f16* g = g_B + ((((i_k * 32) * d_N) + (i_j * 128)));
         const int rows_left = (int)ptc::min((long long)(d_K) - (long long)((i_k * 32)), 32LL), cols_left = (int)ptc::min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
-        if (ALIGNED) staged_load_B.load(smem + 16384u + (i_k % 2) * 8192u, g, (int)(d_N), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_B.load_buffered<false>(smem + 16384u + (i_k % 2) * 8192u, g, (int)(d_N), rows_left, cols_left, tid, g_B);
         else ptc::copy_tile_sync_k8<ptc::f16, 32, 128, THREADS, 64>(smem + 16384u + (i_k % 2) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
     }
@@ -108,14 +108,14 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       if (i_k + 1 < trips_k) {
         const ptc::f16* g = g_A + ((((i_i * 128) * d_K) + ((i_k + 1) * 32)));
         const int rows_left = (int)ptc::min((long long)(d_M) - (long long)((i_i * 128)), 128LL), cols_left = (int)ptc::min((long long)(d_K) - (long long)(((i_k + 1) * 32)), 32LL);
-        if (ALIGNED) staged_load_A.load(smem + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_A.load_buffered<false>(smem + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), rows_left, cols_left, tid, g_A);
         else ptc::copy_tile_sync<ptc::f16, 128, 32, THREADS, 64, true>(smem + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_B: B[32x128] -> B_lds, 1 iteration(s) ahead
       if (i_k + 1 < trips_k) {
         const ptc::f16* g = g_B + (((((i_k + 1) * 32) * d_N) + (i_j * 128)));
         const int rows_left = (int)ptc::min((long long)(d_K) - (long long)(((i_k + 1) * 32)), 32LL), cols_left = (int)ptc::min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
-        if (ALIGNED) staged_load_B.load(smem + 16384u + ((i_k + 1) % 2) * 8192u, g, (int)(d_N), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_B.load_buffered<false>(smem + 16384u + ((i_k + 1) % 2) * 8192u, g, (int)(d_N), rows_left, cols_left, tid, g_B);
         else ptc::copy_tile_sync_k8<ptc::f16, 32, 128, THREADS, 64>(smem + 16384u + ((i_k + 1) % 2) * 8192u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // mma_acc: acc = acc + (%B^T @ %A^T)^T on mfma.f32.32x32x8, 4x1 atoms per wave, 4 k-steps (computed transposed: the instruction's A is b^T, its B a^T)
@@ -205,8 +205,10 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   const bool aligned = true &&
       d_K % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
+      (long long)d_M * d_K * 2 <= 2147483648LL &&
       d_N % 8 == 0 &&
       (uintptr_t)tensors[1] % 16 == 0 &&
+      (long long)d_K * d_N * 2 <= 2147483648LL &&
       d_N % 4 == 0 &&
       (uintptr_t)tensors[2] % 8 == 0;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate

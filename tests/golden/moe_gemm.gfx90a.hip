@@ -93,7 +93,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       if (0 < trips_k) {
         const ptc::f16* g = g_W + ((((i_e * (d_K * d_N)) + ((i_k * 64) * d_N)) + (i_j * 128)));
         const int rows_left = ((((i_e >= 0) && (i_e < d_E))) ? (int)ptc::min((long long)(d_K) - (long long)((i_k * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
-        if (ALIGNED) staged_load_W.load(smem + (i_k % 2) * 16384u, g, (int)(d_N), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_W.load_buffered<false>(smem + (i_k % 2) * 16384u, g, (int)(d_N), rows_left, cols_left, tid, g_W);
         else ptc::copy_tile_sync_k8<ptc::f16, 64, 128, THREADS, 128>(smem + (i_k % 2) * 16384u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
     }
@@ -114,7 +114,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       if (i_k + 1 < trips_k) {
         const ptc::f16* g = g_W + ((((i_e * (d_K * d_N)) + (((i_k + 1) * 64) * d_N)) + (i_j * 128)));
         const int rows_left = ((((i_e >= 0) && (i_e < d_E))) ? (int)ptc::min((long long)(d_K) - (long long)(((i_k + 1) * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
-        if (ALIGNED) staged_load_W.load(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_N), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_W.load_buffered<false>(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_N), rows_left, cols_left, tid, g_W);
         else ptc::copy_tile_sync_k8<ptc::f16, 64, 128, THREADS, 128>(smem + ((i_k + 1) % 2) * 16384u, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // mma_acc: acc = acc + %X @ %W on mfma.f32.32x32x8, 1x2 atoms per wave, 8 k-steps
@@ -190,6 +190,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       (uintptr_t)tensors[0] % 16 == 0 &&
       d_N % 8 == 0 &&
       (uintptr_t)tensors[1] % 16 == 0 &&
+      (long long)d_E * d_K * d_N * 2 <= 2147483648LL &&
       d_C % 4 == 0 &&
       (uintptr_t)tensors[4] % 16 == 0;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate

@@ -174,7 +174,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   {
     const ptc::bf16* g = g_Q + (((i_b * ((d_HK * 8) * 128)) + (i_hk * 1024)));
     const int rows_left = ((((((i_b >= 0) && (i_b < d_B)) && (i_hk >= 0)) && (i_hk < d_HK))) ? 8 : 0), cols_left = 128;
-    if (ALIGNED) staged_load_Q.load(smem + 13312u, g, (int)(128), rows_left, cols_left, tid);
+    if (ALIGNED) staged_load_Q.load_buffered<true>(smem + 13312u, g, (int)(128), rows_left, cols_left, tid, g_Q);
     else ptc::copy_tile_sync<ptc::bf16, 8, 128, THREADS, 256, true>(smem + 13312u, g, (int)(128), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   // load_lens: lens[1x1] -> n_lds
@@ -211,7 +211,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::bf16* g = g_K + ((((((((i_b >= 0) && (i_b < d_B)) && ((i_p + 0) >= 0)) && ((i_p + 0) < d_MP)) ? (long long)g_table[((i_b * d_MP) + (i_p + 0))] : -1LL) * ((16 * d_HK) * 128)) + (i_hk * 128)));
         const int rows_left = (((((((((((i_b >= 0) && (i_b < d_B)) && ((i_p + 0) >= 0)) && ((i_p + 0) < d_MP)) ? (long long)g_table[((i_b * d_MP) + (i_p + 0))] : -1LL) >= 0) && ((((((i_b >= 0) && (i_b < d_B)) && ((i_p + 0) >= 0)) && ((i_p + 0) < d_MP)) ? (long long)g_table[((i_b * d_MP) + (i_p + 0))] : -1LL) < d_NP)) && (i_hk >= 0)) && (i_hk < d_HK))) ? 16 : 0), cols_left = 128;
-        if (ALIGNED) staged_load_K.load(smem + 5120u, g, (int)((d_HK * 128)), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_K.load_buffered<false>(smem + 5120u, g, (int)((d_HK * 128)), rows_left, cols_left, tid, g_K);
         else ptc::copy_tile_sync<ptc::bf16, 16, 128, THREADS, 256, true>(smem + 5120u, g, (int)((d_HK * 128)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
     }
@@ -223,7 +223,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::bf16* g = g_V + ((((((((i_b >= 0) && (i_b < d_B)) && ((i_p + 0) >= 0)) && ((i_p + 0) < d_MP)) ? (long long)g_table[((i_b * d_MP) + (i_p + 0))] : -1LL) * ((16 * d_HK) * 128)) + (i_hk * 128)));
         const int rows_left = (((((((((((i_b >= 0) && (i_b < d_B)) && ((i_p + 0) >= 0)) && ((i_p + 0) < d_MP)) ? (long long)g_table[((i_b * d_MP) + (i_p + 0))] : -1LL) >= 0) && ((((((i_b >= 0) && (i_b < d_B)) && ((i_p + 0) >= 0)) && ((i_p + 0) < d_MP)) ? (long long)g_table[((i_b * d_MP) + (i_p + 0))] : -1LL) < d_NP)) && (i_hk >= 0)) && (i_hk < d_HK))) ? 16 : 0), cols_left = 128;
-        if (ALIGNED) staged_load_V.load(smem + 9216u, g, (int)((d_HK * 128)), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_V.load_buffered<false>(smem + 9216u, g, (int)((d_HK * 128)), rows_left, cols_left, tid, g_V);
         else ptc::copy_tile_sync<ptc::bf16, 16, 128, THREADS, 256, true>(smem + 9216u, g, (int)((d_HK * 128)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // mma_s: %s_mma = ... on CUDA cores
@@ -358,7 +358,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       if (i_p + 1 < trips_p) {
         const ptc::bf16* g = g_K + ((((((((i_b >= 0) && (i_b < d_B)) && (((i_p + 1) + 0) >= 0)) && (((i_p + 1) + 0) < d_MP)) ? (long long)g_table[((i_b * d_MP) + ((i_p + 1) + 0))] : -1LL) * ((16 * d_HK) * 128)) + (i_hk * 128)));
         const int rows_left = (((((((((((i_b >= 0) && (i_b < d_B)) && (((i_p + 1) + 0) >= 0)) && (((i_p + 1) + 0) < d_MP)) ? (long long)g_table[((i_b * d_MP) + ((i_p + 1) + 0))] : -1LL) >= 0) && ((((((i_b >= 0) && (i_b < d_B)) && (((i_p + 1) + 0) >= 0)) && (((i_p + 1) + 0) < d_MP)) ? (long long)g_table[((i_b * d_MP) + ((i_p + 1) + 0))] : -1LL) < d_NP)) && (i_hk >= 0)) && (i_hk < d_HK))) ? 16 : 0), cols_left = 128;
-        if (ALIGNED) staged_load_K.load(smem + 5120u, g, (int)((d_HK * 128)), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_K.load_buffered<false>(smem + 5120u, g, (int)((d_HK * 128)), rows_left, cols_left, tid, g_K);
         else ptc::copy_tile_sync<ptc::bf16, 16, 128, THREADS, 256, true>(smem + 5120u, g, (int)((d_HK * 128)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // mma_o: spill %o (layout blocked_16x8) to scratch2
@@ -472,8 +472,11 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   if (blocks > 2147483647LL) return (int)hipErrorInvalidConfiguration;
   const bool aligned = true &&
       (uintptr_t)tensors[0] % 16 == 0 &&
+      (long long)d_B * d_HK * d_G * d_D * 2 <= 2147483648LL &&
       (uintptr_t)tensors[1] % 16 == 0 &&
+      (long long)d_NP * d_PAGE * d_HK * d_D * 2 <= 2147483648LL &&
       (uintptr_t)tensors[2] % 16 == 0 &&
+      (long long)d_NP * d_PAGE * d_HK * d_D * 2 <= 2147483648LL &&
       (uintptr_t)tensors[5] % 8 == 0;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
   (void)stream;

@@ -79,7 +79,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   {
     const ptc::f16* g = g_X + (((i_i * 2) * 4096));
     const int rows_left = (int)ptc::min((long long)(d_M) - (long long)((i_i * 2)), 2LL), cols_left = 4096;
-    if (ALIGNED) staged_load_X.load(smem, g, (int)(4096), rows_left, cols_left, tid);
+    if (ALIGNED) staged_load_X.load_buffered<true>(smem, g, (int)(4096), rows_left, cols_left, tid, g_X);
     else ptc::copy_tile_sync<ptc::f16, 2, 4096, THREADS, 8192, true>(smem, g, (int)(4096), (int)(1), rows_left, cols_left, 0.0f, tid);
   }
   // wait for X_lds: the copies in flight land in LDS
@@ -195,6 +195,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   if (blocks > 2147483647LL) return (int)hipErrorInvalidConfiguration;
   const bool aligned = true &&
       (uintptr_t)tensors[0] % 16 == 0 &&
+      (long long)d_M * d_N * 2 <= 2147483648LL &&
       (uintptr_t)tensors[1] % 16 == 0 &&
       (uintptr_t)tensors[2] % 8 == 0;
 #ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate

@@ -172,14 +172,14 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const int* g = g_W + ((((i_k * 32) * d_N) + (i_j * 128)));
         const int rows_left = (int)ptc::min((long long)(d_KP) - (long long)((i_k * 32)), 32LL), cols_left = (int)ptc::min((long long)(d_N) - (long long)((i_j * 128)), 128LL);
-        if (ALIGNED) staged_load_W.load(smem, g, (int)(d_N), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_W.load_buffered<false>(smem, g, (int)(d_N), rows_left, cols_left, tid, g_W);
         else ptc::copy_tile_sync<int, 32, 128, THREADS, 512, true>(smem, g, (int)(d_N), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_A: A[64x32] -> A_lds
       {
         const ptc::f16* g = g_A + ((((i_i * 64) * (d_P * d_KP)) + (i_k * 32)));
         const int rows_left = ((((0 >= 0) && (0 < d_P))) ? (int)ptc::min((long long)(d_M) - (long long)((i_i * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
-        if (ALIGNED) staged_load_A.load(smem + 45056u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_A.load_buffered<false>(smem + 45056u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid, g_A);
         else ptc::copy_tile_sync<ptc::f16, 64, 32, THREADS, 64, true>(smem + 45056u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_Z: Z[1x128] -> Z_lds
@@ -228,7 +228,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::f16* g = g_A + (((((i_i * 64) * (d_P * d_KP)) + d_KP) + (i_k * 32)));
         const int rows_left = ((((1 >= 0) && (1 < d_P))) ? (int)ptc::min((long long)(d_M) - (long long)((i_i * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
-        if (ALIGNED) staged_load_A2.load(smem + 16384u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_A2.load_buffered<false>(smem + 16384u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid, g_A);
         else ptc::copy_tile_sync<ptc::f16, 64, 32, THREADS, 64, true>(smem + 16384u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_Z2: Z[1x128] -> Z2_lds
@@ -269,7 +269,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::f16* g = g_A + (((((i_i * 64) * (d_P * d_KP)) + (2 * d_KP)) + (i_k * 32)));
         const int rows_left = ((((2 >= 0) && (2 < d_P))) ? (int)ptc::min((long long)(d_M) - (long long)((i_i * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
-        if (ALIGNED) staged_load_A3.load(smem + 20480u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_A3.load_buffered<false>(smem + 20480u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid, g_A);
         else ptc::copy_tile_sync<ptc::f16, 64, 32, THREADS, 64, true>(smem + 20480u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_Z3: Z[1x128] -> Z3_lds
@@ -310,7 +310,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::f16* g = g_A + (((((i_i * 64) * (d_P * d_KP)) + (3 * d_KP)) + (i_k * 32)));
         const int rows_left = ((((3 >= 0) && (3 < d_P))) ? (int)ptc::min((long long)(d_M) - (long long)((i_i * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
-        if (ALIGNED) staged_load_A4.load(smem + 24576u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_A4.load_buffered<false>(smem + 24576u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid, g_A);
         else ptc::copy_tile_sync<ptc::f16, 64, 32, THREADS, 64, true>(smem + 24576u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_Z4: Z[1x128] -> Z4_lds
@@ -351,7 +351,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::f16* g = g_A + (((((i_i * 64) * (d_P * d_KP)) + (4 * d_KP)) + (i_k * 32)));
         const int rows_left = ((((4 >= 0) && (4 < d_P))) ? (int)ptc::min((long long)(d_M) - (long long)((i_i * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
-        if (ALIGNED) staged_load_A5.load(smem + 28672u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_A5.load_buffered<false>(smem + 28672u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid, g_A);
         else ptc::copy_tile_sync<ptc::f16, 64, 32, THREADS, 64, true>(smem + 28672u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_Z5: Z[1x128] -> Z5_lds
@@ -392,7 +392,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::f16* g = g_A + (((((i_i * 64) * (d_P * d_KP)) + (5 * d_KP)) + (i_k * 32)));
         const int rows_left = ((((5 >= 0) && (5 < d_P))) ? (int)ptc::min((long long)(d_M) - (long long)((i_i * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
-        if (ALIGNED) staged_load_A6.load(smem + 32768u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_A6.load_buffered<false>(smem + 32768u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid, g_A);
         else ptc::copy_tile_sync<ptc::f16, 64, 32, THREADS, 64, true>(smem + 32768u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_Z6: Z[1x128] -> Z6_lds
@@ -433,7 +433,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::f16* g = g_A + (((((i_i * 64) * (d_P * d_KP)) + (6 * d_KP)) + (i_k * 32)));
         const int rows_left = ((((6 >= 0) && (6 < d_P))) ? (int)ptc::min((long long)(d_M) - (long long)((i_i * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
-        if (ALIGNED) staged_load_A7.load(smem + 36864u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_A7.load_buffered<false>(smem + 36864u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid, g_A);
         else ptc::copy_tile_sync<ptc::f16, 64, 32, THREADS, 64, true>(smem + 36864u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_Z7: Z[1x128] -> Z7_lds
@@ -474,7 +474,7 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       {
         const ptc::f16* g = g_A + (((((i_i * 64) * (d_P * d_KP)) + (7 * d_KP)) + (i_k * 32)));
         const int rows_left = ((((7 >= 0) && (7 < d_P))) ? (int)ptc::min((long long)(d_M) - (long long)((i_i * 64)), 64LL) : 0), cols_left = (int)ptc::min((long long)(d_KP) - (long long)((i_k * 32)), 32LL);
-        if (ALIGNED) staged_load_A8.load(smem + 40960u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_A8.load_buffered<false>(smem + 40960u, g, (int)((d_P * d_KP)), rows_left, cols_left, tid, g_A);
         else ptc::copy_tile_sync<ptc::f16, 64, 32, THREADS, 64, true>(smem + 40960u, g, (int)((d_P * d_KP)), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_Z8: Z[1x128] -> Z8_lds
@@ -561,8 +561,10 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   const bool aligned = true &&
       d_N % 4 == 0 &&
       (uintptr_t)tensors[1] % 16 == 0 &&
+      (long long)d_KP * d_N * 4 <= 2147483648LL &&
       d_KP % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
+      (long long)d_M * d_P * d_KP * 2 <= 2147483648LL &&
       d_N % 16 == 0 &&
       (uintptr_t)tensors[3] % 16 == 0 &&
       d_N % 8 == 0 &&

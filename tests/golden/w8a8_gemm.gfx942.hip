@@ -117,14 +117,14 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       if (0 < trips_k) {
         const int8_t* g = g_A + ((((i_i * 64) * d_K) + (i_k * 64)));
         const int rows_left = (int)ptc::min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)ptc::min((long long)(d_K) - (long long)((i_k * 64)), 64LL);
-        if (ALIGNED) staged_load_A.load(smem + 16384u + (i_k % 2) * 4096u, g, (int)(d_K), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_A.load_buffered<false>(smem + 16384u + (i_k % 2) * 4096u, g, (int)(d_K), rows_left, cols_left, tid, g_A);
         else ptc::copy_tile_sync<int8_t, 64, 64, THREADS, 64, true>(smem + 16384u + (i_k % 2) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_W: W[128x64] -> W_lds
       if (0 < trips_k) {
         const int8_t* g = g_W + ((((i_j * 128) * d_K) + (i_k * 64)));
         const int rows_left = (int)ptc::min((long long)(d_N) - (long long)((i_j * 128)), 128LL), cols_left = (int)ptc::min((long long)(d_K) - (long long)((i_k * 64)), 64LL);
-        if (ALIGNED) staged_load_W.load(smem + (i_k % 2) * 8192u, g, (int)(d_K), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_W.load_buffered<false>(smem + (i_k % 2) * 8192u, g, (int)(d_K), rows_left, cols_left, tid, g_W);
         else ptc::copy_tile_sync<int8_t, 128, 64, THREADS, 64, true>(smem + (i_k % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
     }
@@ -137,14 +137,14 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       if (i_k + 1 < trips_k) {
         const int8_t* g = g_A + ((((i_i * 64) * d_K) + ((i_k + 1) * 64)));
         const int rows_left = (int)ptc::min((long long)(d_M) - (long long)((i_i * 64)), 64LL), cols_left = (int)ptc::min((long long)(d_K) - (long long)(((i_k + 1) * 64)), 64LL);
-        if (ALIGNED) staged_load_A.load(smem + 16384u + ((i_k + 1) % 2) * 4096u, g, (int)(d_K), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_A.load_buffered<false>(smem + 16384u + ((i_k + 1) % 2) * 4096u, g, (int)(d_K), rows_left, cols_left, tid, g_A);
         else ptc::copy_tile_sync<int8_t, 64, 64, THREADS, 64, true>(smem + 16384u + ((i_k + 1) % 2) * 4096u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // load_W: W[128x64] -> W_lds, 1 iteration(s) ahead
       if (i_k + 1 < trips_k) {
         const int8_t* g = g_W + ((((i_j * 128) * d_K) + ((i_k + 1) * 64)));
         const int rows_left = (int)ptc::min((long long)(d_N) - (long long)((i_j * 128)), 128LL), cols_left = (int)ptc::min((long long)(d_K) - (long long)(((i_k + 1) * 64)), 64LL);
-        if (ALIGNED) staged_load_W.load(smem + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), rows_left, cols_left, tid);
+        if (ALIGNED) staged_load_W.load_buffered<false>(smem + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), rows_left, cols_left, tid, g_W);
         else ptc::copy_tile_sync<int8_t, 128, 64, THREADS, 64, true>(smem + ((i_k + 1) % 2) * 8192u, g, (int)(d_K), (int)(1), rows_left, cols_left, 0.0f, tid);
       }
       // mma_acc: acc = acc + %A @ %W on mfma.i32.32x32x16i8, 1x2 atoms per wave, 4 k-steps
@@ -231,7 +231,9 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   const bool aligned = true &&
       d_K % 16 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
+      (long long)d_M * d_K * 1 <= 2147483648LL &&
       (uintptr_t)tensors[1] % 16 == 0 &&
+      (long long)d_N * d_K * 1 <= 2147483648LL &&
       d_M % 4 == 0 &&
       (uintptr_t)tensors[2] % 16 == 0 &&
       d_N % 4 == 0 &&

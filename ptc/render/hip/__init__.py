@@ -26,6 +26,7 @@ CAPABILITIES = Capabilities(
     staged_copies=True,
     transposed_operands=True,
     swapped_operands=True,
+    buffer_loads=True,
     native16=frozenset({"f16"}),     # v_add_f16 / v_mul_f16; CDNA2/3 have no bf16 arithmetic
 )
 

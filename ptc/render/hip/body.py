@@ -92,6 +92,10 @@ class HipBodyPrinter(CBodyPrinter):
         if op.tile.gather is not None:
             return (f"staged_{op.task}.load_gathered({dst}, g, (long long)({rs}), rows, "
                     f"cols_left, tid{self.gathered_args(op.tile)});")
+        if op.resource:     # through a buffer resource (global_to_shared.h)
+            by_range = "true" if op.resource == "tile" else "false"
+            return (f"staged_{op.task}.load_buffered<{by_range}>({dst}, g, (int)({rs}), "
+                    f"rows_left, cols_left, tid, g_{op.tile.tensor}{self.first_args(op.tile)});")
         return (f"staged_{op.task}.load({dst}, g, (int)({rs}), rows_left, cols_left, tid"
                 f"{self.first_args(op.tile)});")
 

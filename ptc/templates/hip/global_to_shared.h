@@ -48,6 +48,71 @@ __device__ __forceinline__ Word guarded_load(const T* g, int offset, bool ok) {
   return ok ? *PTC_GLOBAL(reinterpret_cast<const Word*>(g + offset)) : Word{};
 }
 
+// ---- buffer loads: zeros outside a range, without a branch ------------------------------
+// A raw buffer resource (V#: a 48-bit base, a range in bytes, gfx9's configuration word,
+// stride 0) over a tensor: a MUBUF load at a byte offset at or past the range returns
+// zeros (the ISA's range checking), so a chunk outside the tensor is a load at BUFFER_RANGE
+// instead of a branch of the wave around its load (exec-mask saves and restores; CK's and
+// Triton's buffer loads on CDNA do the same). The base is the tensor's pointer, the same
+// for every lane (read from lane 0: the scalar registers the instruction takes); the
+// launch checked that the tensor is below BUFFER_RANGE bytes (ptc/lower: BUFFER_BYTES), so
+// every chunk inside it has a 32-bit offset below the range. A load only partly past the
+// range would be chipset-dependent and is never issued: a chunk is inside or outside whole.
+constexpr uint32_t BUFFER_RANGE = 0x80000000u;
+constexpr uint32_t BUFFER_CONFIG = 0x00020000u;   // gfx9 (CDNA): 32-bit data format
+
+#ifndef PTC_EMULATE
+__device__ i32x4 raw_buffer_load_b128(i32x4 rsrc, int voffset, int soffset, int aux)
+    __asm("llvm.amdgcn.raw.buffer.load.v4i32");
+__device__ i32x2 raw_buffer_load_b64(i32x4 rsrc, int voffset, int soffset, int aux)
+    __asm("llvm.amdgcn.raw.buffer.load.v2i32");
+__device__ int raw_buffer_load_b32(i32x4 rsrc, int voffset, int soffset, int aux)
+    __asm("llvm.amdgcn.raw.buffer.load.i32");
+#endif
+
+__device__ __forceinline__ i32x4 buffer_resource(const void* base, uint32_t range) {
+  const uint64_t a = reinterpret_cast<uint64_t>(base);
+  i32x4 r;
+  r[0] = __builtin_amdgcn_readfirstlane(static_cast<int>(a));
+  r[1] = __builtin_amdgcn_readfirstlane(static_cast<int>(a >> 32)) & 0xffff;
+  r[2] = static_cast<int>(range);
+  r[3] = static_cast<int>(BUFFER_CONFIG);
+  return r;
+}
+
+// A buffer over `tensor` that ends where the last row of a tile inside it ends (its
+// rows_left-th row's cols_left-th element): a chunk in a row at or past rows_left is past
+// the range, zeros with no compare at all. A vector copy's columns are its tensor's
+// innermost dim (unit stride), so a row stride is at least the valid columns and rows do
+// not overlap (the emulator checks it). Chunks before rows_first or outside the columns
+// are still selected per lane.
+template <typename T>
+__device__ __forceinline__ i32x4 tile_buffer(const T* g, const T* tensor, int row_stride,
+                                            int rows_left, int cols_left) {
+#ifdef PTC_EMULATE
+  if (rows_left > 1 && row_stride < cols_left)
+    ::ptc::emu::fail("a buffered copy's rows overlap (row stride %d, %d columns)", row_stride,
+                     cols_left);
+#endif
+  const uint32_t end = rows_left > 0 && cols_left > 0
+      ? (static_cast<uint32_t>(g - tensor) +
+         static_cast<uint32_t>((rows_left - 1) * row_stride + cols_left)) * sizeof(T)
+      : 0u;
+  return buffer_resource(tensor, end);
+}
+
+// The Word at byte `offset` of the buffer, or zeros where !ok.
+template <typename Word>
+__device__ __forceinline__ Word buffer_load(i32x4 rsrc, uint32_t offset, bool ok) {
+  const int at = static_cast<int>(ok ? offset : BUFFER_RANGE);
+  if constexpr (sizeof(Word) == 16)
+    return __builtin_bit_cast(Word, raw_buffer_load_b128(rsrc, at, 0, 0));
+  else if constexpr (sizeof(Word) == 8)
+    return __builtin_bit_cast(Word, raw_buffer_load_b64(rsrc, at, 0, 0));
+  else
+    return __builtin_bit_cast(Word, raw_buffer_load_b32(rsrc, at, 0, 0));
+}
+
 // Gathered rows (ptc/lower/ir.py, GatherRows): row r of the tile is row at(r) of the
 // tensor -- element r of the index tile (`pad` past the index tensor's end), -1 (no row:
 // zeros or the pad; a store skips it) outside [0, bound). Each copy reads the position of
@@ -95,6 +160,27 @@ struct StagedTile {
     for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i)
       data[i] = guarded_load<Word>(g, r * row_stride + c, inside(r, rows_first, rows_left) &&
                                                               inside(c, cols_first, cols_left));
+    dst = smem;
+    live = true;
+  }
+
+  // the same through a buffer resource (ir.CopyTile.resource): no branches. TILE_END: the
+  // buffer ends with the tile's last row inside the tensor (tile_buffer), else it spans the
+  // tensor and each chunk's rows are compared too.
+  template <bool TILE_END>
+  __device__ __forceinline__ void load_buffered(uint32_t smem, const T* g, int row_stride,
+                                                int rows_left, int cols_left, int tid,
+                                                const T* tensor, int rows_first = 0,
+                                                int cols_first = 0) {
+    const i32x4 rsrc = TILE_END ? tile_buffer(g, tensor, row_stride, rows_left, cols_left)
+                                : buffer_resource(tensor, BUFFER_RANGE);
+    const uint32_t origin = static_cast<uint32_t>(g - tensor);   // elements; the tile's start
+#pragma unroll
+    for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i)
+      data[i] = buffer_load<Word>(
+          rsrc, (origin + static_cast<uint32_t>(r * row_stride + c)) * sizeof(T),
+          (TILE_END ? rows_first == 0 || r >= rows_first : inside(r, rows_first, rows_left)) &&
+              inside(c, cols_first, cols_left));
     dst = smem;
     live = true;
   }
@@ -166,6 +252,30 @@ struct StagedTileK8 {
             Words, guarded_load<Word>(g, (r + j) * row_stride + c,
                                       inside(r + j, rows_first, rows_left) &&
                                           inside(c, cols_first, cols_left)));
+    }
+    dst = smem;
+    live = true;
+  }
+
+  // the same through a buffer resource (ir.CopyTile.resource)
+  template <bool TILE_END>
+  __device__ __forceinline__ void load_buffered(uint32_t smem, const T* g, int row_stride,
+                                                int rows_left, int cols_left, int tid,
+                                                const T* tensor, int rows_first = 0,
+                                                int cols_first = 0) {
+    const i32x4 rsrc = TILE_END ? tile_buffer(g, tensor, row_stride, rows_left, cols_left)
+                                : buffer_resource(tensor, BUFFER_RANGE);
+    const uint32_t origin = static_cast<uint32_t>(g - tensor);
+#pragma unroll
+    for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        data[i][j] = __builtin_bit_cast(
+            Words, buffer_load<Word>(
+                       rsrc, (origin + static_cast<uint32_t>((r + j) * row_stride + c)) * sizeof(T),
+                       (TILE_END ? rows_first == 0 || r + j >= rows_first
+                                 : inside(r + j, rows_first, rows_left)) &&
+                           inside(c, cols_first, cols_left)));
     }
     dst = smem;
     live = true;

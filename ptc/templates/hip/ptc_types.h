@@ -21,6 +21,7 @@ typedef float f32x4 PTC_VECTOR(float, 4);
 typedef float f32x16 PTC_VECTOR(float, 16);
 typedef short i16x4 PTC_VECTOR(short, 4);
 typedef _Float16 f16x4 PTC_VECTOR(_Float16, 4);
+typedef int i32x2 PTC_VECTOR(int, 2);
 typedef int i32x4 PTC_VECTOR(int, 4);
 typedef int i32x16 PTC_VECTOR(int, 16);
 #undef PTC_VECTOR

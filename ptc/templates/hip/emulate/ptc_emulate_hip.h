@@ -531,3 +531,53 @@ PTC_EMU_MFMA_FNUZ(32x32x16, 32, bf8_bf8, true, true, ptc::f32x16)
 #undef PTC_EMU_MFMA_FNUZ
 
 inline unsigned long __builtin_amdgcn_ballot_w64(bool pred) { return ptc::emu::ballot(pred); }
+
+// MUBUF raw buffer loads (global_to_shared.h: buffer_load), each lane on its own: the
+// resource must be gfx9's raw one (configuration word 0x00020000, stride 0, no cache
+// controls); an offset at or past its range reads zeros (the ISA's range checking); a load
+// that starts inside the range and ends past it is chipset-dependent (checked per dword on
+// some chips, per access on others), so it is an error here; the rest reads the tensors
+// like any global access (outside every tensor: an error).
+namespace ptc {
+namespace emu {
+template <typename W>
+inline W raw_buffer_load(i32x4 rsrc, int voffset, int soffset, int aux, const char* name) {
+  const uint32_t range = static_cast<uint32_t>(rsrc[2]);
+  const uint32_t config = static_cast<uint32_t>(rsrc[3]);
+  const uint32_t stride = static_cast<uint32_t>(rsrc[1]) >> 16;
+  W out{};
+  if (config != 0x00020000u || stride != 0 || aux != 0) {
+    fail("%s with a buffer resource that is not gfx9's raw one (word 3 %#x, stride %u, "
+         "controls %d)", name, config, stride, aux);
+    return out;
+  }
+  // the range check counts the scalar offset on some chips and not on others: where the
+  // two disagree the kernel reads what the chip decides
+  const uint64_t offset = uint64_t(uint32_t(voffset)) + uint32_t(soffset);
+  if ((uint32_t(voffset) >= range) != (offset >= range)) {
+    fail("%s at lane offset %u and scalar offset %u: whether it is past the buffer's range "
+         "of %u bytes depends on whether the chip counts the scalar offset in its range check",
+         name, uint32_t(voffset), uint32_t(soffset), range);
+    return out;
+  }
+  if (offset >= range) return out;
+  if (offset + sizeof(W) > range) {
+    fail("%s of %zu bytes at offset %llu crosses the buffer's range of %u bytes (what it "
+         "reads is chipset-dependent)", name, sizeof(W), (unsigned long long)offset, range);
+    return out;
+  }
+  const uint64_t base = uint64_t(uint32_t(rsrc[0])) | (uint64_t(uint32_t(rsrc[1]) & 0xffffu) << 32);
+  return *global_access(reinterpret_cast<const W*>(base + offset));
+}
+}  // namespace emu
+
+inline i32x4 raw_buffer_load_b128(i32x4 rsrc, int voffset, int soffset, int aux) {
+  return emu::raw_buffer_load<i32x4>(rsrc, voffset, soffset, aux, "buffer_load_dwordx4");
+}
+inline i32x2 raw_buffer_load_b64(i32x4 rsrc, int voffset, int soffset, int aux) {
+  return emu::raw_buffer_load<i32x2>(rsrc, voffset, soffset, aux, "buffer_load_dwordx2");
+}
+inline int raw_buffer_load_b32(i32x4 rsrc, int voffset, int soffset, int aux) {
+  return emu::raw_buffer_load<int>(rsrc, voffset, soffset, aux, "buffer_load_dword");
+}
+}  // namespace ptc
