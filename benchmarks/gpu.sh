@@ -15,13 +15,16 @@
 #              harness at its SMOKE shape (pytest and sanitize run side by side)
 #   bench      benchmarks/run.py: ptc against cuBLAS, SDPA (FA2 / cuDNN) and Triton at
 #              DESIGN.md section 6's shapes, with the model's estimate of every plan
+#   layers     benchmarks/layers.py: the LLaMA-3 layer and the Mamba2 block of examples/ from
+#              ptc kernels against torch eager and torch.compile, forward (and the layer's
+#              forward+backward); not in --quick
 #   tune       ptc tune on gemm 8192^3 and flash attention d128 (their measured plans are
 #              more rows for the calibration); not in --quick
 #   calibrate  ptc calibrate: the sm90 cost-model figures fitted to what was measured
 #   report     benchmarks/report.py: results.md and results.csv from all of the above
 #
 # Everything goes to one folder, benchmarks/results/DATE-GPU/ (or --out DIR): logs/,
-# steps.tsv, env.json, pytest.xml, sanitizer.json, bench.json, tune-*.json,
+# steps.tsv, env.json, pytest.xml, sanitizer.json, bench.json, layers.json, tune-*.json,
 # ptc-tuning.json, calibration.json, sm90.calibrated.yaml, results.md, results.csv.
 # --tar FILE also packs that folder into FILE (the device tool brings back 8 files at most).
 # Exit status: 0 when every step passed, 1 when one failed, 2 for a usage error.
@@ -33,7 +36,7 @@ WHEELS=${PTC_GPU_WHEELS:-$ROOT/.gpu-wheels}
 SITE=${PTC_GPU_SITE:-/tmp/ptc-gpu-site}
 CACHE=${PTC_GPU_CACHE:-/tmp/ptc-gpu-cache}
 QUICK=0 DRY=0 OUT="" TAR="" ONLY=""
-ALL_STEPS="setup facts pytest sanitize bench tune calibrate report"
+ALL_STEPS="setup facts pytest sanitize bench layers tune calibrate report"
 
 usage() {
   cat <<EOF
@@ -90,15 +93,15 @@ OUT=$(cd "$OUT" && pwd)
 STEPS="$OUT/steps.tsv"
 printf 'step\tstatus\tseconds\tlimit\tcommand\n' > "$STEPS"
 
-# Time limits in seconds (pytest and sanitize run side by side): 540 s in all, 175 s quick.
-# sanitize and bench start nothing new after their budget, so what they did is kept.
+# Time limits in seconds (pytest and sanitize run side by side): 530 s in all, 175 s quick.
+# sanitize, bench and layers start nothing new after their budget, so what they did is kept.
 if [ "$QUICK" = 1 ]; then
-  LIMITS="setup=10 facts=10 pytest=70 sanitize=70 bench=65 tune=0 calibrate=10 report=10"
+  LIMITS="setup=10 facts=10 pytest=70 sanitize=70 bench=65 layers=0 tune=0 calibrate=10 report=10"
   BUDGETS="sanitize=55 bench=45"
   QFLAG="--quick"
 else
-  LIMITS="setup=30 facts=15 pytest=130 sanitize=130 bench=200 tune=120 calibrate=30 report=15"
-  BUDGETS="sanitize=110 bench=160"
+  LIMITS="setup=30 facts=15 pytest=130 sanitize=130 bench=150 layers=80 tune=80 calibrate=30 report=15"
+  BUDGETS="sanitize=110 bench=110 layers=45"
   QFLAG=""
 fi
 limit_of() { local kv; for kv in $LIMITS; do [ "${kv%%=*}" = "$1" ] && echo "${kv#*=}"; done; }
@@ -180,6 +183,7 @@ else        # both check correctness and share the GPU well: side by side
 fi
 
 run_step bench 1 "$(q "$PY") benchmarks/run.py $QFLAG --out $(q "$OUT") --budget $(budget_of bench)"
+run_step layers 1 "$(q "$PY") benchmarks/layers.py --device cuda --repeat 5 --budget $(budget_of layers) --json $(q "$OUT/layers.json")"
 
 TUNE="$(q "$PY") -m ptc.cli tune samples/gemm.pt -t sm90 --shape M=8192,N=8192,K=8192 --top 2 --iters 30 --tuning $(q "$OUT/ptc-tuning.json") --record $(q "$OUT/tune-gemm.json")"
 TUNE="$TUNE; a=\$?; $(q "$PY") -m ptc.cli tune samples/flash_attn.pt -t sm90 --shape B=2,H=16,S=8192,T=8192,D=128 --top 2 --no-neighbours --iters 30 --tuning $(q "$OUT/ptc-tuning.json") --record $(q "$OUT/tune-flash_attn.json"); [ \$a = 0 ] && [ \$? = 0 ]"

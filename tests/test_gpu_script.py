@@ -68,8 +68,8 @@ def test_a_dry_run_says_what_every_step_would_run(no_gpu, tmp_path):
     assert result.returncode == 0, result.stderr
     text = result.stdout
     order = [m.group(1) for m in re.finditer(r"^\[dry-run\] (\w+) \(at most \d+ s\)", text, re.M)]
-    assert order == ["setup", "facts", "pytest", "sanitize", "bench", "tune", "calibrate",
-                     "report"]
+    assert order == ["setup", "facts", "pytest", "sanitize", "bench", "layers", "tune",
+                     "calibrate", "report"]
     assert "-m pytest -m gpu" in text and "--junitxml=" in text
     # every SMOKE line, on sm80 and sm90, at its SMOKE tiles and at the benchmark plan
     harnesses = 4 * len(sanitize.smoke_lines())
@@ -83,7 +83,8 @@ def test_a_dry_run_says_what_every_step_would_run(no_gpu, tmp_path):
     assert "ptc.cli calibrate" in text and "sm90.calibrated.yaml" in text
     assert "benchmarks/report.py --dry-run: would read" in text
     rows = steps(out)
-    assert [r["status"] for r in rows] == ["dry-run"] * 8
+    assert [r["status"] for r in rows] == ["dry-run"] * 9
+    assert "benchmarks/layers.py --dry-run: mamba2 on cuda" in text
     assert total_limit(rows) <= 9 * 60                   # one run: at most 9 minutes
     assert not (out / "bench.json").exists() and not (out / "results.md").exists()
     assert f"results in {out}" in text
@@ -95,6 +96,7 @@ def test_the_quick_run_fits_in_three_minutes(no_gpu, tmp_path):
     assert result.returncode == 0, result.stderr
     rows = steps(out)
     assert {r["step"]: r["status"] for r in rows}["tune"] == "skipped"
+    assert {r["step"]: r["status"] for r in rows}["layers"] == "skipped"
     assert total_limit(rows) <= 3 * 60
     assert "--quick" in result.stdout and "-k 'not sm80'" in result.stdout
     # sm90, the benchmark plans: one per SMOKE line
@@ -107,7 +109,8 @@ def test_only_some_steps(no_gpu, tmp_path):
     assert result.returncode == 0
     status = {r["step"]: r["status"] for r in steps(tmp_path / "o")}
     assert status == {"setup": "skipped", "facts": "skipped", "pytest": "skipped",
-                      "sanitize": "skipped", "bench": "dry-run", "tune": "skipped",
+                      "sanitize": "skipped", "bench": "dry-run", "layers": "skipped",
+                      "tune": "skipped",
                       "calibrate": "skipped", "report": "dry-run"}
 
 

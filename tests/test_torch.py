@@ -4,6 +4,7 @@ The tier `make test-torch` runs this file (marker `torch`, deselected from `make
 it skips when torch is not installed."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -371,3 +372,47 @@ def test_mamba2_block_matches_torch_recurrence_compiled(backend):
     assert got["compiled_vs_eager"] == 0
     f16_spacing = 2.0 ** (math.floor(math.log2(got["scale"])) - 10)
     assert got["eager"] <= 2 * f16_spacing, got
+
+
+def test_the_chunked_mamba2_baseline_is_the_recurrence():
+    """benchmarks/layers.py times the block against torch_mamba2_chunked: it must be the
+    same function as the step-by-step recurrence (f16 outputs, equal to a spacing)."""
+    block = load_example("mamba2/block.py")
+    cfg = block.Config()
+    p = block.parameters(cfg, 3)
+    u = torch.randn(2, 4 * cfg.chunk, cfg.d_model, generator=torch.Generator().manual_seed(4))
+    want = block.torch_mamba2(cfg, u.half(), p).float()
+    got = block.torch_mamba2_chunked(cfg, u.half(), p).float()
+    torch.testing.assert_close(got, want, atol=2e-3, rtol=2e-3)
+    # a chunked scan that forgets to pass the states from chunk to chunk is caught
+    passing = block.segment_sums
+    block.segment_sums = lambda a: passing(a) if a.shape[-1] == cfg.chunk else \
+        torch.full(a.shape + a.shape[-1:], -torch.inf)
+    try:
+        wrong = block.torch_mamba2_chunked(cfg, u.half(), p).float()
+    finally:
+        block.segment_sums = passing
+    assert (wrong - want).abs().max() > 0.05
+
+
+# ---- benchmarks/layers.py: the layers against eager and Inductor --------------------------
+@pytest.mark.cxx                # Inductor compiles C++
+def test_the_layers_benchmark_runs_every_layer_on_the_cpu(tmp_path, capsys):
+    """The GPU benchmark's code path at tiny shapes on the CPU (the interpreter): a row per
+    layer, ptc's output checked against the baseline, every side timed. No time is
+    asserted: CPU times say nothing of a GPU."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import layers
+
+    out = tmp_path / "layers.json"
+    assert layers.main(["--device", "cpu", "--repeat", "1", "--json", str(out)]) == 0
+    rows = {r["layer"]: r for r in json.loads(out.read_text())["rows"]}
+    assert list(rows) == ["llama3", "llama3_train", "mamba2"]
+    assert rows["llama3_train"]["pass"] == "forward+backward"
+    assert rows["llama3"]["max_diff"] < 0.1            # the baseline computes in bf16
+    assert rows["llama3_train"]["max_diff"] < 1e-4     # both in f32
+    assert rows["mamba2"]["max_diff"] < 0.01           # f16 outputs
+    for r in rows.values():
+        assert all(r[f"{side}_ms"] > 0 for side in ("ptc", "eager", "inductor"))
+    printed = capsys.readouterr().out
+    assert "inductor/ptc" in printed and "llama3_train" in printed

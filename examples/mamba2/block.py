@@ -133,6 +133,65 @@ def torch_mamba2(cfg: Config, u: torch.Tensor, p: dict) -> torch.Tensor:
     return (f(out) @ f(p["w_out"]).T).half()
 
 
+def segment_sums(a: torch.Tensor) -> torch.Tensor:
+    """[..., L] -> [..., L, L]: entry (i, j) the sum of a[j+1 .. i] for j <= i, -inf above."""
+    cs = torch.cumsum(a, dim=-1)
+    out = cs[..., :, None] - cs[..., None, :]
+    keep = torch.tril(torch.ones(a.shape[-1], a.shape[-1], dtype=torch.bool, device=a.device))
+    return out.masked_fill(~keep, -torch.inf)
+
+
+def ssd_chunked(x, dt, A, Bm, C, chunk: int) -> torch.Tensor:
+    """The SSM of torch_mamba2's recurrence in chunks (the Mamba2 paper's minimal SSD
+    listing, f32): x [b, t, H, P], dt [b, t, H], A [H], Bm / C [b, t, H, N] (already per
+    head). What torch users run, and what Inductor fuses: the baseline of
+    benchmarks/layers.py."""
+    b, t, H, P = x.shape
+    nc = t // chunk
+    X = (x * dt[..., None]).reshape(b, nc, chunk, H, P)
+    Ad = (dt * A).reshape(b, nc, chunk, H).permute(0, 3, 1, 2)          # [b, H, c, l]
+    Bc, Cc = (m.reshape(b, nc, chunk, H, -1) for m in (Bm, C))
+    a_cs = torch.cumsum(Ad, dim=-1)
+    decay = torch.exp(segment_sums(Ad))                                   # [b, H, c, l, s]
+    y_diag = torch.einsum("bclhn,bcshn,bhcls,bcshp->bclhp", Cc, Bc, decay, X)
+    to_end = torch.exp(a_cs[..., -1:] - a_cs)
+    states = torch.einsum("bclhn,bhcl,bclhp->bchpn", Bc, to_end, X)
+    states = torch.cat([torch.zeros_like(states[:, :1]), states], dim=1)
+    passing = torch.exp(segment_sums(torch.nn.functional.pad(a_cs[..., -1], (1, 0))))
+    states = torch.einsum("bhzc,bchpn->bzhpn", passing, states)[:, :-1]
+    y_off = torch.einsum("bclhn,bchpn,bhcl->bclhp", Cc, states, torch.exp(a_cs))
+    return (y_diag + y_off).reshape(b, t, H, P)
+
+
+def torch_mamba2_chunked(cfg: Config, u: torch.Tensor, p: dict,
+                         compute=torch.float32) -> torch.Tensor:
+    """torch_mamba2 with the SSM in chunks (ssd_chunked) instead of one position at a time:
+    the same function, written as a PyTorch user would for speed (`compute`: the dtype of
+    the projections and the convolution; the SSM in f32)."""
+    def f(t):
+        return t.to(compute)
+
+    b, t, d = u.shape
+    H, P, G, N = cfg.heads, cfg.head_dim, cfg.groups, cfg.d_state
+    proj = {k: (f(u) @ f(p[f"w_{k}"]).T).half() for k in ("z", "x", "B", "C", "dt")}
+
+    def conv(part):
+        x = f(proj[part]).transpose(1, 2)
+        y = F.conv1d(x, f(p[f"conv_{part}"])[:, None, :], f(p[f"conv_bias_{part}"]),
+                     padding=cfg.conv - 1, groups=x.shape[1])[..., :t]
+        return F.silu(y).transpose(1, 2).half()
+
+    x = conv("x").float().view(b, t, H, P)
+    heads_of = torch.arange(H, device=u.device) // (H // G)
+    Bm, C = (conv(part).float().view(b, t, G, N)[:, :, heads_of] for part in ("B", "C"))
+    dt = F.softplus(proj["dt"].float().view(b, t, H) + p["dt_bias"])
+    y = ssd_chunked(x, dt, -torch.exp(p["A_log"]), Bm, C, cfg.chunk)
+    y = (y + p["D"][:, None] * x).reshape(b, t, H * P).half()
+    g = y.float() * F.silu(proj["z"].float().view(b, t, H * P))
+    out = (g * torch.rsqrt(g.pow(2).mean(-1, keepdim=True) + cfg.eps) * p["norm"].float()).half()
+    return (f(out) @ f(p["w_out"]).T).half()
+
+
 def compare(backend: str = "interp", batch: int = 2, chunks: int = 3, seed: int = 0) -> dict:
     cfg = Config()
     p = parameters(cfg, seed)
