@@ -75,7 +75,7 @@ __device__ __forceinline__ i32x4 buffer_resource(const void* base, uint32_t rang
   i32x4 r;
   r[0] = __builtin_amdgcn_readfirstlane(static_cast<int>(a));
   r[1] = __builtin_amdgcn_readfirstlane(static_cast<int>(a >> 32)) & 0xffff;
-  r[2] = static_cast<int>(range);
+  r[2] = __builtin_amdgcn_readfirstlane(static_cast<int>(range));
   r[3] = static_cast<int>(BUFFER_CONFIG);
   return r;
 }
