@@ -22,7 +22,7 @@ from .exprs import ExprChecker
 from .indexing import IndexChecker
 from .signature import SignatureChecker
 from .stmts import Scope, StmtChecker
-from .support import Abandon, SourceText, source_text, suggest
+from .support import Abandon, SourceText, source_text, store_targets, suggest
 
 
 def check(module: ast.Module, shapes: dict[str, int]) -> T.Program:
@@ -78,12 +78,13 @@ class KernelChecker(SignatureChecker, StmtChecker, ExprChecker, CallChecker, Ind
         self.expired: dict[str, Span] = {}   # names local to a finished block -> block span
         self.expired_indices: set[str] = set()   # the indices among them
         self.written: set[str] = set()
+        self.output_loads: list[tuple[str, Span]] = []   # outputs loaded, where, in order
         self.assignment_counts = _assignment_counts(kernel.body)
         self.assigned_anywhere = set(self.assignment_counts)
         self.index_values: dict[str, T.TExpr] = {}   # variables an index may read
         self.not_index_values: dict[str, T.TExpr] = {}  # other scalars: what computes them
         self.gather_values: dict[str, T.Load] = {}   # i32 tiles loaded once: gathered rows
-        self.store_targets = _store_targets(kernel.body)
+        self.store_targets = store_targets(kernel.body)
         self.errors_before = len(collector.diagnostics)
 
     # ---- driver ----------------------------------------------------------------------
@@ -164,36 +165,3 @@ def _assignment_counts(stmts, counts: Counter | None = None) -> Counter:
         elif isinstance(s, (ast.Parallel, ast.For)):
             _assignment_counts(s.body, counts)
     return counts
-
-
-def _store_targets(stmts) -> set[str]:
-    """Tensors named as the target of a store/atomic_add anywhere (even a misplaced or
-    ill-typed one), so that an error in that store does not also report them unwritten."""
-    names: set[str] = set()
-
-    def visit(e) -> None:
-        if isinstance(e, ast.Call):
-            if (e.func in ("store", "atomic_add") and e.args
-                    and isinstance(e.args[0], ast.Subscript)
-                    and isinstance(e.args[0].base, ast.Name)):
-                names.add(e.args[0].base.id)
-            for a in e.args:
-                visit(a)
-            for kw in e.kwargs:
-                visit(kw.value)
-        elif isinstance(e, ast.Binary):
-            visit(e.lhs)
-            visit(e.rhs)
-        elif isinstance(e, (ast.Unary, ast.Cast)):
-            visit(e.operand)
-        elif isinstance(e, (ast.Subscript, ast.Attribute)):
-            visit(e.base)
-
-    for s in stmts:
-        if isinstance(s, ast.ExprStmt):
-            visit(s.expr)
-        elif isinstance(s, ast.Assign):
-            visit(s.value)
-        elif isinstance(s, (ast.Parallel, ast.For)):
-            names |= _store_targets(s.body)
-    return names

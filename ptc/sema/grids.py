@@ -1,8 +1,8 @@
 """A kernel with several `parallel` grids, as one single-grid kernel per grid.
 
-Inputs are read-only and outputs write-only (docs/language.md), so the grids of a kernel
-share no data: each is scheduled, lowered and rendered on its own, and they are launched
-one after the other in program order (one launch each). A grid's kernel keeps the whole
+Inputs are read-only, and a grid reads only the outputs it does not write (docs/language.md:
+what the grids before it wrote), so each grid is scheduled, lowered and rendered on its
+own, and they are launched one after the other in program order (one launch each). A grid's kernel keeps the whole
 signature and only the tile sizes its grid uses, so the search does not enumerate the
 others' candidates.
 """

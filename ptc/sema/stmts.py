@@ -10,7 +10,7 @@ from ..diagnostics import Span
 from . import dtypes as dt
 from . import typed as T
 from .calls import KNOWN_FUNCS
-from .support import Abandon, V, suggest
+from .support import Abandon, V, store_targets, suggest
 
 
 @dataclass
@@ -77,11 +77,24 @@ class StmtChecker:
         axes = [self._axis(a) for a in stmt.axes]
         self.scopes.append(Scope("parallel", stmt.span,
                                  indices=[a.var for a, ga in zip(stmt.axes, axes) if ga]))
+        loads = len(self.output_loads)
         body = self._block(stmt.body)
         self._close_scope()
+        self._outputs_read_where_written(stmt, self.output_loads[loads:])
         if any(a is None for a in axes):
             return None
         return T.Grid(tuple(axes), body, stmt.span)
+
+    def _outputs_read_where_written(self, stmt: ast.Parallel, loads) -> None:
+        """A grid may load an output it does not write: it reads what the grids before it
+        wrote (zeros where none did), as they are launched in order. Its own writes it may
+        not read: its tasks run in no order."""
+        written = store_targets(stmt.body)
+        for name, span in loads:
+            if name in written:
+                self.error(f"this grid loads output {name!r} and also writes it", span,
+                           "a grid reads what the grids before it wrote: load it in a later "
+                           "`parallel` block, or pass the values in as an input parameter")
 
     def _for(self, stmt: ast.For) -> T.Loop | None:
         until = None

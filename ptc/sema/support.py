@@ -97,3 +97,36 @@ class SourceText:
                              ast.FloatLit)):
             return text
         return f"({text})"
+
+
+def store_targets(stmts) -> set[str]:
+    """Tensors named as the target of a store/atomic_add anywhere (even a misplaced or
+    ill-typed one), so that an error in that store does not also report them unwritten."""
+    names: set[str] = set()
+
+    def visit(e) -> None:
+        if isinstance(e, ast.Call):
+            if (e.func in ("store", "atomic_add") and e.args
+                    and isinstance(e.args[0], ast.Subscript)
+                    and isinstance(e.args[0].base, ast.Name)):
+                names.add(e.args[0].base.id)
+            for a in e.args:
+                visit(a)
+            for kw in e.kwargs:
+                visit(kw.value)
+        elif isinstance(e, ast.Binary):
+            visit(e.lhs)
+            visit(e.rhs)
+        elif isinstance(e, (ast.Unary, ast.Cast)):
+            visit(e.operand)
+        elif isinstance(e, (ast.Subscript, ast.Attribute)):
+            visit(e.base)
+
+    for s in stmts:
+        if isinstance(s, ast.ExprStmt):
+            visit(s.expr)
+        elif isinstance(s, ast.Assign):
+            visit(s.value)
+        elif isinstance(s, (ast.Parallel, ast.For)):
+            names |= store_targets(s.body)
+    return names
