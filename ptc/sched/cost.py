@@ -17,7 +17,7 @@ simulated for a few iterations and extrapolated linearly from the steady state.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from ..devices import Device, UnitKind
@@ -277,14 +277,30 @@ def loop_trips(graph: STaskGraph, dims: Mapping[str, int]) -> dict[str, float]:
         loop = r.loop
         size = _extent(graph, loop.axis.size)
         full = tile_count(dims[loop.axis.dim], size)
-        if loop.until is None or T.reads_memory(loop.until):
-            # a bound read from a tensor (a sequence's length) is data: planned as the
-            # dim's whole trip count, the most it can be
+        bound = known_bound(loop.until)
+        if bound is None:
+            # no bound, or one read from a tensor (a sequence's length) is data: planned
+            # as the dim's whole trip count, the most it can be
             out[r.name] = full
             continue
         # evaluate `until` over the grid's tile indices (the loop bound depends on them)
-        out[r.name] = _average_until(graph, loop, dims, size, full)
+        out[r.name] = _average_until(graph, replace(loop, until=bound), dims, size, full)
     return out
+
+
+def known_bound(until):
+    """The part of an `until` bound known without reading memory: the bound, or where it is
+    min(...) of a read and other terms, the min of the others (the most it can be: a split
+    of flash-decoding walks at most its share of the pages); None where there is none."""
+    if until is None or not T.reads_memory(until):
+        return until
+    if isinstance(until, T.Elementwise) and until.op == "min":
+        known = [a for a in until.args if not T.reads_memory(a)]
+        if len(known) == 1:
+            return known[0]
+        if known:
+            return replace(until, args=tuple(known))
+    return None
 
 
 def _extent(graph: STaskGraph, e) -> int:
@@ -389,8 +405,6 @@ def persistent_estimate(est: Estimate, device: Device) -> Estimate:
     """`est` for a persistent launch: the grid's tiles spread over exactly the resident
     CTAs, so a partial last wave costs its share instead of a whole wave (never less than
     the unique DRAM traffic takes)."""
-    from dataclasses import replace
-
     if not (est.waves > 1 and math.isfinite(est.seconds)):
         return est
     seconds = est.seconds * est.waves / math.ceil(est.waves)
@@ -411,9 +425,10 @@ def _busiest(t: Timeline) -> str:
 
 def _unique_bytes(graph: STaskGraph, dims: Mapping[str, int], execs: Mapping[str, float],
                   tiles: int) -> float:
-    """The DRAM bytes the launch cannot avoid: each tensor once, or what its copies move
-    where that is less (a paged KV cache's pages that no request's table names are never
-    read)."""
+    """The DRAM bytes the launch cannot avoid: each tensor its copies move once, or what
+    they move where that is less (a paged KV cache's pages that no request's table names are
+    never read). A tensor no copy of this grid moves is not counted: another grid's (a grid
+    keeps its kernel's whole signature), or an index table read element by element."""
     moved: dict[str, float] = {}
     for t in graph.tasks:
         if t.tensor is not None:
@@ -423,5 +438,5 @@ def _unique_bytes(graph: STaskGraph, dims: Mapping[str, int], execs: Mapping[str
     for p in k.inputs + k.outputs:
         if hasattr(p, "dims"):
             size = math.prod(p.shape_in(dims)) * DTYPE_BYTES[p.dtype]
-            total += min(size, moved.get(p.name, size))
+            total += min(size, moved.get(p.name, 0.0))
     return total

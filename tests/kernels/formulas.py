@@ -41,8 +41,13 @@ def randn(rng, shape, dtype, scale=1.0, shift=0.0) -> np.ndarray:
 
 
 def rel_l2(got, want) -> float:
-    """||got - want|| / ||want|| in float64 (NaN if got holds a NaN)."""
+    """||got - want|| / ||want|| in float64 over the finite entries of `want`, whose
+    infinities `got` must hold exactly (inf where they differ; NaN if got holds a NaN)."""
     got, want = f64(got), f64(want)
+    finite = np.isfinite(want)
+    if not np.array_equal(got[~finite], want[~finite]):
+        return float("inf")
+    got, want = got[finite], want[finite]
     return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
 
 
@@ -340,6 +345,55 @@ def _varlen_ref(i, d):
 HALF = 1e-2      # an f16 / bf16 result (or one computed through f16 / bf16 values)
 SINGLE = 1e-4    # an f32 result from exact f16 / bf16 / f32 inputs
 
+def _flash_decode_inputs(d, rng):
+    """A cache of NP pages of PAGE tokens; request b holds lens[b] tokens in distinct random
+    pages (request 0 all MP * PAGE, the last one token), its table -1 past its last page."""
+    B, HK, G, D, NP, PAGE, MP = (d[k] for k in ("B", "HK", "G", "D", "NP", "PAGE", "MP"))
+    lens = rng.integers(1, MP * PAGE + 1, B)
+    lens[0], lens[-1] = MP * PAGE, 1
+    pages = rng.permutation(NP)[:B * MP].reshape(B, MP)
+    used = (lens[:, None] + PAGE - 1) // PAGE
+    table = np.where(np.arange(MP)[None, :] < used, pages, -1).astype(np.int32)
+    return {"Q": randn(rng, (B, HK, G, D), BF16, 1.5), "K": randn(rng, (NP, PAGE, HK, D), BF16),
+            "V": randn(rng, (NP, PAGE, HK, D), BF16), "table": table,
+            "lens": lens.astype(np.int32)}
+
+
+def _decode(q, k, v, D):
+    """softmax(q k^T / sqrt(D)) v of each query row, and each row's log-sum-exp."""
+    s = q @ k.T / np.sqrt(D)
+    m = s.max(axis=1, keepdims=True)
+    p = np.exp(s - m)
+    return (p / p.sum(axis=1, keepdims=True)) @ v, (m + np.log(p.sum(axis=1, keepdims=True)))[:, 0]
+
+
+def _flash_decode_ref(i, d):
+    """Token t of request b is row t % PAGE of page table[b, t // PAGE]. O: attention over
+    the request's lens[b] tokens; split s of SPLITS takes pages s * pps .. s * pps + pps - 1
+    (pps = ceil(MP / SPLITS)): Opart its tokens' attention, LSE their log-sum-exp (zeros
+    and -inf for a split past the request's end)."""
+    q, k, v = f64(i["Q"]), f64(i["K"]), f64(i["V"])
+    B, HK, G, D = q.shape
+    PAGE, MP, S = k.shape[1], d["MP"], d["SPLITS"]
+    pps = -(-MP // S)
+    out = {"O": np.zeros((B, HK, G, D)), "Opart": np.zeros((B, HK, S, G, D)),
+           "LSE": np.full((B, HK, S, G), -np.inf)}
+    for b in range(B):
+        n = int(i["lens"][b])
+        for s in range(-1, S):          # -1: the whole request
+            t = np.arange(n) if s < 0 else np.arange(s * pps * PAGE, min((s + 1) * pps * PAGE, n))
+            if not len(t):
+                continue
+            pages, rows = i["table"][b, t // PAGE], t % PAGE
+            for h in range(HK):
+                o, lse = _decode(q[b, h], k[pages, rows, h], v[pages, rows, h], D)
+                if s < 0:
+                    out["O"][b, h] = o
+                else:
+                    out["Opart"][b, h, s], out["LSE"][b, h, s] = o, lse
+    return out
+
+
 KERNELS: dict[str, Entry] = {
     "gemm_bias_gelu": Entry(
         _gemm_inputs(F16, bias="bias"),
@@ -440,5 +494,11 @@ KERNELS: dict[str, Entry] = {
     "varlen_mean": Entry(
         _varlen_inputs, _varlen_ref,
         dict(TT=300, D=100, B=7), {"Y": SINGLE}),
+    # splits past a request's end (lse -inf), a split of two pages, the last of one page;
+    # Opart is f32, but P is rounded to bf16 for its product with V (as in O)
+    "flash_decode": Entry(
+        _flash_decode_inputs, _flash_decode_ref,
+        dict(B=3, HK=2, G=8, D=64, NP=21, PAGE=16, MP=7, SPLITS=3),
+        {"O": HALF, "Opart": 2e-3, "LSE": SINGLE}),
 }
 
