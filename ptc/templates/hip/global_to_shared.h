@@ -113,6 +113,22 @@ __device__ __forceinline__ Word buffer_load(i32x4 rsrc, uint32_t offset, bool ok
     return __builtin_bit_cast(Word, raw_buffer_load_b32(rsrc, at, 0, 0));
 }
 
+// A buffered copy's resource (ir.CopyTile.resource): TILE_END, ending with the tile's last
+// row inside the tensor (tile_buffer); else over the whole tensor.
+template <bool TILE_END, typename T>
+__device__ __forceinline__ i32x4 copy_resource(const T* g, const T* tensor, int row_stride,
+                                               int rows_left, int cols_left) {
+  return TILE_END ? tile_buffer(g, tensor, row_stride, rows_left, cols_left)
+                  : buffer_resource(tensor, BUFFER_RANGE);
+}
+
+// Whether a buffered copy loads row r: with TILE_END the rows at or past rows_left are past
+// the resource's range (zeros without a compare); only those before rows_first are not.
+template <bool TILE_END>
+__device__ __forceinline__ bool buffered_row(int r, int rows_first, int rows_left) {
+  return TILE_END ? rows_first == 0 || r >= rows_first : inside(r, rows_first, rows_left);
+}
+
 // Gathered rows (ptc/lower/ir.py, GatherRows): row r of the tile is row at(r) of the
 // tensor -- element r of the index tile (`pad` past the index tensor's end), -1 (no row:
 // zeros or the pad; a store skips it) outside [0, bound). Each copy reads the position of
@@ -172,15 +188,13 @@ struct StagedTile {
                                                 int rows_left, int cols_left, int tid,
                                                 const T* tensor, int rows_first = 0,
                                                 int cols_first = 0) {
-    const i32x4 rsrc = TILE_END ? tile_buffer(g, tensor, row_stride, rows_left, cols_left)
-                                : buffer_resource(tensor, BUFFER_RANGE);
+    const i32x4 rsrc = copy_resource<TILE_END>(g, tensor, row_stride, rows_left, cols_left);
     const uint32_t origin = static_cast<uint32_t>(g - tensor);   // elements; the tile's start
 #pragma unroll
     for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i)
       data[i] = buffer_load<Word>(
           rsrc, (origin + static_cast<uint32_t>(r * row_stride + c)) * sizeof(T),
-          (TILE_END ? rows_first == 0 || r >= rows_first : inside(r, rows_first, rows_left)) &&
-              inside(c, cols_first, cols_left));
+          buffered_row<TILE_END>(r, rows_first, rows_left) && inside(c, cols_first, cols_left));
     dst = smem;
     live = true;
   }
@@ -263,8 +277,7 @@ struct StagedTileK8 {
                                                 int rows_left, int cols_left, int tid,
                                                 const T* tensor, int rows_first = 0,
                                                 int cols_first = 0) {
-    const i32x4 rsrc = TILE_END ? tile_buffer(g, tensor, row_stride, rows_left, cols_left)
-                                : buffer_resource(tensor, BUFFER_RANGE);
+    const i32x4 rsrc = copy_resource<TILE_END>(g, tensor, row_stride, rows_left, cols_left);
     const uint32_t origin = static_cast<uint32_t>(g - tensor);
 #pragma unroll
     for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i) {
@@ -273,8 +286,7 @@ struct StagedTileK8 {
         data[i][j] = __builtin_bit_cast(
             Words, buffer_load<Word>(
                        rsrc, (origin + static_cast<uint32_t>((r + j) * row_stride + c)) * sizeof(T),
-                       (TILE_END ? rows_first == 0 || r + j >= rows_first
-                                 : inside(r + j, rows_first, rows_left)) &&
+                       buffered_row<TILE_END>(r + j, rows_first, rows_left) &&
                            inside(c, cols_first, cols_left)));
     }
     dst = smem;
