@@ -549,6 +549,11 @@ def _e4m3_per_tensor(x) -> tuple[np.ndarray, np.ndarray]:
 
 
 def rel_l2(got, want) -> float:
-    """||got - want|| / ||want|| in float64 (NaN if got holds a NaN)."""
+    """||got - want|| / ||want|| in float64 over the finite entries of `want`, whose
+    infinities `got` must hold exactly (inf where they differ; NaN if got holds a NaN)."""
     got, want = f64(got), f64(want)
+    finite = np.isfinite(want)
+    if not np.array_equal(got[~finite], want[~finite]):
+        return float("inf")
+    got, want = got[finite], want[finite]
     return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))

@@ -34,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
+import formulas as F
 from conftest import under_xdist
 from ptc.diagnostics import CompileError
 from ptc import driver
@@ -265,7 +266,7 @@ def errors_against_formula(name: str, got: dict) -> dict[str, float]:
     errors = {}
     for out, ref in want.items():
         assert got[out].shape == ref.shape, (out, got[out].shape, ref.shape)
-        errors[out] = KF.rel_l2(got[out], ref)
+        errors[out] = F.rel_l2(got[out], ref)
     return errors
 
 

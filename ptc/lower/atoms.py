@@ -283,16 +283,10 @@ def replicated_tilings(atom: Atom, m: int, n: int, k: int, warps: int,
     """The tilings with the fewest copies: the largest group of warps that splits the
     m x n output into whole atoms, each group computing all of it (none where `tilings`
     has a whole split)."""
-    if swapped:
-        return [replace(t, swapped=True) for t in replicated_tilings(atom, n, m, k, warps)]
-    if k % atom.k:
-        return []
     for group in (g for g in range(warps // 2, 0, -1) if warps % g == 0):
-        ways = [Tiling(atom, m, n, k, wm, group // wm, replicas=warps // group)
-                for wm in range(1, group + 1) if group % wm == 0
-                and m % (atom.m * wm) == 0 and n % (atom.n * (group // wm)) == 0]
+        ways = tilings(atom, m, n, k, group, swapped)
         if ways:
-            return ways
+            return [replace(t, replicas=warps // group) for t in ways]
     return []
 
 
@@ -302,10 +296,14 @@ def mma_atom(device, dtype: str, m: int, n: int, k: int, warps: int,
     or None when no atom (of the device, and that the renderer prints) fits: then the
     tensor cores do not take it and the mma runs on CUDA cores. The scheduler places
     mma tasks by this, and the lowering tiles them by it."""
-    fitting = [a for a in atoms_for(device.features, supported)
-               if dtype in a.dtypes and a.threads == device.resources.warp_size]
-    return next((a for a in fitting if tilings(a, m, n, k, warps)),
-                next((a for a in fitting if replicated_tilings(a, m, n, k, warps)), None))
+    ways = mma_tilings(fitting_atoms(device, dtype, supported), m, n, k, warps)
+    return ways[0].atom if ways else None
+
+
+def fitting_atoms(device, dtype: str, supported: frozenset[str] | None = None) -> list[Atom]:
+    """The atoms of `device` (that the renderer prints) taking `dtype` inputs on one warp."""
+    return [a for a in atoms_for(device.features, supported)
+            if dtype in a.dtypes and a.threads == device.resources.warp_size]
 
 
 def mma_tilings(atoms, m: int, n: int, k: int, warps: int,
@@ -402,9 +400,7 @@ def why_no_atom(device, dtype: str, m: int, n: int, k: int, warps: int,
             if dtype == "f32" and "tf32" in takes else ""
         return f"the tensor cores take {', '.join(takes)} inputs, not {dtype}{contract}"
     a = next(a for a in atoms if dtype in a.dtypes)
-    fits = [b for b in atoms if dtype in b.dtypes]
-    turned = any(tilings(b, n, m, k, warps) or replicated_tilings(b, n, m, k, warps)
-                 for b in fits)
+    turned = mma_tilings([b for b in atoms if dtype in b.dtypes], n, m, k, warps)
     return (f"no matrix instruction tiles {m}x{n}x{k} ({a.name} needs m a multiple of "
             f"{a.m}, n of {a.n} and k of {a.k})"
             + (f"; its transpose ({n}x{m}) fits: write the product as b.T @ a.T"

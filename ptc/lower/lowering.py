@@ -34,7 +34,7 @@ from ..stask.graph import STaskGraph, TaskOp
 from . import ir
 from .arith import base2_exponentials
 from .assign import LayoutProblem, Tiling, assign_layouts, layout_problem, tiling_layouts
-from .atoms import atoms_for, mma_atom, mma_tilings
+from .atoms import fitting_atoms, mma_atom, mma_tilings
 from .capabilities import BUFFER_BYTES, Capabilities, LoweringError
 from .conversions import contiguous_run, layout_conversions, mma_operand_var
 from .layout import Layout
@@ -98,9 +98,8 @@ class Lowering:
                     f"{self.warps} warps")
             swaps = (False, True) if self.caps is not None and self.caps.swapped_operands \
                 else (False,)
-            atoms = [a for a in atoms_for(self.device.features, supported)
-                     if dtype in a.dtypes and a.threads == self.device.resources.warp_size]
-            out[s.task] = mma_tilings(atoms, m, n, k, self.warps, swaps)
+            out[s.task] = mma_tilings(fitting_atoms(self.device, dtype, supported), m, n, k,
+                                      self.warps, swaps)
         return out
 
     # ---- the whole lowering -----------------------------------------------------------
@@ -404,8 +403,7 @@ class Builder:
         if not op.asynchronous:
             op = replace(op, vector=1)
         elif self.low.caps is not None and self.low.caps.staged_copies:
-            op = replace(op, staged=True)
-            op = replace(op, resource=self.low.caps.buffers(tile))
+            op = replace(op, staged=True, resource=self.low.caps.buffers(tile))
             if op.resource:
                 self.alignment.append(("bytes", tile.tensor, BUFFER_BYTES))
         return [op] + ([ir.CommitGroup()] if op.asynchronous else [])

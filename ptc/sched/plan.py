@@ -351,7 +351,8 @@ class _Reader:
         iw = f"issue.{task}"
         return TaskIssue(task, *(self.get(counts, k, int, iw) for k in
                                  ("mma", "fragment_loads", "simt", "sfu", "shuffles", "shared")),
-                         mma_copies=int(counts.get("mma_copies", 1)))
+                         mma_copies=self.get(counts, "mma_copies", int, iw)
+                         if "mma_copies" in counts else 1)
 
 
 def from_json(text: str, filename: str = "plan.json") -> Plan:

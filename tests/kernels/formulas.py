@@ -40,17 +40,6 @@ def randn(rng, shape, dtype, scale=1.0, shift=0.0) -> np.ndarray:
     return (rng.standard_normal(shape) * scale + shift).astype(dtype)
 
 
-def rel_l2(got, want) -> float:
-    """||got - want|| / ||want|| in float64 over the finite entries of `want`, whose
-    infinities `got` must hold exactly (inf where they differ; NaN if got holds a NaN)."""
-    got, want = f64(got), f64(want)
-    finite = np.isfinite(want)
-    if not np.array_equal(got[~finite], want[~finite]):
-        return float("inf")
-    got, want = got[finite], want[finite]
-    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
-
-
 @dataclass(frozen=True)
 class Entry:
     make_inputs: Callable[[Mapping[str, int], np.random.Generator], dict]
