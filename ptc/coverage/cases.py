@@ -399,6 +399,9 @@ def _mfma_float(t: str) -> tuple[Case, ...]:
              MS2W8, "M=100 D=64 E=64 F=64"),
         case(f"gemm_f32.{t}.seq8", "tests/kernels/gemm_f32.pt", "gemm_f32", t,
              "BM=64 BN=64 BK=16", SEQ8, "M=70 N=64 K=40"),
+        # B computed two f16 values a register at a time (ptc.lower.pairs): every piece
+        case(f"pairs16.{t}.ms2", COV + "pairs16.pt", "pairs16", t, "BM=64 BN=64 BK=32",
+             MS2, "M=64 N=64 K=64", "M=70 N=50 K=40", scales={"W": 1 << 30, "X": 1 << 30}),
     )
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from ..lower import ir
+from ..lower import ir, pairs
 from ..sched.plan import Style
 from ..lower.atoms import wgmma_operand_bytes
 from ..lower.swizzle import SmemLayout
@@ -63,6 +63,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "reduce.cross_warp": (),
     "convert": ("vector", "transposed"),                # through a shared scratch tile
     "simt_matmul": (),
+    "pairs16": ("dtype", "piece"),                      # two 16-bit values a register
     # warp-specialized kernels (sm90a: docs/sm90.md)
     "wgmma": ("n", "a", "dtype"),
     "wgmma.operand": ("operand", "major", "span", "bytes"),
@@ -283,6 +284,13 @@ def _reduce(ctx: _Context, op: ir.Reduce):
         yield ctx.form("lane.xor", mask=mask, via=exchange(ctx.renderer, mask))
 
 
+def _compute(ctx: _Context, op: ir.Compute):
+    if op.pairs:
+        dtype = ctx.low.home(op.target).dtype
+        for piece in sorted(pairs.pieces(pairs.form(op.expr, dtype))):
+            yield ctx.form("pairs16", dtype=dtype, piece=piece)
+
+
 def exchange(renderer, mask: int) -> str:
     """The instruction `renderer` exchanges values between lanes `mask` apart with."""
     return next(name for bound, name in renderer.lane_exchanges if mask <= bound)
@@ -350,6 +358,7 @@ _READERS = {
     ir.Mma: _mma,
     ir.LoadFragments: _load_fragments,
     ir.Reduce: _reduce,
+    ir.Compute: _compute,
     ir.WarpCombine: lambda ctx, op: [ctx.form("reduce.cross_warp")],
     ir.FillTile: lambda ctx, op: [ctx.form("convert", vector=op.vector,
                                            transposed=op.transposed)],

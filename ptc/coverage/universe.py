@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..devices.model import UnitKind
+from ..lower import pairs
 from ..lower.atoms import ATOMS, atoms_for, wgmma, wgmma_widths, why_no_wgmma
 from ..sched.plan import Style
 from ..sema.dtypes import ATOMIC_DTYPES, DTYPE_BYTES, DTYPES
@@ -149,6 +150,7 @@ def _candidates(device, renderer):
     yield from _copies(device, caps, k8t)
     yield from _stores(t)
     yield from _register_work(device, renderer)
+    yield from _pairs16(t, caps)
     if specialized:
         yield from _specialized(device, t)
 
@@ -234,6 +236,14 @@ def _register_work(device, renderer):
         for transposed in (False, True):
             yield form(t, "convert", vector=vector, transposed=transposed)
     yield form(t, "simt_matmul")
+
+
+def _pairs16(t: str, caps):
+    """16-bit values computed a register at a time (ptc.lower.pairs), where the renderer
+    packs that dtype's arithmetic: every piece of a pair form."""
+    for dtype in sorted(caps.packed16):
+        for piece in pairs.PIECES:
+            yield form(t, "pairs16", dtype=dtype, piece=piece)
 
 
 def _operand_reads(t: str, spelling: str, k8t: tuple[str, ...], atoms):

@@ -44,6 +44,9 @@ class Capabilities:
     # the 16-bit float dtypes whose +, - and * (and integer -> 16-bit conversions) the target
     # computes in 16 bits (LoweredKernel.arith16); the others compute in f32 and round
     native16: frozenset[str] = frozenset()
+    # the 16-bit float dtypes whose +, - and * it also computes two values at a time, with
+    # integers converted through the exponent bias (ir.Compute.pairs, ptc.lower.pairs)
+    packed16: frozenset[str] = frozenset()
 
     def buffers(self, tile) -> str:
         """How a staged copy of `tile` (a GlobalTile) loads through a buffer resource

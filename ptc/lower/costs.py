@@ -24,7 +24,7 @@ from collections import defaultdict
 from ..ops import SFU_OPS
 from ..sema import typed as T
 from ..stask.graph import STaskGraph
-from . import ir
+from . import ir, pairs
 
 SFU = SFU_OPS           # the op table's transcendentals (ptc.ops)
 # FP8 conversions are bit manipulation (templates/*/ptc_types: to_f8e4m3, f32(f8e4m3)):
@@ -108,6 +108,8 @@ def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.
             n = size(op.out)
             acc[op.task]["simt_instructions"] += n * op.k
             acc[op.task]["shared_accesses"] += 2 * n * op.k
+        elif isinstance(op, ir.Compute) and op.pairs:
+            pair_counts(acc[op.task], op, kernel, values, size(op.target))
         elif isinstance(op, ir.Compute):
             n = size(op.target)
             simt, sfu, shared = expression_counts(op.expr, values, arith16=kernel.arith16)
@@ -164,6 +166,22 @@ def mma_counts(c: dict[str, int], op: ir.Mma, kernel: ir.LoweredKernel, values: 
         if at.fnuz:
             c["simt_instructions"] += (FNUZ_SCALE_INSTRUCTIONS_PER_REGISTER * op.mi
                                        * op.ni * at.m * at.n // at.threads)
+
+
+def pair_counts(c: dict[str, int], op: ir.Compute, kernel: ir.LoweredKernel, values: dict,
+                n: int) -> None:
+    """Add what a Compute of `n` 16-bit values per thread computed in pairs issues
+    (ptc.lower.pairs): its form's packed instructions per register word, and its leaves'
+    own work per value."""
+    node = pairs.form(op.expr, values[op.target].dtype)
+    simt = n // 2 * pairs.pair_instructions(node)
+    sfu = shared = 0
+    for leaf in pairs.pair_leaves(node):
+        a, b, s = expression_counts(leaf, values, arith16=kernel.arith16)
+        simt, sfu, shared = simt + n * a, sfu + n * b, shared + n * s
+    c["simt_instructions"] += simt
+    c["sfu_instructions"] += sfu
+    c["shared_accesses"] += shared
 
 
 def reduce_counts(c: dict[str, int], op: ir.Reduce, kernel: ir.LoweredKernel, values: dict,

@@ -85,6 +85,8 @@ class Compute:
     target: str                  # a value name
     expr: T.TExpr
     mask: tuple[bool, ...] = ()  # per axis: the layout reaches past the tile
+    pairs: bool = False          # a 16-bit target computed a register (two values) at a
+                                 # time, integers through the exponent bias (ptc.lower.pairs)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from .atoms import fitting_atoms, mma_atom, mma_tilings
 from .capabilities import BUFFER_BYTES, Capabilities, LoweringError
 from .conversions import contiguous_run, layout_conversions, mma_operand_var
 from .layout import Layout
+from .pairs import computes_in_pairs
 from .passes import PassTrace
 from .program import Stmt, flatten, mma_parts, reads
 from .staged_copies import staged_waits
@@ -473,8 +474,12 @@ class Builder:
         name = s.stmt.name
         home = self.values[name]
         lay = self.layouts[home.layout]
-        return ir.Compute(s.task, name, base2_exponentials(self.renamed(s.stmt.value)),
-                          lay.exceeds(home.shape))
+        expr = base2_exponentials(self.renamed(s.stmt.value))
+        mask = lay.exceeds(home.shape)
+        packed16 = self.low.caps.packed16 if self.low.caps else frozenset()
+        return ir.Compute(s.task, name, expr, mask,
+                          pairs=not any(mask) and computes_in_pairs(expr, home.dtype, lay,
+                                                                    packed16))
 
     def reduce(self, s: Stmt) -> ir.Reduce:
         value: T.Reduce = s.stmt.value

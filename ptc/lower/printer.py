@@ -126,7 +126,8 @@ def print_op(op) -> str:
     if isinstance(op, ir.Barrier):
         return f"barrier  # {op.why}"
     if isinstance(op, ir.Compute):
-        return f"{op.target} = {print_expr(op.expr)}  # {op.task}"
+        pairs = ", in pairs" if op.pairs else ""
+        return f"{op.target} = {print_expr(op.expr)}  # {op.task}{pairs}"
     if isinstance(op, ir.Reduce):
         lanes = f" shuffle xor {list(op.lane_masks)}" if op.lane_masks else ""
         warps = f" across {op.cross_warps} warps via {op.scratch}" if op.scratch else ""

@@ -54,6 +54,7 @@ class RoleView:
 
     def __init__(self, spec: "SpecializedPlan", role: str, rows: dict[str, int]):
         self.plan, self.graph, self.device = spec.plan, spec.graph, spec.device
+        self.caps = spec.caps
         self.kernel = spec.graph.kernel
         self.tiles = dict(spec.graph.tiles or {})
         self.local = {**self.tiles, **rows}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..lower import ir
+from ..lower import ir, pairs
 from ..lower.layout import Layout
 from ..ops import ELEMENTWISE
 from ..sema import typed as T
@@ -366,6 +366,9 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
         rd = self.renderer(home.layout)
         idx = [f"c{a}" for a in range(self.layouts[home.layout].rank)]
         value = op.expr
+        if op.pairs:
+            self.compute_pairs(op, home, rd, idx)
+            return
         if rd.computes_in_16_bits(value):
             expr, kind, zero = rd.native(value, idx), t, f"ptc::from_bits<{t}>(0)"
             pack, one = f"ptc::pack16<{t}>(x[0], x[1])", "ptc::one16<" + t + ">({})"
@@ -386,6 +389,24 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
                 self.coords(home.layout, expr, cond)
                 self.emit(f"x[h] = {f'({cond}) ? {expr} : {zero}' if cond else expr};")
             self.emit(f"{home.name}[j] = {pack};")
+
+    def compute_pairs(self, op: ir.Compute, home: ir.RegTile, rd: ExprRenderer,
+                      idx: list[str]) -> None:
+        """A packed 16-bit tile computed a register word at a time (ir.Compute.pairs): the
+        values the pair form needs one at a time (its leaves) for both halves, then the
+        word."""
+        s = struct_name(home.layout)
+        leaves: list[tuple[str, str]] = []
+        word = rd.pair(pairs.form(op.expr, home.dtype), idx, leaves)
+        with self.block(f"#pragma unroll\n{'  ' * self.depth}for (int j = 0; j < {s}::SIZE / 2; ++j)"):
+            for k, (ctype, _) in enumerate(leaves):
+                self.emit(f"{ctype} l{k}[2];")
+            with self.block("#pragma unroll\n" + "  " * self.depth + "for (int h = 0; h < 2; ++h)"):
+                self.emit("const int r = 2 * j + h;")
+                self.coords(home.layout, *(text for _, text in leaves))
+                for k, (_, text) in enumerate(leaves):
+                    self.emit(f"l{k}[h] = {text};")
+            self.emit(f"{home.name}[j] = {word};")
 
     def unrolled(self, struct: str, var: str = "r", count: str | None = None):
         n = count or f"{struct}::SIZE"

@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..lower import pairs
 from ..ops import ELEMENTWISE
 from ..sema import typed as T
 from ..sema.ranges import fits_16_bits
@@ -152,6 +153,40 @@ class ExprRenderer:
             return self.native(e.arg, idx)
         # any other value of the dtype: computed in f32, rounded already, converted exactly
         return f"ptc::as16<{ctype}>({self.render(e, idx)})"
+
+    def pair(self, node: pairs.Node, idx: list[str], leaves: list[tuple[str, str]]) -> str:
+        """A C expression of a register word: two values of a pair form (ptc.lower.pairs),
+        computed a register at a time. Each value the form computes one at a time is
+        appended to `leaves` as (C type, C expression for element idx); the word reads
+        leaf k's two values as l<k>[0] and l<k>[1]."""
+        dtype = node.expr.type.dtype
+        ctype = self.native16[dtype]
+
+        def leaf(c_type: str, text: str) -> str:
+            leaves.append((c_type, text))
+            k = len(leaves) - 1
+            return f"l{k}[0], l{k}[1]"
+
+        def integer(a: T.TExpr) -> str:
+            a_idx = self.broadcast(a, self.shape(node.expr.arg), idx)
+            found = pairs.nibble(a)
+            if found is not None:
+                word, shift = found
+                words = leaf("uint32_t", f"(uint32_t)({self.render(word, a_idx)})")
+                return f"ptc::nibbles16<{ctype}, {shift}>({words})"
+            return f"ptc::biased16<{ctype}>({leaf('uint32_t', f'(uint32_t)({self.render(a, a_idx)})')})"
+
+        if node.kind == "op":
+            shape = self.shape(node.expr)
+            a, b = (self.pair(n, self.broadcast(n.expr, shape, idx), leaves) for n in node.args)
+            return f"ptc::pk_{node.expr.op}<{ctype}>({a}, {b})"
+        if node.kind == "difference":
+            a, b = (integer(x) for x in node.args)
+            return f"ptc::pk_sub<{ctype}>({a}, {b})"
+        if node.kind == "offset":
+            bias = pairs.BIAS[dtype]
+            return f"ptc::pk_sub<{ctype}>({integer(node.args[0])}, {bias * 0x10001:#010x}u)"
+        return f"ptc::pack16<{ctype}>({leaf(ctype, self.native(node.expr, idx))})"
 
     def from_int(self, value: str, dtype: str, arg: T.TExpr) -> str:
         """Integer `arg` (whose value is `value`) converted to the 16-bit `dtype` in one step,

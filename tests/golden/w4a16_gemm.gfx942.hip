@@ -27,7 +27,7 @@
 // shared Z7_lds: u8[128] at 51840..51968 (tile of load_Z7)
 // shared Z8_lds: u8[128] at 51968..52096 (tile of load_Z8)
 // shared Z_lds: u8[128] at 52096..52224 (tile of load_Z)
-// estimate: 801.0 us at the benchmark shape, bound by valu
+// estimate: 753.2 us at the benchmark shape, bound by valu
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -212,14 +212,18 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       // %acc = ...  (simt_acc2)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        ptc::f16 x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        ptc::f16 l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<ptc::f16>((short)(((int)((unsigned)(((int)(((v_w_regs[r]) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 52096u + ptc::tile_offset<128, false>(0, (c1) * 1)))))))))), ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 50944u + ptc::tile_offset<256, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((v_w_regs[r]));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 52096u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 50944u + ptc::tile_offset<256, false>(0, (c1) * 2)));
         }
-        t_acc[j] = ptc::pack16<ptc::f16>(x[0], x[1]);
+        t_acc[j] = ptc::pk_mul<ptc::f16>(ptc::pk_sub<ptc::f16>(ptc::nibbles16<ptc::f16, 0>(l0[0], l0[1]), ptc::biased16<ptc::f16>(l1[0], l1[1])), ptc::pack16<ptc::f16>(l2[0], l2[1]));
       }
       // wait for A_lds: the copies in flight land in LDS (the plan lets 2 group(s) stay in flight)
       // mma_acc: acc = acc + %A @ %acc on mfma.f32.32x32x8, 1x2 atoms per wave, 4 k-steps
@@ -253,14 +257,18 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       // %acc2 = ...  (simt_acc22)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        ptc::f16 x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        ptc::f16 l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<ptc::f16>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((v_w_regs[r]), 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 51200u + ptc::tile_offset<128, false>(0, (c1) * 1)))))))))), ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 49152u + ptc::tile_offset<256, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((v_w_regs[r]));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 51200u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 49152u + ptc::tile_offset<256, false>(0, (c1) * 2)));
         }
-        t_acc2[j] = ptc::pack16<ptc::f16>(x[0], x[1]);
+        t_acc2[j] = ptc::pk_mul<ptc::f16>(ptc::pk_sub<ptc::f16>(ptc::nibbles16<ptc::f16, 4>(l0[0], l0[1]), ptc::biased16<ptc::f16>(l1[0], l1[1])), ptc::pack16<ptc::f16>(l2[0], l2[1]));
       }
       // wait for A2_lds: the copies in flight land in LDS (the plan lets 2 group(s) stay in flight)
       // mma_acc2: acc = acc + %A2 @ %acc2 on mfma.f32.32x32x8, 1x2 atoms per wave, 4 k-steps
@@ -294,14 +302,18 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       // %acc3 = ...  (simt_acc3)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        ptc::f16 x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        ptc::f16 l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<ptc::f16>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((v_w_regs[r]), 8))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 51328u + ptc::tile_offset<128, false>(0, (c1) * 1)))))))))), ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 49408u + ptc::tile_offset<256, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((v_w_regs[r]));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 51328u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 49408u + ptc::tile_offset<256, false>(0, (c1) * 2)));
         }
-        t_acc3[j] = ptc::pack16<ptc::f16>(x[0], x[1]);
+        t_acc3[j] = ptc::pk_mul<ptc::f16>(ptc::pk_sub<ptc::f16>(ptc::nibbles16<ptc::f16, 8>(l0[0], l0[1]), ptc::biased16<ptc::f16>(l1[0], l1[1])), ptc::pack16<ptc::f16>(l2[0], l2[1]));
       }
       // wait for A3_lds: the copies in flight land in LDS (the plan lets 2 group(s) stay in flight)
       // mma_acc3: acc = acc + %A3 @ %acc3 on mfma.f32.32x32x8, 1x2 atoms per wave, 4 k-steps
@@ -335,14 +347,18 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       // %acc4 = ...  (simt_acc4)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        ptc::f16 x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        ptc::f16 l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<ptc::f16>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((v_w_regs[r]), 12))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 51456u + ptc::tile_offset<128, false>(0, (c1) * 1)))))))))), ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 49664u + ptc::tile_offset<256, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((v_w_regs[r]));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 51456u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 49664u + ptc::tile_offset<256, false>(0, (c1) * 2)));
         }
-        t_acc4[j] = ptc::pack16<ptc::f16>(x[0], x[1]);
+        t_acc4[j] = ptc::pk_mul<ptc::f16>(ptc::pk_sub<ptc::f16>(ptc::nibbles16<ptc::f16, 12>(l0[0], l0[1]), ptc::biased16<ptc::f16>(l1[0], l1[1])), ptc::pack16<ptc::f16>(l2[0], l2[1]));
       }
       // wait for A4_lds: the copies in flight land in LDS (the plan lets 2 group(s) stay in flight)
       // mma_acc4: acc = acc + %A4 @ %acc4 on mfma.f32.32x32x8, 1x2 atoms per wave, 4 k-steps
@@ -376,14 +392,18 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       // %acc5 = ...  (simt_acc5)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        ptc::f16 x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        ptc::f16 l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<ptc::f16>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((v_w_regs[r]), 16))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 51584u + ptc::tile_offset<128, false>(0, (c1) * 1)))))))))), ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 49920u + ptc::tile_offset<256, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((v_w_regs[r]));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 51584u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 49920u + ptc::tile_offset<256, false>(0, (c1) * 2)));
         }
-        t_acc5[j] = ptc::pack16<ptc::f16>(x[0], x[1]);
+        t_acc5[j] = ptc::pk_mul<ptc::f16>(ptc::pk_sub<ptc::f16>(ptc::nibbles16<ptc::f16, 16>(l0[0], l0[1]), ptc::biased16<ptc::f16>(l1[0], l1[1])), ptc::pack16<ptc::f16>(l2[0], l2[1]));
       }
       // wait for A5_lds: the copies in flight land in LDS (the plan lets 2 group(s) stay in flight)
       // mma_acc5: acc = acc + %A5 @ %acc5 on mfma.f32.32x32x8, 1x2 atoms per wave, 4 k-steps
@@ -417,14 +437,18 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       // %acc6 = ...  (simt_acc6)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        ptc::f16 x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        ptc::f16 l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<ptc::f16>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((v_w_regs[r]), 20))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 51712u + ptc::tile_offset<128, false>(0, (c1) * 1)))))))))), ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 50176u + ptc::tile_offset<256, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((v_w_regs[r]));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 51712u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 50176u + ptc::tile_offset<256, false>(0, (c1) * 2)));
         }
-        t_acc6[j] = ptc::pack16<ptc::f16>(x[0], x[1]);
+        t_acc6[j] = ptc::pk_mul<ptc::f16>(ptc::pk_sub<ptc::f16>(ptc::nibbles16<ptc::f16, 20>(l0[0], l0[1]), ptc::biased16<ptc::f16>(l1[0], l1[1])), ptc::pack16<ptc::f16>(l2[0], l2[1]));
       }
       // wait for A6_lds: the copies in flight land in LDS (the plan lets 2 group(s) stay in flight)
       // mma_acc6: acc = acc + %A6 @ %acc6 on mfma.f32.32x32x8, 1x2 atoms per wave, 4 k-steps
@@ -458,14 +482,18 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       // %acc7 = ...  (simt_acc7)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        ptc::f16 x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        ptc::f16 l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<ptc::f16>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((v_w_regs[r]), 24))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 51840u + ptc::tile_offset<128, false>(0, (c1) * 1)))))))))), ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 50432u + ptc::tile_offset<256, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((v_w_regs[r]));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 51840u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 50432u + ptc::tile_offset<256, false>(0, (c1) * 2)));
         }
-        t_acc7[j] = ptc::pack16<ptc::f16>(x[0], x[1]);
+        t_acc7[j] = ptc::pk_mul<ptc::f16>(ptc::pk_sub<ptc::f16>(ptc::nibbles16<ptc::f16, 24>(l0[0], l0[1]), ptc::biased16<ptc::f16>(l1[0], l1[1])), ptc::pack16<ptc::f16>(l2[0], l2[1]));
       }
       // wait for A7_lds: the copies in flight land in LDS (the plan lets 2 group(s) stay in flight)
       // mma_acc7: acc = acc + %A7 @ %acc7 on mfma.f32.32x32x8, 1x2 atoms per wave, 4 k-steps
@@ -499,14 +527,18 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       // %acc8 = ...  (simt_acc8)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        ptc::f16 x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        ptc::f16 l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<ptc::f16>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((v_w_regs[r]), 28))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 51968u + ptc::tile_offset<128, false>(0, (c1) * 1)))))))))), ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 50688u + ptc::tile_offset<256, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((v_w_regs[r]));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 51968u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<ptc::f16>(ptc::ld_shared<ptc::f16>(smem + 50688u + ptc::tile_offset<256, false>(0, (c1) * 2)));
         }
-        t_acc8[j] = ptc::pack16<ptc::f16>(x[0], x[1]);
+        t_acc8[j] = ptc::pk_mul<ptc::f16>(ptc::pk_sub<ptc::f16>(ptc::nibbles16<ptc::f16, 28>(l0[0], l0[1]), ptc::biased16<ptc::f16>(l1[0], l1[1])), ptc::pack16<ptc::f16>(l2[0], l2[1]));
       }
       // wait for A8_lds: the copies in flight land in LDS (the plan lets 2 group(s) stay in flight)
       // mma_acc8: acc = acc + %A8 @ %acc8 on mfma.f32.32x32x8, 1x2 atoms per wave, 4 k-steps

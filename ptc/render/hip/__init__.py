@@ -28,6 +28,7 @@ CAPABILITIES = Capabilities(
     swapped_operands=True,
     buffer_loads=True,
     native16=frozenset({"f16"}),     # v_add_f16 / v_mul_f16; CDNA2/3 have no bf16 arithmetic
+    packed16=frozenset({"f16"}),     # v_pk_add_f16 / v_pk_mul_f16, v_perm_b32 (ptc_types.h)
 )
 
 def waves_per_simd(blocks: int, threads: int, res) -> int:

@@ -429,6 +429,56 @@ template <typename T> __device__ __forceinline__ uint32_t pack16(T a, T b) {
   return static_cast<uint32_t>(a.bits) | (static_cast<uint32_t>(b.bits) << 16);
 }
 template <typename T> __device__ __forceinline__ uint32_t one16(T a) { return a.bits; }
+
+// ---- 16-bit values a register at a time (ir.Compute.pairs, ptc/lower/pairs.py) ------------
+// An integer a in 0..1023 is the f16 with the bits 0x6400 | a, less 1024.0 (the mantissa
+// holds a exactly): two such integers are one register word with one or.
+template <typename T> struct Bias16;
+template <> struct Bias16<f16> { static constexpr uint32_t pair = 0x64006400u; };
+template <typename T> __device__ __forceinline__ uint32_t biased16(uint32_t a0, uint32_t a1) {
+  return a0 | (a1 << 16) | Bias16<T>::pair;
+}
+// nibble S / 4 of two words, biased: byte S / 8 of w0 and of w1 into the word's halves
+// (v_perm_b32), shifted down where the nibble is the byte's high half, masked and biased
+// (v_and_or_b32)
+template <typename T, int S> __device__ __forceinline__ uint32_t nibbles16(uint32_t w0, uint32_t w1) {
+  static_assert(S % 4 == 0 && S >= 0 && S < 32, "a nibble starts at a multiple of 4 bits");
+  constexpr uint32_t b = S / 8;
+  uint32_t t = __builtin_amdgcn_perm(w1, w0, b | (0x0cu << 8) | ((4u + b) << 16) | (0x0cu << 24));
+  if (S % 8 == 4) t >>= 4;
+  return (t & 0x000f000fu) | Bias16<T>::pair;
+}
+// + - * of two f16 pairs (v_pk_add_f16, v_pk_mul_f16: each half rounded once, as add_rn etc.)
+#ifdef PTC_EMULATE
+template <typename T> __device__ __forceinline__ uint32_t pk_add(uint32_t a, uint32_t b) {
+  return pack16(add_rn(T{uint16_t(a)}, T{uint16_t(b)}), add_rn(T{uint16_t(a >> 16)}, T{uint16_t(b >> 16)}));
+}
+template <typename T> __device__ __forceinline__ uint32_t pk_sub(uint32_t a, uint32_t b) {
+  return pack16(sub_rn(T{uint16_t(a)}, T{uint16_t(b)}), sub_rn(T{uint16_t(a >> 16)}, T{uint16_t(b >> 16)}));
+}
+template <typename T> __device__ __forceinline__ uint32_t pk_mul(uint32_t a, uint32_t b) {
+  return pack16(mul_rn(T{uint16_t(a)}, T{uint16_t(b)}), mul_rn(T{uint16_t(a >> 16)}, T{uint16_t(b >> 16)}));
+}
+#else
+typedef _Float16 f16x2 __attribute__((ext_vector_type(2)));
+__device__ __forceinline__ f16x2 h16x2(uint32_t a) { return __builtin_bit_cast(f16x2, a); }
+__device__ __forceinline__ uint32_t word_of(f16x2 x) { return __builtin_bit_cast(uint32_t, x); }
+template <typename T> __device__ __forceinline__ uint32_t pk_add(uint32_t a, uint32_t b);
+template <typename T> __device__ __forceinline__ uint32_t pk_sub(uint32_t a, uint32_t b);
+template <typename T> __device__ __forceinline__ uint32_t pk_mul(uint32_t a, uint32_t b);
+template <> __device__ __forceinline__ uint32_t pk_add<f16>(uint32_t a, uint32_t b) {
+#pragma clang fp contract(off)
+  return word_of(h16x2(a) + h16x2(b));
+}
+template <> __device__ __forceinline__ uint32_t pk_sub<f16>(uint32_t a, uint32_t b) {
+#pragma clang fp contract(off)
+  return word_of(h16x2(a) - h16x2(b));
+}
+template <> __device__ __forceinline__ uint32_t pk_mul<f16>(uint32_t a, uint32_t b) {
+#pragma clang fp contract(off)
+  return word_of(h16x2(a) * h16x2(b));
+}
+#endif
 template <typename T> __device__ __forceinline__ float unpack(const uint32_t* v, int i) {
   return (i & 1) ? Half16<T>::hi(v[i >> 1]) : Half16<T>::lo(v[i >> 1]);
 }

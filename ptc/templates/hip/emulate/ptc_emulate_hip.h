@@ -448,6 +448,24 @@ inline unsigned __builtin_amdgcn_mbcnt_hi(unsigned mask, unsigned acc) {
   return acc + static_cast<unsigned>(__builtin_popcountll(mask & below));
 }
 
+// v_perm_b32 D, S0, S1, sel: byte n of D is byte sel[n] of the eight bytes {S0, S1} (S1 the
+// low four), 0x00 for selector 12 and 0xff from 13 up; the sign-replicating selectors 8-11
+// are not used by ptc's headers, so the emulation refuses them
+inline unsigned __builtin_amdgcn_perm(unsigned s0, unsigned s1, unsigned sel) {
+  const uint64_t bytes = (static_cast<uint64_t>(s0) << 32) | s1;
+  unsigned out = 0;
+  for (int n = 0; n < 4; ++n) {
+    const unsigned k = (sel >> (8 * n)) & 0xffu;
+    unsigned byte = 0;
+    if (k < 8) byte = static_cast<unsigned>(bytes >> (8 * k)) & 0xffu;
+    else if (k >= 13) byte = 0xffu;
+    else if (k != 12) ptc::emu::fail("v_perm_b32 selector 0x%x: the sign selectors 8-11 are "
+                                     "not emulated", k);
+    out |= byte << (8 * n);
+  }
+  return out;
+}
+
 inline void __builtin_amdgcn_s_barrier() { ptc::emu::block_barrier(); }
 // Fences order memory for other waves; the fibers share one memory, so nothing to do.
 // (clang 19 also takes a third argument, the address spaces)

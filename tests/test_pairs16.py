@@ -1,0 +1,135 @@
+"""16-bit values computed a register (two values) at a time, integers through the exponent
+bias (ptc.lower.pairs, ir.Compute.pairs): the W4A16 dequantization on CDNA.
+
+The decision is the lowering's (where the renderer packs the dtype's arithmetic, the layout
+pairs its registers and a bounded integer converts); the emulated kernel matches a NumPy
+formula at odd shapes in three thread orders; an emulator given a wrong byte selection
+fails; the main loop's ISA is checked in test_native16.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from formulas import rel_l2
+from ptc import driver
+from ptc.driver import check_file
+from ptc.lower import ir, pairs
+from ptc.render import backend_headers
+from ptc.render.emulate import build_emulated
+
+ROOT = Path(__file__).resolve().parent.parent
+PAIRS16 = ROOT / "tests" / "coverage" / "pairs16.pt"
+CDNA = ("gfx90a", "gfx942")
+ORDERS = (dict(), dict(order="reverse"), dict(order="random", seed=3))
+
+
+def computes(kernel, target: str, **shapes) -> list[ir.Compute]:
+    (low,) = driver.lowered(kernel, target, shapes=shapes or None)[0]
+    return [op for op in ir.walk(low.body) if isinstance(op, ir.Compute)]
+
+
+def typed_text(text: str, shapes: dict):
+    from ptc.grammar import parse
+    from ptc.sema import check
+
+    return check(parse(text, "k.pt"), shapes).kernels[0]
+
+
+def test_the_w4a16_planes_are_computed_in_pairs_where_the_renderer_packs_f16():
+    """Every plane of the W4A16 sample on CDNA (v_pk_*_f16); none on CUDA, whose renderer
+    declares no packed16."""
+    kernel = check_file(ROOT / "samples" / "w4a16_gemm.pt").kernels[0]
+    for target, paired in (("gfx942", True), ("gfx90a", True), ("sm80", False)):
+        planes = [op for op in computes(kernel, target) if "bitand" in repr(op.expr)]
+        assert len(planes) == 8, target
+        assert all(op.pairs == paired for op in planes), target
+
+
+SHAPE = dict(M=64, N=64, K=64)
+UNBOUNDED = """
+kernel k(A: f16[M, K], W: i32[K, N], Z: i32[N]) -> (C: f32[M, N]) {
+  tile BM in [64], BN in [64], BK in [32]
+  parallel i: BM of M, j: BN of N {
+    acc = zeros(f32[BM, BN])
+    for k: BK of K {
+      acc += load(A[i, k]) @ ((((load(W[k, j]) >> 4) & 15) - load(Z[j])[None, :]) as f16)
+    }
+    store(C[i, j], acc)
+  }
+}
+"""
+
+
+def test_an_integer_the_bias_cannot_hold_is_not_paired():
+    """A zero point read as i32 has no bound: (q - z) may leave 0..1023's difference, so
+    the conversion stays element-wise (and with it the whole expression)."""
+    kernel = typed_text(UNBOUNDED, SHAPE)
+    (plane,) = [op for op in computes(kernel, "gfx942", **SHAPE) if "bitand" in repr(op.expr)]
+    assert not plane.pairs
+    assert pairs.form(plane.expr, "f16").kind == "leaf"
+    bounded = typed_text(UNBOUNDED.replace("Z: i32[N]", "Z: u8[N]").replace(
+        "load(Z[j])[None, :]", "(load(Z[j]) as i32)[None, :]"), SHAPE)
+    (plane,) = [op for op in computes(bounded, "gfx942", **SHAPE) if "bitand" in repr(op.expr)]
+    assert plane.pairs and pairs.pieces(pairs.form(plane.expr, "f16")) == \
+        {"difference", "nibble.high", "biased"}
+
+
+def test_the_form_reads_every_piece_of_the_coverage_kernel():
+    kernel = check_file(PAIRS16).kernels[0]
+    (op,) = [op for op in computes(kernel, "gfx942", M=64, N=64, K=64) if op.pairs]
+    assert pairs.pieces(pairs.form(op.expr, "f16")) == set(pairs.PIECES)
+
+
+def pairs16_inputs(M: int, N: int, K: int, seed: int = 7) -> dict:
+    rng = np.random.default_rng(seed)
+    return {"A": (rng.standard_normal((M, K)) * 0.25).astype(np.float16),
+            "W": rng.integers(-(1 << 31), 1 << 31, (K, N), dtype=np.int64).astype(np.int32),
+            "X": rng.integers(-(1 << 31), 1 << 31, (K, N), dtype=np.int64).astype(np.int32),
+            "S": (2.0 ** rng.integers(-4, 2, N)).astype(np.float16),
+            "Z": rng.integers(0, 256, N).astype(np.uint8)}
+
+
+def pairs16_formula(A, W, X, S, Z) -> np.ndarray:
+    """C = A @ (((q0 + (q3 - z)) * s) - (x & 255)), each f16 operation rounded to f16."""
+    f16 = np.float16
+    q0 = (W & 15).astype(f16)
+    q3 = ((W >> 12) & 15).astype(np.int32) - Z.astype(np.int32)[None, :]
+    b = ((q0 + q3.astype(f16)) * S[None, :]) - (X & 255).astype(f16)
+    return A.astype(np.float64) @ b.astype(np.float64)
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("target", CDNA)
+def test_the_emulated_pairs_match_numpy_at_odd_shapes(target):
+    kernel = check_file(PAIRS16).kernels[0]
+    for shape in (dict(M=64, N=64, K=64), dict(M=70, N=50, K=40)):
+        source, _, _, device, _ = driver.render(kernel, target, shapes=shape)
+        assert "ptc::nibbles16<ptc::f16, 12>" in source and "ptc::pk_sub" in source
+        run = build_emulated(source, backend=device)
+        inputs = pairs16_inputs(**shape)
+        want = pairs16_formula(**inputs)
+        for order in ORDERS:
+            got = run(kernel, inputs, shape, **order)["C"]
+            assert rel_l2(got, want) < 1e-5, (target, shape, order)
+
+
+@pytest.mark.cxx
+def test_an_emulator_given_the_wrong_byte_fails():
+    """The pair code's byte selection is the emulated v_perm_b32's: selecting the byte next
+    to the nibble's gives wrong numbers, so the check can fail."""
+    kernel = check_file(PAIRS16).kernels[0]
+    shape = dict(M=64, N=64, K=64)
+    source, _, _, device, _ = driver.render(kernel, "gfx942", shapes=shape)
+    (types,) = [h for h in backend_headers("hip") if h.name == "ptc_types.h"]
+    text = types.read_text()
+    wrong = text.replace("constexpr uint32_t b = S / 8;", "constexpr uint32_t b = (S / 8 + 1) % 4;")
+    assert wrong != text
+    inputs = pairs16_inputs(**shape)
+    want = pairs16_formula(**inputs)
+    right = build_emulated(source, backend=device)(kernel, inputs, shape)["C"]
+    bad = build_emulated(source, backend=device,
+                         header_overrides={"ptc_types.h": wrong})(kernel, inputs, shape)["C"]
+    assert rel_l2(right, want) < 1e-5 and rel_l2(bad, want) > 1e-2
