@@ -206,7 +206,7 @@ def test_an_operand_computed_in_16_bits_feeds_the_tensor_cores_on_every_target()
     for target in TARGETS:
         source, _, _, device, _ = driver.render(kernel, target, shapes=DEQ_SHAPES)
         # one value at a time, or two (ptc.lower.pairs, where the renderer packs f16)
-        assert "ptc::mul_rn(" in source or "ptc::pk_mul<ptc::f16>(" in source, target
+        assert "ptc::mul_rn(" in source or "ptc::pk_mul<" in source, target
         got = build_emulated(source, backend=device)(kernel, inputs, DEQ_SHAPES)
         np.testing.assert_array_equal(got["C"], want, err_msg=target)
 
@@ -214,8 +214,9 @@ def test_an_operand_computed_in_16_bits_feeds_the_tensor_cores_on_every_target()
 @pytest.mark.nvcc
 def test_the_w4a16_main_loop_issues_at_most_1_5x_the_f16_gemms_on_sm80(tmp_path):
     """Issue 21's bar for the dequantizing main loop, from the SASS: instructions per
-    tensor-core MFLOP against the f16 GEMM sample at the same tiles, and the dequantization
-    in f16 (HMUL2), not in f32 with conversions around it."""
+    tensor-core MFLOP against the f16 GEMM sample at the same tiles (1.06x with the planes
+    in pairs, 1.24x before), and the dequantization two f16 values at a time (HADD2 and
+    HMUL2 per B register, ptc.lower.pairs) with no conversion instruction (I2F)."""
     from ptc.runtime import prepare
     from ptc.runtime.mainloop import mainloop_reports
     from ptc.runtime.ptxas import kernel_name
@@ -235,6 +236,8 @@ def test_the_w4a16_main_loop_issues_at_most_1_5x_the_f16_gemms_on_sm80(tmp_path)
     w4a16, tiles = main_loop("w4a16_gemm", None)
     gemm, _ = main_loop("gemm", tiles)
     assert w4a16.count("HMUL2") >= w4a16.count("HMMA") // 2, dict(w4a16.mnemonics)
+    assert w4a16.count("HADD2") >= w4a16.count("HMMA") // 2, dict(w4a16.mnemonics)
+    assert not any(op.startswith("I2F") for op in dict(w4a16.mnemonics)), dict(w4a16.mnemonics)
     assert w4a16.per_mflop <= 1.5 * gemm.per_mflop, (tiles, w4a16.per_mflop, gemm.per_mflop)
 
 

@@ -1,5 +1,6 @@
 """16-bit values computed a register (two values) at a time, integers through the exponent
-bias (ptc.lower.pairs, ir.Compute.pairs): the W4A16 dequantization on CDNA.
+bias (ptc.lower.pairs, ir.Compute.pairs): the W4A16 dequantization, on every target (CDNA:
+v_perm_b32 and v_pk_*_f16; CUDA: PRMT, LOP3, HADD2 / HMUL2, f16 and bf16).
 
 The decision is the lowering's (where the renderer packs the dtype's arithmetic, the layout
 pairs its registers and a bounded integer converts); the emulated kernel matches a NumPy
@@ -22,7 +23,7 @@ from ptc.render.emulate import build_emulated
 
 ROOT = Path(__file__).resolve().parent.parent
 PAIRS16 = ROOT / "tests" / "coverage" / "pairs16.pt"
-CDNA = ("gfx90a", "gfx942")
+TARGETS = ("sm80", "sm90", "gfx90a", "gfx942")
 ORDERS = (dict(), dict(order="reverse"), dict(order="random", seed=3))
 
 
@@ -39,13 +40,20 @@ def typed_text(text: str, shapes: dict):
 
 
 def test_the_w4a16_planes_are_computed_in_pairs_where_the_renderer_packs_f16():
-    """Every plane of the W4A16 sample on CDNA (v_pk_*_f16); none on CUDA, whose renderer
-    declares no packed16."""
+    """Every plane of the W4A16 sample, on every target (each renderer packs f16), in the
+    single-role plans and sm90's warp-specialized one."""
     kernel = check_file(ROOT / "samples" / "w4a16_gemm.pt").kernels[0]
-    for target, paired in (("gfx942", True), ("gfx90a", True), ("sm80", False)):
+    for target in TARGETS:
         planes = [op for op in computes(kernel, target) if "bitand" in repr(op.expr)]
-        assert len(planes) == 8, target
-        assert all(op.pairs == paired for op in planes), target
+        assert len(planes) == 8 and all(op.pairs for op in planes), target
+
+
+def test_bf16_is_paired_where_the_renderer_packs_it():
+    """CUDA packs bf16 (HADD2.BF16), CDNA has no bf16 arithmetic: element-wise there."""
+    kernel = check_file(PAIRS16).kernels[1]
+    for target, paired in (("sm80", True), ("sm90", True), ("gfx942", False)):
+        found = [op.pairs for op in computes(kernel, target, **SHAPE) if "bitand" in repr(op.expr)]
+        assert found == [paired], target
 
 
 SHAPE = dict(M=64, N=64, K=64)
@@ -102,12 +110,12 @@ def pairs16_formula(A, W, X, S, Z) -> np.ndarray:
 
 
 @pytest.mark.cxx
-@pytest.mark.parametrize("target", CDNA)
+@pytest.mark.parametrize("target", TARGETS)
 def test_the_emulated_pairs_match_numpy_at_odd_shapes(target):
     kernel = check_file(PAIRS16).kernels[0]
     for shape in (dict(M=64, N=64, K=64), dict(M=70, N=50, K=40)):
         source, _, _, device, _ = driver.render(kernel, target, shapes=shape)
-        assert "ptc::nibbles16<ptc::f16, 12>" in source and "ptc::pk_sub" in source
+        assert "ptc::nibbles16<" in source and "ptc::pk_sub<" in source
         run = build_emulated(source, backend=device)
         inputs = pairs16_inputs(**shape)
         want = pairs16_formula(**inputs)
@@ -117,13 +125,14 @@ def test_the_emulated_pairs_match_numpy_at_odd_shapes(target):
 
 
 @pytest.mark.cxx
-def test_an_emulator_given_the_wrong_byte_fails():
-    """The pair code's byte selection is the emulated v_perm_b32's: selecting the byte next
-    to the nibble's gives wrong numbers, so the check can fail."""
+@pytest.mark.parametrize("target,header", [("gfx942", "ptc_types.h"), ("sm80", "ptc_types.cuh")])
+def test_an_emulator_given_the_wrong_byte_fails(target, header):
+    """The pair code's byte selection is the emulated v_perm_b32's (PRMT's on CUDA):
+    selecting the byte next to the nibble's gives wrong numbers, so the check can fail."""
     kernel = check_file(PAIRS16).kernels[0]
     shape = dict(M=64, N=64, K=64)
-    source, _, _, device, _ = driver.render(kernel, "gfx942", shapes=shape)
-    (types,) = [h for h in backend_headers("hip") if h.name == "ptc_types.h"]
+    source, _, _, device, _ = driver.render(kernel, target, shapes=shape)
+    (types,) = [h for h in backend_headers(device.backend) if h.name == header]
     text = types.read_text()
     wrong = text.replace("constexpr uint32_t b = S / 8;", "constexpr uint32_t b = (S / 8 + 1) % 4;")
     assert wrong != text
@@ -131,5 +140,5 @@ def test_an_emulator_given_the_wrong_byte_fails():
     want = pairs16_formula(**inputs)
     right = build_emulated(source, backend=device)(kernel, inputs, shape)["C"]
     bad = build_emulated(source, backend=device,
-                         header_overrides={"ptc_types.h": wrong})(kernel, inputs, shape)["C"]
+                         header_overrides={header: wrong})(kernel, inputs, shape)["C"]
     assert rel_l2(right, want) < 1e-5 and rel_l2(bad, want) > 1e-2

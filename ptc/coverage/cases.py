@@ -333,6 +333,13 @@ def _single_role(t: str) -> tuple[Case, ...]:
              MS2W8, "P=8 M=64 N=64 KP=64", scales={"W": 1 << 30, "A": 0.1}),
         case(f"gemm_f32.{t}.seq8", "tests/kernels/gemm_f32.pt", "gemm_f32", t,
              "BM=64 BN=64 BK=16", SEQ8, "M=70 N=64 K=40"),
+        # B computed two 16-bit values a register at a time (ptc.lower.pairs): every piece,
+        # in f16 and bf16
+        case(f"pairs16.{t}.ms2", COV + "pairs16.pt", "pairs16", t, "BM=64 BN=64 BK=32",
+             MS2, "M=64 N=64 K=64", "M=70 N=50 K=40", scales={"W": 1 << 30, "X": 1 << 30}),
+        case(f"pairs16_bf16.{t}.ms2", COV + "pairs16.pt", "pairs16_bf16", t,
+             "BM=64 BN=64 BK=32", MS2, "M=64 N=64 K=64", "M=70 N=50 K=40",
+             scales={"W": 1 << 30, "X": 1 << 30}),
         # i8 on mma.sync m16n8k32: operands with k along their rows byte by byte (rows of
         # 96 and 48 bytes, then swizzled ones), operands quantized in registers
         case(f"igemm_tn.{t}.ms2", IGEMM, "igemm_tn", t, "BM=96 BN=48 BK=32", MS2,

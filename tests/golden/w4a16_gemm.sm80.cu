@@ -177,15 +177,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       // %acc = ...  (simt_acc2)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        __half x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        __half l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)(((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 75200u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74624u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 75200u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74624u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }
-        t_acc[j] = ptc::pack16<__half>(x[0], x[1]);
+        t_acc[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 0>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
       }
       ptc::cp_async_wait<2>();  // A_smem
       // mma_acc: acc = acc + %A @ %acc on mma.sync.m16n8k16, 4x4 atoms per warp, 2 k-steps
@@ -219,15 +223,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       // %acc2 = ...  (simt_acc22)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        __half x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        __half l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 74752u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73728u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 74752u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73728u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }
-        t_acc2[j] = ptc::pack16<__half>(x[0], x[1]);
+        t_acc2[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 4>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
       }
       ptc::cp_async_wait<2>();  // A2_smem
       // mma_acc2: acc = acc + %A2 @ %acc2 on mma.sync.m16n8k16, 4x4 atoms per warp, 2 k-steps
@@ -261,15 +269,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       // %acc3 = ...  (simt_acc3)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        __half x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        __half l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 8))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 74816u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73856u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 74816u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73856u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }
-        t_acc3[j] = ptc::pack16<__half>(x[0], x[1]);
+        t_acc3[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 8>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
       }
       ptc::cp_async_wait<2>();  // A3_smem
       // mma_acc3: acc = acc + %A3 @ %acc3 on mma.sync.m16n8k16, 4x4 atoms per warp, 2 k-steps
@@ -303,15 +315,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       // %acc4 = ...  (simt_acc4)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        __half x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        __half l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 12))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 74880u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73984u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 74880u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73984u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }
-        t_acc4[j] = ptc::pack16<__half>(x[0], x[1]);
+        t_acc4[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 12>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
       }
       ptc::cp_async_wait<2>();  // A4_smem
       // mma_acc4: acc = acc + %A4 @ %acc4 on mma.sync.m16n8k16, 4x4 atoms per warp, 2 k-steps
@@ -345,15 +361,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       // %acc5 = ...  (simt_acc5)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        __half x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        __half l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 16))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 74944u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74112u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 74944u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74112u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }
-        t_acc5[j] = ptc::pack16<__half>(x[0], x[1]);
+        t_acc5[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 16>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
       }
       ptc::cp_async_wait<2>();  // A5_smem
       // mma_acc5: acc = acc + %A5 @ %acc5 on mma.sync.m16n8k16, 4x4 atoms per warp, 2 k-steps
@@ -387,15 +407,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       // %acc6 = ...  (simt_acc6)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        __half x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        __half l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 20))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 75008u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74240u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 75008u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74240u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }
-        t_acc6[j] = ptc::pack16<__half>(x[0], x[1]);
+        t_acc6[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 20>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
       }
       ptc::cp_async_wait<2>();  // A6_smem
       // mma_acc6: acc = acc + %A6 @ %acc6 on mma.sync.m16n8k16, 4x4 atoms per warp, 2 k-steps
@@ -429,15 +453,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       // %acc7 = ...  (simt_acc7)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        __half x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        __half l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 24))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 75072u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74368u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 75072u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74368u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }
-        t_acc7[j] = ptc::pack16<__half>(x[0], x[1]);
+        t_acc7[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 24>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
       }
       ptc::cp_async_wait<2>();  // A7_smem
       // mma_acc7: acc = acc + %A7 @ %acc7 on mma.sync.m16n8k16, 4x4 atoms per warp, 2 k-steps
@@ -471,15 +499,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       // %acc8 = ...  (simt_acc8)
       #pragma unroll
       for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-        __half x[2];
+        uint32_t l0[2];
+        uint32_t l1[2];
+        __half l2[2];
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))), 28))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 75136u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74496u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 75136u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+          l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74496u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }
-        t_acc8[j] = ptc::pack16<__half>(x[0], x[1]);
+        t_acc8[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 28>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
       }
       ptc::cp_async_wait<2>();  // A8_smem
       // mma_acc8: acc = acc + %A8 @ %acc8 on mma.sync.m16n8k16, 4x4 atoms per warp, 2 k-steps

@@ -640,15 +640,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc = ...  (simt_acc2)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          __half x[2];
+          uint32_t l0[2];
+          uint32_t l1[2];
+          __half l2[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)(((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 2048u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 2048u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+            l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
-          t_acc[j] = ptc::pack16<__half>(x[0], x[1]);
+          t_acc[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 0>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 229392u + 8u * (u_k % 2));  // empty:S_smem, per warp
@@ -660,7 +664,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         for (int r = 0; r < L_acc_b::SIZE; ++r) {
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 180224u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::from_f32<__half>(ptc::f32(ptc::unpack<__half>(t_acc, r))));
+          ptc::st_shared<__half>(smem + 180224u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc, r));
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc is in shared memory for wgmma
@@ -674,15 +678,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc2 = ...  (simt_acc22)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          __half x[2];
+          uint32_t l0[2];
+          uint32_t l1[2];
+          __half l2[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 4))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 38912u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 36864u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 38912u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+            l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 36864u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
-          t_acc2[j] = ptc::pack16<__half>(x[0], x[1]);
+          t_acc2[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 4>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 229520u + 8u * (u_k % 2));  // empty:S2_smem, per warp
@@ -694,7 +702,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         for (int r = 0; r < L_acc_b::SIZE; ++r) {
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 184320u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::from_f32<__half>(ptc::f32(ptc::unpack<__half>(t_acc2, r))));
+          ptc::st_shared<__half>(smem + 184320u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc2, r));
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc2 is in shared memory for wgmma
@@ -708,15 +716,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc3 = ...  (simt_acc3)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          __half x[2];
+          uint32_t l0[2];
+          uint32_t l1[2];
+          __half l2[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 8))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 59392u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 57344u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 59392u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+            l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 57344u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
-          t_acc3[j] = ptc::pack16<__half>(x[0], x[1]);
+          t_acc3[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 8>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 229616u + 8u * (u_k % 2));  // empty:S3_smem, per warp
@@ -728,7 +740,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         for (int r = 0; r < L_acc_b::SIZE; ++r) {
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 188416u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::from_f32<__half>(ptc::f32(ptc::unpack<__half>(t_acc3, r))));
+          ptc::st_shared<__half>(smem + 188416u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc3, r));
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc3 is in shared memory for wgmma
@@ -742,15 +754,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc4 = ...  (simt_acc4)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          __half x[2];
+          uint32_t l0[2];
+          uint32_t l1[2];
+          __half l2[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 12))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 79872u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 77824u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 79872u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+            l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 77824u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
-          t_acc4[j] = ptc::pack16<__half>(x[0], x[1]);
+          t_acc4[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 12>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 229712u + 8u * (u_k % 2));  // empty:S4_smem, per warp
@@ -762,7 +778,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         for (int r = 0; r < L_acc_b::SIZE; ++r) {
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 192512u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::from_f32<__half>(ptc::f32(ptc::unpack<__half>(t_acc4, r))));
+          ptc::st_shared<__half>(smem + 192512u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc4, r));
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc4 is in shared memory for wgmma
@@ -776,15 +792,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc5 = ...  (simt_acc5)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          __half x[2];
+          uint32_t l0[2];
+          uint32_t l1[2];
+          __half l2[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 16))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 100352u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 98304u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 100352u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+            l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 98304u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
-          t_acc5[j] = ptc::pack16<__half>(x[0], x[1]);
+          t_acc5[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 16>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 229808u + 8u * (u_k % 2));  // empty:S5_smem, per warp
@@ -796,7 +816,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         for (int r = 0; r < L_acc_b::SIZE; ++r) {
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 196608u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::from_f32<__half>(ptc::f32(ptc::unpack<__half>(t_acc5, r))));
+          ptc::st_shared<__half>(smem + 196608u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc5, r));
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc5 is in shared memory for wgmma
@@ -810,15 +830,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc6 = ...  (simt_acc6)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          __half x[2];
+          uint32_t l0[2];
+          uint32_t l1[2];
+          __half l2[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 20))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 120832u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 118784u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 120832u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+            l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 118784u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
-          t_acc6[j] = ptc::pack16<__half>(x[0], x[1]);
+          t_acc6[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 20>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 229904u + 8u * (u_k % 2));  // empty:S6_smem, per warp
@@ -830,7 +854,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         for (int r = 0; r < L_acc_b::SIZE; ++r) {
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 200704u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::from_f32<__half>(ptc::f32(ptc::unpack<__half>(t_acc6, r))));
+          ptc::st_shared<__half>(smem + 200704u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc6, r));
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc6 is in shared memory for wgmma
@@ -844,15 +868,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc7 = ...  (simt_acc7)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          __half x[2];
+          uint32_t l0[2];
+          uint32_t l1[2];
+          __half l2[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 24))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 141312u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 139264u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 141312u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+            l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 139264u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
-          t_acc7[j] = ptc::pack16<__half>(x[0], x[1]);
+          t_acc7[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 24>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 230000u + 8u * (u_k % 2));  // empty:S7_smem, per warp
@@ -864,7 +892,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         for (int r = 0; r < L_acc_b::SIZE; ++r) {
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 204800u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::from_f32<__half>(ptc::f32(ptc::unpack<__half>(t_acc7, r))));
+          ptc::st_shared<__half>(smem + 204800u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc7, r));
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc7 is in shared memory for wgmma
@@ -878,15 +906,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // %acc8 = ...  (simt_acc8)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
-          __half x[2];
+          uint32_t l0[2];
+          uint32_t l1[2];
+          __half l2[2];
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
             const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            x[h] = ptc::mul_rn(ptc::from_short<__half>((short)(((int)((unsigned)(((int)((((int)(ptc::shift_right((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))), 28))) & 15)))) - (unsigned)(((int)((ptc::ld_shared<uint8_t>(smem + 161792u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1)))))))))), ptc::as16<__half>(ptc::ld_shared<__half>(smem + 159744u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 161792u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
+            l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 159744u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
-          t_acc8[j] = ptc::pack16<__half>(x[0], x[1]);
+          t_acc8[j] = ptc::pk_mul<__half>(ptc::pk_sub<__half>(ptc::nibbles16<__half, 28>(l0[0], l0[1]), ptc::biased16<__half>(l1[0], l1[1])), ptc::pack16<__half>(l2[0], l2[1]));
         }
         __syncwarp();  // this warp's reads of the slot are done
         if (lane == 0) ptc::mbarrier_arrive(smem + 229456u + 8u * (u_k % 2));  // empty:w_smem, per warp
@@ -900,7 +932,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         for (int r = 0; r < L_acc_b::SIZE; ++r) {
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 208896u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::from_f32<__half>(ptc::f32(ptc::unpack<__half>(t_acc8, r))));
+          ptc::st_shared<__half>(smem + 208896u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc8, r));
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc8 is in shared memory for wgmma

@@ -22,6 +22,7 @@ CAPABILITIES = Capabilities(
     copy_units=frozenset({"cp_async", "tma"}),
     persistent=False,
     native16=frozenset({"f16", "bf16"}),     # HADD2 / HMUL2 / HFMA2.BF16, the .rn forms
+    packed16=frozenset({"f16", "bf16"}),     # two at a time: HADD2 / HMUL2, PRMT (ptc_types.cuh)
 )
 
 # what a warp-specialized grid's ops are spelled with (docs/sm90.md)

@@ -221,7 +221,9 @@ class SpecializedOps:
             self.emit("ptc::fence_proxy_async();  // generic stores, read by the async proxy")
             return
         rd = self.renderer(home.layout)
-        value = rd.render(T.Var(op.value, T.TileType(home.dtype)), ["c0", "c1"])
+        value = f"ptc::from_f32<{ctype}>({rd.render(T.Var(op.value, T.TileType(home.dtype)), ['c0', 'c1'])})"
+        if c_storage(home, lay)[2]:          # a packed 16-bit tile: its halves' bits as they are
+            value = f"ptc::half_at<{ctype}>({home.name}, r)"
         self.emit(f"// {op.task}: {op.value} to {op.buffer}, where wgmma reads it")
         offset = (f"ptc::tma_offset<{sl.span}, {sl.panel_bytes}>(c0, c1 * {sl.elem_bytes})"
                   if sl.swizzle == "tma" else f"(c0 * {sl.row_bytes} + c1 * {sl.elem_bytes})")
@@ -232,7 +234,7 @@ class SpecializedOps:
             if extra:      # registers past the tile's edge
                 self.emit(f"if (!({' && '.join(extra)})) continue;")
             self.emit(f"ptc::st_shared<{ctype}>({self.slot_address(op.buffer)} + {offset}, "
-                      f"ptc::from_f32<{ctype}>({value}));")
+                      f"{value});")
         self.emit("ptc::fence_proxy_async();  // generic stores, read by the tensor cores")
 
     def panel(self, op, slot: str, p: int) -> tuple[str, str]:

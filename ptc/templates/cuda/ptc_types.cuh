@@ -318,6 +318,71 @@ template <typename T> __device__ __forceinline__ uint32_t pack16(T a, T b) {
   return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
 }
 template <typename T> __device__ __forceinline__ uint32_t one16(T a) { return pack16(a, a) & 0xffffu; }
+// value i of a packed tile as its own 16-bit type: its bits, no trip through f32
+template <typename T> __device__ __forceinline__ T half_at(const uint32_t* v, int i) {
+  const uint16_t bits = static_cast<uint16_t>((i & 1) ? v[i >> 1] >> 16 : v[i >> 1]);
+  PTC_IN_FLIGHT_B16(bits);
+  return from_bits<T>(bits);
+}
+
+// ---- 16-bit values a register at a time (ir.Compute.pairs, ptc/lower/pairs.py) ------------
+// An integer a in 0..1023 is the f16 with the bits 0x6400 | a, less 1024.0 (the mantissa
+// holds a exactly); a in 0..127 is the bf16 0x4300 | a, less 128.0. Two such integers are
+// one register word with a shift and an or.
+template <typename T> struct Bias16;
+template <> struct Bias16<__half> { static constexpr uint32_t pair = 0x64006400u; };
+template <> struct Bias16<__nv_bfloat16> { static constexpr uint32_t pair = 0x43004300u; };
+template <typename T> __device__ __forceinline__ uint32_t biased16(uint32_t a0, uint32_t a1) {
+  return a0 | (a1 << 16) | Bias16<T>::pair;
+}
+// nibble S / 4 of two words, biased: byte S / 8 of w0 and of w1 into the word's halves
+// (PRMT), shifted down where the nibble is the byte's high half, masked and biased (LOP3)
+template <typename T, int S> __device__ __forceinline__ uint32_t nibbles16(uint32_t w0, uint32_t w1) {
+  static_assert(S % 4 == 0 && S >= 0 && S < 32, "a nibble starts at a multiple of 4 bits");
+  constexpr uint32_t b = S / 8;
+  uint32_t t = __byte_perm(w0, w1, b | (b << 4) | ((4u + b) << 8) | ((4u + b) << 12));
+  if (S % 8 == 4) t >>= 4;
+  return (t & 0x000f000fu) | Bias16<T>::pair;
+}
+// + - * of two pairs (HADD2 / HMUL2 and their bf16 forms, .rn: each half rounded once, as
+// add_rn etc.)
+#ifdef PTC_EMULATE
+template <typename T> __device__ __forceinline__ T half_of(uint32_t w, int i) {
+  return from_bits<T>(static_cast<uint16_t>(i ? w >> 16 : w));
+}
+template <typename T> __device__ __forceinline__ uint32_t pk_add(uint32_t a, uint32_t b) {
+  return pack16(add_rn(half_of<T>(a, 0), half_of<T>(b, 0)), add_rn(half_of<T>(a, 1), half_of<T>(b, 1)));
+}
+template <typename T> __device__ __forceinline__ uint32_t pk_sub(uint32_t a, uint32_t b) {
+  return pack16(sub_rn(half_of<T>(a, 0), half_of<T>(b, 0)), sub_rn(half_of<T>(a, 1), half_of<T>(b, 1)));
+}
+template <typename T> __device__ __forceinline__ uint32_t pk_mul(uint32_t a, uint32_t b) {
+  return pack16(mul_rn(half_of<T>(a, 0), half_of<T>(b, 0)), mul_rn(half_of<T>(a, 1), half_of<T>(b, 1)));
+}
+#else
+template <typename T> struct Pair16;
+template <> struct Pair16<__half> { using type = __half2; };
+template <> struct Pair16<__nv_bfloat16> { using type = __nv_bfloat162; };
+template <typename T> __device__ __forceinline__ typename Pair16<T>::type pair_of(uint32_t w) {
+  typename Pair16<T>::type x;
+  memcpy(&x, &w, 4);
+  return x;
+}
+template <typename P> __device__ __forceinline__ uint32_t word_of(P x) {
+  uint32_t w;
+  memcpy(&w, &x, 4);
+  return w;
+}
+template <typename T> __device__ __forceinline__ uint32_t pk_add(uint32_t a, uint32_t b) {
+  return word_of(__hadd2_rn(pair_of<T>(a), pair_of<T>(b)));
+}
+template <typename T> __device__ __forceinline__ uint32_t pk_sub(uint32_t a, uint32_t b) {
+  return word_of(__hsub2_rn(pair_of<T>(a), pair_of<T>(b)));
+}
+template <typename T> __device__ __forceinline__ uint32_t pk_mul(uint32_t a, uint32_t b) {
+  return word_of(__hmul2_rn(pair_of<T>(a), pair_of<T>(b)));
+}
+#endif
 template <typename T> __device__ __forceinline__ float unpack(const uint32_t* v, int i) {
   return (i & 1) ? Half16<T>::hi(v[i >> 1]) : Half16<T>::lo(v[i >> 1]);
 }

@@ -83,6 +83,15 @@ inline unsigned __brev(unsigned x) {
   for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
   return r;
 }
+// prmt.b32 (default mode): byte n of the result is byte s<4n+2:4n> of the eight bytes
+// {y, x} (x the low four); the selectors' fourth bits are not used
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const unsigned long long bytes = (static_cast<unsigned long long>(y) << 32) | x;
+  unsigned out = 0;
+  for (int n = 0; n < 4; ++n)
+    out |= static_cast<unsigned>((bytes >> (8 * ((s >> (4 * n)) & 7u))) & 0xffu) << (8 * n);
+  return out;
+}
 inline int __mul24(int x, int y) {
   return static_cast<int>((static_cast<long long>(x) << 40 >> 40) *
                           (static_cast<long long>(y) << 40 >> 40));
