@@ -142,3 +142,38 @@ def test_an_emulator_given_the_wrong_byte_fails(target, header):
     bad = build_emulated(source, backend=device,
                          header_overrides={header: wrong})(kernel, inputs, shape)["C"]
     assert rel_l2(right, want) < 1e-5 and rel_l2(bad, want) > 1e-2
+
+
+W8 = """
+kernel w8(A: f16[M, K], Q: u8[K, N], S: f16[N]) -> (C: f32[M, N]) {
+  tile BM in [64], BN in [64], BK in [32]
+  parallel i: BM of M, j: BN of N {
+    acc = zeros(f32[BM, BN])
+    for k: BK of K {
+      acc += load(A[i, k]) @ ((load(Q[k, j]) as f16) * load(S[j])[None, :])
+    }
+    store(C[i, j], acc)
+  }
+}
+"""
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_a_loaded_byte_converts_through_the_bias(target):
+    """A u8 tile read as it is (no range from an expression, its dtype's 0..255) converts
+    two at a time: (0x6400 | q) - 1024.0, then the packed scale."""
+    shape = dict(M=70, N=50, K=40)
+    kernel = typed_text(W8, shape)
+    (op,) = [op for op in computes(kernel, target, **shape) if op.pairs]
+    assert pairs.pieces(pairs.form(op.expr, "f16")) == {"offset", "biased", "mul", "pack"}
+    rng = np.random.default_rng(5)
+    inputs = {"A": (rng.standard_normal((70, 40)) * 0.25).astype(np.float16),
+              "Q": rng.integers(0, 256, (40, 50)).astype(np.uint8),
+              "S": (2.0 ** rng.integers(-8, -3, 50)).astype(np.float16)}
+    b = inputs["Q"].astype(np.float16) * inputs["S"][None, :]
+    want = inputs["A"].astype(np.float64) @ b.astype(np.float64)
+    source, _, _, device, _ = driver.render(kernel, target, shapes=shape)
+    run = build_emulated(source, backend=device)
+    for order in ORDERS:
+        assert rel_l2(run(kernel, inputs, shape, **order)["C"], want) < 1e-5, order

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..sema import typed as T
-from ..sema.ranges import int_range
+from ..sema.ranges import DTYPE_RANGES, int_range
 
 # the float whose bits are BIAS | a is BIAS_VALUE + a for a in 0..MAX
 BIAS = {"f16": 0x6400, "bf16": 0x4300}
@@ -63,8 +63,11 @@ def nibble(e: T.TExpr) -> tuple[T.TExpr, int] | None:
 
 
 def biased(e: T.TExpr, dtype: str) -> bool:
-    """Whether integer e always lies in 0..MAX[dtype]: its float is BIAS | e, less the bias."""
-    r = int_range(e) if e.type.dtype in ("i32", "i8", "u8") else None
+    """Whether integer e always lies in 0..MAX[dtype]: its float is BIAS | e, less the bias.
+    Its range is `sema.ranges`', or a u8 value's own (a loaded byte)."""
+    if e.type.dtype not in ("i32", "i8", "u8"):
+        return False
+    r = int_range(e) or (DTYPE_RANGES.get(e.type.dtype) if e.type.dtype == "u8" else None)
     return r is not None and 0 <= r[0] and r[1] <= MAX[dtype]
 
 
