@@ -78,7 +78,7 @@ def test_the_register_allocator_is_told_the_blocks_only_where_that_leaves_it_eve
     """ptxas, left to itself, caps a 128-thread block at 128 registers and spills where the
     plan needs more; told the plan's count it may take what that count leaves. It is told
     only where that is the per-thread maximum: a cap close above a low estimate spills."""
-    from ptc.lower.lowering import register_bound_blocks
+    from ptc.lower.registers import register_bound_blocks
     res = get_device("sm80").resources          # 64K registers, 255 a thread, 164 KB
     assert register_bound_blocks(res, 128, 32 * 1024, 1) == 1     # one block: always told
     assert register_bound_blocks(res, 128, 0, 0) == 0

@@ -177,3 +177,38 @@ def test_a_loaded_byte_converts_through_the_bias(target):
     run = build_emulated(source, backend=device)
     for order in ORDERS:
         assert rel_l2(run(kernel, inputs, shape, **order)["C"], want) < 1e-5, order
+
+
+@pytest.mark.parametrize("compilers", [False, pytest.param(True, marks=pytest.mark.cxx)])
+def test_a_named_zero_point_has_its_expression_s_range(compilers):
+    """`z = (load(Z[j]) as i32)[None, :]` bound to a name is 0..255 as the inline form is
+    (sema.ranges.named_ranges), so the plane is paired the same way, and emulates to NumPy
+    (with the host compiler); a name bound twice has no range."""
+    from ptc.sema.ranges import named_ranges
+
+    named = UNBOUNDED.replace("Z: i32[N]", "Z: u8[N]").replace(
+        "      acc += load(A[i, k]) @ ((((load(W[k, j]) >> 4) & 15) - load(Z[j])[None, :]) as f16)",
+        "      z = (load(Z[j]) as i32)[None, :]\n"
+        "      q = (load(W[k, j]) >> 4) & 15\n"
+        "      acc += load(A[i, k]) @ ((q - z) as f16)")
+    kernel = typed_text(named, SHAPE)
+    assert named_ranges(kernel) == {"z": (0, 255), "q": (0, 15)}
+    (plane,) = [op for op in computes(kernel, "gfx942", **SHAPE) if op.target.startswith("%")
+                and op.pairs]
+    (low,) = driver.lowered(kernel, "gfx942", shapes=SHAPE)[0]
+    assert pairs.pieces(pairs.form(plane.expr, "f16", dict(low.int_ranges))) == \
+        {"difference", "nibble.high", "biased"}
+    for target in ("sm80", "gfx942") if compilers else ():
+        source, _, _, device, _ = driver.render(kernel, target, shapes=SHAPE)
+        rng = np.random.default_rng(9)
+        inputs = {"A": (rng.standard_normal((64, 64)) * 0.25).astype(np.float16),
+                  "W": rng.integers(-(1 << 31), 1 << 31, (64, 64), dtype=np.int64).astype(np.int32),
+                  "Z": rng.integers(0, 256, 64).astype(np.uint8)}
+        b = (((inputs["W"] >> 4) & 15) - inputs["Z"].astype(np.int32)[None, :]).astype(np.float16)
+        want = inputs["A"].astype(np.float64) @ b.astype(np.float64)
+        got = build_emulated(source, backend=device)(kernel, inputs, SHAPE)["C"]
+        assert rel_l2(got, want) < 1e-5, target
+    twice = typed_text(named.replace("      q = (load(W[k, j]) >> 4) & 15\n",
+                                     "      q = (load(W[k, j]) >> 4) & 15\n      z = z + 1\n"),
+                       SHAPE)
+    assert named_ranges(twice) == {"q": (0, 15)}

@@ -287,7 +287,8 @@ def _reduce(ctx: _Context, op: ir.Reduce):
 def _compute(ctx: _Context, op: ir.Compute):
     if op.pairs:
         dtype = ctx.low.home(op.target).dtype
-        for piece in sorted(pairs.pieces(pairs.form(op.expr, dtype))):
+        node = pairs.form(op.expr, dtype, dict(ctx.low.int_ranges))
+        for piece in sorted(pairs.pieces(node)):
             yield ctx.form("pairs16", dtype=dtype, piece=piece)
 
 

@@ -173,7 +173,7 @@ def pair_counts(c: dict[str, int], op: ir.Compute, kernel: ir.LoweredKernel, val
     """Add what a Compute of `n` 16-bit values per thread computed in pairs issues
     (ptc.lower.pairs): its form's packed instructions per register word, and its leaves'
     own work per value."""
-    node = pairs.form(op.expr, values[op.target].dtype)
+    node = pairs.form(op.expr, values[op.target].dtype, dict(kernel.int_ranges))
     simt = n // 2 * pairs.pair_instructions(node)
     sfu = shared = 0
     for leaf in pairs.pair_leaves(node):

@@ -491,7 +491,7 @@ class Launch:
     # heuristic ptxas caps them at 128 registers and spills; 1 lets it take what it needs.
     # The vector variant keeps ptxas's own choice (0: no bound), unless the registers limit
     # the plan to one or two blocks per EU (then that count, for the same reason:
-    # lowering.register_bound_blocks).
+    # registers.register_bound_blocks).
     min_blocks_elementwise: int = 1
     min_blocks: int = 0
 
@@ -535,6 +535,9 @@ class LoweredKernel:
     # the 16-bit dtypes whose +, -, * and integer conversions are computed in 16 bits (the
     # renderer's Capabilities.native16): what the renderer prints and the cost model counts
     arith16: tuple[str, ...] = ()
+    # the ranges of the i32 values the kernel names once (sema.ranges.named_ranges): what
+    # the pair forms of ptc.lower.pairs read, in the lowering, the cost model and the renderer
+    int_ranges: tuple[tuple[str, tuple[int, int]], ...] = ()
 
     def layout(self, name: str) -> Layout:
         for lay in self.layouts:

@@ -23,6 +23,7 @@ the slot they overwrite (every thread has finished the iteration that read it).
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 
@@ -30,6 +31,7 @@ from ..devices import Device, UnitKind
 from ..sched.plan import LoopBlock, Plan, Step
 from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
+from ..sema.ranges import named_ranges
 from ..stask.graph import STaskGraph, TaskOp
 from . import ir
 from .arith import base2_exponentials
@@ -232,7 +234,7 @@ class Builder:
         from .costs import task_costs
         from .inplace import in_place_addends
         from .memory import over_shared_memory, place_buffers
-        from .registers import estimate_registers
+        from .registers import estimate_registers, register_bound_blocks
         from .shared_once import shared_reads_once
         from .sync import place_sync
 
@@ -265,7 +267,8 @@ class Builder:
             self.low.kernel.name, dev.name, dev.backend, self.plan.style, launch,
             tuple(self.layouts.values()), tuple(buffers), tuple(self.values.items()), body,
             tuple(self.units.items()), (), tuple(dict.fromkeys(self.alignment)),
-            tuple(self.low.notes), arith16=self.low.caps.arith16() if self.low.caps else ())
+            tuple(self.low.notes), arith16=self.low.caps.arith16() if self.low.caps else (),
+            int_ranges=tuple(self.int_ranges.items()))
         return replace(kernel, costs=task_costs(kernel, self.graph, dev))
 
     def alu_accumulator_blocks(self, body, registers: int, blocks: int) -> int:
@@ -470,6 +473,11 @@ class Builder:
         decided it)."""
         return self.low.solution.reduce_sources.get(name)
 
+    @functools.cached_property
+    def int_ranges(self) -> dict[str, tuple[int, int]]:
+        """The ranges of the kernel's named i32 values (sema.ranges.named_ranges)."""
+        return named_ranges(self.low.kernel)
+
     def compute(self, s: Stmt) -> ir.Compute:
         name = s.stmt.name
         home = self.values[name]
@@ -478,8 +486,8 @@ class Builder:
         mask = lay.exceeds(home.shape)
         packed16 = self.low.caps.packed16 if self.low.caps else frozenset()
         return ir.Compute(s.task, name, expr, mask,
-                          pairs=not any(mask) and computes_in_pairs(expr, home.dtype, lay,
-                                                                    packed16))
+                          pairs=not any(mask) and computes_in_pairs(
+                              expr, home.dtype, lay, packed16, self.int_ranges))
 
     def reduce(self, s: Stmt) -> ir.Reduce:
         value: T.Reduce = s.stmt.value
@@ -580,20 +588,3 @@ class Builder:
 
 def align_up(n: int, a: int) -> int:
     return (n + a - 1) // a * a
-
-
-def register_bound_blocks(res, threads: int, shared_bytes: int, blocks: int) -> int:
-    """The blocks per EU the register allocator is told to leave room for (0: its own
-    choice): one where the plan's resources allow one; else the plan's count where the
-    estimate's registers are what limits it and that count still leaves a thread the most
-    registers it may have. Left to its own heuristic, ptxas caps a 128-thread block at 128
-    registers, to fit more blocks than the registers allow, and spills (the sm80
-    block-scaled FP8 GEMM, whose k-steps widen e4m3 to f16: 2 blocks of 128 threads by its
-    estimate, 128 registers and a spill; told 2 it takes 254 and none). A count whose cap
-    is lower is not told: a cap just above a low estimate spills instead (it did for three
-    samples at 2 blocks of 256 threads)."""
-    if blocks <= 1:
-        return blocks
-    register_bound = res.resident_blocks(threads, 0, shared_bytes) > blocks
-    whole_cap = res.registers // (blocks * threads) >= res.max_registers_per_thread
-    return blocks if register_bound and whole_cap else 0

@@ -20,9 +20,12 @@ element-wise code, bit for bit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 from ..sema import typed as T
 from ..sema.ranges import DTYPE_RANGES, int_range
+
+Ranges = Mapping[str, tuple[int, int]] | None
 
 # the float whose bits are BIAS | a is BIAS_VALUE + a for a in 0..MAX
 BIAS = {"f16": 0x6400, "bf16": 0x4300}
@@ -62,12 +65,13 @@ def nibble(e: T.TExpr) -> tuple[T.TExpr, int] | None:
     return word, 0
 
 
-def biased(e: T.TExpr, dtype: str) -> bool:
+def biased(e: T.TExpr, dtype: str, names: Ranges = None) -> bool:
     """Whether integer e always lies in 0..MAX[dtype]: its float is BIAS | e, less the bias.
-    Its range is `sema.ranges`', or a u8 value's own (a loaded byte)."""
+    Its range is `sema.ranges`' (with the named values' `names`), or a u8 value's own (a
+    loaded byte)."""
     if e.type.dtype not in ("i32", "i8", "u8"):
         return False
-    r = int_range(e) or (DTYPE_RANGES.get(e.type.dtype) if e.type.dtype == "u8" else None)
+    r = int_range(e, names) or (DTYPE_RANGES.get(e.type.dtype) if e.type.dtype == "u8" else None)
     return r is not None and 0 <= r[0] and r[1] <= MAX[dtype]
 
 
@@ -82,17 +86,18 @@ class Node:
     args: tuple = ()          # op: two Nodes; difference / offset: the biased integers
 
 
-def form(e: T.TExpr, dtype: str) -> Node:
-    """e (of 16-bit `dtype`) as the renderer computes it a register at a time."""
+def form(e: T.TExpr, dtype: str, names: Ranges = None) -> Node:
+    """e (of 16-bit `dtype`) as the renderer computes it a register at a time; `names`:
+    the ranges of named integer values (ir.LoweredKernel.int_ranges)."""
     if isinstance(e, T.Elementwise) and e.op in PACKED_OPS and e.type.dtype == dtype and \
             all(a.type.dtype == dtype for a in e.args):
-        return Node("op", e, tuple(form(a, dtype) for a in e.args))
+        return Node("op", e, tuple(form(a, dtype, names) for a in e.args))
     if isinstance(e, T.Convert) and e.type.dtype == dtype:
         arg = e.arg
         if isinstance(arg, T.Elementwise) and arg.op == "sub" and \
-                all(biased(a, dtype) for a in arg.args):
+                all(biased(a, dtype, names) for a in arg.args):
             return Node("difference", e, tuple(arg.args))
-        if biased(arg, dtype):
+        if biased(arg, dtype, names):
             return Node("offset", e, (arg,))
     return Node("leaf", e)
 
@@ -104,12 +109,13 @@ def worth_pairing(node: Node) -> bool:
         (node.kind == "op" and any(worth_pairing(a) for a in node.args))
 
 
-def computes_in_pairs(e: T.TExpr, dtype: str, layout, packed16: frozenset[str]) -> bool:
+def computes_in_pairs(e: T.TExpr, dtype: str, layout, packed16: frozenset[str],
+                      names: Ranges = None) -> bool:
     """The lowering's decision for a Compute of a packed 16-bit register tile: in pairs
     where the renderer packs the dtype's arithmetic, the layout pairs its registers, and
     the expression converts integers through the bias."""
     return dtype in packed16 and dtype in BIAS and layout.size % 2 == 0 and \
-        pair_axis(layout) is not None and worth_pairing(form(e, dtype))
+        pair_axis(layout) is not None and worth_pairing(form(e, dtype, names))
 
 
 def integer_instructions(a: T.TExpr) -> int:

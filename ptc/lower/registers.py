@@ -140,3 +140,20 @@ def staged_words(body, threads: int) -> int:
         chunks = t.rows * t.cols // op.vector
         total += math.ceil(chunks / threads) * math.ceil(chunk_bytes / 4)
     return total
+
+
+def register_bound_blocks(res, threads: int, shared_bytes: int, blocks: int) -> int:
+    """The blocks per EU the register allocator is told to leave room for (0: its own
+    choice): one where the plan's resources allow one; else the plan's count where the
+    estimate's registers are what limits it and that count still leaves a thread the most
+    registers it may have. Left to its own heuristic, ptxas caps a 128-thread block at 128
+    registers, to fit more blocks than the registers allow, and spills (the sm80
+    block-scaled FP8 GEMM, whose k-steps widen e4m3 to f16: 2 blocks of 128 threads by its
+    estimate, 128 registers and a spill; told 2 it takes 254 and none). A count whose cap
+    is lower is not told: a cap just above a low estimate spills instead (it did for three
+    samples at 2 blocks of 256 threads)."""
+    if blocks <= 1:
+        return blocks
+    register_bound = res.resident_blocks(threads, 0, shared_bytes) > blocks
+    whole_cap = res.registers // (blocks * threads) >= res.max_registers_per_thread
+    return blocks if register_bound and whole_cap else 0

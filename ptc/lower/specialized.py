@@ -35,6 +35,7 @@ from ..devices import Device
 from ..sched.plan import Plan
 from ..sched.turns import turns
 from ..sema import typed as T
+from ..sema.ranges import named_ranges
 from ..stask.graph import STaskGraph
 from . import ir
 from .capabilities import Capabilities, LoweringError
@@ -175,7 +176,8 @@ class _Kernel(SpecializedBuilder):
             self.low.kernel.name, dev.name, dev.backend, self.plan.style, launch,
             tuple(self.layouts.values()), tuple(buffers.values()), tuple(self.values.items()),
             body, tuple(self.units.items()), (), alignment, tuple(self.low.notes),
-            tuple(self.maps.values()), self.spec.caps.arith16() if self.spec.caps else ())
+            tuple(self.maps.values()), self.spec.caps.arith16() if self.spec.caps else (),
+            tuple(named_ranges(self.spec.graph.kernel).items()))
 
     def grid(self) -> tuple:
         out = []

@@ -117,7 +117,8 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
     def expressions(self, read) -> ExprRenderer:
         """The expression renderer over `read`, with the lowering's 16-bit arithmetic."""
         return ExprRenderer(read, self.scalar, self.extent, self.SPELLING,
-                            {d: self.ctypes[d] for d in self.low.arith16})
+                            {d: self.ctypes[d] for d in self.low.arith16},
+                            dict(self.low.int_ranges))
 
     INDEX_OPS = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">",
                  "ge": ">=", "eq": "==", "ne": "!=", "and": "&&", "or": "||"}
@@ -397,7 +398,7 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
         word."""
         s = struct_name(home.layout)
         leaves: list[tuple[str, str]] = []
-        word = rd.pair(pairs.form(op.expr, home.dtype), idx, leaves)
+        word = rd.pair(pairs.form(op.expr, home.dtype, dict(self.low.int_ranges)), idx, leaves)
         with self.block(f"#pragma unroll\n{'  ' * self.depth}for (int j = 0; j < {s}::SIZE / 2; ++j)"):
             for k, (ctype, _) in enumerate(leaves):
                 self.emit(f"{ctype} l{k}[2];")

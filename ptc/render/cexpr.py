@@ -71,8 +71,10 @@ class ExprRenderer:
 
     def __init__(self, read: Callable[[str, list[str]], str], scalar: Callable[[str], str],
                  extent: Callable[[T.Extent], int], spelling: str = "c",
-                 native16: dict[str, str] | None = None):
+                 native16: dict[str, str] | None = None,
+                 ranges: dict[str, tuple[int, int]] | None = None):
         self.read = read
+        self.ranges = ranges or {}          # named i32 values' ranges (sema.ranges)
         self.scalar = scalar
         self.extent = extent
         self.spelling = spelling
@@ -192,7 +194,7 @@ class ExprRenderer:
         """Integer `arg` (whose value is `value`) converted to the 16-bit `dtype` in one step,
         in its C type: from 16 bits where its range fits them (one instruction on AMD, whose
         32-bit integers convert to f16 through f32)."""
-        if fits_16_bits(arg):
+        if fits_16_bits(arg, self.ranges):
             return f"ptc::from_short<{self.native16[dtype]}>((short)({value}))"
         return f"ptc::from_int<{self.native16[dtype]}>((int)({value}))"
 
