@@ -63,11 +63,15 @@ class _Kernel(SpecializedBuilder):
     def build(self) -> ir.LoweredKernel:
         from .costs import task_costs
         from .inplace import in_place_addends
+        from .registers import estimate_registers
+        from .shared_once import shared_reads_once
 
         self.homes()
         self.per_warp = self.cuda_core_readers()
         consumer = self.spec.trace.after("steps",
                                          tuple(self.items(self.spec.consumer.body, ())))
+        self.base_registers, self.reserved_registers = estimate_registers(consumer, self), 0
+        consumer = self.spec.trace.after("shared_reads_once", shared_reads_once(consumer, self))
         producer = tuple(Producer(self).items(self.spec.producer.body, ()))
         placed, offset = self.placed_buffers()
         sets, offset = self.mbarrier_sets(offset)
@@ -137,6 +141,10 @@ class _Kernel(SpecializedBuilder):
                 raise LoweringError(f"ping-pong: {where}")
             consumer = after("take_turns", take_turns(consumer, where, self.spec.parts))
         return consumer
+
+    def register_budget(self) -> int:
+        """A consumer thread's registers: the plan's (setmaxnreg)."""
+        return self.spec.consumer.registers
 
     def checked_registers(self, consumer: tuple) -> int:
         """The consumers' register budget (the plan's), refused where they need more."""

@@ -40,10 +40,18 @@ def wgmma_layouts(name: str, m: int, n: int, k: int,
                digits((4, (0, run)), (8, (1, 0))), warps,
                note="wgmma A from registers")
     # B is read from shared memory; computed in registers, a warp holds k / 4 of its rows
-    # and a lane its columns (j, j + 32, ...) before they are staged there
-    b = Layout(f"{name}_b", (k, n), digits((k // 4, (1, 0)), (n // 32 or 1, (0, 32))),
-               digits((32, (0, 1))) if n >= 32 else digits((n, (0, 1))),
-               digits((4, (k // 4, 0))), note="wgmma B (staged to shared memory)")
+    # and a lane its columns before they are staged there: pairs (2j, 2j + 1), 64 apart,
+    # where n is a multiple of 64 (a 16-bit pair is one 4-byte store of the row), else
+    # (j, j + 32, ...)
+    if n % 64 == 0:
+        b = Layout(f"{name}_b", (k, n), digits((2, (0, 1)), (k // 4, (1, 0)),
+                                               (n // 64, (0, 64))),
+                   digits((32, (0, 2))), digits((4, (k // 4, 0))),
+                   note="wgmma B (staged to shared memory), column pairs")
+    else:
+        b = Layout(f"{name}_b", (k, n), digits((k // 4, (1, 0)), (n // 32 or 1, (0, 32))),
+                   digits((32, (0, 1))) if n >= 32 else digits((n, (0, 1))),
+                   digits((4, (k // 4, 0))), note="wgmma B (staged to shared memory)")
     return c, a, b
 
 

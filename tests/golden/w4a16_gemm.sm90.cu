@@ -36,7 +36,7 @@
 // shared scratch7: f16[32, 64] at 204800..208896 (%acc7 staged for wgmma)
 // shared scratch8: f16[32, 64] at 208896..212992 (%acc8 staged for wgmma)
 // shared scratch9: f16[128, 64] at 212992..229376 (C's tile, stored by TMA)
-// estimate: 316.9 us at the benchmark shape, bound by tma
+// estimate: 316.3 us at the benchmark shape, bound by tma
 #include <climits>
 #include <cstdint>
 #include <cuda_runtime.h>
@@ -75,20 +75,20 @@ struct L_acc_c {
   static __device__ __forceinline__ constexpr int reg(int s0, int s1) { return s1 % 2 + (s0 % 2) * 2 + (s1 / 2) * 4 + (s0 / 2) * 32; }
   static __device__ __forceinline__ bool owner(int lane, int warp) { return true; }
 };
-// acc_b: [32, 64] regs 8x[1, 0] 2x[0, 32] | lanes 32x[0, 1] | warps 4x[8, 0]  (wgmma B (staged to shared memory))
+// acc_b: [32, 64] regs 2x[0, 1] 8x[1, 0] | lanes 32x[0, 2] | warps 4x[8, 0]  (wgmma B (staged to shared memory), column pairs)
 struct L_acc_b {
   static constexpr int SIZE = 16;
   static constexpr int SLOTS0 = 8;
-  static __device__ __forceinline__ constexpr int slot0(int r) { return (r % 8); }
+  static __device__ __forceinline__ constexpr int slot0(int r) { return (r / 2); }
   static __device__ __forceinline__ constexpr int off0(int s) { return s; }
   static __device__ __forceinline__ int base0(int lane, int warp) { return (warp) * 8; }
   static __device__ __forceinline__ int wbase0(int warp) { return (warp % 4) * 8; }
   static constexpr int SLOTS1 = 2;
-  static __device__ __forceinline__ constexpr int slot1(int r) { return (r / 8); }
-  static __device__ __forceinline__ constexpr int off1(int s) { return (s) * 32; }
-  static __device__ __forceinline__ int base1(int lane, int warp) { return lane % 32; }
+  static __device__ __forceinline__ constexpr int slot1(int r) { return (r % 2); }
+  static __device__ __forceinline__ constexpr int off1(int s) { return s; }
+  static __device__ __forceinline__ int base1(int lane, int warp) { return (lane % 32) * 2; }
   static __device__ __forceinline__ int wbase1(int warp) { return 0; }
-  static __device__ __forceinline__ constexpr int reg(int s0, int s1) { return s0 + (s1) * 8; }
+  static __device__ __forceinline__ constexpr int reg(int s0, int s1) { return s1 + (s0) * 2; }
   static __device__ __forceinline__ bool owner(int lane, int warp) { return true; }
 };
 
@@ -147,6 +147,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   uint32_t t_acc7[8];  // %acc7: f16[32, 64] in acc_b, two per register
   uint32_t t_acc8[8];  // %acc8: f16[32, 64] in acc_b, two per register
   uint32_t t_C[32];  // %C: f16[128, 64] in acc_c, two per register
+  int v_w_regs[16];  // w@regs: i32[32, 64] in acc_b
   if (tid == 0) {
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229376u + 8u * s, 1);  // full:S_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229392u + 8u * s, 4);  // empty:S_smem
@@ -637,6 +638,13 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::mbarrier_wait_parity(smem + 229376u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:S_smem
         ptc::mbarrier_wait_parity(smem + 229408u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:Z_smem
         ptc::mbarrier_wait_parity(smem + 229440u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:w_smem
+        // w@regs = ...  (simt_acc2)
+        #pragma unroll
+        for (int r = 0; r < L_acc_b::SIZE; ++r) {
+          const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
+          const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
+          v_w_regs[r] = (int)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+        }
         // %acc = ...  (simt_acc2)
         #pragma unroll
         for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
@@ -646,9 +654,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((v_w_regs[r]));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 2048u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
@@ -661,10 +668,11 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::mbarrier_wait_parity(smem + 229472u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:A_smem
         // mma_acc: %acc to scratch1, where wgmma reads it
         #pragma unroll
-        for (int r = 0; r < L_acc_b::SIZE; ++r) {
+        for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
+          const int r = 2 * j;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 180224u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc, r));
+          ptc::st_shared<uint32_t>(smem + 180224u + ptc::tma_offset<128, 4096>(c0, c1 * 2), t_acc[j]);
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc is in shared memory for wgmma
@@ -684,9 +692,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((v_w_regs[r]));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 38912u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 36864u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
@@ -699,10 +706,11 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::mbarrier_wait_parity(smem + 229568u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:A2_smem
         // mma_acc2: %acc2 to scratch2, where wgmma reads it
         #pragma unroll
-        for (int r = 0; r < L_acc_b::SIZE; ++r) {
+        for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
+          const int r = 2 * j;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 184320u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc2, r));
+          ptc::st_shared<uint32_t>(smem + 184320u + ptc::tma_offset<128, 4096>(c0, c1 * 2), t_acc2[j]);
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc2 is in shared memory for wgmma
@@ -722,9 +730,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((v_w_regs[r]));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 59392u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 57344u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
@@ -737,10 +744,11 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::mbarrier_wait_parity(smem + 229664u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:A3_smem
         // mma_acc3: %acc3 to scratch3, where wgmma reads it
         #pragma unroll
-        for (int r = 0; r < L_acc_b::SIZE; ++r) {
+        for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
+          const int r = 2 * j;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 188416u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc3, r));
+          ptc::st_shared<uint32_t>(smem + 188416u + ptc::tma_offset<128, 4096>(c0, c1 * 2), t_acc3[j]);
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc3 is in shared memory for wgmma
@@ -760,9 +768,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((v_w_regs[r]));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 79872u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 77824u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
@@ -775,10 +782,11 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::mbarrier_wait_parity(smem + 229760u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:A4_smem
         // mma_acc4: %acc4 to scratch4, where wgmma reads it
         #pragma unroll
-        for (int r = 0; r < L_acc_b::SIZE; ++r) {
+        for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
+          const int r = 2 * j;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 192512u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc4, r));
+          ptc::st_shared<uint32_t>(smem + 192512u + ptc::tma_offset<128, 4096>(c0, c1 * 2), t_acc4[j]);
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc4 is in shared memory for wgmma
@@ -798,9 +806,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((v_w_regs[r]));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 100352u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 98304u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
@@ -813,10 +820,11 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::mbarrier_wait_parity(smem + 229856u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:A5_smem
         // mma_acc5: %acc5 to scratch5, where wgmma reads it
         #pragma unroll
-        for (int r = 0; r < L_acc_b::SIZE; ++r) {
+        for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
+          const int r = 2 * j;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 196608u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc5, r));
+          ptc::st_shared<uint32_t>(smem + 196608u + ptc::tma_offset<128, 4096>(c0, c1 * 2), t_acc5[j]);
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc5 is in shared memory for wgmma
@@ -836,9 +844,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((v_w_regs[r]));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 120832u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 118784u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
@@ -851,10 +858,11 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::mbarrier_wait_parity(smem + 229952u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:A6_smem
         // mma_acc6: %acc6 to scratch6, where wgmma reads it
         #pragma unroll
-        for (int r = 0; r < L_acc_b::SIZE; ++r) {
+        for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
+          const int r = 2 * j;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 200704u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc6, r));
+          ptc::st_shared<uint32_t>(smem + 200704u + ptc::tma_offset<128, 4096>(c0, c1 * 2), t_acc6[j]);
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc6 is in shared memory for wgmma
@@ -874,9 +882,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((v_w_regs[r]));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 141312u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 139264u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
@@ -889,10 +896,11 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::mbarrier_wait_parity(smem + 230048u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:A7_smem
         // mma_acc7: %acc7 to scratch7, where wgmma reads it
         #pragma unroll
-        for (int r = 0; r < L_acc_b::SIZE; ++r) {
+        for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
+          const int r = 2 * j;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 204800u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc7, r));
+          ptc::st_shared<uint32_t>(smem + 204800u + ptc::tma_offset<128, 4096>(c0, c1 * 2), t_acc7[j]);
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc7 is in shared memory for wgmma
@@ -912,9 +920,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 8192u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((v_w_regs[r]));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 161792u + (u_k % 2) * 1024u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 159744u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 2)));
           }
@@ -929,10 +936,11 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::mbarrier_wait_parity(smem + 230144u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:A8_smem
         // mma_acc8: %acc8 to scratch8, where wgmma reads it
         #pragma unroll
-        for (int r = 0; r < L_acc_b::SIZE; ++r) {
+        for (int j = 0; j < L_acc_b::SIZE / 2; ++j) {
+          const int r = 2 * j;
           const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          ptc::st_shared<__half>(smem + 208896u + ptc::tma_offset<128, 4096>(c0, c1 * 2), ptc::half_at<__half>(t_acc8, r));
+          ptc::st_shared<uint32_t>(smem + 208896u + ptc::tma_offset<128, 4096>(c0, c1 * 2), t_acc8[j]);
         }
         ptc::fence_proxy_async();  // generic stores, read by the tensor cores
         ptc::named_barrier(1 + part, 128);  // %acc8 is in shared memory for wgmma

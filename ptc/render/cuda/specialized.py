@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...lower import ir
 from ...lower.atoms import wgmma_k, wgmma_operand_bytes
+from ...lower.pairs import pair_axis
 from ...sema import typed as T
 from ..cexpr import CTYPES
 from ..layouts import c_storage, struct_name
@@ -227,10 +228,18 @@ class SpecializedOps:
         self.emit(f"// {op.task}: {op.value} to {op.buffer}, where wgmma reads it")
         offset = (f"ptc::tma_offset<{sl.span}, {sl.panel_bytes}>(c0, c1 * {sl.elem_bytes})"
                   if sl.swizzle == "tma" else f"(c0 * {sl.row_bytes} + c1 * {sl.elem_bytes})")
+        extra = [f"c{a} < {home.shape[a]}" for a, m in enumerate(lay.exceeds(home.shape)) if m]
+        if c_storage(home, lay)[2] and pair_axis(lay) == 1 and not extra:
+            # a register's two values are neighbours in a row: one 4-byte store
+            with self.unrolled(struct_name(home.layout), "j", f"{struct_name(home.layout)}::SIZE / 2"):
+                self.emit("const int r = 2 * j;")
+                self.coords(home.layout)
+                self.emit(f"ptc::st_shared<uint32_t>({self.slot_address(op.buffer)} + {offset}, "
+                          f"{home.name}[j]);")
+            self.emit("ptc::fence_proxy_async();  // generic stores, read by the tensor cores")
+            return
         with self.unrolled(struct_name(home.layout)):
             self.coords(home.layout)
-            extra = [f"c{a} < {home.shape[a]}" for a, m in enumerate(lay.exceeds(home.shape))
-                     if m]
             if extra:      # registers past the tile's edge
                 self.emit(f"if (!({' && '.join(extra)})) continue;")
             self.emit(f"ptc::st_shared<{ctype}>({self.slot_address(op.buffer)} + {offset}, "
