@@ -446,7 +446,16 @@ template <typename T, int S> __device__ __forceinline__ uint32_t nibbles16(uint3
   constexpr uint32_t b = S / 8;
   uint32_t t = __builtin_amdgcn_perm(w1, w0, b | (0x0cu << 8) | ((4u + b) << 16) | (0x0cu << 24));
   if (S % 8 == 4) t >>= 4;
+#ifdef PTC_EMULATE
   return (t & 0x000f000fu) | Bias16<T>::pair;
+#else
+  // the bias in a VGPR the loop keeps (an empty asm hides the constant from folding), so
+  // the mask and the or are one v_and_or_b32: a VOP3 on gfx9 takes no literal and reads one
+  // scalar register at most, so with both constants literal clang splits it in two
+  uint32_t bias = Bias16<T>::pair;
+  asm("" : "+v"(bias));
+  return (t & 0x000f000fu) | bias;
+#endif
 }
 // + - * of two f16 pairs (v_pk_add_f16, v_pk_mul_f16: each half rounded once, as add_rn etc.)
 #ifdef PTC_EMULATE
