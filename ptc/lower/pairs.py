@@ -119,7 +119,11 @@ def computes_in_pairs(e: T.TExpr, dtype: str, layout, packed16: frozenset[str],
 
 
 def integer_instructions(a: T.TExpr) -> int:
-    """Instructions per register word that put a biased integer pair's bits in place."""
+    """Instructions per register word that put a biased integer pair's bits in place; none
+    for a broadcast (`z[None, :]`: one pair per row or column of it, computed once, as
+    costs.expression_counts counts what a broadcast reads)."""
+    if isinstance(a, T.Expand):
+        return 0
     found = nibble(a)
     if found is not None:
         return NIBBLE_INSTRUCTIONS + (HIGH_NIBBLE_INSTRUCTIONS if found[1] % 8 == 4 else 0)
@@ -141,9 +145,10 @@ def pair_leaves(node: Node) -> list[T.TExpr]:
 
 
 def pair_instructions(node: Node) -> int:
-    """Instructions per register word of a form, less its leaves' own work."""
+    """Instructions per register word of a form, less its leaves' own work (a broadcast
+    leaf is packed once per row or column of it)."""
     if node.kind == "leaf":
-        return PACK_INSTRUCTIONS
+        return 0 if isinstance(node.expr, T.Expand) else PACK_INSTRUCTIONS
     if node.kind == "op":
         return 1 + sum(pair_instructions(a) for a in node.args)
     # the packed subtraction, and each biased integer's bits (an offset subtracts a constant)
