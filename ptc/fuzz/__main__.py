@@ -23,7 +23,8 @@ from pathlib import Path
 
 from ..render import emulate
 from .check import TARGETS, Finding, Refusal, check_program
-from .generate import Program, generate
+from .generate import generate
+from .program import Program
 from .reduce import reduce
 
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 
 from ..sema.calls import KNOWN_FUNCS
 from .check import Finding, check_program, typed_kernel
-from .generate import Program
+from .program import Program
 
 
 def still_fails(finding: Finding, seed: int) -> Callable[[Program], bool]:
