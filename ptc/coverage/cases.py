@@ -489,6 +489,9 @@ def _specialized(t: str) -> tuple[Case, ...]:
              "M=40 K=512", "M=37 K=300"),
         case(f"chain_b.{t}.ws", COV + "chain_b.pt", "chain_b", t, "BM=64 BN=64 BK=32", WS,
              "M=128 K=64 N=128 R=64"),
+        # BN 32: a lane per column, B staged value by value (wgmma_layouts)
+        case(f"chain_b.{t}.ws32", COV + "chain_b.pt", "chain_b", t, "BM=64 BN=32 BK=32", WS,
+             "M=128 K=64 N=96 R=64"),
     ) + tuple(
         # the producer's threads copy gathered and strided rows: aligned and unaligned K
         case(f"{name}.{t}.ws", COV + "producer_rows.pt", name, t, "", WS, *shapes)

@@ -310,7 +310,8 @@ def _wgmma(ctx: _Context, op: ir.Wgmma):
 def _stage(ctx: _Context, op: ir.StageOperand):
     """B computed in registers, staged where wgmma reads it (StageOperands of stores are
     inside their TmaStore: _tma_store)."""
-    yield ctx.form("wgmma.stage_b", via="stmatrix" if op.stmatrix else "st.shared")
+    yield ctx.form("wgmma.stage_b", via="stmatrix" if op.stmatrix else
+                   "st.shared.pairs" if op.pairs else "st.shared")
     if op.stmatrix:
         yield ctx.form("stmatrix.x4", purpose="wgmma.b")
 

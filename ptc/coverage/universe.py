@@ -92,8 +92,9 @@ UNREACHABLE = (
          "rows of 16, 32 or 64 bytes, and dense rows (at most 256 elements), are one panel: "
          "one box (swizzle.tma_layout)"),
     Rule("wgmma.stage_b", dict(via="stmatrix"),
-         "a B operand computed in registers is given wgmma's B layout (a lane per column: "
-         "specialized.wgmma_layouts), converted there from an accumulator, and stmatrix "
+         "a B operand computed in registers is given wgmma's B layout (a lane per column or "
+         "per column pair: specialized.wgmma_layouts), converted there from an accumulator, "
+         "and stmatrix "
          "stores the accumulator layout only (stmatrix.stmatrix_blocks): it is staged with "
          "st.shared"),
     Rule("stmatrix.x4", dict(purpose="wgmma.b"),
@@ -294,7 +295,7 @@ def _specialized(device, t: str):
                     yield form(t, "wgmma.operand", operand=operand, major=major, span=span,
                                bytes=nbytes)
     vias = (("stmatrix",) if "stmatrix" in device.features else ()) + ("st.shared",)
-    for via in vias:
+    for via in vias + ("st.shared.pairs",):
         yield form(t, "wgmma.stage_b", via=via)
     for pending in (0, 1):
         yield form(t, "wgmma.wait", pending=pending)

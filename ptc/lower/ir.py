@@ -328,12 +328,15 @@ class StageOperand:
     thread writes its values of `value` into `buffer` (its consumer warpgroup's copy) in
     the layout TMA would have written, then fences them for the tensor cores; a named
     barrier follows. `stmatrix`: (64-row atoms, 16-column blocks) when each warp stores
-    its 16 x 16 blocks with stmatrix.x4 (ptc.lower.stmatrix), else () for st.shared."""
+    its 16 x 16 blocks with stmatrix.x4 (ptc.lower.stmatrix), else () for st.shared;
+    `pairs`: st.shared of whole 16-bit registers, whose two values are neighbours in a row
+    of the tile (ptc.lower.pairs.pair_axis), else of each value."""
 
     task: str
     value: str
     buffer: str
     stmatrix: tuple[int, ...] = ()
+    pairs: bool = False
 
 
 @dataclass(frozen=True)

@@ -188,7 +188,7 @@ def _specialized_op(op) -> str:
                 f"box(es), wait until read (else {print_op(op.fallback)})")
     if isinstance(op, ir.StageOperand):
         by = (f"stmatrix.x4, {op.stmatrix[0] * op.stmatrix[1]} per warp" if op.stmatrix
-              else "st.shared")
+              else "st.shared of register pairs" if op.pairs else "st.shared")
         return f"stage {op.value} to {op.buffer} by {by}, fence.proxy.async  # {op.task}"
     if isinstance(op, ir.MbarrierWait):
         slot = f"[{op.loop}]" if op.loop else ""

@@ -15,6 +15,7 @@ from .atoms import wgmma_k, why_not_k_major
 from .capabilities import LoweringError
 from .conversions import mma_operand_var
 from .lowering import Builder, align_up
+from .pairs import pair_axis
 from .program import Stmt, mma_parts, reads
 from .registers import defines
 from .specialized_plan import ROW0, RoleView, SpecializedPlan
@@ -261,9 +262,12 @@ class SpecializedBuilder(Builder):
     def stage_operand(self, task: str, name: str, buffer: str) -> ir.StageOperand:
         """Registers to a shared tile in the TMA layout: by stmatrix where it fits."""
         home = self.values[name]
-        blocks = stmatrix_blocks(self.layouts[home.layout], home.shape, home.dtype,
-                                 self.buffers[buffer].layout)
-        return ir.StageOperand(task, name, buffer, blocks or ())
+        lay = self.layouts[home.layout]
+        blocks = stmatrix_blocks(lay, home.shape, home.dtype, self.buffers[buffer].layout)
+        # a 16-bit register's two values side by side in a row of the tile: one store
+        pairs = not blocks and DTYPE_BYTES[home.dtype] == 2 and lay.size % 2 == 0 and \
+            pair_axis(lay) == 1 and not any(lay.exceeds(home.shape))
+        return ir.StageOperand(task, name, buffer, blocks or (), pairs)
 
     def store(self, s: Stmt) -> ir.StoreTile:
         op = super().store(s)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from ...lower import ir
 from ...lower.atoms import wgmma_k, wgmma_operand_bytes
-from ...lower.pairs import pair_axis
 from ...sema import typed as T
 from ..cexpr import CTYPES
 from ..layouts import c_storage, struct_name
@@ -229,8 +228,7 @@ class SpecializedOps:
         offset = (f"ptc::tma_offset<{sl.span}, {sl.panel_bytes}>(c0, c1 * {sl.elem_bytes})"
                   if sl.swizzle == "tma" else f"(c0 * {sl.row_bytes} + c1 * {sl.elem_bytes})")
         extra = [f"c{a} < {home.shape[a]}" for a, m in enumerate(lay.exceeds(home.shape)) if m]
-        if c_storage(home, lay)[2] and pair_axis(lay) == 1 and not extra:
-            # a register's two values are neighbours in a row: one 4-byte store
+        if op.pairs:      # a register's two values are neighbours in a row: one 4-byte store
             with self.unrolled(struct_name(home.layout), "j", f"{struct_name(home.layout)}::SIZE / 2"):
                 self.emit("const int r = 2 * j;")
                 self.coords(home.layout)
