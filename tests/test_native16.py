@@ -211,30 +211,32 @@ def test_an_operand_computed_in_16_bits_feeds_the_tensor_cores_on_every_target()
         np.testing.assert_array_equal(got["C"], want, err_msg=target)
 
 
+def sass_main_loop(tmp_path, sample: str, target: str, tiles: dict | None):
+    """(the main-loop report of a sample's aligned kernel from its SASS, the plan's tiles):
+    `tiles` pins them (None: the search's)."""
+    from ptc.runtime import prepare
+    from ptc.runtime.mainloop import mainloop_reports
+    from ptc.runtime.ptxas import kernel_name
+    build = importlib.import_module("ptc.runtime.build")
+
+    prepared = prepare(ROOT / "samples" / f"{sample}.pt", target, tiles=tiles)
+    folder = tmp_path / f"{sample}.{target}"
+    build.write_build_dir(folder, kernel_source=prepared.source, signature=prepared.signature,
+                          arch=prepared.device.arch, target=target, plan_json=prepared.plan_json)
+    build.build(folder, prepared.device.arch, report_only=True)
+    (loop,) = [r for r in mainloop_reports(build.sass(folder))
+               if kernel_name(r.kernel).endswith("<true>")]
+    return loop, dict(prepared.plans[0].tiles)
+
+
 @pytest.mark.nvcc
 def test_the_w4a16_main_loop_issues_at_most_1_5x_the_f16_gemms_on_sm80(tmp_path):
     """Issue 21's bar for the dequantizing main loop, from the SASS: instructions per
     tensor-core MFLOP against the f16 GEMM sample at the same tiles (1.06x with the planes
     in pairs, 1.24x before), and the dequantization two f16 values at a time (HADD2 and
     HMUL2 per B register, ptc.lower.pairs) with no conversion instruction (I2F)."""
-    from ptc.runtime import prepare
-    from ptc.runtime.mainloop import mainloop_reports
-    from ptc.runtime.ptxas import kernel_name
-    build = importlib.import_module("ptc.runtime.build")
-
-    def main_loop(sample: str, tiles: dict | None):
-        prepared = prepare(ROOT / "samples" / f"{sample}.pt", "sm80", tiles=tiles)
-        folder = tmp_path / sample
-        build.write_build_dir(folder, kernel_source=prepared.source,
-                              signature=prepared.signature, arch=prepared.device.arch,
-                              target="sm80", plan_json=prepared.plan_json)
-        build.build(folder, prepared.device.arch, report_only=True)
-        (loop,) = [r for r in mainloop_reports(build.sass(folder))
-                   if kernel_name(r.kernel).endswith("<true>")]
-        return loop, dict(prepared.plans[0].tiles)
-
-    w4a16, tiles = main_loop("w4a16_gemm", None)
-    gemm, _ = main_loop("gemm", tiles)
+    w4a16, tiles = sass_main_loop(tmp_path, "w4a16_gemm", "sm80", None)
+    gemm, _ = sass_main_loop(tmp_path, "gemm", "sm80", tiles)
     assert w4a16.count("HMUL2") >= w4a16.count("HMMA") // 2, dict(w4a16.mnemonics)
     assert w4a16.count("HADD2") >= w4a16.count("HMMA") // 2, dict(w4a16.mnemonics)
     assert not any(op.startswith("I2F") for op in dict(w4a16.mnemonics)), dict(w4a16.mnemonics)
@@ -248,24 +250,8 @@ def test_the_sm90_w4a16_planes_are_staged_in_words_after_one_read(tmp_path):
     and the consumer reads the tile of packed words once for the eight planes (24 LDS, not
     136). 2.08x the f16 GEMM's instructions per MFLOP (3.9x before; the 1.5x bar needs an
     RS wgmma: docs/low-precision.md)."""
-    from ptc.runtime import prepare
-    from ptc.runtime.mainloop import mainloop_reports
-    from ptc.runtime.ptxas import kernel_name
-    build = importlib.import_module("ptc.runtime.build")
-
-    def main_loop(sample: str, tiles: dict | None):
-        prepared = prepare(ROOT / "samples" / f"{sample}.pt", "sm90", tiles=tiles)
-        folder = tmp_path / sample
-        build.write_build_dir(folder, kernel_source=prepared.source,
-                              signature=prepared.signature, arch=prepared.device.arch,
-                              target="sm90", plan_json=prepared.plan_json)
-        build.build(folder, prepared.device.arch, report_only=True)
-        (loop,) = [r for r in mainloop_reports(build.sass(folder))
-                   if kernel_name(r.kernel).endswith("<true>")]
-        return loop, dict(prepared.plans[0].tiles)
-
-    w4a16, tiles = main_loop("w4a16_gemm", None)
-    gemm, _ = main_loop("gemm", tiles)
+    w4a16, tiles = sass_main_loop(tmp_path, "w4a16_gemm", "sm90", None)
+    gemm, _ = sass_main_loop(tmp_path, "gemm", "sm90", tiles)
     ops = dict(w4a16.mnemonics)
     assert "STS.U16" not in ops and ops.get("STS", 0) == ops["HMUL2"], ops
     assert w4a16.count("LDS") <= 32, ops
