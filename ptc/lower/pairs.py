@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..sema import typed as T
-from ..sema.ranges import DTYPE_RANGES, int_range
+from ..sema.ranges import int_range
 
 Ranges = Mapping[str, tuple[int, int]] | None
 
@@ -66,12 +66,11 @@ def nibble(e: T.TExpr) -> tuple[T.TExpr, int] | None:
 
 
 def biased(e: T.TExpr, dtype: str, names: Ranges = None) -> bool:
-    """Whether integer e always lies in 0..MAX[dtype]: its float is BIAS | e, less the bias.
-    Its range is `sema.ranges`' (with the named values' `names`), or a u8 value's own (a
-    loaded byte)."""
+    """Whether integer e always lies in 0..MAX[dtype]: its float is BIAS | e, less the bias
+    (its range is `sema.ranges`', with the named values' `names`)."""
     if e.type.dtype not in ("i32", "i8", "u8"):
         return False
-    r = int_range(e, names) or (DTYPE_RANGES.get(e.type.dtype) if e.type.dtype == "u8" else None)
+    r = int_range(e, names)
     return r is not None and 0 <= r[0] and r[1] <= MAX[dtype]
 
 

@@ -24,6 +24,14 @@ DTYPE_RANGES = {"u8": (0, 255), "i8": (-128, 127), "bool": (0, 1)}
 
 def int_range(e: T.TExpr, names: Mapping[str, tuple[int, int]] | None = None
               ) -> tuple[int, int] | None:
+    """e's values from its operands, else those of its dtype where that is narrow (a loaded
+    byte is 0..255 whatever computed it)."""
+    r = _operand_range(e, names)
+    return r if r is not None else DTYPE_RANGES.get(e.type.dtype)
+
+
+def _operand_range(e: T.TExpr, names: Mapping[str, tuple[int, int]] | None
+                   ) -> tuple[int, int] | None:
     if isinstance(e, T.Const) and isinstance(e.value, (bool, int)):
         return int(e.value), int(e.value)
     if isinstance(e, T.Var):
