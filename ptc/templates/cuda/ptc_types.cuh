@@ -347,18 +347,9 @@ template <typename T, int S> __device__ __forceinline__ uint32_t nibbles16(uint3
 // + - * of two pairs (HADD2 / HMUL2 and their bf16 forms, .rn: each half rounded once, as
 // add_rn etc.)
 #ifdef PTC_EMULATE
-template <typename T> __device__ __forceinline__ T half_of(uint32_t w, int i) {
-  return from_bits<T>(static_cast<uint16_t>(i ? w >> 16 : w));
-}
-template <typename T> __device__ __forceinline__ uint32_t pk_add(uint32_t a, uint32_t b) {
-  return pack16(add_rn(half_of<T>(a, 0), half_of<T>(b, 0)), add_rn(half_of<T>(a, 1), half_of<T>(b, 1)));
-}
-template <typename T> __device__ __forceinline__ uint32_t pk_sub(uint32_t a, uint32_t b) {
-  return pack16(sub_rn(half_of<T>(a, 0), half_of<T>(b, 0)), sub_rn(half_of<T>(a, 1), half_of<T>(b, 1)));
-}
-template <typename T> __device__ __forceinline__ uint32_t pk_mul(uint32_t a, uint32_t b) {
-  return pack16(mul_rn(half_of<T>(a, 0), half_of<T>(b, 0)), mul_rn(half_of<T>(a, 1), half_of<T>(b, 1)));
-}
+}  // namespace ptc
+#include "ptc_emulate_pairs.h"
+namespace ptc {
 #else
 template <typename T> struct Pair16;
 template <> struct Pair16<__half> { using type = __half2; };

@@ -459,15 +459,9 @@ template <typename T, int S> __device__ __forceinline__ uint32_t nibbles16(uint3
 }
 // + - * of two f16 pairs (v_pk_add_f16, v_pk_mul_f16: each half rounded once, as add_rn etc.)
 #ifdef PTC_EMULATE
-template <typename T> __device__ __forceinline__ uint32_t pk_add(uint32_t a, uint32_t b) {
-  return pack16(add_rn(T{uint16_t(a)}, T{uint16_t(b)}), add_rn(T{uint16_t(a >> 16)}, T{uint16_t(b >> 16)}));
-}
-template <typename T> __device__ __forceinline__ uint32_t pk_sub(uint32_t a, uint32_t b) {
-  return pack16(sub_rn(T{uint16_t(a)}, T{uint16_t(b)}), sub_rn(T{uint16_t(a >> 16)}, T{uint16_t(b >> 16)}));
-}
-template <typename T> __device__ __forceinline__ uint32_t pk_mul(uint32_t a, uint32_t b) {
-  return pack16(mul_rn(T{uint16_t(a)}, T{uint16_t(b)}), mul_rn(T{uint16_t(a >> 16)}, T{uint16_t(b >> 16)}));
-}
+}  // namespace ptc
+#include "ptc_emulate_pairs.h"
+namespace ptc {
 #else
 typedef _Float16 f16x2 __attribute__((ext_vector_type(2)));
 __device__ __forceinline__ f16x2 h16x2(uint32_t a) { return __builtin_bit_cast(f16x2, a); }
