@@ -27,11 +27,7 @@ hand-written kernels. The backend is a device's `backend` (ptc.devices: "cuda", 
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import fcntl
-import functools
-import hashlib
 import os
 import re
 import shutil
@@ -39,7 +35,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -47,22 +43,18 @@ from ..interp import NUMPY_DTYPES, coerce
 from ..sema import typed as T
 from ..stage_cache import code_text
 from . import RENDERERS, backend_headers
+from .emulate_cache import (CORE_HEADERS, PRELUDE_FAILED, TEMPLATES, cache_dir, compiler, digest,
+                            headers, linker_flags, precompiled_prelude, runtime_cache_dir,
+                            runtime_flags, runtime_object)
+from .emulate_units import can_share_a_unit, entry_symbol, unit_source
+from .errors import EmulationError
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 CUDA_TEMPLATES = TEMPLATES / "cuda"
 EMULATE_HEADERS = CUDA_TEMPLATES / "emulate"
-CORE_HEADERS = TEMPLATES / "emulate_core"     # the runtime every backend's emulation shares
 # -Og: a third less compile time than -O1 for the same code paths (the emulated runs are
 # small; compiling them is most of an emulation test's time)
 CXX_FLAGS = ("-std=c++20", "-Og", "-fPIC", "-shared", "-DPTC_EMULATE", "-fno-gnu-unique",
              "-Wl,-Bsymbolic", "-w")
-# the runtime object (`runtime_object`) is compiled once per backend, so it takes -O2: the
-# emulated matrix instructions, operand reads and the launcher live there (an emulated
-# conv2d ran 1.2 -> 0.74 s on sm80, 1.5 -> 0.7 s for an sm90 mma.sync plan)
-RUNTIME_OPTIMIZATION = "-O2"
-# gold links an emulated kernel in a third of the default linker's time (0.10 -> 0.03 s, an
-# eighth of a build); the default linker where binutils has none
-FAST_LINKER = "gold"
 # how a build folder is laid out (a change invalidates the cached builds)
 BUILD_LAYOUT = "device headers beside the kernel source; -I emulate, templates, emulate_core"
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
@@ -191,52 +183,52 @@ class EmulatedRun:
     sites: tuple[AccessSite, ...] = ()
 
 
-class EmulationError(Exception):
-    """The host build failed, or the emulated kernel did something a GPU would not take
-    (an access outside shared memory or the tensors, a deadlock at a barrier, ...)."""
+def _flags(defines: Sequence[str]) -> list[str]:
+    return list(CXX_FLAGS) + [f"-D{d}" for d in defines] + list(linker_flags())
 
 
-def compiler() -> str:
-    """The host C++ compiler: $CXX, else g++, else c++."""
-    chosen = os.environ.get("CXX")
-    if chosen:
-        cxx = shutil.which(chosen)
-        if not cxx:
-            raise EmulationError(f"the host C++ compiler CXX={chosen} is not found, so the "
-                                 "emulated kernel cannot be built")
-        return cxx
-    cxx = shutil.which("g++") or shutil.which("c++")
-    if not cxx:
-        raise EmulationError("no host C++ compiler (g++) to build the emulated kernel")
-    return cxx
+def _build_key(source: str, back: Backend, cxx: str, flags: Sequence[str],
+               overrides: Mapping[str, str]) -> str:
+    """The cache key of one kernel's build. Comment-only lines are not part of it: the same
+    plan rendered at another shape (another estimate in its header) is the same code."""
+    return digest([BUILD_LAYOUT, back.name, cxx, " ".join(flags),
+                   " ".join(runtime_flags(flags)), code_text(source)] +
+                  [f"{n}\0{t}" for n, t in sorted(headers(back).items())] +
+                  [f"override {n}\0{t}" for n, t in sorted(overrides.items())])
 
 
-def cache_dir() -> Path:
-    """Where emulated kernels are kept: $PTC_EMULATE_CACHE, else a folder in the temp dir."""
-    root = os.environ.get("PTC_EMULATE_CACHE")
-    path = Path(root) if root else Path(tempfile.gettempdir()) / f"ptc-emulate-{os.getuid()}"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+def _library(key: str) -> Path:
+    """Where the kernel built under `key` is kept: its own library, or a link to the
+    library of the unit it was built in (emulate_units)."""
+    return cache_dir() / f"kernel-{key}.so"
 
 
-def runtime_cache_dir() -> Path:
-    """Where each backend's precompiled prelude and runtime object are kept:
-    $PTC_EMULATE_RUNTIME_CACHE, else with the kernels. The fuzzer keeps its kernels in a
-    folder of its own (each is used once) and these in the shared one (10 s to build)."""
-    root = os.environ.get("PTC_EMULATE_RUNTIME_CACHE")
-    if not root:
-        return cache_dir()
-    Path(root).mkdir(parents=True, exist_ok=True)
-    return Path(root)
-
-
-def _headers(backend: Backend) -> dict[str, str]:
-    """Every header (and runtime definition file) a build of `backend` may read, by a name
-    unique among them."""
-    files = backend.device_headers() + [p for folder in (backend.emulate_headers, CORE_HEADERS)
-                                        for pattern in ("*.h", "*.cc")
-                                        for p in sorted(folder.glob(pattern))]
-    return {str(p.relative_to(TEMPLATES)): p.read_text() for p in files}
+def _compile(source: str, back: Backend, cxx: str, flags: Sequence[str],
+             overrides: Mapping[str, str], lib: Path) -> None:
+    """Compile one translation unit (a kernel's source, or a unit of several) into `lib`."""
+    with tempfile.TemporaryDirectory(prefix="ptc-emulate-") as tmp:
+        src = Path(tmp) / back.source_name
+        src.write_text(source)
+        # the device headers beside the source, so that an override is what every
+        # include finds (headers include each other by quoted name)
+        for header in back.device_headers():
+            (Path(tmp) / header.name).write_text(header.read_text())
+        for name, text in overrides.items():
+            (Path(tmp) / name).write_text(text)
+        out = Path(tmp) / "kernel.so"
+        cmd = [cxx, *flags, *precompiled_prelude(back, cxx, flags), "-x", "c++", str(src),
+               "-x", "none", str(runtime_object(back, cxx, flags)),
+               *(f"-I{d}" for d in back.include_dirs()), "-o", str(out)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            first = next((line for line in res.stderr.splitlines() if "error" in line), "")
+            first = first.replace(tmp + os.sep, "").strip()
+            raise EmulationError("the host build of the kernel failed"
+                                 + (f": {first}" if first else "") + "\n"
+                                 + " ".join(cmd) + "\n" + res.stderr[-6000:])
+        part = lib.with_suffix(f".{os.getpid()}.tmp")
+        shutil.copyfile(out, part)
+        os.replace(part, lib)
 
 
 def build_emulated(source: str, *, backend="cuda", defines: Sequence[str] = (),
@@ -250,172 +242,63 @@ def build_emulated(source: str, *, backend="cuda", defines: Sequence[str] = (),
     back = backend_of(backend)
     overrides = dict(header_overrides or {})
     cxx = compiler()
-    flags = list(CXX_FLAGS) + [f"-D{d}" for d in defines] + list(linker_flags())
-    # comment-only lines are not part of the key: the same plan rendered at another shape
-    # (another estimate in its header) is the same code, built once
-    digest = _digest([BUILD_LAYOUT, back.name, cxx, " ".join(flags),
-                      " ".join(_runtime_flags(flags)), code_text(source)] +
-                     [f"{n}\0{t}" for n, t in sorted(_headers(back).items())] +
-                     [f"override {n}\0{t}" for n, t in sorted(overrides.items())])
-    lib = cache_dir() / f"kernel-{digest}.so"
+    flags = _flags(defines)
+    key = _build_key(source, back, cxx, flags, overrides)
+    lib = _library(key)
     if not lib.exists():
-        with tempfile.TemporaryDirectory(prefix="ptc-emulate-") as tmp:
-            src = Path(tmp) / back.source_name
-            src.write_text(source)
-            # the device headers beside the source, so that an override is what every
-            # include finds (headers include each other by quoted name)
-            for header in back.device_headers():
-                (Path(tmp) / header.name).write_text(header.read_text())
-            for name, text in overrides.items():
-                (Path(tmp) / name).write_text(text)
-            out = Path(tmp) / "kernel.so"
-            cmd = [cxx, *flags, *precompiled_prelude(back, cxx, flags), "-x", "c++", str(src),
-                   "-x", "none", str(runtime_object(back, cxx, flags)),
-                   *(f"-I{d}" for d in back.include_dirs()), "-o", str(out)]
-            res = subprocess.run(cmd, capture_output=True, text=True)
-            if res.returncode != 0:
-                first = next((line for line in res.stderr.splitlines() if "error" in line), "")
-                first = first.replace(tmp + os.sep, "").strip()
-                raise EmulationError("the host build of the kernel failed"
-                                     + (f": {first}" if first else "") + "\n"
-                                     + " ".join(cmd) + "\n" + res.stderr[-6000:])
-            part = lib.with_suffix(f".{os.getpid()}.tmp")
-            shutil.copyfile(out, part)
-            os.replace(part, lib)
-    return EmulatedKernel(lib, back, device_of(source, back))
+        _compile(source, back, cxx, flags, overrides, lib)
+    return EmulatedKernel(lib, back, device_of(source, back),
+                          entry=key if lib.is_symlink() else "")
 
 
-PRELUDE_FAILED = "failed.txt"    # a prelude that did not precompile: what the compiler said
+# kernels per unit: the fixed cost of a build is shared (emulate_units), while a unit whose
+# build fails is built again one kernel at a time
+UNIT_SIZE = 16
 
 
-def _cached_folder(kind: str, back: Backend, cxx: str, flags: Sequence[str], text: str) -> Path:
-    """The cache folder of a per-backend build product (`kind`: prelude, runtime), keyed by
-    the backend, the compiler, the flags, the product's source and every header."""
-    digest = _digest([back.name, cxx, " ".join(flags), text] +
-                     [f"{n}\0{t}" for n, t in sorted(_headers(back).items())])
-    return runtime_cache_dir() / f"{kind}-{back.name}-{digest}"
+def build_emulated_many(sources: Sequence[str], *, backend="cuda",
+                        defines: Sequence[str] = ()) -> list:
+    """`build_emulated` of each of `sources` (rendered kernels of one backend), compiling
+    those not in the cache in units of up to UNIT_SIZE kernels (emulate_units): a third of
+    the time of one build each. Returns, in order, each source's EmulatedKernel, or the
+    EmulationError its build raised."""
+    back = backend_of(backend)
+    cxx = compiler()
+    flags = _flags(defines)
+    todo = {}
+    for source in sources:
+        key = _build_key(source, back, cxx, flags, {})
+        if can_share_a_unit(source) and not _library(key).exists():
+            todo[key] = source
+    kernels = list(todo.items())
+    for start in range(0, len(kernels), UNIT_SIZE):
+        unit = kernels[start:start + UNIT_SIZE]
+        if len(unit) > 1:
+            _build_unit(unit, back, cxx, flags)
+    out = []
+    for source in sources:   # from the units' links, or alone (a unit that failed)
+        try:
+            out.append(build_emulated(source, backend=back, defines=defines))
+        except EmulationError as exc:
+            out.append(exc)
+    return out
 
 
-def _digest(parts: Sequence[str]) -> str:
-    """A cache key of the parts, each ended by a separator byte."""
-    key = hashlib.sha256()
-    for part in parts:
-        key.update(part.encode())
-        key.update(b"\1")
-    return key.hexdigest()[:24]
-
-
-@functools.lru_cache(maxsize=1)
-def linker_flags() -> tuple[str, ...]:
-    """How the host compiler is told to link with FAST_LINKER, where it is installed."""
-    return (f"-fuse-ld={FAST_LINKER}",) if shutil.which(f"ld.{FAST_LINKER}") else ()
-
-
-def _object_flags(flags: Sequence[str]) -> list[str]:
-    """The build flags less the link's."""
-    return [f for f in flags
-            if f != "-shared" and not f.startswith("-Wl,") and not f.startswith("-fuse-ld=")]
-
-
-def _runtime_flags(flags: Sequence[str]) -> list[str]:
-    """The runtime object's flags: the kernel's, less the link's, at RUNTIME_OPTIMIZATION."""
-    return [RUNTIME_OPTIMIZATION if f == "-Og" else f for f in _object_flags(flags)]
-
-
-@contextlib.contextmanager
-def _one_builder(folder: Path) -> Iterator[None]:
-    """Held while `folder` is built: another process (a second pytest worker) that needs it
-    at the same moment waits for this build instead of compiling the same thing beside it."""
-    with open(folder.parent / f".{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
-def _publish(tmp: Path, folder: Path) -> None:
-    """Move a finished build folder into place: atomic, so a concurrent builder's wins."""
+def _build_unit(kernels: Sequence[tuple[str, str]], back: Backend, cxx: str,
+                flags: Sequence[str]) -> None:
+    """Compile `kernels` ((key, source) pairs) as one unit and link each key's library to
+    it. A unit that does not build links nothing: its kernels then build alone, each with
+    its own error."""
+    unit = cache_dir() / f"unit-{digest([key for key, _ in kernels])}.so"
     try:
-        os.rename(tmp, folder)
-    except OSError:
-        pass
-
-
-def precompiled_prelude(back: Backend, cxx: str, flags: Sequence[str]) -> list[str]:
-    """The flags that make a kernel build read the emulation runtime (`back.prelude`) from
-    a precompiled header instead of parsing it again (a third of a build's time): built
-    once per backend, compiler, flags and header contents, in the build cache. [] where it
-    cannot be built (the kernel then includes the runtime as text: slower, the same code;
-    the failure is kept too, so that it is not tried again before every build).
-    Device headers stay out of it: a test may override them beside the source."""
-    if not back.prelude:
-        return []
-    folder = _cached_folder("prelude", back, cxx, flags, back.prelude)
-    header = folder / "ptc_prelude.h"
-    use = ["-include", str(header)]
-    if (folder / "ptc_prelude.h.gch").exists():
-        return use
-    if (folder / PRELUDE_FAILED).exists():
-        return []
-    with _one_builder(folder):
-        if not folder.exists():
-            _precompile(back, cxx, flags, folder)
-    return use if (folder / "ptc_prelude.h.gch").exists() else []
-
-
-def _precompile(back: Backend, cxx: str, flags: Sequence[str], folder: Path) -> None:
-    """Build the prelude's precompiled header (or its failure note) into `folder`."""
-    tmp = Path(tempfile.mkdtemp(prefix=".prelude-", dir=runtime_cache_dir()))
-    try:
-        (tmp / "ptc_prelude.h").write_text(back.prelude)
-        res = subprocess.run([cxx, *_object_flags(flags), "-x", "c++-header",
-                              str(tmp / "ptc_prelude.h"),
-                              *(f"-I{d}" for d in back.include_dirs()),
-                              "-o", str(tmp / "ptc_prelude.h.gch")],
-                             capture_output=True, text=True)
-        if res.returncode != 0:
-            (tmp / "ptc_prelude.h.gch").unlink(missing_ok=True)
-            (tmp / PRELUDE_FAILED).write_text(res.stderr[-4000:])
-        _publish(tmp, folder)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-RUNTIME_OBJECT = "runtime.o"
-
-
-def runtime_object(back: Backend, cxx: str, flags: Sequence[str]) -> Path:
-    """The object of the backend's emulation runtime (`back.runtime`: the definitions of
-    emulate_core/ptc_emulate_core.cc and the backend's own .cc), compiled once per backend,
-    compiler, flags and header contents, in the build cache, and linked into every emulated
-    kernel: compiling it with each kernel was most of a kernel's build time. It reads the
-    device headers as shipped (ptc_types.h for HIP's vector types); a test's override of
-    one is seen by the kernel's own code."""
-    folder = _cached_folder("runtime", back, cxx, _runtime_flags(flags), back.runtime)
-    obj = folder / RUNTIME_OBJECT
-    if obj.exists():
-        return obj
-    with _one_builder(folder):
-        if not obj.exists():
-            _compile_runtime(back, cxx, flags, folder)
-    return obj
-
-
-def _compile_runtime(back: Backend, cxx: str, flags: Sequence[str], folder: Path) -> None:
-    """Compile the runtime object into `folder`."""
-    tmp = Path(tempfile.mkdtemp(prefix=".runtime-", dir=runtime_cache_dir()))
-    try:
-        (tmp / "runtime.cc").write_text(back.runtime)
-        res = subprocess.run([cxx, *_runtime_flags(flags), "-c", "-x", "c++",
-                              str(tmp / "runtime.cc"),
-                              *(f"-I{d}" for d in back.include_dirs()),
-                              "-o", str(tmp / RUNTIME_OBJECT)],
-                             capture_output=True, text=True)
-        if res.returncode != 0:
-            first = next((line for line in res.stderr.splitlines() if "error" in line), "")
-            raise EmulationError(f"the host build of the kernel failed (its {back.name} "
-                                 f"emulation runtime): {first.strip()}\n{res.stderr[-6000:]}")
-        _publish(tmp, folder)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _compile(unit_source(kernels, back.source_name), back, cxx, flags, {}, unit)
+    except EmulationError:
+        return
+    for key, _ in kernels:
+        link = _library(key).with_suffix(f".{os.getpid()}.link")
+        link.unlink(missing_ok=True)
+        os.symlink(unit.name, link)
+        os.replace(link, _library(key))
 
 
 # what the emulator puts in the accumulator registers of a wgmma in flight (an f32 NaN with
@@ -429,19 +312,23 @@ class EmulatedKernel:
     path: Path
     backend: Backend = BACKENDS["cuda"]
     device: object = None      # whose limits the launches are checked against (None: none)
+    entry: str = ""            # the build key of a kernel built in a unit (emulate_units)
 
     def __post_init__(self):
         lib = ctypes.CDLL(str(self.path), mode=os.RTLD_LOCAL)
-        lib.ptc_launch.restype = ctypes.c_int
-        lib.ptc_launch.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_double),
-                                   ctypes.POINTER(ctypes.c_longlong), ctypes.c_void_p]
+        self._launch = getattr(lib, entry_symbol("ptc_launch", self.entry))
+        self._launch.restype = ctypes.c_int
+        self._launch.argtypes = [ctypes.POINTER(ctypes.c_void_p),
+                                 ctypes.POINTER(ctypes.c_double),
+                                 ctypes.POINTER(ctypes.c_longlong), ctypes.c_void_p]
+        self._kernel_name = getattr(lib, entry_symbol("ptc_kernel_name", self.entry))
+        self._kernel_name.restype = ctypes.c_char_p
         lib.ptc_emulate_config.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                            ctypes.c_uint, ctypes.c_int]
         lib.ptc_emulate_limits.argtypes = [ctypes.c_int, ctypes.c_char_p]
         lib.ptc_emulate_register_tensor.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         lib.ptc_emulate_error.restype = ctypes.c_char_p
         lib.ptc_emulate_error_count.restype = ctypes.c_longlong
-        lib.ptc_kernel_name.restype = ctypes.c_char_p
         lib.ptc_emulate_bank_conflicts.argtypes = [ctypes.POINTER(ctypes.c_longlong)]
         lib.ptc_emulate_access_sites.restype = ctypes.c_int
         lib.ptc_emulate_access_site.restype = ctypes.c_char_p
@@ -465,7 +352,7 @@ class EmulatedKernel:
 
     @property
     def name(self) -> str:
-        return self.lib.ptc_kernel_name().decode()
+        return self._kernel_name().decode()
 
     def __call__(self, kernel: T.TypedKernel, inputs: Mapping[str, object],
                  dims: Mapping[str, int], scalars: Mapping[str, float] | None = None, *,
@@ -530,7 +417,7 @@ class EmulatedKernel:
         ptrs = (ctypes.c_void_p * max(len(tensors), 1))(*[a.ctypes.data for a in tensors])
         svals = (ctypes.c_double * max(len(scalars), 1))(*[float(v) for v in scalars])
         dvals = (ctypes.c_longlong * max(len(dims), 1))(*[int(d) for d in dims])
-        rc = lib.ptc_launch(ptrs, svals, dvals, None)
+        rc = self._launch(ptrs, svals, dvals, None)
         lib.ptc_emulate_clear_tensors()
         self.last_run = self._observed()
         if rc != 0:
@@ -560,5 +447,7 @@ def run_emulated(source: str, kernel: T.TypedKernel, inputs: Mapping[str, object
     return build_emulated(source, backend=backend)(kernel, inputs, dims, scalars, **options)
 
 
-__all__ = ["run_emulated", "build_emulated", "AccessSite", "Backend", "BACKENDS",
+__all__ = ["run_emulated", "build_emulated", "build_emulated_many", "cache_dir", "compiler",
+           "linker_flags", "precompiled_prelude", "runtime_cache_dir", "runtime_object",
+           "PRELUDE_FAILED", "AccessSite", "Backend", "BACKENDS",
            "EmulatedKernel", "EmulatedRun", "EmulationError"]
