@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from ptc.cli import cli
 from ptc.coverage import forms_of, universe
 from ptc.coverage.cases import (CATALOGUE, ROOT, case, coverage, lowered, lowered_result,
-                                run_case, uncovered, MS3)
+                                run_catalogue, uncovered, MS3)
 from ptc.coverage.forms import form
 from ptc.coverage.universe import UNREACHABLE
 from ptc.devices import get_device
@@ -177,7 +177,7 @@ def test_ptc_coverage_refuses_a_target_without_a_renderer():
 @pytest.mark.cxx
 @pytest.mark.parametrize("target", TARGETS)
 def test_every_reachable_form_is_covered_by_a_case_that_matches_the_interpreter(target):
-    results = [run_case(c) for c in CATALOGUE if c.target == target]
+    results = run_catalogue([c for c in CATALOGUE if c.target == target])
     failed = [f"{r.case.name} ({r.case.describe()}): {r.problem or ''}"
               + "; ".join(f"at {dict(run.dims)}: {run.problem} {dict(run.errors)}"
                           for run in r.runs if not run.passed)

@@ -30,7 +30,7 @@ def coverage(targets, lower_only, missing, as_json):
     and store widths, ...), the case that covers it (kernel, tiles, plan) and whether that
     case matches the interpreter; and the forms the lowering never produces, with why.
     Exits 1 when a reachable form is covered by no case that passed."""
-    from ..coverage.cases import CATALOGUE, coverage as table, lowered_result, run_case
+    from ..coverage.cases import CATALOGUE, coverage as table, lowered_result, run_catalogue
     from ..devices import builtin_targets, get_device
     from ..render import capabilities
 
@@ -45,7 +45,7 @@ def coverage(targets, lower_only, missing, as_json):
     def log(line: str) -> None:
         click.echo(line, err=True)
 
-    results = [lowered_result(c) if lower_only else run_case(c, log) for c in cases]
+    results = [lowered_result(c) for c in cases] if lower_only else run_catalogue(cases, log)
     rows = table(results, chosen)
     if as_json:
         click.echo(json.dumps(_json(rows, results, chosen, lower_only), indent=2))

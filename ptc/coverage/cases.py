@@ -18,7 +18,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -192,15 +192,40 @@ def rel_error(got, want) -> float:
 
 def run_case(c: Case, log: Callable[[str], None] | None = None) -> Result:
     """Build `c` and run it at each of its shapes against the interpreter."""
-    from ..interp import run_kernel
-    from ..render.emulate import build_emulated
+    return run_catalogue([c], log)[0]
 
-    start = time.monotonic()
-    try:
-        built = lowered(c)
-        emulated = build_emulated(built.source, backend=built.device)
-    except Exception as exc:   # noqa: BLE001 -- a case that does not build is a finding
-        return Result(c, (), _problem(exc), time.monotonic() - start)
+
+def _lowered_and_built(cases: Sequence[Case]) -> list:
+    """Per case: (Built, its EmulatedKernel, seconds) or the exception that stopped it. The
+    kernels of one target are compiled together (build_emulated_many)."""
+    from ..render.emulate import build_emulated_many
+
+    out: list = []
+    for c in cases:
+        start = time.monotonic()
+        try:
+            out.append((lowered(c), time.monotonic() - start))
+        except Exception as exc:   # noqa: BLE001 -- a case that does not lower is a finding
+            out.append(exc)
+    for target in dict.fromkeys(c.target for c in cases):
+        at = [i for i, c in enumerate(cases) if c.target == target and isinstance(out[i], tuple)]
+        if not at:
+            continue
+        start = time.monotonic()
+        kernels = build_emulated_many([out[i][0].source for i in at],
+                                      backend=out[at[0]][0].device)
+        share = (time.monotonic() - start) / len(at)
+        for i, kernel in zip(at, kernels):
+            built, seconds = out[i]
+            out[i] = kernel if isinstance(kernel, Exception) else \
+                (built, kernel, seconds + share)
+    return out
+
+
+def _runs(c: Case, built: Built, emulated) -> tuple[Run, ...]:
+    """`c`'s emulated kernel run at each of its shapes against the interpreter."""
+    from ..interp import run_kernel
+
     runs = []
     outputs = {p.name: p.dtype for p in built.kernel.outputs}
     for shape in c.shapes:
@@ -216,10 +241,7 @@ def run_case(c: Case, log: Callable[[str], None] | None = None) -> Result:
                             "" if passed else "differs from the interpreter"))
         except Exception as exc:   # noqa: BLE001 -- an emulator error is a finding
             runs.append(Run(shape, forms, (), False, _problem(exc)))
-    result = Result(c, tuple(runs), "", time.monotonic() - start)
-    if log is not None:
-        log(f"{'ok  ' if result.passed else 'FAIL'} {c.name} ({result.seconds:.1f} s)")
-    return result
+    return tuple(runs)
 
 
 def lowered_result(c: Case) -> Result:
@@ -246,7 +268,21 @@ def _problem(exc: Exception) -> str:
 
 def run_catalogue(cases: Iterable[Case] | None = None,
                   log: Callable[[str], None] | None = None) -> list[Result]:
-    return [run_case(c, log) for c in (CATALOGUE if cases is None else cases)]
+    """Each case built (a target's kernels together) and run against the interpreter; a
+    case that does not lower or build is a finding, in its Result's problem."""
+    cases = list(CATALOGUE if cases is None else cases)
+    results = []
+    for c, made in zip(cases, _lowered_and_built(cases)):
+        if isinstance(made, Exception):
+            results.append(Result(c, (), _problem(made), 0.0))
+            continue
+        built, emulated, seconds = made
+        start = time.monotonic()
+        result = Result(c, _runs(c, built, emulated), "", seconds + time.monotonic() - start)
+        if log is not None:
+            log(f"{'ok  ' if result.passed else 'FAIL'} {c.name} ({result.seconds:.1f} s)")
+        results.append(result)
+    return results
 
 
 # ---- the coverage table ---------------------------------------------------------------------
