@@ -156,18 +156,24 @@ def compare(kernel, got: dict, want: dict) -> str | None:
     return None
 
 
-def check_target(program, kernel, inputs: dict, want, target: str,
-                 tiles: dict[str, int], refusals: list | None = None) -> Finding | None:
-    """The finding of `program` on `target`, if any. `want(grid_tiles)` gives the
-    interpreter's outputs with each grid at the tile sizes its plan was built with: a pad
-    value that enters a reduction (`sum(load(X[i, j], pad=-2.0), axis=0)`) makes the
-    result depend on them, and the search may pick sizes other than the first candidates.
-    With `refusals` (a list), a refusal over the device's capacity is appended there
-    instead of being a finding, after checking the search's own tiles where `tiles` were
-    pinned."""
+@dataclass(frozen=True)
+class Rendered:
+    """A program's kernel rendered for one target, ready to build and run."""
+
+    target: str
+    source: str
+    device: object
+    built: tuple         # the tile sizes its plans were built with
+    grid_tiles: tuple    # per grid: its plan's tile sizes
+
+
+def render_target(program, kernel, target: str, tiles: dict[str, int],
+                  refusals: list | None = None) -> Rendered | Finding | None:
+    """`program`'s kernel rendered for `target` at the `tiles` it pins, or the finding that
+    stopped it. With `refusals` (a list), a refusal over the device's capacity is appended
+    there instead of being a finding, and the search's own tiles are rendered where `tiles`
+    were pinned (None: none to render)."""
     from .. import driver
-    from ..interp import bind_dims
-    from ..render.emulate import EmulationError, build_emulated
 
     pinned = tuple(sorted(tiles.items()))
     try:
@@ -180,17 +186,28 @@ def check_target(program, kernel, inputs: dict, want, target: str,
                             for d in exc.diagnostics)
             refusals.append(Refusal(target, " ".join(why.split())[:400], pinned))
             # pinned: what the search picks must still build and match
-            return check_target(program, kernel, inputs, want, target, {}, refusals) \
-                if tiles else None
+            return render_target(program, kernel, target, {}, refusals) if tiles else None
         return Finding(target, "build", text.splitlines()[0][:300], pinned)
     except Exception as exc:  # noqa: BLE001 -- any other exception is a bug of ptc's
         return Finding(target, "internal", _internal(exc), pinned)
     built = tuple(sorted({k: v for p in plans for k, v in p.tiles}.items()))
-    grid_tiles = tuple(tuple(sorted(p.tiles)) for p in plans)
-    try:
-        emulated = build_emulated(source, backend=device)
-    except EmulationError as exc:
-        return Finding(target, "host-build", str(exc).splitlines()[0][:300], built)
+    return Rendered(target, source, device, built, tuple(tuple(sorted(p.tiles)) for p in plans))
+
+
+def run_target(program, kernel, inputs: dict, want, rendered: Rendered,
+               emulated) -> Finding | None:
+    """The finding of `rendered` built for the CPU (`emulated`: its EmulatedKernel, or the
+    EmulationError of its build), run on `inputs` against the interpreter: `want(grid_tiles)`
+    gives the interpreter's outputs with each grid at the tile sizes its plan was built
+    with (a pad value that enters a reduction, `sum(load(X[i, j], pad=-2.0), axis=0)`,
+    makes the result depend on them, and the search may pick sizes other than the first
+    candidates)."""
+    from ..interp import bind_dims
+    from ..render.emulate import EmulationError
+
+    target, built = rendered.target, rendered.built
+    if isinstance(emulated, EmulationError):
+        return Finding(target, "host-build", str(emulated).splitlines()[0][:300], built)
     dims = bind_dims(kernel, {}, program.shape_dict)
     try:
         got = emulated(kernel, inputs, dims)
@@ -198,8 +215,23 @@ def check_target(program, kernel, inputs: dict, want, target: str,
         return Finding(target, "emulator", str(exc).splitlines()[0][:300], built)
     except Exception as exc:  # noqa: BLE001
         return Finding(target, "internal", _internal(exc), built)
-    why = compare(kernel, got, want(grid_tiles))
+    why = compare(kernel, got, want(rendered.grid_tiles))
     return Finding(target, "mismatch", why, built) if why else None
+
+
+def build_rendered(rendered: list[Rendered]) -> list:
+    """Each rendered kernel built for the CPU -- a backend's kernels together, as one unit
+    (ptc.render.emulate.build_emulated_many) -- as its EmulatedKernel or the EmulationError
+    of its build."""
+    from ..render.emulate import build_emulated_many
+
+    out: list = [None] * len(rendered)
+    for backend in dict.fromkeys(r.device.backend for r in rendered):
+        at = [i for i, r in enumerate(rendered) if r.device.backend == backend]
+        for i, kernel in zip(at, build_emulated_many([rendered[i].source for i in at],
+                                                     backend=backend)):
+            out[i] = kernel
+    return out
 
 
 def _internal(exc: BaseException) -> str:
@@ -225,9 +257,9 @@ def check_program(program, targets=TARGETS, *, seed: int = 0,
         return run_kernel(kernel, inputs, shapes=dims, tiles=tiles,
                           grid_tiles=[dict(t) for t in grid_tiles])
 
-    findings = []
-    for target in targets:
-        found = check_target(program, kernel, inputs, want, target, tiles, refusals)
-        if found is not None:
-            findings.append(found)
-    return findings
+    made = [render_target(program, kernel, target, tiles, refusals) for target in targets]
+    rendered = [m for m in made if isinstance(m, Rendered)]
+    emulated = dict(zip((r.target for r in rendered), build_rendered(rendered)))
+    found = [run_target(program, kernel, inputs, want, m, emulated[m.target])
+             if isinstance(m, Rendered) else m for m in made]
+    return [f for f in found if f is not None]
