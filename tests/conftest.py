@@ -15,6 +15,8 @@ fast suite stays free of compilers and the marks stay true.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import os
 import shutil
@@ -22,7 +24,7 @@ import subprocess
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Hashable, Iterable
+from typing import Callable, Hashable, Iterable, Iterator
 
 import pytest
 
@@ -107,38 +109,89 @@ def _no_compilers(request, monkeypatch):
 def selected_params(request, test: Callable) -> list[dict]:
     """The parameters of the selected tests of function `test` in this session (after -k,
     -m and node ids narrowed them)."""
-    out = []
-    for item in request.session.items:
-        if getattr(item, "function", None) is test and hasattr(item, "callspec"):
-            out.append(dict(item.callspec.params))
+    return [dict(item.callspec.params) for item in _selected(request, test)]
+
+
+def selected_groups(request, test: Callable, key: Callable[[dict], Hashable]) -> dict:
+    """{key(params): the xdist_group of the test} for the selected tests of `test`."""
+    out = {}
+    for item in _selected(request, test):
+        mark = item.get_closest_marker("xdist_group")
+        group = (mark.args[0] if mark.args else mark.kwargs.get("name")) if mark else None
+        out[key(dict(item.callspec.params))] = group
     return out
+
+
+def _selected(request, test: Callable) -> list:
+    return [item for item in request.session.items
+            if getattr(item, "function", None) is test and hasattr(item, "callspec")]
+
+
+def in_groups(cases: Iterable[tuple], size: int, prefix: str) -> list:
+    """`cases` (parameter tuples) as pytest params in groups of `size`, each marked
+    xdist_group: a fixture builds a group's kernels together (`Builds`: a unit of emulated
+    kernels costs a third of their builds one by one, ptc.render.emulate_units). Under
+    `--dist worksteal` (pyproject's addopts) a worker runs a contiguous run of the tests,
+    so a group's tests are mostly on one worker."""
+    return [pytest.param(*c, marks=pytest.mark.xdist_group(f"{prefix}-{i // size}"))
+            for i, c in enumerate(cases)]
 
 
 def under_xdist(config) -> bool:
     return hasattr(config, "workerinput")
 
 
-class Builds:
-    """Builds by key, made for the tests that are selected: without pytest-xdist, all of
-    them at once in a thread pool when the first test asks (the compilers run as
-    subprocesses, so the threads overlap); under xdist -- where every worker sees every
-    selected test but runs only some -- each one when its test asks (the workers are the
-    parallelism, and the builds are cached on disk by content)."""
+@contextlib.contextmanager
+def one_worker_at_a_time(request, name: str) -> Iterator[None]:
+    """Held while this pytest worker builds group `name`: a second worker that needs the
+    group waits and then finds its builds in the cache, instead of compiling them too. (The
+    lock files are in the run's temporary folder, which pytest removes in later runs.)"""
+    if not under_xdist(request.config):
+        yield
+        return
+    # the workers' temporary folders (popen-gw0, popen-gw1) share the run's
+    folder = request.getfixturevalue("tmp_path_factory").getbasetemp().parent / "groups"
+    folder.mkdir(exist_ok=True)
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
-    def __init__(self, build: Callable[[Hashable], object], keys: Iterable[Hashable],
-                 prebuild: bool):
-        self.build = build
+
+class Builds:
+    """Builds by key, made for the tests that are selected, a group of keys at a time
+    (`build_many(keys) -> {key: build}`; `groups` maps each key to its group, as
+    `selected_groups` reads them; a key in no group is built alone). Without pytest-xdist
+    every group is started at once in a thread pool (the compilers run as subprocesses, so
+    the threads overlap); under xdist -- where every worker sees every selected test but runs
+    only some -- a group is built when its first test on a worker asks, one worker at a time
+    (the workers are the parallelism, and the builds are cached on disk by content)."""
+
+    def __init__(self, build_many: Callable[[list], dict], groups: dict, request):
+        self.build_many = build_many
+        self.request = request
+        self.members: dict[Hashable, list] = {}
+        for key, group in groups.items():
+            self.members.setdefault(("group", group) if group is not None else ("key", key),
+                                    []).append(key)
+        self.group_of = {key: g for g, keys in self.members.items() for key in keys}
         self.futures: dict[Hashable, Future] = {}
         self.pool = None
-        if prebuild:
-            keys = list(dict.fromkeys(keys))
-            if keys:
-                self.pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
-                self.futures = {k: self.pool.submit(build, k) for k in keys}
+        if not under_xdist(request.config) and self.members:
+            self.pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
+            self.futures = {g: self.pool.submit(build_many, keys)
+                            for g, keys in self.members.items()}
 
     def __getitem__(self, key: Hashable):
-        future = self.futures.get(key)
-        return future.result() if future is not None else self.build(key)
+        group = self.group_of.get(key, ("key", key))
+        if group not in self.futures:
+            done: Future = Future()
+            if group[0] == "group":
+                with one_worker_at_a_time(self.request, str(group[1])):
+                    done.set_result(self.build_many(self.members[group]))
+            else:
+                done.set_result(self.build_many([key]))
+            self.futures[group] = done
+        return self.futures[group].result()[key]
 
     def close(self) -> None:
         if self.pool is not None:

@@ -24,13 +24,13 @@ import numpy as np
 import pytest
 
 import formulas as F
-from conftest import Builds, selected_params, under_xdist
+from conftest import Builds, in_groups, selected_groups
 from ptc.devices import get_device
 from ptc.driver import check_file, schedule
 from ptc.interp import run_kernel
 from ptc.render import RenderError, can_render, render_kernel
 from ptc.render.emulate import (CORE_HEADERS, CUDA_TEMPLATES, EMULATE_HEADERS, EmulationError,
-                                build_emulated)
+                                build_emulated, build_emulated_many)
 from ptc.sched.construct import Choice, Unfit, construct
 from ptc.stask import build_graphs, propagate
 from test_simulate import EDGE, SMOKE
@@ -157,25 +157,31 @@ def reference(name: str, variant: str) -> dict:
 
 
 CASES = [(n, v) for n in sorted(SMOKE) for v in VARIANTS]
+UNIT = 12     # cases whose kernels one worker builds together (conftest.in_groups)
 
 
-def build_case(case_of, key):
-    """A case's kernel built for the CPU (cached on disk by content): the EmulatedKernel,
-    the EmulationError of its build, or None where the case is skipped."""
-    c = case_of(*key)
-    if c.skip:
-        return None
-    try:
-        return build_emulated(c.source, backend=c.device)
-    except EmulationError as exc:
-        return exc
+def build_cases(case_of, keys) -> dict:
+    """The kernels of the cases `keys` built for the CPU together, a unit per backend
+    (cached on disk by content): per key the EmulatedKernel, the exception that stopped its
+    case or build, or None where the case is skipped."""
+    cases, out = {}, {}
+    for key in keys:
+        try:
+            cases[key] = case_of(*key)
+        except (Exception, pytest.fail.Exception) as exc:   # raised again by its own test
+            out[key] = exc
+    live = {k: c for k, c in cases.items() if not c.skip}
+    for backend in dict.fromkeys(c.device.backend for c in live.values()):
+        todo = [k for k, c in live.items() if c.device.backend == backend]
+        built = build_emulated_many([cases[k].source for k in todo], backend=backend)
+        out.update(zip(todo, built))
+    return {key: out.get(key) for key in keys}
 
 
 def case_builds(request, test, case_of) -> Builds:
-    """The builds of the cases of `test` that this session selected."""
-    keys = [(p["name"], p["variant"]) for p in selected_params(request, test)]
-    return Builds(functools.partial(build_case, case_of), keys,
-                  prebuild=not under_xdist(request.config))
+    """The builds of the cases of `test` that this session selected, a group at a time."""
+    groups = selected_groups(request, test, lambda p: (p["name"], p["variant"]))
+    return Builds(functools.partial(build_cases, case_of), groups, request)
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +218,7 @@ def within_tolerance(c: Case, errors: dict[str, float]) -> bool:
     return all(e <= TOLERANCE[dtypes[n]] for n, e in errors.items())
 
 
-@pytest.mark.parametrize("name, variant", CASES)
+@pytest.mark.parametrize("name, variant", in_groups(CASES, UNIT, "emulate"))
 def test_the_emulated_kernel_matches_the_interpreter(builds, name, variant):
     c = case(name, variant)
     matches_the_interpreter(c, builds[(name, variant)], None if c.skip else

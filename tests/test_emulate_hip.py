@@ -27,7 +27,8 @@ from ptc.lower.layout import Layout
 from ptc.render import RenderError
 from ptc.render.emulate import TEMPLATES, EmulationError, build_emulated
 from ptc.sched.construct import Choice
-from test_emulate import (Case, case_builds, compare, matches_the_interpreter, mutate,
+from conftest import in_groups
+from test_emulate import (UNIT, Case, case_builds, compare, matches_the_interpreter, mutate,
                           within_tolerance)
 from test_emulate_runtime import kernel_abi
 from test_simulate import SMOKE
@@ -603,7 +604,7 @@ def hip_builds(request):
     made.close()
 
 
-@pytest.mark.parametrize("name, variant", HIP_CASES)
+@pytest.mark.parametrize("name, variant", in_groups(HIP_CASES, UNIT, "emulate-hip"))
 def test_the_emulated_hip_kernel_matches_the_interpreter(hip_builds, name, variant):
     c = hip_case(name, variant)
     matches_the_interpreter(c, hip_builds[(name, variant)], None if c.skip else

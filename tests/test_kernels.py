@@ -25,7 +25,6 @@ import os
 import shutil
 import sys
 import tempfile
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -35,7 +34,7 @@ import numpy as np
 import pytest
 
 import formulas as F
-from conftest import under_xdist
+from conftest import Builds, under_xdist
 from ptc.diagnostics import CompileError
 from ptc import driver
 from ptc.driver import check_file, schedule
@@ -97,15 +96,20 @@ def known_errors(name: str, step: str):
         raise
 
 
-def steps(step: str, names=NAMES) -> list:
-    """The kernels, as pytest params, with the XFAIL marks of `step`."""
+def steps(step: str, names=NAMES, target: str | None = None) -> list:
+    """The kernels, as pytest params (with `target` where given), with the XFAIL marks of
+    `step`; an emulator step's in groups of UNIT, whose kernels one worker builds together
+    (conftest.in_groups)."""
     out = []
-    for name in names:
+    for i, name in enumerate(names):
         marks = []
         if (name, step) in XFAIL:
             known = XFAIL[(name, step)]
             marks.append(pytest.mark.xfail(strict=True, raises=known.raises, reason=known.reason))
-        out.append(pytest.param(name, marks=marks, id=name))
+        if step.startswith("emulate"):
+            marks.append(pytest.mark.xdist_group(f"kernels-{step}-{i // UNIT}"))
+        values = (name,) if target is None else (name, target)
+        out.append(pytest.param(*values, marks=marks, id="-".join(values)))
     return out
 
 
@@ -165,22 +169,19 @@ def _nvcc_build(name: str):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _emulator_build(name: str):
-    from ptc.render.emulate import build_emulated
-    return build_emulated(_unwrap(prepared_of(name)).source)   # cached by the source's hash
+def _sm80_source(name: str) -> str:
+    return _unwrap(prepared_of(name)).source
 
 
-def _emulator_build_sm90(name: str):
-    from ptc.render.emulate import build_emulated
-    return build_emulated(prepare(path_of(name), "sm90", shapes=shapes_of(name)).source)
+def _sm90_source(name: str) -> str:
+    return prepare(path_of(name), "sm90", shapes=shapes_of(name)).source
 
 
-def _emulator_build_ws(name: str):
+def _ws_source(name: str) -> str | None:
     """The best warp-specialized sm90 plan's kernel, where the search ranks another plan
     first (None: there is none, or it is the one `ptc compile` emits)."""
     from ptc.devices import get_device
     from ptc.render import can_render, render_kernel
-    from ptc.render.emulate import build_emulated
     kernel = kernel_of(name)
     if len(kernel.body) != 1:
         return None
@@ -190,21 +191,22 @@ def _emulator_build_ws(name: str):
     ws = next((c for c in ranked if c.plan.style == "warp_specialized"), None)
     if ws is None or ws is ranked[0]:
         return None
-    return build_emulated(render_kernel(kernel, ws.plan, ws.graph, device))
+    return render_kernel(kernel, ws.plan, ws.graph, device)
 
 
-def _emulator_build_hip(target: str):
-    def build(name: str):
-        from ptc.render.emulate import build_emulated
-        return build_emulated(prepare(path_of(name), target, shapes=shapes_of(name)).source,
-                              backend="hip")
-    return build
+def _hip_source(target: str):
+    def source(name: str) -> str:
+        return prepare(path_of(name), target, shapes=shapes_of(name)).source
+    return source
 
 
 HIP_TARGETS = ("gfx90a", "gfx942")
-BUILDS = {"emulate": _emulator_build, "emulate90": _emulator_build_sm90,
-          "emulate_ws": _emulator_build_ws,
-          **{f"emulate_{t}": _emulator_build_hip(t) for t in HIP_TARGETS}}
+# each emulator step: (the kernel source of a corpus kernel, the emulator's backend)
+SOURCES = {"emulate": (_sm80_source, "cuda"), "emulate90": (_sm90_source, "cuda"),
+           "emulate_ws": (_ws_source, "cuda"),
+           **{f"emulate_{t}": (_hip_source(t), "hip") for t in HIP_TARGETS}}
+UNIT = 8         # kernels of one step that one worker builds together (conftest.in_groups)
+_EMULATED: dict[tuple[str, str], object] = {}
 
 
 @lru_cache(maxsize=None)
@@ -212,53 +214,58 @@ def nvcc_build(name: str):
     return _outcome(_nvcc_build, name)
 
 
-@lru_cache(maxsize=None)
-def emulator_build(name: str, step: str = "emulate"):
-    return _outcome(BUILDS[step], name)
+def emulator_builds(step: str, names: list[str]) -> dict:
+    """{name: the EmulatedKernel of step `step`, the exception that stopped its source or
+    build, or None (no source)}, the names' kernels built together (build_emulated_many)."""
+    from ptc.render.emulate import build_emulated_many
+    todo = [n for n in dict.fromkeys(names) if (step, n) not in _EMULATED]
+    source_of, backend = SOURCES[step]
+    sources = {n: _outcome(source_of, n) for n in todo}
+    live = [n for n in todo if isinstance(sources[n], str)]
+    made = dict(zip(live, build_emulated_many([sources[n] for n in live], backend=backend)))
+    for n in todo:
+        _EMULATED[(step, n)] = made.get(n, sources[n])
+    return {n: _EMULATED[(step, n)] for n in names}
+
+
+def build_keys(keys: list) -> dict:
+    """Builds of (step, name) keys: nvcc's one by one, an emulator step's together."""
+    out = {}
+    for step in dict.fromkeys(s for s, _ in keys):
+        names = [n for s, n in keys if s == step]
+        if step == "nvcc":
+            out.update({("nvcc", n): nvcc_build(n) for n in names})
+        else:
+            out.update({(step, n): v for n, v in emulator_builds(step, names).items()})
+    return out
 
 
 @pytest.fixture(scope="module")
 def builds(request):
-    """The nvcc and emulator builds of the kernels this session runs, started together in a
-    thread pool (nvcc and g++ run as subprocesses); each test waits for its own. Under
-    pytest-xdist every worker sees every selected test but runs only some: there each test
-    builds its own when it runs (the workers are the parallelism; builds are cached)."""
-    if under_xdist(request.config):
-        yield {}
-        return
-    wanted = {"nvcc": set(), **{step: set() for step in BUILDS}}
+    """The nvcc and emulator builds of the kernels this session runs (conftest.Builds): a
+    group of an emulator step's kernels is built together. Without pytest-xdist all are
+    started at once in a thread pool (nvcc and g++ run as subprocesses); under xdist each
+    group when its first test runs."""
+    groups = {}
     for item in request.session.items:
         spec = getattr(item, "callspec", None)
-        if item.module is sys.modules[__name__] and spec and "name" in spec.params:
-            step = getattr(item.function, "build_step", None)   # may name other params
-            if step:
-                wanted[step.format(**spec.params)].add(spec.params["name"])
-    if not HAVE_NVCC:
-        wanted["nvcc"].clear()
-    if not HAVE_CXX:
-        for step in BUILDS:
-            wanted[step].clear()
-    # schedule + render first, in order, so the pool's threads do not all hold the GIL
-    for name in sorted(wanted["nvcc"] | wanted["emulate"]):
-        prepared_of(name)
-    pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
-    futures: dict[tuple[str, str], Future] = {}
-    for step in BUILDS:
-        for name in sorted(wanted[step]):
-            futures[(step, name)] = pool.submit(emulator_build, name, step)
-    for name in sorted(wanted["nvcc"]):
-        futures[("nvcc", name)] = pool.submit(nvcc_build, name)
-    yield futures
-    pool.shutdown(wait=True)
+        step = getattr(getattr(item, "function", None), "build_step", None)
+        if item.module is sys.modules[__name__] and spec and step and "name" in spec.params:
+            step = step.format(**spec.params)
+            if (HAVE_NVCC if step == "nvcc" else HAVE_CXX):
+                mark = item.get_closest_marker("xdist_group")
+                groups[(step, spec.params["name"])] = mark.args[0] if mark else None
+    if not under_xdist(request.config):
+        # schedule + render first, in order, so the pool's threads do not all hold the GIL
+        for name in sorted({n for s, n in groups if s in ("nvcc", "emulate")}):
+            prepared_of(name)
+    made = Builds(build_keys, groups, request)
+    yield made
+    made.close()
 
 
 def built(builds, step: str, name: str):
-    future = builds.get((step, name))
-    if future is not None:
-        value = future.result()
-    else:
-        value = nvcc_build(name) if step == "nvcc" else emulator_build(name, step)
-    return _unwrap(value)
+    return _unwrap(builds[(step, name)])
 
 
 def errors_against_formula(name: str, got: dict) -> dict[str, float]:
@@ -389,8 +396,8 @@ test_emulated_warp_specialized_kernel_matches_the_formula.build_step = "emulate_
 
 
 @pytest.mark.cxx
-@pytest.mark.parametrize("target", HIP_TARGETS)
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name,target", [p for target in HIP_TARGETS
+                                         for p in steps(f"emulate_{target}", target=target)])
 def test_emulated_hip_kernel_matches_the_formula(builds, name, target):
     kernel = kernel_of(name)
     step = f"emulate_{target}"
