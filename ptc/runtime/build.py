@@ -370,12 +370,12 @@ def _tail(text: str, log: str = "nvcc.log", lines: int = 80) -> str:
 
 
 def sass(directory: str | Path) -> str:
-    """The SASS of the built kernel (`cuobjdump --dump-sass libptc_kernel.so`, or of
-    kernel.cubin after a `build(report_only=True)`)."""
-    library = Path(directory) / LIBRARY
-    for built in ("kernel.cubin", "kernel.o"):
-        if not library.is_file() and (Path(directory) / built).is_file():
-            library = Path(directory) / built
+    """The SASS of the built kernel (`cuobjdump --dump-sass` of kernel.o, which holds the
+    same device code as libptc_kernel.so and dumps in half its time; of kernel.cubin after
+    a `build(report_only=True)`; else of the library)."""
+    folder = Path(directory)
+    library = next((folder / name for name in ("kernel.o", "kernel.cubin")
+                    if (folder / name).is_file()), folder / LIBRARY)
     if not library.is_file():
         raise BuildError(f"{library} does not exist", hint="build it first (ptc build)")
     tool = find_cuobjdump()
