@@ -609,3 +609,22 @@ def test_two_workers_that_need_the_runtime_at_once_compile_it_once(tmp_path, mon
         t.join()
     assert len(got) == 2 and got[0] == got[1] and got[0][0] and got[0][1].exists()
     assert sorted(Path(r).name for r in ran) == ["ptc_prelude.h.gch", "runtime.o"]
+
+
+def test_a_kernels_own_macros_reuse_the_shared_runtime(tmp_path, monkeypatch):
+    """`defines` are the kernel's knobs (tests/test_sm90.py's slips): a build with them
+    compiles the kernel alone, not another precompiled prelude and runtime object."""
+    from ptc.render import emulate as E
+
+    monkeypatch.setenv("PTC_EMULATE_RUNTIME_CACHE", str(E.runtime_cache_dir()))
+    monkeypatch.setenv("PTC_EMULATE_CACHE", str(tmp_path))
+    body = "#ifdef PLUS\n  y[tid] = x[tid] + PLUS;\n#else\n  y[tid] = x[tid];\n#endif"
+    x = np.arange(32, dtype=np.float32)
+    run(source(body), x, np.zeros(32, np.float32))      # the shared runtime, if not yet built
+    ran = []
+    real = E.subprocess.run
+    monkeypatch.setattr(E.subprocess, "run", lambda cmd, *a, **k: ran.append(cmd) or
+                        real(cmd, *a, **k))
+    y = np.zeros(32, np.float32)
+    E.build_emulated(source(body), defines=("PLUS=2.0f",)).launch([x, y])
+    assert np.array_equal(y, x + 2) and len(ran) == 1 and "-DPLUS=2.0f" in ran[0]

@@ -184,7 +184,14 @@ class EmulatedRun:
 
 
 def _flags(defines: Sequence[str]) -> list[str]:
+    """A kernel's build flags: `defines` are macros of the kernel's own source (a test's
+    knobs), so the prelude and the runtime object, built from the flags without them
+    (`_shared_flags`), are the ones every kernel shares."""
     return list(CXX_FLAGS) + [f"-D{d}" for d in defines] + list(linker_flags())
+
+
+def _shared_flags() -> list[str]:
+    return _flags(())
 
 
 def _build_key(source: str, back: Backend, cxx: str, flags: Sequence[str],
@@ -216,8 +223,9 @@ def _compile(source: str, back: Backend, cxx: str, flags: Sequence[str],
         for name, text in overrides.items():
             (Path(tmp) / name).write_text(text)
         out = Path(tmp) / "kernel.so"
-        cmd = [cxx, *flags, *precompiled_prelude(back, cxx, flags), "-x", "c++", str(src),
-               "-x", "none", str(runtime_object(back, cxx, flags)),
+        shared = _shared_flags()
+        cmd = [cxx, *flags, *precompiled_prelude(back, cxx, shared), "-x", "c++", str(src),
+               "-x", "none", str(runtime_object(back, cxx, shared)),
                *(f"-I{d}" for d in back.include_dirs()), "-o", str(out)]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
@@ -235,10 +243,11 @@ def build_emulated(source: str, *, backend="cuda", defines: Sequence[str] = (),
                    header_overrides: Mapping[str, str] | None = None) -> "EmulatedKernel":
     """Compile `source` (a rendered kernel.cu, or kernel.hip with backend "hip" or a HIP
     device) for the CPU and load it. Builds are cached by the hash of the source, the
-    headers and the flags. `header_overrides` replaces device headers by name (e.g.
-    {"mma_sync.cuh": text}) -- they are put beside the source, which the includes search
-    first. Launches are checked against the limits of the device (`backend` a Device, or
-    the device the rendered source names)."""
+    headers and the flags. `defines` (NAME or NAME=VALUE) are macros of the kernel's own
+    source; the emulation runtime is built without them. `header_overrides` replaces device
+    headers by name (e.g. {"mma_sync.cuh": text}) -- they are put beside the source, which
+    the includes search first. Launches are checked against the limits of the device
+    (`backend` a Device, or the device the rendered source names)."""
     back = backend_of(backend)
     overrides = dict(header_overrides or {})
     cxx = compiler()
