@@ -20,6 +20,7 @@ PYPROJECT = (ROOT / "pyproject.toml").read_text()
 PROVIDERS = {"prerequisite", "apt", "pip", "gpu-image", "compiler"}
 # how Python code names an executable it starts or looks for
 STARTS = [r"shutil\.which\(\s*[\"']([^\"']+)[\"']",
+          r"executable_or_skip\(\s*[\"']([^\"']+)[\"']",     # tests/test_hip_build.py's
           r"subprocess\.(?:run|Popen|check_output|check_call)\(\s*\[\s*[\"']([^\"']+)[\"']",
           r"environ\.get\(\s*[\"']CXX[\"']\s*,\s*[\"']([^\"']+)[\"']"]
 

@@ -129,12 +129,18 @@ def test_every_builtin_target_has_a_toolchain_beside_its_renderer():
                             "-o libptc_kernel.so",
         "ptc_run": "hipcc --offload-arch=gfx90a kernel.o harness.o signature.o -o ptc_run"}),
     (CLANG, "gfx942", {
-        "kernel.o": "clang++-19 -x hip -std=c++17 -O3 -nogpulib --offload-arch=gfx942 -fPIC -c "
-                    "kernel.hip -o kernel.o",
+        # the device code once: kernel.s, assembled, bundled and embedded by the host compile
+        "kernel.s": "clang++-19 -x hip -std=c++17 -O3 -nogpulib --offload-arch=gfx942 "
+                    "-cuid=ptc_kernel --offload-device-only -S kernel.hip -o kernel.s",
+        "kernel.co": "clang++-19 --target=amdgcn-amd-amdhsa -mcpu=gfx942 kernel.s -o kernel.co",
+        "kernel.hipfb": "clang-offload-bundler-19 -type=o -bundle-align=4096 "
+                        "-targets=host-x86_64-unknown-linux,hipv4-amdgcn-amd-amdhsa--gfx942 "
+                        "-input=/dev/null -input=kernel.co -output=kernel.hipfb",
+        "kernel.o": "clang++-19 -x hip -std=c++17 -O3 -nogpulib --offload-arch=gfx942 -Xclang "
+                    "-cuid=ptc_kernel --offload-host-only -fPIC -c kernel.hip -o kernel.o "
+                    "-Xclang -fcuda-include-gpubinary -Xclang kernel.hipfb",
         "harness.o": "clang++-19 -x hip -std=c++17 -O3 -nogpulib --offload-arch=gfx942 "
                      "--offload-host-only -fPIC -c harness.hip -o harness.o",
-        "kernel.s": "clang++-19 -x hip -std=c++17 -O3 -nogpulib --offload-arch=gfx942 "
-                    "--offload-device-only -S kernel.hip -o kernel.s",
         "signature.o": "clang++-19 -x c++ -std=c++17 -O3 -fPIC -c signature.cc -o signature.o",
         "libptc_kernel.so": "clang++-19 --hip-link --offload-arch=gfx942 -shared kernel.o "
                             "harness.o signature.o -o libptc_kernel.so"}),
@@ -143,10 +149,14 @@ def test_hip_commands_per_compiler(compiler, arch, expected):
     steps = {s.output: s for s in toolchain("hip").steps(arch, compiler)}
     for output, line in expected.items():
         assert " ".join(steps[output].command) == line
-    # the objects and the assembly at once, then the two links
-    assert [(s.output, s.stage) for s in steps.values()] == [
-        ("kernel.o", 0), ("harness.o", 0), ("signature.o", 0), ("kernel.s", 0),
-        ("libptc_kernel.so", 1), ("ptc_run", 1)]
+    if compiler.flavour == "hipcc":   # the objects and the assembly at once, then the links
+        assert [(s.output, s.stage) for s in steps.values()] == [
+            ("kernel.o", 0), ("harness.o", 0), ("signature.o", 0), ("kernel.s", 0),
+            ("libptc_kernel.so", 1), ("ptc_run", 1)]
+    else:                             # the assembly first, the kernel's object from it
+        assert [(s.output, s.stage) for s in steps.values()] == [
+            ("kernel.s", 0), ("harness.o", 0), ("signature.o", 0), ("kernel.co", 1),
+            ("kernel.hipfb", 2), ("kernel.o", 3), ("libptc_kernel.so", 4), ("ptc_run", 4)]
     assert toolchain("hip").environment(compiler) == (
         {"HIP_PLATFORM": "amd"} if compiler.flavour == "hipcc" else {})
 
@@ -423,3 +433,52 @@ def test_sample_builds_without_scratch_and_with_mfma(name, target, shape, tmp_pa
     assert all(k.arch == arch for k in kernels)
     assert re.search(r"\bs_barrier\b", report.text) or all(
         k.max_threads <= 64 for k in kernels), "a workgroup of several waves has no barrier"
+
+
+def device_code(obj: Path, arch: str, tmp: Path) -> tuple[str, str]:
+    """(the disassembly, the metadata notes) of the code object a HIP object embeds."""
+    fatbin, code = tmp / f"{obj.stem}.fatbin", tmp / f"{obj.stem}.co"
+    for cmd in ([executable_or_skip("llvm-objcopy-19"), f"--dump-section=.hip_fatbin={fatbin}",
+                 str(obj), os.devnull],
+                [executable_or_skip("clang-offload-bundler-19"), "-type=o", "-unbundle",
+                 f"-targets=hipv4-amdgcn-amd-amdhsa--{arch}", f"-input={fatbin}",
+                 f"-output={code}"]):
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    dis = subprocess.run([executable_or_skip("llvm-objdump-19"), "-d", "--no-show-raw-insn",
+                          str(code)], capture_output=True, text=True, check=True).stdout
+    notes = subprocess.run([executable_or_skip("llvm-readelf-19"), "--notes", str(code)],
+                           capture_output=True, text=True, check=True).stdout
+    return dis.split("\n", 3)[-1], notes
+
+
+@pytest.mark.hip
+def test_clangs_kernel_object_holds_the_code_its_isa_report_reads(tmp_path):
+    """A clang build compiles the device code once: kernel.s (the ISA report), assembled
+    into the code object that the host compile of kernel.o embeds. That object is the one
+    the driver's single command builds: the same instructions, the same metadata
+    (registers, LDS, scratch), and the host and device halves name the same unit."""
+    arch = "gfx942"
+    compiler = compiler_or_skip(arch)
+    if compiler.flavour != "clang":
+        pytest.skip(f"{compiler.shown} builds {arch} (hipcc compiles kernel.o whole)")
+    prepared = R.prepare(ROOT / "samples" / "gemm.pt", "gfx942")
+    folder = tmp_path / "build"
+    B.write_build_dir(folder, kernel_source=prepared.source, signature=prepared.signature,
+                      arch=arch, target="gfx942", plan_json=prepared.plan_json, backend="hip")
+    B.build(folder)
+    assert (folder / "kernel.co").is_file() and (folder / "kernel.hipfb").is_file()
+    # the driver's one command: device and host compiled together
+    direct = subprocess.run([compiler.path, "-x", "hip", *hip.STANDARD, "-nogpulib",
+                             f"--offload-arch={arch}", "-fPIC", "-c", "kernel.hip", "-o",
+                             "direct.o"], cwd=folder, capture_output=True, text=True)
+    assert direct.returncode == 0, direct.stderr
+    ours, drivers = (device_code(folder / name, arch, tmp_path)
+                     for name in ("kernel.o", "direct.o"))
+    assert "v_mfma" in ours[0] and ours == drivers
+    host = subprocess.run(["nm", str(folder / "kernel.o")], capture_output=True, text=True,
+                          check=True).stdout
+    cuid = re.search(r"__hip_cuid_(\w+)", host).group(1)
+    assert cuid and f"__hip_cuid_{cuid}" in subprocess.run(
+        [executable_or_skip("llvm-readelf-19"), "-s", str(tmp_path / "kernel.co")],
+        capture_output=True, text=True, check=True).stdout

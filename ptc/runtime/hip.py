@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -86,9 +87,25 @@ def find_compiler(arch: str) -> Compiler:
     raise BuildError(f"no HIP compiler for {arch} found{tried}", hint=HIP_HINT)
 
 
+# the device code's translation-unit id, the same in the device and the host compile of
+# kernel.hip where they are separate commands (clang derives one per compile otherwise)
+CUID = "-cuid=ptc_kernel"
+
+
+def bundler_of(compiler: Compiler) -> str:
+    """The clang-offload-bundler beside a clang: clang++-19 -> clang-offload-bundler-19."""
+    shown = Path(compiler.shown)
+    name = re.sub(r"^clang(\+\+)?", "clang-offload-bundler", shown.name)
+    return str(shown.with_name(name)) if shown.parent != Path(".") else name
+
+
 def hip_commands(arch: str, compiler: Compiler) -> dict[str, tuple[str, ...]]:
     """Each product's command: the objects (with -fPIC, shared by the library and the
-    executable), the kernel's device assembly, then the two links."""
+    executable), the kernel's device assembly, then the two links. A clang compiles the
+    device code once: kernel.s, assembled into the code object (kernel.co) that the host
+    compile of kernel.o embeds (kernel.hipfb, the bundle clang's driver makes itself); so
+    the ISA report is the code that is built. hipcc (a wrapper that adds its own link
+    flags) compiles kernel.o whole, and the assembly beside it."""
     cc = compiler.shown
     target = f"--offload-arch={arch}"
     if compiler.flavour == "hipcc":
@@ -99,7 +116,7 @@ def hip_commands(arch: str, compiler: Compiler) -> dict[str, tuple[str, ...]]:
         compile_ = (cc, "-x", "hip", *STANDARD, "-nogpulib", target)
         link = (cc, "--hip-link", target)       # adds the HIP runtime, -lamdhip64
         plain = (cc, "-x", "c++", *STANDARD)
-    return {
+    commands = {
         "kernel.o": (*compile_, "-fPIC", "-c", "kernel.hip", "-o", "kernel.o"),
         # the harness holds no device code: its host side alone (a third less time); the
         # same text for every kernel (ptc.runtime.harness)
@@ -112,6 +129,38 @@ def hip_commands(arch: str, compiler: Compiler) -> dict[str, tuple[str, ...]]:
         LIBRARY: (*link, "-shared", *OBJECTS, "-o", LIBRARY),
         EXECUTABLE: (*link, *OBJECTS, "-o", EXECUTABLE),
     }
+    if compiler.flavour == "clang":
+        commands.update({
+            "kernel.s": (*compile_, CUID, "--offload-device-only", "-S", "kernel.hip", "-o",
+                         "kernel.s"),
+            "kernel.co": (cc, "--target=amdgcn-amd-amdhsa", f"-mcpu={arch}", "kernel.s", "-o",
+                          "kernel.co"),
+            # the host entry of the bundle is empty, as the driver's is
+            "kernel.hipfb": (bundler_of(compiler), "-type=o", "-bundle-align=4096",
+                             f"-targets=host-x86_64-unknown-linux,hipv4-amdgcn-amd-amdhsa--{arch}",
+                             "-input=/dev/null", "-input=kernel.co", "-output=kernel.hipfb"),
+            # (the driver passes -cuid to the device compile only: the host's by -Xclang)
+            "kernel.o": (*compile_, "-Xclang", CUID, "--offload-host-only", "-fPIC", "-c",
+                         "kernel.hip", "-o", "kernel.o", "-Xclang", "-fcuda-include-gpubinary",
+                         "-Xclang", "kernel.hipfb"),
+        })
+    return commands
+
+
+# (output, inputs, stage) of each flavour's steps: the steps of a stage run at once
+WHOLE_STEPS = {
+    "hipcc": (("kernel.o", ("kernel.hip",), 0),
+              ("harness.o", ("harness.hip", "npy.h", "ptc_signature.h"), 0),
+              ("signature.o", ("signature.cc", "ptc_signature.h"), 0),
+              ("kernel.s", ("kernel.hip",), 0),
+              (LIBRARY, OBJECTS, 1), (EXECUTABLE, OBJECTS, 1)),
+    "clang": (("kernel.s", ("kernel.hip",), 0),
+              ("harness.o", ("harness.hip", "npy.h", "ptc_signature.h"), 0),
+              ("signature.o", ("signature.cc", "ptc_signature.h"), 0),
+              ("kernel.co", ("kernel.s",), 1), ("kernel.hipfb", ("kernel.co",), 2),
+              ("kernel.o", ("kernel.hip", "kernel.hipfb"), 3),
+              (LIBRARY, OBJECTS, 4), (EXECUTABLE, OBJECTS, 4)),
+}
 
 
 class HipToolchain(Toolchain):
@@ -123,13 +172,8 @@ class HipToolchain(Toolchain):
 
     def steps(self, arch: str, compiler: Compiler) -> tuple[Step, ...]:
         cmd = hip_commands(arch, compiler)
-        return (Step("kernel.o", ("kernel.hip",), cmd["kernel.o"], 0),
-                Step("harness.o", ("harness.hip", "npy.h", "ptc_signature.h"),
-                     cmd["harness.o"], 0),
-                Step("signature.o", ("signature.cc", "ptc_signature.h"), cmd["signature.o"], 0),
-                Step("kernel.s", ("kernel.hip",), cmd["kernel.s"], 0),
-                Step(LIBRARY, OBJECTS, cmd[LIBRARY], 1),
-                Step(EXECUTABLE, OBJECTS, cmd[EXECUTABLE], 1))
+        return tuple(Step(output, inputs, cmd[output], stage)
+                     for output, inputs, stage in WHOLE_STEPS[compiler.flavour])
 
     def environment(self, compiler: Compiler) -> dict[str, str]:
         return environment(compiler.flavour)
