@@ -180,10 +180,16 @@ def test_build_script_and_makefile_of_a_hip_directory():
     assert "export" not in make
     assert "all: libptc_kernel.so ptc_run kernel.s\n" in make
     device_headers = [h.name for h in render_headers(get_device("gfx942"))]
-    assert device_headers and f"kernel.o: kernel.hip {' '.join(device_headers)}\n" in make
+    # clang: the kernel's object embeds the code object assembled from kernel.s
+    assert device_headers and \
+        f"kernel.o: kernel.hip kernel.hipfb {' '.join(device_headers)}\n" in make
     assert f"kernel.s: kernel.hip {' '.join(device_headers)}\n" in make
+    assert "kernel.co: kernel.s\n" in make and "kernel.hipfb: kernel.co\n" in make
     assert "harness.o: harness.hip npy.h ptc_signature.h\n" in make
-    assert "\trm -f kernel.o harness.o signature.o kernel.s libptc_kernel.so ptc_run\n" in make
+    assert ("\trm -f kernel.s harness.o signature.o kernel.co kernel.hipfb kernel.o "
+            "libptc_kernel.so ptc_run\n") in make
+    hipcc = B.makefile("gfx90a", "hip", HIPCC)
+    assert f"kernel.o: kernel.hip {' '.join(device_headers)}\n" in hipcc
     assert "export HIP_PLATFORM = amd\n" in B.makefile("gfx90a", "hip", HIPCC)
 
 
