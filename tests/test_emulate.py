@@ -170,11 +170,9 @@ def build_cases(case_of, keys) -> dict:
             cases[key] = case_of(*key)
         except (Exception, pytest.fail.Exception) as exc:   # raised again by its own test
             out[key] = exc
-    live = {k: c for k, c in cases.items() if not c.skip}
-    for backend in dict.fromkeys(c.device.backend for c in live.values()):
-        todo = [k for k, c in live.items() if c.device.backend == backend]
-        built = build_emulated_many([cases[k].source for k in todo], backend=backend)
-        out.update(zip(todo, built))
+    live = [k for k, c in cases.items() if not c.skip]
+    out.update(zip(live, build_emulated_many([cases[k].source for k in live],
+                                             backend=[cases[k].device.backend for k in live])))
     return {key: out.get(key) for key in keys}
 
 

@@ -197,7 +197,7 @@ def run_case(c: Case, log: Callable[[str], None] | None = None) -> Result:
 
 def _lowered_and_built(cases: Sequence[Case]) -> list:
     """Per case: (Built, its EmulatedKernel, seconds) or the exception that stopped it. The
-    kernels of one target are compiled together (build_emulated_many)."""
+    kernels of one device are compiled together (build_emulated_many)."""
     from ..render.emulate import build_emulated_many
 
     out: list = []
@@ -207,18 +207,14 @@ def _lowered_and_built(cases: Sequence[Case]) -> list:
             out.append((lowered(c), time.monotonic() - start))
         except Exception as exc:   # noqa: BLE001 -- a case that does not lower is a finding
             out.append(exc)
-    for target in dict.fromkeys(c.target for c in cases):
-        at = [i for i, c in enumerate(cases) if c.target == target and isinstance(out[i], tuple)]
-        if not at:
-            continue
-        start = time.monotonic()
-        kernels = build_emulated_many([out[i][0].source for i in at],
-                                      backend=out[at[0]][0].device)
-        share = (time.monotonic() - start) / len(at)
-        for i, kernel in zip(at, kernels):
-            built, seconds = out[i]
-            out[i] = kernel if isinstance(kernel, Exception) else \
-                (built, kernel, seconds + share)
+    at = [i for i, made in enumerate(out) if isinstance(made, tuple)]
+    start = time.monotonic()
+    kernels = build_emulated_many([out[i][0].source for i in at],
+                                  backend=[out[i][0].device for i in at])
+    share = (time.monotonic() - start) / max(len(at), 1)
+    for i, kernel in zip(at, kernels):
+        built, seconds = out[i]
+        out[i] = kernel if isinstance(kernel, Exception) else (built, kernel, seconds + share)
     return out
 
 

@@ -219,21 +219,6 @@ def run_target(program, kernel, inputs: dict, want, rendered: Rendered,
     return Finding(target, "mismatch", why, built) if why else None
 
 
-def build_rendered(rendered: list[Rendered]) -> list:
-    """Each rendered kernel built for the CPU -- a backend's kernels together, as one unit
-    (ptc.render.emulate.build_emulated_many) -- as its EmulatedKernel or the EmulationError
-    of its build."""
-    from ..render.emulate import build_emulated_many
-
-    out: list = [None] * len(rendered)
-    for backend in dict.fromkeys(r.device.backend for r in rendered):
-        at = [i for i, r in enumerate(rendered) if r.device.backend == backend]
-        for i, kernel in zip(at, build_emulated_many([rendered[i].source for i in at],
-                                                     backend=backend)):
-            out[i] = kernel
-    return out
-
-
 def _internal(exc: BaseException) -> str:
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     where = f" ({frame.filename.split('ptc/')[-1]}:{frame.lineno})" if frame else ""
@@ -246,6 +231,7 @@ def check_program(program, targets=TARGETS, *, seed: int = 0,
     `refusals` (a list), a "no plan fits" over the device's capacity is a Refusal appended
     there (see the module's docstring); without it, a finding."""
     from ..interp import random_inputs, run_kernel, bind_dims
+    from ..render.emulate import build_emulated_many
 
     kernel = typed_kernel(program)
     dims = bind_dims(kernel, {}, program.shape_dict)
@@ -259,7 +245,9 @@ def check_program(program, targets=TARGETS, *, seed: int = 0,
 
     made = [render_target(program, kernel, target, tiles, refusals) for target in targets]
     rendered = [m for m in made if isinstance(m, Rendered)]
-    emulated = dict(zip((r.target for r in rendered), build_rendered(rendered)))
+    # each backend's kernels compiled together, as one unit
+    emulated = dict(zip((r.target for r in rendered), build_emulated_many(
+        [r.source for r in rendered], backend=[r.device.backend for r in rendered])))
     found = [run_target(program, kernel, inputs, want, m, emulated[m.target])
              if isinstance(m, Rendered) else m for m in made]
     return [f for f in found if f is not None]

@@ -195,12 +195,13 @@ def _shared_flags() -> list[str]:
 
 
 def _build_key(source: str, back: Backend, cxx: str, flags: Sequence[str],
-               overrides: Mapping[str, str]) -> str:
-    """The cache key of one kernel's build. Comment-only lines are not part of it: the same
-    plan rendered at another shape (another estimate in its header) is the same code."""
+               overrides: Mapping[str, str], shipped: Mapping[str, str]) -> str:
+    """The cache key of one kernel's build (`shipped`: `headers(back)`). Comment-only lines
+    are not part of it: the same plan rendered at another shape (another estimate in its
+    header) is the same code."""
     return digest([BUILD_LAYOUT, back.name, cxx, " ".join(flags),
                    " ".join(runtime_flags(flags)), code_text(source)] +
-                  [f"{n}\0{t}" for n, t in sorted(headers(back).items())] +
+                  [f"{n}\0{t}" for n, t in sorted(shipped.items())] +
                   [f"override {n}\0{t}" for n, t in sorted(overrides.items())])
 
 
@@ -250,9 +251,14 @@ def build_emulated(source: str, *, backend="cuda", defines: Sequence[str] = (),
     (`backend` a Device, or the device the rendered source names)."""
     back = backend_of(backend)
     overrides = dict(header_overrides or {})
-    cxx = compiler()
-    flags = _flags(defines)
-    key = _build_key(source, back, cxx, flags, overrides)
+    cxx, flags = compiler(), _flags(defines)
+    key = _build_key(source, back, cxx, flags, overrides, headers(back))
+    return _loaded(source, back, cxx, flags, overrides, key)
+
+
+def _loaded(source: str, back: Backend, cxx: str, flags: Sequence[str],
+            overrides: Mapping[str, str], key: str) -> "EmulatedKernel":
+    """The kernel built under `key`: from the cache (alone, or in a unit), else built alone."""
     lib = _library(key)
     if not lib.exists():
         _compile(source, back, cxx, flags, overrides, lib)
@@ -267,27 +273,36 @@ UNIT_SIZE = 16
 
 def build_emulated_many(sources: Sequence[str], *, backend="cuda",
                         defines: Sequence[str] = ()) -> list:
-    """`build_emulated` of each of `sources` (rendered kernels of one backend), compiling
-    those not in the cache in units of up to UNIT_SIZE kernels (emulate_units): a third of
-    the time of one build each. Returns, in order, each source's EmulatedKernel, or the
-    EmulationError its build raised."""
-    back = backend_of(backend)
-    cxx = compiler()
-    flags = _flags(defines)
-    todo = {}
-    for source in sources:
-        key = _build_key(source, back, cxx, flags, {})
-        if can_share_a_unit(source) and not _library(key).exists():
-            todo[key] = source
-    kernels = list(todo.items())
-    for start in range(0, len(kernels), UNIT_SIZE):
-        unit = kernels[start:start + UNIT_SIZE]
+    """`build_emulated` of each of `sources` (rendered kernels), compiling those not in the
+    cache in units of up to UNIT_SIZE kernels (emulate_units): a third of the time of one
+    build each. `backend` is every source's, or a sequence of one per source (a name or a
+    Device, as for `build_emulated`): the sources of each are built together. Returns, in
+    order, each source's EmulatedKernel, or the EmulationError its build raised."""
+    backends = list(backend) if isinstance(backend, (list, tuple)) else [backend] * len(sources)
+    out: list = [None] * len(sources)
+    for given in dict.fromkeys(backends):
+        at = [i for i, b in enumerate(backends) if b == given]
+        for i, made in zip(at, _build_together([sources[i] for i in at], backend_of(given),
+                                               defines)):
+            out[i] = made
+    return out
+
+
+def _build_together(sources: Sequence[str], back: Backend, defines: Sequence[str]) -> list:
+    """build_emulated_many of sources of one backend."""
+    cxx, flags = compiler(), _flags(defines)
+    shipped = headers(back)
+    keys = [_build_key(source, back, cxx, flags, {}, shipped) for source in sources]
+    todo = list({key: source for key, source in zip(keys, sources)
+                 if can_share_a_unit(source) and not _library(key).exists()}.items())
+    for start in range(0, len(todo), UNIT_SIZE):
+        unit = todo[start:start + UNIT_SIZE]
         if len(unit) > 1:
             _build_unit(unit, back, cxx, flags)
     out = []
-    for source in sources:   # from the units' links, or alone (a unit that failed)
+    for source, key in zip(sources, keys):   # from the units' links, or alone
         try:
-            out.append(build_emulated(source, backend=back, defines=defines))
+            out.append(_loaded(source, back, cxx, flags, {}, key))
         except EmulationError as exc:
             out.append(exc)
     return out
