@@ -112,25 +112,17 @@ def hip_commands(arch: str, compiler: Compiler) -> dict[str, tuple[str, ...]]:
         compile_, link = (cc, *STANDARD, target), (cc, target)
         # (hipcc asks rocm_agent_enumerator for a GPU when no --offload-arch is given)
         plain = (cc, *STANDARD, target, "-x", "c++")
+        kernel = {
+            "kernel.o": (*compile_, "-fPIC", "-c", "kernel.hip", "-o", "kernel.o"),
+            # the same code the object holds, as assembly with LLVM's resource comments
+            "kernel.s": (*compile_, "--offload-device-only", "-S", "kernel.hip", "-o",
+                         "kernel.s")}
     else:
         compile_ = (cc, "-x", "hip", *STANDARD, "-nogpulib", target)
         link = (cc, "--hip-link", target)       # adds the HIP runtime, -lamdhip64
         plain = (cc, "-x", "c++", *STANDARD)
-    commands = {
-        "kernel.o": (*compile_, "-fPIC", "-c", "kernel.hip", "-o", "kernel.o"),
-        # the harness holds no device code: its host side alone (a third less time); the
-        # same text for every kernel (ptc.runtime.harness)
-        "harness.o": (*compile_, "--offload-host-only", "-fPIC", "-c", "harness.hip", "-o",
-                      "harness.o"),
-        # the kernel's signature for the harness: data, plain C++
-        "signature.o": (*plain, "-fPIC", "-c", "signature.cc", "-o", "signature.o"),
-        # the same code the object holds, as assembly with LLVM's resource comments
-        "kernel.s": (*compile_, "--offload-device-only", "-S", "kernel.hip", "-o", "kernel.s"),
-        LIBRARY: (*link, "-shared", *OBJECTS, "-o", LIBRARY),
-        EXECUTABLE: (*link, *OBJECTS, "-o", EXECUTABLE),
-    }
-    if compiler.flavour == "clang":
-        commands.update({
+        kernel = {
+            # the assembly, with LLVM's resource comments, is what kernel.o holds
             "kernel.s": (*compile_, CUID, "--offload-device-only", "-S", "kernel.hip", "-o",
                          "kernel.s"),
             "kernel.co": (cc, "--target=amdgcn-amd-amdhsa", f"-mcpu={arch}", "kernel.s", "-o",
@@ -142,21 +134,27 @@ def hip_commands(arch: str, compiler: Compiler) -> dict[str, tuple[str, ...]]:
             # (the driver passes -cuid to the device compile only: the host's by -Xclang)
             "kernel.o": (*compile_, "-Xclang", CUID, "--offload-host-only", "-fPIC", "-c",
                          "kernel.hip", "-o", "kernel.o", "-Xclang", "-fcuda-include-gpubinary",
-                         "-Xclang", "kernel.hipfb"),
-        })
-    return commands
+                         "-Xclang", "kernel.hipfb")}
+    return {
+        **kernel,
+        # the harness holds no device code: its host side alone (a third less time); the
+        # same text for every kernel (ptc.runtime.harness)
+        "harness.o": (*compile_, "--offload-host-only", "-fPIC", "-c", "harness.hip", "-o",
+                      "harness.o"),
+        # the kernel's signature for the harness: data, plain C++
+        "signature.o": (*plain, "-fPIC", "-c", "signature.cc", "-o", "signature.o"),
+        LIBRARY: (*link, "-shared", *OBJECTS, "-o", LIBRARY),
+        EXECUTABLE: (*link, *OBJECTS, "-o", EXECUTABLE),
+    }
 
 
 # (output, inputs, stage) of each flavour's steps: the steps of a stage run at once
+HARNESS_STEPS = (("harness.o", ("harness.hip", "npy.h", "ptc_signature.h"), 0),
+                 ("signature.o", ("signature.cc", "ptc_signature.h"), 0))
 WHOLE_STEPS = {
-    "hipcc": (("kernel.o", ("kernel.hip",), 0),
-              ("harness.o", ("harness.hip", "npy.h", "ptc_signature.h"), 0),
-              ("signature.o", ("signature.cc", "ptc_signature.h"), 0),
-              ("kernel.s", ("kernel.hip",), 0),
+    "hipcc": (("kernel.o", ("kernel.hip",), 0), *HARNESS_STEPS, ("kernel.s", ("kernel.hip",), 0),
               (LIBRARY, OBJECTS, 1), (EXECUTABLE, OBJECTS, 1)),
-    "clang": (("kernel.s", ("kernel.hip",), 0),
-              ("harness.o", ("harness.hip", "npy.h", "ptc_signature.h"), 0),
-              ("signature.o", ("signature.cc", "ptc_signature.h"), 0),
+    "clang": (("kernel.s", ("kernel.hip",), 0), *HARNESS_STEPS,
               ("kernel.co", ("kernel.s",), 1), ("kernel.hipfb", ("kernel.co",), 2),
               ("kernel.o", ("kernel.hip", "kernel.hipfb"), 3),
               (LIBRARY, OBJECTS, 4), (EXECUTABLE, OBJECTS, 4)),
