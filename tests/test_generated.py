@@ -10,11 +10,13 @@ strict, so a fix turns its test red until the entry goes.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
 
-from ptc.fuzz.check import TARGETS, check_program, load_reproducer
+from conftest import Builds, in_groups, selected_groups
+from ptc.fuzz.check import TARGETS, Check, check_program, check_programs, load_reproducer
 from ptc.fuzz.generate import generate
 
 CORPUS = Path(__file__).resolve().parent / "generated"
@@ -36,23 +38,87 @@ def test_the_corpus_is_not_empty_and_every_file_says_its_shapes():
         load_reproducer(CORPUS / name)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("name", FILES)
-def test_reproducer_matches_the_interpreter(name, target, request):
+UNIT = 12     # checks whose kernels one worker builds together (conftest.in_groups)
+REPRODUCERS = [(name, target) for name in FILES for target in TARGETS]
+
+
+def findings_of(make_check, keys) -> dict:
+    """{key: its findings (or the exception that stopped its check)}, the kernels of every
+    key's check compiled together (ptc.fuzz.check.check_programs)."""
+    out, checks = {}, {}
+    for key in keys:
+        try:
+            checks[key] = make_check(*key)
+        except Exception as exc:   # noqa: BLE001 -- raised again by its own test
+            out[key] = exc
+    out.update(zip(checks, check_programs(list(checks.values()))))
+    return out
+
+
+def reproducer_check(name: str, target: str) -> Check:
+    return Check(load_reproducer(CORPUS / name), (target,))
+
+
+def seed_check(seed: int) -> Check:
+    return Check(generate(seed), TARGETS, seed)
+
+
+def grouped_findings(request, test, key, make_check):
+    groups = selected_groups(request, test, key)
+    return Builds(functools.partial(findings_of, make_check), groups, request)
+
+
+@pytest.fixture(scope="module")
+def reproducer_findings(request):
+    made = grouped_findings(request, test_reproducer_matches_the_interpreter,
+                            lambda p: (p["name"], p["target"]), reproducer_check)
+    yield made
+    made.close()
+
+
+@pytest.fixture(scope="module")
+def seed_findings(request):
+    made = grouped_findings(request, test_generated_program_matches_the_interpreter,
+                            lambda p: (p["seed"],), seed_check)
+    yield made
+    made.close()
+
+
+def found(findings):
+    if isinstance(findings, Exception):
+        raise findings
+    return findings
+
+
+@pytest.mark.parametrize("name,target", in_groups(REPRODUCERS, UNIT, "generated"))
+def test_reproducer_matches_the_interpreter(name, target, request, reproducer_findings):
     if (name, target) in OPEN:
         request.applymarker(pytest.mark.xfail(strict=True, reason=OPEN[(name, target)]))
-    source = load_reproducer(CORPUS / name)
-    findings = check_program(source, (target,))
+    findings = found(reproducer_findings[(name, target)])
     assert not findings, findings[0].line()
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_generated_program_matches_the_interpreter(seed, request):
+@pytest.mark.parametrize("seed", in_groups([(s,) for s in SEEDS], UNIT // len(TARGETS),
+                                           "generated-seeds"))
+def test_generated_program_matches_the_interpreter(seed, request, seed_findings):
     if seed in OPEN_SEEDS:
         request.applymarker(pytest.mark.xfail(strict=True, reason=OPEN_SEEDS[seed]))
-    program = generate(seed)
-    findings = check_program(program, seed=seed)
-    assert not findings, "\n".join(f.line() for f in findings) + "\n" + program.text
+    findings = found(seed_findings[(seed,)])
+    assert not findings, "\n".join(f.line() for f in findings) + "\n" + generate(seed).text
+
+
+def test_a_batch_of_checks_finds_what_each_check_finds_alone():
+    """check_programs compiles the kernels of several programs together, yet each check's
+    findings are its own, in order: a program that no gfx942 plan fits (the capacity
+    refusal below) is found in its check only, and the programs around it pass."""
+    import random
+    from ptc.fuzz.generate import loop_grid
+    over = loop_grid(random.Random(102723 * 1000), 102723)
+    checks = [Check(generate(0), ("sm80", "gfx90a"), 0), Check(over, ("gfx942",), 102723),
+              Check(generate(1), ("gfx942", "sm90"), 1)]
+    batch = check_programs(checks)
+    assert [[f.kind for f in found] for found in batch] == [[], ["build"], []]
+    assert batch == [check_program(c.program, c.targets, seed=c.seed) for c in checks]
 
 
 def test_the_generator_is_deterministic_and_checks():

@@ -18,6 +18,7 @@ import functools
 import random
 import traceback
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -230,24 +231,60 @@ def check_program(program, targets=TARGETS, *, seed: int = 0,
     """Every finding of `program` on `targets` (empty: it matches everywhere). With
     `refusals` (a list), a "no plan fits" over the device's capacity is a Refusal appended
     there (see the module's docstring); without it, a finding."""
-    from ..interp import random_inputs, run_kernel, bind_dims
+    return check_programs([Check(program, tuple(targets), seed)], refusals=refusals)[0]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One program to check: on which targets, with which seed for its inputs."""
+
+    program: object
+    targets: tuple[str, ...] = TARGETS
+    seed: int = 0
+
+
+def check_programs(checks: Sequence[Check], *,
+                   refusals: list | None = None) -> list[list[Finding]]:
+    """The findings of each check, as `check_program`'s; the kernels of all of them compiled
+    together, several to a unit per backend (ptc.render.emulate_units): a batch of programs
+    costs a fraction of their builds one by one."""
     from ..render.emulate import build_emulated_many
 
+    prepared = [_prepare(c, refusals) for c in checks]
+    rendered = [m for p in prepared for m in p.made if isinstance(m, Rendered)]
+    built = dict(zip(map(id, rendered), build_emulated_many(
+        [r.source for r in rendered], backend=[r.device.backend for r in rendered])))
+    out = []
+    for p in prepared:
+        found = [run_target(p.program, p.kernel, p.inputs, p.want, m, built[id(m)])
+                 if isinstance(m, Rendered) else m for m in p.made]
+        out.append([f for f in found if f is not None])
+    return out
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    program: object
+    kernel: object
+    inputs: dict
+    want: Callable
+    made: tuple      # per target: Rendered, a Finding, or None (refused)
+
+
+def _prepare(check: Check, refusals: list | None) -> _Prepared:
+    from ..interp import bind_dims, random_inputs, run_kernel
+
+    program = check.program
     kernel = typed_kernel(program)
     dims = bind_dims(kernel, {}, program.shape_dict)
-    inputs = random_inputs(kernel, dims, seed=seed)
-    tiles = pinned_tiles(program, kernel, seed)
+    inputs = random_inputs(kernel, dims, seed=check.seed)
+    tiles = pinned_tiles(program, kernel, check.seed)
 
     @functools.lru_cache(maxsize=None)
     def want(grid_tiles: tuple[tuple[tuple[str, int], ...], ...]) -> dict:
         return run_kernel(kernel, inputs, shapes=dims, tiles=tiles,
                           grid_tiles=[dict(t) for t in grid_tiles])
 
-    made = [render_target(program, kernel, target, tiles, refusals) for target in targets]
-    rendered = [m for m in made if isinstance(m, Rendered)]
-    # each backend's kernels compiled together, as one unit
-    emulated = dict(zip((r.target for r in rendered), build_emulated_many(
-        [r.source for r in rendered], backend=[r.device.backend for r in rendered])))
-    found = [run_target(program, kernel, inputs, want, m, emulated[m.target])
-             if isinstance(m, Rendered) else m for m in made]
-    return [f for f in found if f is not None]
+    made = tuple(render_target(program, kernel, target, tiles, refusals)
+                 for target in check.targets)
+    return _Prepared(program, kernel, inputs, want, made)
