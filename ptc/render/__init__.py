@@ -16,6 +16,7 @@ from typing import Sequence
 
 import jinja2
 
+from ..device_headers import device_headers
 from ..devices import Device
 from ..lower import Capabilities, LoweredKernel, LoweringError, lower
 from ..sched.plan import Plan
@@ -86,9 +87,9 @@ def headers(device: Device) -> list[Path]:
 
 
 def backend_headers(backend: str) -> list[Path]:
-    """The device headers of a backend's renderer (its templates folder's headers)."""
-    folder = TEMPLATES / RENDERERS[backend].folder
-    return sorted(p for p in folder.iterdir() if p.suffix in (".cuh", ".h", ".hpp"))
+    """The device headers of a backend's renderer: its templates folder's and the ones every
+    backend shares (ptc.device_headers)."""
+    return device_headers(RENDERERS[backend].folder)
 
 
 __all__ = ["render", "render_kernel", "can_render", "capabilities", "headers", "RenderError",

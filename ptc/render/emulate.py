@@ -39,6 +39,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..device_headers import SHARED as SHARED_DEVICE_CODE
 from ..interp import NUMPY_DTYPES, coerce
 from ..sema import typed as T
 from ..stage_cache import code_text
@@ -95,7 +96,7 @@ class Backend:
         return backend_headers(self.name)
 
     def include_dirs(self) -> list[Path]:
-        return [self.emulate_headers, self.templates, CORE_HEADERS]
+        return [self.emulate_headers, self.templates, SHARED_DEVICE_CODE, CORE_HEADERS]
 
 
 def system_includes(*folders: Path) -> str:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from ..device_headers import device_headers as shared_device_headers
 from ..version import __version__
 from . import object_cache
 from .errors import BuildError
@@ -64,9 +65,8 @@ def backend_of(directory: Path) -> str:
 
 
 def device_headers(backend: str = "cuda") -> list[Path]:
-    """The headers of templates/<backend> that the kernel may include."""
-    folder = TEMPLATES / toolchain(backend).templates
-    return sorted(p for p in folder.iterdir() if p.suffix in HEADER_SUFFIXES and p.is_file())
+    """The headers the kernel may include: templates/<backend>'s and the shared ones."""
+    return shared_device_headers(toolchain(backend).templates)
 
 
 def host_headers() -> list[Path]:

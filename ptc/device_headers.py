@@ -1,0 +1,18 @@
+"""Where a kernel's device headers come from: its backend's templates folder, and
+templates/common, the device code every backend shares (the language's integer semantics and
+FP8 codes: ptc_numerics.h). A build folder holds them side by side, so their names are unique
+across the two."""
+from __future__ import annotations
+
+from pathlib import Path
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+SHARED = TEMPLATES / "common"
+SUFFIXES = (".cuh", ".h", ".hpp")
+
+
+def device_headers(folder: str) -> list[Path]:
+    """The headers of templates/<folder> and of templates/common, sorted by name."""
+    found = [p for d in (TEMPLATES / folder, SHARED) for p in d.iterdir()
+             if p.suffix in SUFFIXES and p.is_file()]
+    return sorted(found, key=lambda p: p.name)
