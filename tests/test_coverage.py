@@ -195,6 +195,7 @@ def test_nvcc_builds_a_wgmma_of_every_reachable_width(tmp_path):
     takes them for sm_90a (issue 20: N = 24 stopped at a static_assert)."""
     import subprocess
 
+    from ptc.device_headers import SHARED
     from ptc.runtime.nvcc import find_nvcc
 
     widths = sorted({f.args["n"] for f, why in universe(get_device("sm90")).items()
@@ -242,7 +243,7 @@ def test_nvcc_builds_a_wgmma_of_every_reachable_width(tmp_path):
     keep = tmp_path / "keep"
     keep.mkdir()
     done = subprocess.run([find_nvcc(), "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a",
-                           "-I", str(CUDA_TEMPLATES), "-cubin", "-keep", "-keep-dir", str(keep),
+                           "-I", str(CUDA_TEMPLATES), "-I", str(SHARED), "-cubin", "-keep", "-keep-dir", str(keep),
                            str(source), "-o", str(tmp_path / "widths.cubin")],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]

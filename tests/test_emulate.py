@@ -29,7 +29,7 @@ from ptc.devices import get_device
 from ptc.driver import check_file, schedule
 from ptc.interp import run_kernel
 from ptc.render import RenderError, can_render, render_kernel
-from ptc.render.emulate import (CORE_HEADERS, CUDA_TEMPLATES, EMULATE_HEADERS, EmulationError,
+from ptc.render.emulate import (BACKENDS, CUDA_TEMPLATES, EmulationError,
                                 build_emulated, build_emulated_many)
 from ptc.sched.construct import Choice, Unfit, construct
 from ptc.stask import build_graphs, propagate
@@ -411,7 +411,7 @@ def conversions(tmp_path_factory):
     d = tmp_path_factory.mktemp("conversions")
     (d / "conv.cpp").write_text(CONVERSIONS)
     subprocess.run([os.environ.get("CXX", "g++"), "-std=c++20", "-O1", "-fPIC", "-shared",
-                    "-DPTC_EMULATE", f"-I{EMULATE_HEADERS}", f"-I{CORE_HEADERS}",
+                    "-DPTC_EMULATE", *(f"-I{d}" for d in BACKENDS["cuda"].include_dirs()),
                     str(d / "conv.cpp"), "-o", str(d / "conv.so")], check=True)
     lib = ctypes.CDLL(str(d / "conv.so"))
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from ptc.driver import check_file
-from ptc.render.emulate import (BACKENDS, CORE_HEADERS, CUDA_TEMPLATES, EMULATE_HEADERS, EmulationError,
+from ptc.render.emulate import (BACKENDS, EmulationError,
                                 build_emulated)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -171,9 +171,9 @@ def test_descriptors_encode_the_worked_examples(tmp_path):
     src = tmp_path / "desc.cpp"
     src.write_text(DESCRIPTOR_PROGRAM)
     exe = tmp_path / "desc"
-    subprocess.run(["g++", "-std=c++20", "-DPTC_EMULATE", f"-I{EMULATE_HEADERS}",
-                    f"-I{CUDA_TEMPLATES}", f"-I{CORE_HEADERS}", "-w", str(src), "-o", str(exe)],
-                   check=True)
+    subprocess.run(["g++", "-std=c++20", "-DPTC_EMULATE",
+                    *(f"-I{d}" for d in BACKENDS["cuda"].include_dirs()), "-w", str(src),
+                    "-o", str(exe)], check=True)
     run = subprocess.run([str(exe)], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:]
     descs = dict(line.rsplit(" ", 1) for line in run.stdout.splitlines())

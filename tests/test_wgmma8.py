@@ -222,7 +222,7 @@ def descriptor_program(tmp_path: Path, emulator: str | None = None):
     import shutil
     import subprocess
 
-    from ptc.render.emulate import BACKENDS, CORE_HEADERS, CUDA_TEMPLATES, EMULATE_HEADERS
+    from ptc.render.emulate import BACKENDS, EMULATE_HEADERS
 
     first = []
     if emulator is not None:
@@ -233,9 +233,9 @@ def descriptor_program(tmp_path: Path, emulator: str | None = None):
     src = tmp_path / "desc8.cpp"
     src.write_text(BACKENDS["cuda"].runtime + '#include "wgmma.cuh"\n' + DESCRIPTOR_PROGRAM)
     exe = tmp_path / "desc8"
-    subprocess.run(["g++", "-std=c++20", "-DPTC_EMULATE", *first, f"-I{EMULATE_HEADERS}",
-                    f"-I{CUDA_TEMPLATES}", f"-I{CORE_HEADERS}", "-w", str(src), "-o", str(exe)],
-                   check=True)
+    subprocess.run(["g++", "-std=c++20", "-DPTC_EMULATE", *first,
+                    *(f"-I{d}" for d in BACKENDS["cuda"].include_dirs()), "-w", str(src),
+                    "-o", str(exe)], check=True)
     return subprocess.run([str(exe)], capture_output=True, text=True)
 
 
