@@ -22,16 +22,15 @@ RUN = 4
 # (cuda file, hip file): duplicated runs left, and why
 KNOWN = {
     ("global_to_shared.cuh", "global_to_shared.h"): (
-        17, "the swizzled tile offset, GatherRows and the element-wise copies "
-            "(copy_tile_sync, copy_gathered_sync): they sit between backend-specific copies "
-            "(cp.async, buffer loads) in their files"),
+        3, "copy_gathered_sync's signature: HIP's also copies into a transposed (K8) tile"),
     ("mma_sync.cuh", "mfma.h"): (
-        7, "pack_bytes and the fragment loops over a tile's rows and columns"),
+        2, "the heads of SharedA / SharedB, whose loads take the atom's registers per "
+           "backend (ldmatrix fragments, I::REGS)"),
     ("ptc_types.cuh", "ptc_types.h"): (
         11, "the emulated ld_shared / st_shared, biased16, unpack and set_half: they need "
             "the backend's 16-bit traits (Half16, Bias16), defined after the shared header"),
     ("shared_to_register_ldmatrix.cuh", "mfma.h"): (
-        1, "the swizzled fragment offset template"),
+        1, "the swizzled fragment offset's template head"),
 }
 
 

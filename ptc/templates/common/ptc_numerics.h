@@ -1,9 +1,10 @@
-// ptc device code every backend shares: the .pt language's integer semantics, the FP8 codes
-// and the conversions between dtypes that are not 16-bit floats, written once
-// (docs/architecture.md, "Device headers"). A backend's ptc_types header includes it after
-// defining, in namespace ptc, its primitives: f32_bits / bits_f32 (an f32's bits and back),
-// rint_f32 (to nearest even), fmin_f32 / fmax_f32, and the macro PTC_IN_FLIGHT_F32 (the sm90
-// emulator's check of a value read from accumulators in flight; nothing elsewhere).
+// ptc device code every backend shares, written once (docs/architecture.md, "Device
+// headers"): the .pt language's integer semantics, the FP8 codes, the conversions between
+// dtypes that are not 16-bit floats and the packing of i8 operands. A backend's ptc_types
+// header includes it after defining, in namespace ptc, its primitives: f32_bits / bits_f32
+// (an f32's bits and back), rint_f32 (to nearest even), fmin_f32 / fmax_f32, and the macro
+// PTC_IN_FLIGHT_F32 (the sm90 emulator's check of a value read from accumulators in flight;
+// nothing elsewhere).
 #pragma once
 
 namespace ptc {
@@ -110,6 +111,14 @@ template <> __device__ __forceinline__ f8e5m2 from_f32<f8e5m2>(float x) {
   const uint32_t u = f32_bits(x);
   return (u & 0x7fffffffu) == 0x7f800000u ? f8e5m2{static_cast<uint8_t>(((u >> 24) & 0x80u) | 0x7cu)}
                                           : to_f8e5m2(x);
+}
+
+// four int8_t registers as one 32-bit word, the first lowest
+__device__ __forceinline__ uint32_t pack_bytes(const int8_t* p) {
+  return static_cast<uint32_t>(static_cast<uint8_t>(p[0])) |
+         static_cast<uint32_t>(static_cast<uint8_t>(p[1])) << 8 |
+         static_cast<uint32_t>(static_cast<uint8_t>(p[2])) << 16 |
+         static_cast<uint32_t>(static_cast<uint8_t>(p[3])) << 24;
 }
 
 __host__ __device__ __forceinline__ long long floordiv(long long a, long long b) {

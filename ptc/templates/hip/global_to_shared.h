@@ -13,17 +13,9 @@
 // flight, as a cp.async group is between its commit and its wait.
 #pragma once
 #include "ptc_types.h"
+#include "global_to_shared_sync.h"
 
 namespace ptc {
-
-// A tile's byte offset of (row, byte in row).
-template <int ROW_BYTES, bool SWIZZLE>
-__device__ __forceinline__ uint32_t tile_offset(int row, int byte) {
-  const uint32_t o = static_cast<uint32_t>(row * ROW_BYTES + byte);
-  if (!SWIZZLE) return o;
-  constexpr int LINES = ROW_BYTES > 128 ? ROW_BYTES / 128 : 1;   // 128-byte lines per row
-  return o ^ ((((o >> 7) / LINES) & 7u) << 4);
-}
 
 // A transposed tile's byte offset of (stored row, byte in row): the tile's column is the
 // stored row, and 8-byte units XOR (row >> 1) & 7, so an MFMA operand's 8-byte reads of 16
@@ -128,20 +120,6 @@ template <bool TILE_END>
 __device__ __forceinline__ bool buffered_row(int r, int rows_first, int rows_left) {
   return TILE_END ? rows_first == 0 || r >= rows_first : inside(r, rows_first, rows_left);
 }
-
-// Gathered rows (ptc/lower/ir.py, GatherRows): row r of the tile is row at(r) of the
-// tensor -- element r of the index tile (`pad` past the index tensor's end), -1 (no row:
-// zeros or the pad; a store skips it) outside [0, bound). Each copy reads the position of
-// each row it copies (an L1/L2 hit after the first).
-struct GatherRows {
-  const int* index;
-  int stride, left, pad;
-  long long bound;
-  __device__ __forceinline__ int at(int r) const {
-    const int x = r < left ? *PTC_GLOBAL(index + r * stride) : pad;
-    return 0 <= x && x < bound ? x : -1;
-  }
-};
 
 // The vector at g + offset (64-bit: a gathered row lies anywhere), or zeros where !ok.
 template <typename Word, typename T>
@@ -341,22 +319,6 @@ __device__ __forceinline__ void copy_tile_sync_k8(uint32_t smem, const T* g, int
     const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
     const T v = valid ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride)) : fill;
     st_shared(smem + tile_offset_k8<ROW_BYTES>(c, r * static_cast<int>(sizeof(T))), v);
-  }
-}
-
-// Synchronous copy, one element per load: any strides, `pad` where the tile leaves the tensor.
-template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE>
-__device__ __forceinline__ void copy_tile_sync(uint32_t smem, const T* g, int row_stride,
-                                               int col_stride, int rows_left,
-                                               int cols_left, float pad, int tid,
-                                               int rows_first = 0, int cols_first = 0) {
-  const T fill = from_f32<T>(pad);
-#pragma unroll 2   // the cold path: little unrolling leaves the registers to the hot one
-  for (int id = tid; id < ROWS * COLS; id += THREADS) {
-    const int r = id / COLS, c = id % COLS;
-    const bool valid = inside(r, rows_first, rows_left) && inside(c, cols_first, cols_left);
-    const T v = valid ? *PTC_GLOBAL(g + (r * row_stride + c * col_stride)) : fill;
-    st_shared(smem + tile_offset<ROW_BYTES, SWIZZLE>(r, c * sizeof(T)), v);
   }
 }
 

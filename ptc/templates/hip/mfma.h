@@ -371,14 +371,6 @@ struct RegB {
   }
 };
 
-// four int8_t registers as one 32-bit word, the first lowest
-__device__ __forceinline__ uint32_t pack_bytes(const int8_t* p) {
-  return static_cast<uint32_t>(static_cast<uint8_t>(p[0])) |
-         static_cast<uint32_t>(static_cast<uint8_t>(p[1])) << 8 |
-         static_cast<uint32_t>(static_cast<uint8_t>(p[2])) << 16 |
-         static_cast<uint32_t>(static_cast<uint8_t>(p[3])) << 24;
-}
-
 // i8 operands in registers (int8_t values in the atom's register order): packed on the way
 template <int MI, int KS>
 struct RegA8 {
