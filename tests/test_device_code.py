@@ -27,8 +27,8 @@ KNOWN = {
         2, "the heads of SharedA / SharedB, whose loads take the atom's registers per "
            "backend (ldmatrix fragments, I::REGS)"),
     ("ptc_types.cuh", "ptc_types.h"): (
-        11, "the emulated ld_shared / st_shared, biased16, unpack and set_half: they need "
-            "the backend's 16-bit traits (Half16, Bias16), defined after the shared header"),
+        6, "the emulated ld_shared / st_shared, beside each backend's own for the GPU (CUDA's "
+           "subtracts the shared window's base, HIP's LDS offsets start at 0)"),
     ("shared_to_register_ldmatrix.cuh", "mfma.h"): (
         1, "the swizzled fragment offset's template head"),
 }

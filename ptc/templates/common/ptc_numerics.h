@@ -1,10 +1,10 @@
 // ptc device code every backend shares, written once (docs/architecture.md, "Device
 // headers"): the .pt language's integer semantics, the FP8 codes, the conversions between
-// dtypes that are not 16-bit floats and the packing of i8 operands. A backend's ptc_types
-// header includes it after defining, in namespace ptc, its primitives: f32_bits / bits_f32
-// (an f32's bits and back), rint_f32 (to nearest even), fmin_f32 / fmax_f32, and the macro
-// PTC_IN_FLIGHT_F32 (the sm90 emulator's check of a value read from accumulators in flight;
-// nothing elsewhere).
+// dtypes that are not 16-bit floats, and the packing of i8 operands and of 16-bit pairs. A
+// backend's ptc_types header includes it after defining, in namespace ptc, its primitives:
+// f32_bits / bits_f32 (an f32's bits and back), rint_f32 (to nearest even), fmin_f32 /
+// fmax_f32, and the macro PTC_IN_FLIGHT_F32 (the sm90 emulator's check of a value read from
+// accumulators in flight; nothing elsewhere); it specializes Half16 and Bias16 later.
 #pragma once
 
 namespace ptc {
@@ -119,6 +119,24 @@ __device__ __forceinline__ uint32_t pack_bytes(const int8_t* p) {
          static_cast<uint32_t>(static_cast<uint8_t>(p[1])) << 8 |
          static_cast<uint32_t>(static_cast<uint8_t>(p[2])) << 16 |
          static_cast<uint32_t>(static_cast<uint8_t>(p[3])) << 24;
+}
+
+// 16-bit register tiles hold two values per 32-bit register, the lower index in the low half.
+// The backend specializes Half16 (lo, hi: a half as f32; one: f32 to a half's bits) and
+// Bias16 (pair: the bias of ptc/lower/pairs.py's integers, in both halves) for its 16-bit
+// types.
+template <typename T> struct Half16;
+template <typename T> struct Bias16;
+template <typename T> __device__ __forceinline__ float unpack(const uint32_t* v, int i) {
+  return (i & 1) ? Half16<T>::hi(v[i >> 1]) : Half16<T>::lo(v[i >> 1]);
+}
+template <typename T> __device__ __forceinline__ void set_half(uint32_t* v, int i, float x) {
+  const uint32_t b = Half16<T>::one(x);
+  v[i >> 1] = (i & 1) ? ((v[i >> 1] & 0xffffu) | (b << 16)) : ((v[i >> 1] & 0xffff0000u) | b);
+}
+// two integers in 0..1023 (0..127 for bf16) as one word of biased 16-bit values
+template <typename T> __device__ __forceinline__ uint32_t biased16(uint32_t a0, uint32_t a1) {
+  return a0 | (a1 << 16) | Bias16<T>::pair;
 }
 
 __host__ __device__ __forceinline__ long long floordiv(long long a, long long b) {

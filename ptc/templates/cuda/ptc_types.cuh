@@ -158,8 +158,8 @@ __device__ __forceinline__ float exp2_sfu(float x) {
 }
 __device__ __forceinline__ float exp_sfu(float x) { return exp2_sfu(x * 1.4426950408889634f); }
 
-// 16-bit register tiles hold two values per 32-bit register, the lower index in the low half.
-template <typename T> struct Half16;
+// 16-bit register tiles hold two values per 32-bit register, the lower index in the low half
+// (unpack and set_half: ptc_numerics.h).
 template <> struct Half16<__half> {
   __device__ __forceinline__ static float lo(uint32_t r) {
     PTC_IN_FLIGHT_B16(static_cast<uint16_t>(r & 0xffffu));
@@ -221,12 +221,8 @@ template <typename T> __device__ __forceinline__ T half_at(const uint32_t* v, in
 // An integer a in 0..1023 is the f16 with the bits 0x6400 | a, less 1024.0 (the mantissa
 // holds a exactly); a in 0..127 is the bf16 0x4300 | a, less 128.0. Two such integers are
 // one register word with a shift and an or.
-template <typename T> struct Bias16;
 template <> struct Bias16<__half> { static constexpr uint32_t pair = 0x64006400u; };
 template <> struct Bias16<__nv_bfloat16> { static constexpr uint32_t pair = 0x43004300u; };
-template <typename T> __device__ __forceinline__ uint32_t biased16(uint32_t a0, uint32_t a1) {
-  return a0 | (a1 << 16) | Bias16<T>::pair;
-}
 // nibble S / 4 of two words, biased: byte S / 8 of w0 and of w1 into the word's halves
 // (PRMT), shifted down where the nibble is the byte's high half, masked and biased (LOP3)
 template <typename T, int S> __device__ __forceinline__ uint32_t nibbles16(uint32_t w0, uint32_t w1) {
@@ -266,12 +262,5 @@ template <typename T> __device__ __forceinline__ uint32_t pk_mul(uint32_t a, uin
   return word_of(__hmul2_rn(pair_of<T>(a), pair_of<T>(b)));
 }
 #endif
-template <typename T> __device__ __forceinline__ float unpack(const uint32_t* v, int i) {
-  return (i & 1) ? Half16<T>::hi(v[i >> 1]) : Half16<T>::lo(v[i >> 1]);
-}
-template <typename T> __device__ __forceinline__ void set_half(uint32_t* v, int i, float x) {
-  const uint32_t b = Half16<T>::one(x);
-  v[i >> 1] = (i & 1) ? ((v[i >> 1] & 0xffffu) | (b << 16)) : ((v[i >> 1] & 0xffff0000u) | b);
-}
 
 }  // namespace ptc

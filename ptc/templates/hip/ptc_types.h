@@ -299,8 +299,8 @@ __device__ __forceinline__ void atomic_add16(T* p, T v) {
 __device__ __forceinline__ void atomicAdd(f16* p, f16 v) { atomic_add16(p, v); }
 __device__ __forceinline__ void atomicAdd(bf16* p, bf16 v) { atomic_add16(p, v); }
 
-// 16-bit register tiles hold two values per 32-bit register, the lower index in the low half.
-template <typename T> struct Half16;
+// 16-bit register tiles hold two values per 32-bit register, the lower index in the low half
+// (unpack and set_half: ptc_numerics.h).
 template <> struct Half16<f16> {
   __device__ __forceinline__ static float lo(uint32_t r) { return f16_f32(static_cast<uint16_t>(r & 0xffffu)); }
   __device__ __forceinline__ static float hi(uint32_t r) { return f16_f32(static_cast<uint16_t>(r >> 16)); }
@@ -326,11 +326,7 @@ template <typename T> __device__ __forceinline__ uint32_t one16(T a) { return a.
 // ---- 16-bit values a register at a time (ir.Compute.pairs, ptc/lower/pairs.py) ------------
 // An integer a in 0..1023 is the f16 with the bits 0x6400 | a, less 1024.0 (the mantissa
 // holds a exactly): two such integers are one register word with one or.
-template <typename T> struct Bias16;
 template <> struct Bias16<f16> { static constexpr uint32_t pair = 0x64006400u; };
-template <typename T> __device__ __forceinline__ uint32_t biased16(uint32_t a0, uint32_t a1) {
-  return a0 | (a1 << 16) | Bias16<T>::pair;
-}
 // nibble S / 4 of two words, biased: byte S / 8 of w0 and of w1 into the word's halves
 // (v_perm_b32), shifted down where the nibble is the byte's high half, masked and biased
 // (v_and_or_b32)
@@ -375,12 +371,5 @@ template <> __device__ __forceinline__ uint32_t pk_mul<f16>(uint32_t a, uint32_t
   return word_of(h16x2(a) * h16x2(b));
 }
 #endif
-template <typename T> __device__ __forceinline__ float unpack(const uint32_t* v, int i) {
-  return (i & 1) ? Half16<T>::hi(v[i >> 1]) : Half16<T>::lo(v[i >> 1]);
-}
-template <typename T> __device__ __forceinline__ void set_half(uint32_t* v, int i, float x) {
-  const uint32_t b = Half16<T>::one(x);
-  v[i >> 1] = (i & 1) ? ((v[i >> 1] & 0xffffu) | (b << 16)) : ((v[i >> 1] & 0xffff0000u) | b);
-}
 
 }  // namespace ptc
