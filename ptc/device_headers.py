@@ -1,7 +1,7 @@
 """Where a kernel's device headers come from: its backend's templates folder, and
-templates/common, the device code every backend shares (the language's integer semantics and
-FP8 codes: ptc_numerics.h). A build folder holds them side by side, so their names are unique
-across the two."""
+templates/common, the device code every backend shares (ptc_numerics.h: the language's
+integer semantics, FP8 codes and conversions; global_to_shared_sync.h: the element-wise
+copies). A build folder holds them side by side, so their names are unique across the two."""
 from __future__ import annotations
 
 from pathlib import Path
