@@ -117,7 +117,7 @@ def test_a_batch_of_checks_finds_what_each_check_finds_alone():
     checks = [Check(generate(0), ("sm80", "gfx90a"), 0), Check(over, ("gfx942",), 102723),
               Check(generate(1), ("gfx942", "sm90"), 1)]
     batch = check_programs(checks)
-    assert [[f.kind for f in found] for found in batch] == [[], ["build"], []]
+    assert [[f.kind for f in findings] for findings in batch] == [[], ["build"], []]
     assert batch == [check_program(c.program, c.targets, seed=c.seed) for c in checks]
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from ..device_headers import SUFFIXES as HEADER_SUFFIXES
 from ..device_headers import device_headers as shared_device_headers
 from ..version import __version__
 from . import object_cache
@@ -50,7 +51,6 @@ from .toolchain import EXECUTABLE, LIBRARY, Compiler, Step, Toolchain
 from .toolchains import TOOLCHAINS, toolchain
 
 MARKER = "signature.json"   # what makes a directory a ptc build directory
-HEADER_SUFFIXES = (".cuh", ".h", ".hpp")
 
 
 # ---- writing --------------------------------------------------------------------------
