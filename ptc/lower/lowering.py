@@ -46,7 +46,7 @@ from .program import Stmt, flatten, mma_parts, reads
 from .staged_copies import staged_waits
 from .storage import c_name
 from .swizzle import ALIGN, smem_layout, transposed_layout
-from .tiles import TileError, divisible, extent_value, global_tile, until_bound
+from .tiles import TileError, divisible_all, extent_value, global_tile, until_bound
 from .tiling_choice import cheapest_tilings, tiling_cost
 
 
@@ -441,17 +441,10 @@ class Builder:
             vec = nbytes // esize
             if vec < 1 or tile.cols % vec:
                 continue
-            conds: list[T.TExpr] = []
-            ok = True
             # an offset tile's columns may start before the tensor: a vector is all
             # outside or all inside only where its start is a multiple too
-            for e in (tile.row_stride, tile.origin, tile.col_bound) + \
-                    ((tile.col_start,) if tile.col_low else ()):
-                known, c = divisible(e, vec)
-                if not known:
-                    ok = False
-                    break
-                conds += c
+            ok, conds = divisible_all((tile.row_stride, tile.origin, tile.col_bound) +
+                                      ((tile.col_start,) if tile.col_low else ()), vec)
             if not ok:
                 continue
             conditions = [("dim", c.name, vec) for c in conds if isinstance(c, T.Scalar)]

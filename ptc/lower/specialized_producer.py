@@ -11,7 +11,7 @@ from ..stask.graph import TaskOp
 from . import ir
 from .capabilities import LoweringError
 from .specialized_ops import SpecializedBuilder
-from .tiles import (const, dim_expr, divisible, extent_value, global_tile, point_index,
+from .tiles import (const, dim_expr, divisible_all, extent_value, global_tile, point_index,
                     tile_start, until_bound)
 
 
@@ -71,12 +71,10 @@ class Producer:
         vec = 16 // DTYPE_BYTES[tile.dtype]
         if tile.gather is None and tile.row_step == 1 or tile.cols % vec:
             return 1
-        conds: list = []
-        for e in (tile.row_stride, tile.origin):
-            known, c = divisible(e, vec)
-            if not known:
-                return 1
-            conds += [x for x in c if isinstance(x, T.Scalar)]
+        known, found = divisible_all((tile.row_stride, tile.origin), vec)
+        if not known:
+            return 1
+        conds = [x for x in found if isinstance(x, T.Scalar)]
         self.b.alignment.extend(("dim", c.name, vec) for c in conds)
         self.b.alignment.append(("tensor", tile.tensor, 16))
         return vec

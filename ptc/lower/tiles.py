@@ -173,19 +173,23 @@ def loop_vars(e: T.TExpr) -> set[str]:
     return out
 
 
-def divisible(e: T.TExpr, n: int) -> tuple[bool, tuple[T.TExpr, ...]]:
+def divisible(e: T.TExpr, n: int, assumed: frozenset[str] = frozenset()
+              ) -> tuple[bool, tuple[T.TExpr, ...]]:
     """(known, runtime conditions): is integer expression e a multiple of n? Products are
     multiples when a factor is; sums when every term is. What cannot be decided at compile
-    time comes back as conditions on runtime dims."""
+    time comes back as conditions on runtime dims. Dims named in `assumed` are multiples
+    already (a condition asked before): a row-major tensor's outer strides are its row
+    stride times more dims, so once the row stride is a multiple they all are, whatever
+    the outer dims (a group count G = 1 must not fail the check)."""
     if n == 1:
         return True, ()
     if isinstance(e, T.Const):
         return e.value % n == 0, ()
     if isinstance(e, T.Scalar) and e.kind == "dim":
-        return True, (e,)
+        return True, (() if e.name in assumed else (e,))
     if isinstance(e, T.Elementwise) and e.op == "mul":
         # each factor once (asking again for each case made nested products exponential)
-        (ok_a, cond_a), (ok_b, cond_b) = (divisible(x, n) for x in e.args)
+        (ok_a, cond_a), (ok_b, cond_b) = (divisible(x, n, assumed) for x in e.args)
         if ok_a and not cond_a or ok_b and not cond_b:
             return True, ()
         if ok_a and ok_b:   # either factor will do: the fewer conditions, on a tie the inner
@@ -195,11 +199,33 @@ def divisible(e: T.TExpr, n: int) -> tuple[bool, tuple[T.TExpr, ...]]:
             return True, cond_a
         return ok_b, cond_b
     if isinstance(e, T.Elementwise) and e.op == "add":
-        conds: list[T.TExpr] = []
-        for x in e.args:
-            ok, c = divisible(x, n)
-            if not ok:
-                return False, ()
-            conds += c
-        return True, tuple(conds)
+        # the terms of an offset, fewest dims first: c * L asks L, and then h * (NC * L)
+        # asks nothing more
+        return divisible_all(sorted(_terms(e), key=lambda x: len(_dims(x))), n, assumed)
     return False, ()
+
+
+def _terms(e: T.TExpr) -> list[T.TExpr]:
+    if isinstance(e, T.Elementwise) and e.op == "add":
+        return [t for x in e.args for t in _terms(x)]
+    return [e]
+
+
+def _dims(e: T.TExpr) -> list[str]:
+    if isinstance(e, T.Scalar) and e.kind == "dim":
+        return [e.name]
+    return [d for c in T.children(e) for d in _dims(c)]
+
+
+def divisible_all(exprs, n: int, assumed: frozenset[str] = frozenset()
+                  ) -> tuple[bool, tuple[T.TExpr, ...]]:
+    """(known, runtime conditions): are all of `exprs` multiples of n? Each is asked with
+    the dims the ones before it asked taken as multiples, so put the row stride first:
+    the offsets and outer strides built on it then ask nothing more."""
+    conds: list[T.TExpr] = []
+    for e in exprs:
+        ok, c = divisible(e, n, assumed | {x.name for x in conds if isinstance(x, T.Scalar)})
+        if not ok:
+            return False, ()
+        conds += c
+    return True, tuple(dict.fromkeys(conds))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
 from .swizzle import SmemLayout, tma_layout
-from .tiles import TileError, const, dim_expr, divisible, extent_value, mul
+from .tiles import TileError, const, dim_expr, divisible, divisible_all, extent_value, mul
 
 MAX_RANK = 5
 # the element types a tensor map names (cuTensorMapEncodeTiled's CUtensorMapDataType;
@@ -118,12 +118,10 @@ def _box(kernel, tiles, name: str, index, shape_exprs, parts: int) -> TmaBox | s
         return (f"no box takes a {rows} x {cols} {tensor.dtype} tile (rows of whole 16-byte "
                 "chunks, at most 256 rows)")
     strides = tensor_strides(kernel, name)
-    conditions: list[T.TExpr] = []
-    for st in strides:
-        known, conds = divisible(st, 16)
-        if not known:
-            return f"a row of {tensor.name} is never a whole number of 16-byte chunks"
-        conditions += [c for c in conds if isinstance(c, T.Scalar)]
+    known, conds = divisible_all(strides, 16)     # the row stride first: it asks for all
+    if not known:
+        return f"a row of {tensor.name} is never a whole number of 16-byte chunks"
+    conditions = [c for c in conds if isinstance(c, T.Scalar)]
     box[-1] = min(box[-1], layout.panel_cols)
     return TmaBox(tuple(box), layout, strides, tuple(conditions))
 

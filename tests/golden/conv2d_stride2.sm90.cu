@@ -280,12 +280,9 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       d_CO % 2 == 0 &&
       (uintptr_t)tensors[2] % 4 == 0 &&
       d_CO % 8 == 0 &&
-      d_OW % 8 == 0 &&
-      d_OH % 8 == 0 &&
       (uintptr_t)tensors[2] % 16 == 0 &&
       d_C % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
-      d_S % 8 == 0 &&
       (uintptr_t)tensors[1] % 16 == 0;
   // TMA tensor maps (docs/sm90.md), where the checks above allow them
   CUtensorMap map_store_y{};  // y, boxes of 1 x 1 x 64 x 64

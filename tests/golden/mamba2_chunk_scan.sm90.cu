@@ -428,17 +428,12 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       d_P % 2 == 0 &&
       (uintptr_t)tensors[7] % 4 == 0 &&
       d_P % 8 == 0 &&
-      d_H % 8 == 0 &&
-      d_L % 8 == 0 &&
-      d_NC % 8 == 0 &&
       (uintptr_t)tensors[7] % 16 == 0 &&
       d_L % 4 == 0 &&
-      d_NC % 4 == 0 &&
-      d_H % 4 == 0 &&
       (uintptr_t)tensors[3] % 16 == 0 &&
       (uintptr_t)tensors[4] % 16 == 0 &&
       (uintptr_t)tensors[5] % 16 == 0 &&
-      d_G % 8 == 0 &&
+      d_L % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
       (uintptr_t)tensors[2] % 16 == 0 &&
       (uintptr_t)tensors[1] % 16 == 0;

@@ -1035,12 +1035,9 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       d_N % 4 == 0 &&
       (uintptr_t)tensors[1] % 16 == 0 &&
       d_KP % 8 == 0 &&
-      d_P % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
       d_N % 16 == 0 &&
-      d_KG % 16 == 0 &&
       (uintptr_t)tensors[3] % 16 == 0 &&
-      d_KG % 8 == 0 &&
       (uintptr_t)tensors[2] % 16 == 0;
   // TMA tensor maps (docs/sm90.md), where the checks above allow them
   CUtensorMap map_store_C{};  // C, boxes of 128 x 64
