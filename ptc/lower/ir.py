@@ -258,6 +258,10 @@ class MbarrierSet:
     slots: int
     arrivals: int                # arrivals a phase takes
     offset: int
+    # arrivals a phase takes in the element-wise variant (the launch's alignment checks
+    # failed), where each producer thread arrives after copying its share of a tile that
+    # TMA loads otherwise; 0: the same as `arrivals`
+    elementwise_arrivals: int = 0
 
 
 @dataclass(frozen=True)
@@ -297,7 +301,7 @@ class TmaLoad:
     loop: str = ""               # the loop whose iteration picks the slot
     # where the launch's alignment checks fail (a stride that is not a 16-byte multiple:
     # no tensor map), the producer warpgroup copies this tile element by element into the
-    # same layout, fences it for the tensor cores, and one thread arrives
+    # same layout, and each thread fences its copies for the tensor cores and arrives
     tile: GlobalTile | None = None
     # the waits for the slot to be free: only the thread that issues the load waits (a
     # thread that waits on a barrier without using it can fall two phases behind, where
@@ -310,8 +314,9 @@ class ProducerCopy:
     """A tile no TMA box takes (a scalar, rows not whole 16-byte chunks, gathered or
     strided rows): the producer warpgroup's threads copy it by cp.async, one element each
     or, for gathered and strided rows, 16-byte chunks of each row (ptc.lower.tma,
-    per_thread_copy), wait for their copies, meet at a named barrier, and one arrives on
-    `barrier` (the plan puts it on the per-thread copy unit)."""
+    per_thread_copy), wait for their copies, and each arrives on `barrier` (its own copies
+    released to the consumers that wait there; the plan puts it on the per-thread copy
+    unit)."""
 
     task: str
     buffer: str

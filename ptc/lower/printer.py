@@ -85,8 +85,9 @@ def _ops(ops, depth: int) -> list[str]:
             out += _ops(op.body, depth + 1)
         elif isinstance(op, ir.InitBarriers):
             out.append(f"{pad}init mbarriers (one thread), then __syncthreads")
-            out += [f"{pad}  {b.name}: {b.slots} x {b.arrivals} arrival(s) at {b.offset}"
-                    for b in op.barriers]
+            out += [f"{pad}  {b.name}: {b.slots} x {b.arrivals} arrival(s)"
+                    + (f" ({b.elementwise_arrivals} element-wise)" if b.elementwise_arrivals
+                       else "") + f" at {b.offset}" for b in op.barriers]
         elif isinstance(op, ir.Specialized):
             out.append(f"{pad}warp-specialized, {op.launch_registers} registers per thread at "
                        "launch")

@@ -10,7 +10,11 @@ ptc.lower.specialized_passes; here, the kernel around both roles.
 
 Decided here, once:
 - the plan's barriers become mbarriers, one per ring slot: a `full` barrier takes the
-  producer's one arrive.expect_tx plus the TMA transaction bytes, an `empty` barrier one
+  producer's one arrive.expect_tx plus the TMA transaction bytes -- or, where the
+  producer's threads copy the tile (no TMA box takes it, or the element-wise variant),
+  one arrive per producer thread, each after its own copies: a thread's arrive releases
+  what it wrote to the consumers that wait (compute-sanitizer's racecheck sees no order
+  through a named barrier and another thread's arrive) --, an `empty` barrier one
   arrival per consumer warpgroup (the plan's arrival counts);
 - shared memory: every tile the plan loads by TMA in the layout TMA writes (`tma_layout`:
   128-byte column panels, swizzled), the others (scalars, odd rows: ptc.lower.tma says
@@ -74,7 +78,7 @@ class _Kernel(SpecializedBuilder):
         consumer = self.spec.trace.after("shared_reads_once", shared_reads_once(consumer, self))
         producer = tuple(Producer(self).items(self.spec.producer.body, ()))
         placed, offset = self.placed_buffers()
-        sets, offset = self.mbarrier_sets(offset)
+        sets, offset = self.mbarrier_sets(offset, producer)
         total = self.checked_shared_memory(offset, placed)
         buffers = {b.name: b for b in placed}
         consumer = self.consumer_passes(consumer, buffers)
@@ -99,16 +103,23 @@ class _Kernel(SpecializedBuilder):
             offset += b.bytes
         return placed, offset
 
-    def mbarrier_sets(self, offset: int) -> tuple[list[ir.MbarrierSet], int]:
+    def mbarrier_sets(self, offset: int, producer: tuple) -> tuple[list[ir.MbarrierSet], int]:
         """The plan's barriers as mbarriers from `offset` on, one per ring slot; and the
-        end of the last."""
+        end of the last. A plan arrive is one thread's, lane 0's of each warp where CUDA
+        cores read the slot, and each producer thread's where the threads copy the tile."""
         offset = align_up(offset, 8)
         sets = []
         stages = {b.name: b.stages for b in self.plan.buffers}
+        threads = self.spec.producer.warps * self.device.resources.warp_size
+        ops = ir.walk(producer)
+        copied = {op.barrier for op in ops if isinstance(op, ir.ProducerCopy)}
+        fallback = {op.barrier for op in ops if isinstance(op, ir.TmaLoad) and op.tile}
         for bar in self.plan.barriers:
             slots = stages.get(bar.buffer, 1)
-            arrivals = bar.arrivals * (WARPGROUP if bar.name in self.per_warp else 1)
-            sets.append(ir.MbarrierSet(bar.name, slots, arrivals, offset))
+            arrivals = bar.arrivals * (WARPGROUP if bar.name in self.per_warp else
+                                       threads if bar.name in copied else 1)
+            elementwise = bar.arrivals * threads if bar.name in fallback else 0
+            sets.append(ir.MbarrierSet(bar.name, slots, arrivals, offset, elementwise))
             offset += 8 * slots
         return sets, offset
 

@@ -75,9 +75,9 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   float v_acc[64];  // acc: f32[64, 128] in acc_c
   uint32_t t_y[32];  // %y: f16[64, 128] in acc_c, two per register
   if (tid == 0) {
-    for (int s = 0; s < 4; ++s) ptc::mbarrier_init(smem + 114688u + 8u * s, 1);  // full:w_smem
+    for (int s = 0; s < 4; ++s) ptc::mbarrier_init(smem + 114688u + 8u * s, ALIGNED ? 1 : 128);  // full:w_smem
     for (int s = 0; s < 4; ++s) ptc::mbarrier_init(smem + 114720u + 8u * s, 1);  // empty:w_smem
-    for (int s = 0; s < 4; ++s) ptc::mbarrier_init(smem + 114752u + 8u * s, 1);  // full:x_smem
+    for (int s = 0; s < 4; ++s) ptc::mbarrier_init(smem + 114752u + 8u * s, 128);  // full:x_smem
     for (int s = 0; s < 4; ++s) ptc::mbarrier_init(smem + 114784u + 8u * s, 1);  // empty:x_smem
     ptc::mbarrier_init_fence();
   }
@@ -111,8 +111,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
                   ptc::cp_async_commit();
                   ptc::cp_async_wait<0>();
                   ptc::fence_proxy_async();  // the copies' bytes, read by the tensor cores
-                  ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-                  if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 114752u + 8u * (u_k % 4));
+                  ptc::mbarrier_arrive(smem + 114752u + 8u * (u_k % 4));  // each thread: its copies are in
                 }
                 // load_w: 2 box(es) of map_load_w, 16384 bytes
                 if (ALIGNED) {
@@ -128,8 +127,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
                   const __half* g = g_w + ((((((i_r + 0) * ((d_S * d_C) * d_CO)) + ((i_s + 0) * (d_C * d_CO))) + ((i_k * 64) * d_CO)) + (i_o * 128)));
                   ptc::copy_tile_to_tma_layout<__half, 64, 128, 128, 8192>(smem + (u_k % 4) * 16384u, g, (int)(d_CO), (int)(1), (((((((i_r + 0) >= 0) && ((i_r + 0) < d_R)) && ((i_s + 0) >= 0)) && ((i_s + 0) < d_S))) ? (int)min((long long)(d_C) - (long long)((i_k * 64)), 64LL) : 0), (int)min((long long)(d_CO) - (long long)((i_o * 128)), 128LL), tid % 128);
                   ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-                  ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-                  if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 114688u + 8u * (u_k % 4));
+                  ptc::mbarrier_arrive(smem + 114688u + 8u * (u_k % 4));  // each thread: its copies are in
                 }
                 ++u_k;
               }

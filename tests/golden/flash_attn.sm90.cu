@@ -109,10 +109,10 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   uint32_t t_o[16];  // %o: bf16[64, 64] in s_c, two per register
   uint32_t t_O[32];  // %O: bf16[64, 128] in o_c, two per register
   if (tid == 0) {
-    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 163840u + 8u * s, 1);  // full:k_smem
+    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 163840u + 8u * s, ALIGNED ? 1 : 128);  // full:k_smem
     for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 163864u + 8u * s, 2);  // empty:k_smem
-    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 163888u + 8u * s, 1);  // full:q_smem
-    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 163896u + 8u * s, 1);  // full:v_smem
+    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 163888u + 8u * s, ALIGNED ? 1 : 128);  // full:q_smem
+    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 163896u + 8u * s, ALIGNED ? 1 : 128);  // full:v_smem
     for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 163920u + 8u * s, 2);  // empty:v_smem
     ptc::mbarrier_init_fence();
   }
@@ -137,8 +137,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       const __nv_bfloat16* g = g_Q + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_m * 128) * 128)));
       ptc::copy_tile_to_tma_layout<__nv_bfloat16, 128, 128, 128, 16384>(smem + 49152u, g, (int)(128), (int)(1), ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)((i_m * 128)), 128LL) : 0), 128, tid % 128);
       ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-      ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-      if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 163888u);
+      ptc::mbarrier_arrive(smem + 163888u);  // each thread: its copies are in
     }
     // for n: 64 of T
     {
@@ -158,8 +157,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __nv_bfloat16* g = g_K + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + ((i_n * 64) * 128)));
           ptc::copy_tile_to_tma_layout<__nv_bfloat16, 64, 128, 128, 8192>(smem + (u_n % 3) * 16384u, g, (int)(128), (int)(1), ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_T) - (long long)((i_n * 64)), 64LL) : 0), 128, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 163840u + 8u * (u_n % 3));
+          ptc::mbarrier_arrive(smem + 163840u + 8u * (u_n % 3));  // each thread: its copies are in
         }
         // load_V: 2 box(es) of map_load_V, 16384 bytes
         if (ALIGNED) {
@@ -175,8 +173,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __nv_bfloat16* g = g_V + ((((i_b * ((d_H * d_T) * 128)) + (i_h * (d_T * 128))) + ((i_n * 64) * 128)));
           ptc::copy_tile_to_tma_layout<__nv_bfloat16, 64, 128, 128, 8192>(smem + 81920u + (u_n % 3) * 16384u, g, (int)(128), (int)(1), ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_T) - (long long)((i_n * 64)), 64LL) : 0), 128, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 163896u + 8u * (u_n % 3));
+          ptc::mbarrier_arrive(smem + 163896u + 8u * (u_n % 3));  // each thread: its copies are in
         }
         ++u_n;
       }

@@ -92,10 +92,10 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   uint32_t t_o[32];  // %o: bf16[64, 128] in o_c, two per register
   uint32_t t_O[32];  // %O: bf16[64, 128] in o_c, two per register
   if (tid == 0) {
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 196608u + 8u * s, 1);  // full:k_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 196608u + 8u * s, ALIGNED ? 1 : 128);  // full:k_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 196624u + 8u * s, 2);  // empty:k_smem
-    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 196640u + 8u * s, 1);  // full:q_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 196648u + 8u * s, 1);  // full:v_smem
+    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 196640u + 8u * s, ALIGNED ? 1 : 128);  // full:q_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 196648u + 8u * s, ALIGNED ? 1 : 128);  // full:v_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 196664u + 8u * s, 2);  // empty:v_smem
     ptc::mbarrier_init_fence();
   }
@@ -120,8 +120,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       const __nv_bfloat16* g = g_Q + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_m * 128) * 128)));
       ptc::copy_tile_to_tma_layout<__nv_bfloat16, 128, 128, 128, 16384>(smem + 65536u, g, (int)(128), (int)(1), ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)((i_m * 128)), 128LL) : 0), 128, tid % 128);
       ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-      ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-      if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 196640u);
+      ptc::mbarrier_arrive(smem + 196640u);  // each thread: its copies are in
     }
     // for n: 128 of S
     {
@@ -141,8 +140,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __nv_bfloat16* g = g_K + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_n * 128) * 128)));
           ptc::copy_tile_to_tma_layout<__nv_bfloat16, 128, 128, 128, 16384>(smem + (u_n % 2) * 32768u, g, (int)(128), (int)(1), ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)((i_n * 128)), 128LL) : 0), 128, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 196608u + 8u * (u_n % 2));
+          ptc::mbarrier_arrive(smem + 196608u + 8u * (u_n % 2));  // each thread: its copies are in
         }
         // load_V: 2 box(es) of map_load_V, 32768 bytes
         if (ALIGNED) {
@@ -158,8 +156,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __nv_bfloat16* g = g_V + ((((i_b * ((d_H * d_S) * 128)) + (i_h * (d_S * 128))) + ((i_n * 128) * 128)));
           ptc::copy_tile_to_tma_layout<__nv_bfloat16, 128, 128, 128, 16384>(smem + 98304u + (u_n % 2) * 32768u, g, (int)(128), (int)(1), ((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_S) - (long long)((i_n * 128)), 128LL) : 0), 128, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 196648u + 8u * (u_n % 2));
+          ptc::mbarrier_arrive(smem + 196648u + 8u * (u_n % 2));  // each thread: its copies are in
         }
         ++u_n;
       }

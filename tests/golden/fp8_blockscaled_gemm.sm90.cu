@@ -90,13 +90,13 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   float t_acc_mma[64];  // %acc_mma: f32[64, 128] in acc_c
   uint32_t t_C[32];  // %C: bf16[64, 128] in acc_c, two per register
   if (tid == 0) {
-    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 137216u + 8u * s, 1);  // full:SA_smem
+    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 137216u + 8u * s, 128);  // full:SA_smem
     for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 137240u + 8u * s, 8);  // empty:SA_smem
-    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 137264u + 8u * s, 1);  // full:SW_smem
+    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 137264u + 8u * s, 128);  // full:SW_smem
     for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 137288u + 8u * s, 8);  // empty:SW_smem
-    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 137312u + 8u * s, 1);  // full:A_smem
+    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 137312u + 8u * s, ALIGNED ? 1 : 128);  // full:A_smem
     for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 137336u + 8u * s, 2);  // empty:A_smem
-    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 137360u + 8u * s, 1);  // full:W_smem
+    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 137360u + 8u * s, ALIGNED ? 1 : 128);  // full:W_smem
     for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 137384u + 8u * s, 2);  // empty:W_smem
     ptc::mbarrier_init_fence();
   }
@@ -120,8 +120,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           ptc::copy_tile_async_strided<float, 1, 128, 128, 512, false>(smem + (u_k % 3) * 1024u, g, (int)(0), (int)(d_KB), ((((ptc::floordiv((i_k * 128), 128) >= 0) && (ptc::floordiv((i_k * 128), 128) < d_KB))) ? 1 : 0), (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL), tid % 128);
           ptc::cp_async_commit();
           ptc::cp_async_wait<0>();
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 137216u + 8u * (u_k % 3));
+          ptc::mbarrier_arrive(smem + 137216u + 8u * (u_k % 3));  // each thread: its copies are in
         }
         ptc::mbarrier_wait_parity(smem + 137288u + 8u * (u_k % 3), ((uint32_t)((u_k / 3) & 1) ^ 1u));  // empty:SW_smem is free
         // load_SW: SW[1x1] -> SW_smem, by the producer warpgroup's cp.async (no TMA box takes it)
@@ -130,8 +129,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           ptc::copy_tile_async<float, 1, 1, 1, 128, 4, false>(smem + 3072u + (u_k % 3) * 1024u, g, (int)(0), ((((((ptc::floordiv((i_j * 128), 128) >= 0) && (ptc::floordiv((i_j * 128), 128) < d_NB)) && (ptc::floordiv((i_k * 128), 128) >= 0)) && (ptc::floordiv((i_k * 128), 128) < d_KB))) ? 1 : 0), 1, tid % 128);
           ptc::cp_async_commit();
           ptc::cp_async_wait<0>();
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 137264u + 8u * (u_k % 3));
+          ptc::mbarrier_arrive(smem + 137264u + 8u * (u_k % 3));  // each thread: its copies are in
         }
         // load_A: 1 box(es) of map_load_A, 16384 bytes
         if (ALIGNED) {
@@ -146,8 +144,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const ptc::f8e4m3* g = g_A + ((((i_i * 128) * d_K) + (i_k * 128)));
           ptc::copy_tile_to_tma_layout<ptc::f8e4m3, 128, 128, 128, 16384>(smem + 6144u + (u_k % 3) * 16384u, g, (int)(d_K), (int)(1), (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL), (int)min((long long)(d_K) - (long long)((i_k * 128)), 128LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 137312u + 8u * (u_k % 3));
+          ptc::mbarrier_arrive(smem + 137312u + 8u * (u_k % 3));  // each thread: its copies are in
         }
         // load_W: 1 box(es) of map_load_W, 16384 bytes
         if (ALIGNED) {
@@ -162,8 +159,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const ptc::f8e4m3* g = g_W + ((((i_j * 128) * d_K) + (i_k * 128)));
           ptc::copy_tile_to_tma_layout<ptc::f8e4m3, 128, 128, 128, 16384>(smem + 55296u + (u_k % 3) * 16384u, g, (int)(d_K), (int)(1), (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL), (int)min((long long)(d_K) - (long long)((i_k * 128)), 128LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 137360u + 8u * (u_k % 3));
+          ptc::mbarrier_arrive(smem + 137360u + 8u * (u_k % 3));  // each thread: its copies are in
         }
         ++u_k;
       }

@@ -66,9 +66,9 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   float v_acc[64];  // acc: f32[64, 128] in acc_c
   uint32_t t_C[32];  // %C: f16[64, 128] in acc_c, two per register
   if (tid == 0) {
-    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 131072u + 8u * s, 1);  // full:A_smem
+    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 131072u + 8u * s, ALIGNED ? 1 : 128);  // full:A_smem
     for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 131096u + 8u * s, 2);  // empty:A_smem
-    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 131120u + 8u * s, 1);  // full:B_smem
+    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 131120u + 8u * s, ALIGNED ? 1 : 128);  // full:B_smem
     for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 131144u + 8u * s, 2);  // empty:B_smem
     ptc::mbarrier_init_fence();
   }
@@ -98,8 +98,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_A + ((((i_i * 128) * d_K) + (i_k * 64)));
           ptc::copy_tile_to_tma_layout<__half, 128, 64, 128, 16384>(smem + (u_k % 3) * 16384u, g, (int)(d_K), (int)(1), (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL), (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 131072u + 8u * (u_k % 3));
+          ptc::mbarrier_arrive(smem + 131072u + 8u * (u_k % 3));  // each thread: its copies are in
         }
         // load_B: 2 box(es) of map_load_B, 16384 bytes
         if (ALIGNED) {
@@ -115,8 +114,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_B + ((((i_k * 64) * d_N) + (i_j * 128)));
           ptc::copy_tile_to_tma_layout<__half, 64, 128, 128, 8192>(smem + 49152u + (u_k % 3) * 16384u, g, (int)(d_N), (int)(1), (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL), (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 131120u + 8u * (u_k % 3));
+          ptc::mbarrier_arrive(smem + 131120u + 8u * (u_k % 3));  // each thread: its copies are in
         }
         ++u_k;
       }

@@ -88,11 +88,11 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   uint32_t t_acc[32];  // %acc: f16[64, 128] in t_c, two per register
   uint32_t t_E[16];  // %E: f16[64, 64] in acc_c, two per register
   if (tid == 0) {
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 90112u + 8u * s, 1);  // full:A_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 90112u + 8u * s, ALIGNED ? 1 : 128);  // full:A_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 90128u + 8u * s, 1);  // empty:A_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 90144u + 8u * s, 1);  // full:B_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 90144u + 8u * s, ALIGNED ? 1 : 128);  // full:B_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 90160u + 8u * s, 1);  // empty:B_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 90176u + 8u * s, 1);  // full:D_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 90176u + 8u * s, ALIGNED ? 1 : 128);  // full:D_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 90192u + 8u * s, 1);  // empty:D_smem
     ptc::mbarrier_init_fence();
   }
@@ -126,8 +126,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
               const __half* g = g_A + ((((i_i * 64) * d_K) + (i_k * 64)));
               ptc::copy_tile_to_tma_layout<__half, 64, 64, 128, 8192>(smem + (u_k % 2) * 8192u, g, (int)(d_K), (int)(1), (int)min((long long)(d_M) - (long long)((i_i * 64)), 64LL), (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL), tid % 128);
               ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-              ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-              if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 90112u + 8u * (u_k % 2));
+              ptc::mbarrier_arrive(smem + 90112u + 8u * (u_k % 2));  // each thread: its copies are in
             }
             // load_B: 2 box(es) of map_load_B, 16384 bytes
             if (ALIGNED) {
@@ -143,8 +142,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
               const __half* g = g_B + ((((i_k * 64) * d_N) + (i_n * 128)));
               ptc::copy_tile_to_tma_layout<__half, 64, 128, 128, 8192>(smem + 16384u + (u_k % 2) * 16384u, g, (int)(d_N), (int)(1), (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL), (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL), tid % 128);
               ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-              ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-              if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 90144u + 8u * (u_k % 2));
+              ptc::mbarrier_arrive(smem + 90144u + 8u * (u_k % 2));  // each thread: its copies are in
             }
             ++u_k;
           }
@@ -162,8 +160,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_D + ((((i_n * 128) * d_L) + (i_j * 64)));
           ptc::copy_tile_to_tma_layout<__half, 128, 64, 128, 16384>(smem + 49152u + (u_n % 2) * 16384u, g, (int)(d_L), (int)(1), (int)min((long long)(d_N) - (long long)((i_n * 128)), 128LL), (int)min((long long)(d_L) - (long long)((i_j * 64)), 64LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 90176u + 8u * (u_n % 2));
+          ptc::mbarrier_arrive(smem + 90176u + 8u * (u_n % 2));  // each thread: its copies are in
         }
         ++u_n;
       }

@@ -95,19 +95,19 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   uint32_t t_acc[32];  // %acc: f16[128, 64] in carried_c, two per register
   uint32_t t_out[32];  // %out: f16[128, 64] in carried_c, two per register
   if (tid == 0) {
-    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 137216u + 8u * s, 1);  // full:C_smem
-    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 137224u + 8u * s, 1);  // full:prev_states_smem
-    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 137232u + 8u * s, 1);  // full:cs_m_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 137240u + 8u * s, 1);  // full:dA_cs_smem
+    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 137216u + 8u * s, ALIGNED ? 1 : 128);  // full:C_smem
+    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 137224u + 8u * s, ALIGNED ? 1 : 128);  // full:prev_states_smem
+    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 137232u + 8u * s, ALIGNED ? 1 : 128);  // full:cs_m_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 137240u + 8u * s, ALIGNED ? 1 : 128);  // full:dA_cs_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 137256u + 8u * s, 4);  // empty:dA_cs_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 137272u + 8u * s, 1);  // full:cb_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 137272u + 8u * s, ALIGNED ? 1 : 128);  // full:cb_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 137288u + 8u * s, 4);  // empty:cb_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 137304u + 8u * s, 1);  // full:dt_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 137304u + 8u * s, ALIGNED ? 1 : 128);  // full:dt_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 137320u + 8u * s, 4);  // empty:dt_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 137336u + 8u * s, 1);  // full:x_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 137336u + 8u * s, ALIGNED ? 1 : 128);  // full:x_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 137352u + 8u * s, 1);  // empty:x_smem
-    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 137368u + 8u * s, 1);  // full:D_smem
-    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 137376u + 8u * s, 1);  // full:x2_smem
+    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 137368u + 8u * s, 128);  // full:D_smem
+    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 137376u + 8u * s, ALIGNED ? 1 : 128);  // full:x2_smem
     ptc::mbarrier_init_fence();
   }
   __syncthreads();  // the mbarriers are set up
@@ -130,8 +130,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_m * 128)));
       ptc::copy_tile_sync<float, 1, 128, 128, 512, false>(smem + 49152u, g, (int)(0), (int)(1), ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), (int)min((long long)(d_L) - (long long)((i_m * 128)), 128LL), 0.0f, tid % 128);
       ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-      ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-      if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 137232u);
+      ptc::mbarrier_arrive(smem + 137232u);  // each thread: its copies are in
     }
     // load_C: 2 box(es) of map_load_C, 32768 bytes
     if (ALIGNED) {
@@ -145,8 +144,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       const __half* g = g_C + (((((i_b * (((d_NC * d_L) * d_G) * 128)) + (i_c * ((d_L * d_G) * 128))) + ((i_m * 128) * (d_G * 128))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * 128)));
       ptc::copy_tile_to_tma_layout<__half, 128, 128, 128, 16384>(smem, g, (int)((d_G * 128)), (int)(1), ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 128)), 128LL) : 0), 128, tid % 128);
       ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-      ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-      if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 137216u);
+      ptc::mbarrier_arrive(smem + 137216u);  // each thread: its copies are in
     }
     // load_prev_states: 2 box(es) of map_load_prev_states, 16384 bytes
     if (ALIGNED) {
@@ -160,8 +158,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       const __half* g = g_prev_states + (((((i_b * (((d_NC * d_H) * d_P) * 128)) + (i_c * ((d_H * d_P) * 128))) + (i_h * (d_P * 128))) + ((i_p * 64) * 128)));
       ptc::copy_tile_to_tma_layout<__half, 64, 128, 128, 8192>(smem + 32768u, g, (int)(128), (int)(1), ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL) : 0), 128, tid % 128);
       ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-      ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-      if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 137224u);
+      ptc::mbarrier_arrive(smem + 137224u);  // each thread: its copies are in
     }
     // for s: 64 of L
     {
@@ -180,8 +177,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const float* g = g_dA_cs + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_s * 64)));
           ptc::copy_tile_sync<float, 1, 64, 128, 256, false>(smem + 50176u + (u_s % 2) * 1024u, g, (int)(0), (int)(1), ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 137240u + 8u * (u_s % 2));
+          ptc::mbarrier_arrive(smem + 137240u + 8u * (u_s % 2));  // each thread: its copies are in
         }
         // load_cb: 1 box(es) of map_load_cb, 16384 bytes
         if (ALIGNED) {
@@ -196,8 +192,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_cb + ((((((i_b * (((d_NC * d_G) * d_L) * d_L)) + (i_c * ((d_G * d_L) * d_L))) + (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) * (d_L * d_L))) + ((i_m * 128) * d_L)) + (i_s * 64)));
           ptc::copy_tile_to_tma_layout<__half, 128, 64, 128, 16384>(smem + 52224u + (u_s % 2) * 16384u, g, (int)(d_L), (int)(1), ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) >= 0)) && (ptc::floordiv(i_h, ptc::floordiv(d_H, d_G)) < d_G))) ? (int)min((long long)(d_L) - (long long)((i_m * 128)), 128LL) : 0), (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 137272u + 8u * (u_s % 2));
+          ptc::mbarrier_arrive(smem + 137272u + 8u * (u_s % 2));  // each thread: its copies are in
         }
         // load_dt: 1 box(es) of map_load_dt, 256 bytes
         if (ALIGNED) {
@@ -212,8 +207,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const float* g = g_dt + (((((i_b * ((d_H * d_NC) * d_L)) + (i_h * (d_NC * d_L))) + (i_c * d_L)) + (i_s * 64)));
           ptc::copy_tile_sync<float, 1, 64, 128, 256, false>(smem + 84992u + (u_s % 2) * 1024u, g, (int)(0), (int)(1), ((((((((i_b >= 0) && (i_b < d_B)) && (i_h >= 0)) && (i_h < d_H)) && (i_c >= 0)) && (i_c < d_NC))) ? 1 : 0), (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 137304u + 8u * (u_s % 2));
+          ptc::mbarrier_arrive(smem + 137304u + 8u * (u_s % 2));  // each thread: its copies are in
         }
         // load_x: 1 box(es) of map_load_x, 8192 bytes
         if (ALIGNED) {
@@ -228,8 +222,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_s * 64) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
           ptc::copy_tile_to_tma_layout<__half, 64, 64, 128, 8192>(smem + 87040u + (u_s % 2) * 8192u, g, (int)((d_H * d_P)), (int)(1), ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)((i_s * 64)), 64LL) : 0), (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 137336u + 8u * (u_s % 2));
+          ptc::mbarrier_arrive(smem + 137336u + 8u * (u_s % 2));  // each thread: its copies are in
         }
         ++u_s;
       }
@@ -245,8 +238,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       const __half* g = g_x + ((((((i_b * (((d_NC * d_L) * d_H) * d_P)) + (i_c * ((d_L * d_H) * d_P))) + ((i_m * 128) * (d_H * d_P))) + (i_h * d_P)) + (i_p * 64)));
       ptc::copy_tile_to_tma_layout<__half, 128, 64, 128, 16384>(smem + 104448u, g, (int)((d_H * d_P)), (int)(1), ((((((((i_b >= 0) && (i_b < d_B)) && (i_c >= 0)) && (i_c < d_NC)) && (i_h >= 0)) && (i_h < d_H))) ? (int)min((long long)(d_L) - (long long)((i_m * 128)), 128LL) : 0), (int)min((long long)(d_P) - (long long)((i_p * 64)), 64LL), tid % 128);
       ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-      ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-      if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 137376u);
+      ptc::mbarrier_arrive(smem + 137376u);  // each thread: its copies are in
     }
     // load_D: D[1x1] -> D_smem, by the producer warpgroup's cp.async (no TMA box takes it)
     {
@@ -254,8 +246,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       ptc::copy_tile_async<float, 1, 1, 1, 128, 4, false>(smem + 103424u, g, (int)(0), ((((i_h >= 0) && (i_h < d_H))) ? 1 : 0), 1, tid % 128);
       ptc::cp_async_commit();
       ptc::cp_async_wait<0>();
-      ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-      if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 137368u);
+      ptc::mbarrier_arrive(smem + 137368u);  // each thread: its copies are in
     }
   }
   else {

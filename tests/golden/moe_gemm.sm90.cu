@@ -72,11 +72,11 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   float v_acc[64];  // acc: f32[64, 128] in acc_c
   uint32_t t_Y[32];  // %Y: f16[64, 128] in acc_c, two per register
   if (tid == 0) {
-    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 99328u + 8u * s, 1);  // full:W_smem
+    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 99328u + 8u * s, ALIGNED ? 1 : 128);  // full:W_smem
     for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 99352u + 8u * s, 2);  // empty:W_smem
-    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 99376u + 8u * s, 1);  // full:X_smem
+    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 99376u + 8u * s, 128);  // full:X_smem
     for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 99400u + 8u * s, 2);  // empty:X_smem
-    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 99424u + 8u * s, 1);  // full:gate_smem
+    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 99424u + 8u * s, ALIGNED ? 1 : 128);  // full:gate_smem
     ptc::mbarrier_init_fence();
   }
   __syncthreads();  // the mbarriers are set up
@@ -103,8 +103,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           ptc::cp_async_commit();
           ptc::cp_async_wait<0>();
           ptc::fence_proxy_async();  // the copies' bytes, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 99376u + 8u * (u_k % 3));
+          ptc::mbarrier_arrive(smem + 99376u + 8u * (u_k % 3));  // each thread: its copies are in
         }
         // load_W: 2 box(es) of map_load_W, 16384 bytes
         if (ALIGNED) {
@@ -120,8 +119,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_W + ((((i_e * (d_K * d_N)) + ((i_k * 64) * d_N)) + (i_j * 128)));
           ptc::copy_tile_to_tma_layout<__half, 64, 128, 128, 8192>(smem + (u_k % 3) * 16384u, g, (int)(d_N), (int)(1), ((((i_e >= 0) && (i_e < d_E))) ? (int)min((long long)(d_K) - (long long)((i_k * 64)), 64LL) : 0), (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 99328u + 8u * (u_k % 3));
+          ptc::mbarrier_arrive(smem + 99328u + 8u * (u_k % 3));  // each thread: its copies are in
         }
         ++u_k;
       }
@@ -137,8 +135,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       const float* g = g_gate + (((i_e * d_C) + (i_i * 128)));
       ptc::copy_tile_sync<float, 1, 128, 128, 512, false>(smem + 98304u, g, (int)(0), (int)(1), ((((i_e >= 0) && (i_e < d_E))) ? 1 : 0), (int)min((long long)(d_C) - (long long)((i_i * 128)), 128LL), 0.0f, tid % 128);
       ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-      ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-      if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 99424u);
+      ptc::mbarrier_arrive(smem + 99424u);  // each thread: its copies are in
     }
   }
   else {

@@ -149,55 +149,55 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   uint32_t t_C[32];  // %C: f16[128, 64] in acc_c, two per register
   int v_w_regs[16];  // w@regs: i32[32, 64] in acc_b
   if (tid == 0) {
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229376u + 8u * s, 1);  // full:S_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229376u + 8u * s, ALIGNED ? 1 : 128);  // full:S_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229392u + 8u * s, 4);  // empty:S_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229408u + 8u * s, 1);  // full:Z_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229408u + 8u * s, ALIGNED ? 1 : 128);  // full:Z_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229424u + 8u * s, 4);  // empty:Z_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229440u + 8u * s, 1);  // full:w_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229440u + 8u * s, ALIGNED ? 1 : 128);  // full:w_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229456u + 8u * s, 4);  // empty:w_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229472u + 8u * s, 1);  // full:A_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229472u + 8u * s, ALIGNED ? 1 : 128);  // full:A_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229488u + 8u * s, 1);  // empty:A_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229504u + 8u * s, 1);  // full:S2_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229504u + 8u * s, ALIGNED ? 1 : 128);  // full:S2_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229520u + 8u * s, 4);  // empty:S2_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229536u + 8u * s, 1);  // full:Z2_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229536u + 8u * s, ALIGNED ? 1 : 128);  // full:Z2_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229552u + 8u * s, 4);  // empty:Z2_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229568u + 8u * s, 1);  // full:A2_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229568u + 8u * s, ALIGNED ? 1 : 128);  // full:A2_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229584u + 8u * s, 1);  // empty:A2_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229600u + 8u * s, 1);  // full:S3_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229600u + 8u * s, ALIGNED ? 1 : 128);  // full:S3_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229616u + 8u * s, 4);  // empty:S3_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229632u + 8u * s, 1);  // full:Z3_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229632u + 8u * s, ALIGNED ? 1 : 128);  // full:Z3_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229648u + 8u * s, 4);  // empty:Z3_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229664u + 8u * s, 1);  // full:A3_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229664u + 8u * s, ALIGNED ? 1 : 128);  // full:A3_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229680u + 8u * s, 1);  // empty:A3_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229696u + 8u * s, 1);  // full:S4_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229696u + 8u * s, ALIGNED ? 1 : 128);  // full:S4_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229712u + 8u * s, 4);  // empty:S4_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229728u + 8u * s, 1);  // full:Z4_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229728u + 8u * s, ALIGNED ? 1 : 128);  // full:Z4_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229744u + 8u * s, 4);  // empty:Z4_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229760u + 8u * s, 1);  // full:A4_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229760u + 8u * s, ALIGNED ? 1 : 128);  // full:A4_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229776u + 8u * s, 1);  // empty:A4_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229792u + 8u * s, 1);  // full:S5_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229792u + 8u * s, ALIGNED ? 1 : 128);  // full:S5_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229808u + 8u * s, 4);  // empty:S5_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229824u + 8u * s, 1);  // full:Z5_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229824u + 8u * s, ALIGNED ? 1 : 128);  // full:Z5_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229840u + 8u * s, 4);  // empty:Z5_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229856u + 8u * s, 1);  // full:A5_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229856u + 8u * s, ALIGNED ? 1 : 128);  // full:A5_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229872u + 8u * s, 1);  // empty:A5_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229888u + 8u * s, 1);  // full:S6_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229888u + 8u * s, ALIGNED ? 1 : 128);  // full:S6_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229904u + 8u * s, 4);  // empty:S6_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229920u + 8u * s, 1);  // full:Z6_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229920u + 8u * s, ALIGNED ? 1 : 128);  // full:Z6_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229936u + 8u * s, 4);  // empty:Z6_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229952u + 8u * s, 1);  // full:A6_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229952u + 8u * s, ALIGNED ? 1 : 128);  // full:A6_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229968u + 8u * s, 1);  // empty:A6_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229984u + 8u * s, 1);  // full:S7_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 229984u + 8u * s, ALIGNED ? 1 : 128);  // full:S7_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230000u + 8u * s, 4);  // empty:S7_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230016u + 8u * s, 1);  // full:Z7_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230016u + 8u * s, ALIGNED ? 1 : 128);  // full:Z7_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230032u + 8u * s, 4);  // empty:Z7_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230048u + 8u * s, 1);  // full:A7_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230048u + 8u * s, ALIGNED ? 1 : 128);  // full:A7_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230064u + 8u * s, 1);  // empty:A7_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230080u + 8u * s, 1);  // full:S8_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230080u + 8u * s, ALIGNED ? 1 : 128);  // full:S8_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230096u + 8u * s, 4);  // empty:S8_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230112u + 8u * s, 1);  // full:Z8_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230112u + 8u * s, ALIGNED ? 1 : 128);  // full:Z8_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230128u + 8u * s, 4);  // empty:Z8_smem
-    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230144u + 8u * s, 1);  // full:A8_smem
+    for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230144u + 8u * s, ALIGNED ? 1 : 128);  // full:A8_smem
     for (int s = 0; s < 2; ++s) ptc::mbarrier_init(smem + 230160u + 8u * s, 1);  // empty:A8_smem
     ptc::mbarrier_init_fence();
   }
@@ -228,8 +228,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const int* g = g_W + ((((i_k * 32) * d_N) + (i_j * 64)));
           ptc::copy_tile_to_tma_layout<int, 32, 64, 128, 4096>(smem + 4096u + (u_k % 2) * 8192u, g, (int)(d_N), (int)(1), (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229440u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229440u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_A: 1 box(es) of map_load_A, 8192 bytes
         if (ALIGNED) {
@@ -244,8 +243,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_A + ((((i_i * 128) * (d_P * d_KP)) + (i_k * 32)));
           ptc::copy_tile_to_tma_layout<__half, 128, 32, 64, 8192>(smem + 20480u + (u_k % 2) * 8192u, g, (int)((d_P * d_KP)), (int)(1), ((((0 >= 0) && (0 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229472u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229472u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_Z: 1 box(es) of map_load_Z, 64 bytes
         if (ALIGNED) {
@@ -260,8 +258,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const uint8_t* g = g_Z + (((ptc::floordiv((i_k * 32), 128) * d_N) + (i_j * 64)));
           ptc::copy_tile_sync<uint8_t, 1, 64, 128, 64, false>(smem + 2048u + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((0 >= 0) && (0 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229408u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229408u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_S: 1 box(es) of map_load_S, 128 bytes
         if (ALIGNED) {
@@ -276,8 +273,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_S + (((ptc::floordiv((i_k * 32), 128) * d_N) + (i_j * 64)));
           ptc::copy_tile_sync<__half, 1, 64, 128, 128, false>(smem + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((0 >= 0) && (0 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229376u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229376u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_A2: 1 box(es) of map_load_A2, 8192 bytes
         if (ALIGNED) {
@@ -292,8 +288,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_A + (((((i_i * 128) * (d_P * d_KP)) + d_KP) + (i_k * 32)));
           ptc::copy_tile_to_tma_layout<__half, 128, 32, 64, 8192>(smem + 40960u + (u_k % 2) * 8192u, g, (int)((d_P * d_KP)), (int)(1), ((((1 >= 0) && (1 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229568u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229568u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_Z2: 1 box(es) of map_load_Z2, 64 bytes
         if (ALIGNED) {
@@ -308,8 +303,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const uint8_t* g = g_Z + ((((d_KG * d_N) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
           ptc::copy_tile_sync<uint8_t, 1, 64, 128, 64, false>(smem + 38912u + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((1 >= 0) && (1 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229536u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229536u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_S2: 1 box(es) of map_load_S2, 128 bytes
         if (ALIGNED) {
@@ -324,8 +318,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_S + ((((d_KG * d_N) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
           ptc::copy_tile_sync<__half, 1, 64, 128, 128, false>(smem + 36864u + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((1 >= 0) && (1 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229504u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229504u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_A3: 1 box(es) of map_load_A3, 8192 bytes
         if (ALIGNED) {
@@ -340,8 +333,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_A + (((((i_i * 128) * (d_P * d_KP)) + (2 * d_KP)) + (i_k * 32)));
           ptc::copy_tile_to_tma_layout<__half, 128, 32, 64, 8192>(smem + 61440u + (u_k % 2) * 8192u, g, (int)((d_P * d_KP)), (int)(1), ((((2 >= 0) && (2 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229664u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229664u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_Z3: 1 box(es) of map_load_Z3, 64 bytes
         if (ALIGNED) {
@@ -356,8 +348,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const uint8_t* g = g_Z + ((((2 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
           ptc::copy_tile_sync<uint8_t, 1, 64, 128, 64, false>(smem + 59392u + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((2 >= 0) && (2 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229632u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229632u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_S3: 1 box(es) of map_load_S3, 128 bytes
         if (ALIGNED) {
@@ -372,8 +363,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_S + ((((2 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
           ptc::copy_tile_sync<__half, 1, 64, 128, 128, false>(smem + 57344u + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((2 >= 0) && (2 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229600u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229600u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_A4: 1 box(es) of map_load_A4, 8192 bytes
         if (ALIGNED) {
@@ -388,8 +378,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_A + (((((i_i * 128) * (d_P * d_KP)) + (3 * d_KP)) + (i_k * 32)));
           ptc::copy_tile_to_tma_layout<__half, 128, 32, 64, 8192>(smem + 81920u + (u_k % 2) * 8192u, g, (int)((d_P * d_KP)), (int)(1), ((((3 >= 0) && (3 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229760u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229760u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_Z4: 1 box(es) of map_load_Z4, 64 bytes
         if (ALIGNED) {
@@ -404,8 +393,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const uint8_t* g = g_Z + ((((3 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
           ptc::copy_tile_sync<uint8_t, 1, 64, 128, 64, false>(smem + 79872u + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((3 >= 0) && (3 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229728u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229728u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_S4: 1 box(es) of map_load_S4, 128 bytes
         if (ALIGNED) {
@@ -420,8 +408,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_S + ((((3 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
           ptc::copy_tile_sync<__half, 1, 64, 128, 128, false>(smem + 77824u + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((3 >= 0) && (3 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229696u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229696u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_A5: 1 box(es) of map_load_A5, 8192 bytes
         if (ALIGNED) {
@@ -436,8 +423,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_A + (((((i_i * 128) * (d_P * d_KP)) + (4 * d_KP)) + (i_k * 32)));
           ptc::copy_tile_to_tma_layout<__half, 128, 32, 64, 8192>(smem + 102400u + (u_k % 2) * 8192u, g, (int)((d_P * d_KP)), (int)(1), ((((4 >= 0) && (4 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229856u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229856u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_Z5: 1 box(es) of map_load_Z5, 64 bytes
         if (ALIGNED) {
@@ -452,8 +438,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const uint8_t* g = g_Z + ((((4 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
           ptc::copy_tile_sync<uint8_t, 1, 64, 128, 64, false>(smem + 100352u + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((4 >= 0) && (4 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229824u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229824u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_S5: 1 box(es) of map_load_S5, 128 bytes
         if (ALIGNED) {
@@ -468,8 +453,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_S + ((((4 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
           ptc::copy_tile_sync<__half, 1, 64, 128, 128, false>(smem + 98304u + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((4 >= 0) && (4 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229792u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229792u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_A6: 1 box(es) of map_load_A6, 8192 bytes
         if (ALIGNED) {
@@ -484,8 +468,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_A + (((((i_i * 128) * (d_P * d_KP)) + (5 * d_KP)) + (i_k * 32)));
           ptc::copy_tile_to_tma_layout<__half, 128, 32, 64, 8192>(smem + 122880u + (u_k % 2) * 8192u, g, (int)((d_P * d_KP)), (int)(1), ((((5 >= 0) && (5 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229952u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229952u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_Z6: 1 box(es) of map_load_Z6, 64 bytes
         if (ALIGNED) {
@@ -500,8 +483,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const uint8_t* g = g_Z + ((((5 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
           ptc::copy_tile_sync<uint8_t, 1, 64, 128, 64, false>(smem + 120832u + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((5 >= 0) && (5 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229920u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229920u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_S6: 1 box(es) of map_load_S6, 128 bytes
         if (ALIGNED) {
@@ -516,8 +498,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_S + ((((5 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
           ptc::copy_tile_sync<__half, 1, 64, 128, 128, false>(smem + 118784u + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((5 >= 0) && (5 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229888u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229888u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_A7: 1 box(es) of map_load_A7, 8192 bytes
         if (ALIGNED) {
@@ -532,8 +513,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_A + (((((i_i * 128) * (d_P * d_KP)) + (6 * d_KP)) + (i_k * 32)));
           ptc::copy_tile_to_tma_layout<__half, 128, 32, 64, 8192>(smem + 143360u + (u_k % 2) * 8192u, g, (int)((d_P * d_KP)), (int)(1), ((((6 >= 0) && (6 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 230048u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 230048u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_Z7: 1 box(es) of map_load_Z7, 64 bytes
         if (ALIGNED) {
@@ -548,8 +528,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const uint8_t* g = g_Z + ((((6 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
           ptc::copy_tile_sync<uint8_t, 1, 64, 128, 64, false>(smem + 141312u + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((6 >= 0) && (6 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 230016u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 230016u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_S7: 1 box(es) of map_load_S7, 128 bytes
         if (ALIGNED) {
@@ -564,8 +543,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_S + ((((6 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
           ptc::copy_tile_sync<__half, 1, 64, 128, 128, false>(smem + 139264u + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((6 >= 0) && (6 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229984u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 229984u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_A8: 1 box(es) of map_load_A8, 8192 bytes
         if (ALIGNED) {
@@ -580,8 +558,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_A + (((((i_i * 128) * (d_P * d_KP)) + (7 * d_KP)) + (i_k * 32)));
           ptc::copy_tile_to_tma_layout<__half, 128, 32, 64, 8192>(smem + 163840u + (u_k % 2) * 8192u, g, (int)((d_P * d_KP)), (int)(1), ((((7 >= 0) && (7 < d_P))) ? (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL) : 0), (int)min((long long)(d_KP) - (long long)((i_k * 32)), 32LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 230144u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 230144u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_Z8: 1 box(es) of map_load_Z8, 64 bytes
         if (ALIGNED) {
@@ -596,8 +573,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const uint8_t* g = g_Z + ((((7 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
           ptc::copy_tile_sync<uint8_t, 1, 64, 128, 64, false>(smem + 161792u + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((7 >= 0) && (7 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 230112u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 230112u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         // load_S8: 1 box(es) of map_load_S8, 128 bytes
         if (ALIGNED) {
@@ -612,8 +588,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const __half* g = g_S + ((((7 * (d_KG * d_N)) + (ptc::floordiv((i_k * 32), 128) * d_N)) + (i_j * 64)));
           ptc::copy_tile_sync<__half, 1, 64, 128, 128, false>(smem + 159744u + (u_k % 2) * 1024u, g, (int)(0), (int)(1), ((((((7 >= 0) && (7 < d_P)) && (ptc::floordiv((i_k * 32), 128) >= 0)) && (ptc::floordiv((i_k * 32), 128) < d_KG))) ? 1 : 0), (int)min((long long)(d_N) - (long long)((i_j * 64)), 64LL), 0.0f, tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 230080u + 8u * (u_k % 2));
+          ptc::mbarrier_arrive(smem + 230080u + 8u * (u_k % 2));  // each thread: its copies are in
         }
         ++u_k;
       }

@@ -106,12 +106,12 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
   float v_col_scale[32];  // col_scale: f32[1, 128] in acc_c_b0
   uint32_t t_C[32];  // %C: f16[64, 128] in acc_c, two per register
   if (tid == 0) {
-    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 133120u + 8u * s, 1);  // full:A_smem
+    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 133120u + 8u * s, ALIGNED ? 1 : 128);  // full:A_smem
     for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 133144u + 8u * s, 2);  // empty:A_smem
-    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 133168u + 8u * s, 1);  // full:W_smem
+    for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 133168u + 8u * s, ALIGNED ? 1 : 128);  // full:W_smem
     for (int s = 0; s < 3; ++s) ptc::mbarrier_init(smem + 133192u + 8u * s, 2);  // empty:W_smem
-    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 133216u + 8u * s, 1);  // full:sa_smem
-    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 133224u + 8u * s, 1);  // full:sw_smem
+    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 133216u + 8u * s, ALIGNED ? 1 : 128);  // full:sa_smem
+    for (int s = 0; s < 1; ++s) ptc::mbarrier_init(smem + 133224u + 8u * s, ALIGNED ? 1 : 128);  // full:sw_smem
     ptc::mbarrier_init_fence();
   }
   __syncthreads();  // the mbarriers are set up
@@ -140,8 +140,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const int8_t* g = g_A + ((((i_i * 128) * d_K) + (i_k * 128)));
           ptc::copy_tile_to_tma_layout<int8_t, 128, 128, 128, 16384>(smem + (u_k % 3) * 16384u, g, (int)(d_K), (int)(1), (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL), (int)min((long long)(d_K) - (long long)((i_k * 128)), 128LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 133120u + 8u * (u_k % 3));
+          ptc::mbarrier_arrive(smem + 133120u + 8u * (u_k % 3));  // each thread: its copies are in
         }
         // load_W: 1 box(es) of map_load_W, 16384 bytes
         if (ALIGNED) {
@@ -156,8 +155,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           const int8_t* g = g_W + ((((i_j * 128) * d_K) + (i_k * 128)));
           ptc::copy_tile_to_tma_layout<int8_t, 128, 128, 128, 16384>(smem + 49152u + (u_k % 3) * 16384u, g, (int)(d_K), (int)(1), (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL), (int)min((long long)(d_K) - (long long)((i_k * 128)), 128LL), tid % 128);
           ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-          ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-          if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 133168u + 8u * (u_k % 3));
+          ptc::mbarrier_arrive(smem + 133168u + 8u * (u_k % 3));  // each thread: its copies are in
         }
         ++u_k;
       }
@@ -173,8 +171,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       const float* g = g_sa + ((i_i * 128));
       ptc::copy_tile_sync<float, 1, 128, 128, 512, false>(smem + 98304u, g, (int)(0), (int)(1), 1, (int)min((long long)(d_M) - (long long)((i_i * 128)), 128LL), 0.0f, tid % 128);
       ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-      ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-      if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 133216u);
+      ptc::mbarrier_arrive(smem + 133216u);  // each thread: its copies are in
     }
     // load_sw: 1 box(es) of map_load_sw, 512 bytes
     if (ALIGNED) {
@@ -187,8 +184,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       const float* g = g_sw + ((i_j * 128));
       ptc::copy_tile_sync<float, 1, 128, 128, 512, false>(smem + 99328u, g, (int)(0), (int)(1), 1, (int)min((long long)(d_N) - (long long)((i_j * 128)), 128LL), 0.0f, tid % 128);
       ptc::fence_proxy_async();  // generic stores, read by the tensor cores
-      ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in
-      if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 133224u);
+      ptc::mbarrier_arrive(smem + 133224u);  // each thread: its copies are in
     }
   }
   else {

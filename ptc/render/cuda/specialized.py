@@ -41,8 +41,10 @@ class SpecializedOps:
         self.barrier_sets = {b.name: b for b in op.barriers}
         with self.block("if (tid == 0)"):
             for b in op.barriers:
+                count = (f"ALIGNED ? {b.arrivals} : {b.elementwise_arrivals}"
+                         if b.elementwise_arrivals else f"{b.arrivals}")
                 self.emit(f"for (int s = 0; s < {b.slots}; ++s) ptc::mbarrier_init(smem + "
-                          f"{b.offset}u + 8u * s, {b.arrivals});  // {b.name}")
+                          f"{b.offset}u + 8u * s, {count});  // {b.name}")
             self.emit("ptc::mbarrier_init_fence();")
         self.emit("__syncthreads();  // the mbarriers are set up")
 
@@ -109,8 +111,7 @@ class SpecializedOps:
                           f"{lay.row_bytes}, false>({slot}, g, (int)({rs}), (int)({cs}), "
                           f"{rows_left}, {cols_left}, 0.0f, tid % 128{firsts});")
             self.emit("ptc::fence_proxy_async();  // generic stores, read by the tensor cores")
-            self.emit("ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in")
-            self.emit(f"if (tid % 128 == 0) ptc::mbarrier_arrive({bar});")
+            self.emit(f"ptc::mbarrier_arrive({bar});  // each thread: its copies are in")
 
     def inline_firsts(self, tile: ir.GlobalTile) -> str:
         """An offset tile's rows_first, cols_first arguments, as expressions."""
@@ -149,8 +150,7 @@ class SpecializedOps:
             if tile.gather is not None or b.layout.swizzle == "tma":   # wgmma may read them
                 self.emit("ptc::fence_proxy_async();  // the copies' bytes, read by the "
                           "tensor cores")
-            self.emit("ptc::named_barrier(15, 128);  // the producer warpgroup's copies are in")
-            self.emit(f"if (tid % 128 == 0) ptc::mbarrier_arrive({bar});")
+            self.emit(f"ptc::mbarrier_arrive({bar});  // each thread: its copies are in")
 
     def producer_strided(self, op: ir.ProducerCopy, b: ir.Buffer, slot: str, bounds: tuple,
                          firsts: str) -> None:
