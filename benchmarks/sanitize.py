@@ -97,7 +97,6 @@ def build(h: Harness, folder: str) -> str:
 
     from ptc import driver, runtime
     from ptc.diagnostics import CompileError
-    from ptc.interp import random_inputs
     from ptc.sema import typed as T
 
     path = ROOT / "samples" / f"{h.sample}.pt"
@@ -111,7 +110,7 @@ def build(h: Harness, folder: str) -> str:
         runtime.build_prepared(prepared, Path(folder) / "build", shapes=shapes)
     except CompileError as exc:
         return str(exc).strip().splitlines()[0]
-    inputs = random_inputs(prepared.kernel, shapes, seed=1)
+    inputs = sample_inputs(h.sample, prepared.kernel, shapes)
     data = Path(folder) / "in"
     data.mkdir(parents=True, exist_ok=True)
     scalars = []
@@ -149,6 +148,23 @@ def bench_plan_at(path: Path, target: str, shapes: dict) -> str:
                                           "apply at this shape"))
         plans.append(same[0].plan)
     return plans_to_json(plans)
+
+
+def sample_inputs(sample: str, kernel, shapes) -> dict:
+    """The sample's own random inputs (tests/formulas.py, as the emulated tests draw them:
+    moe_gemm's routing writes each row of Y once), else ptc's random ones."""
+    import numpy as np
+
+    from ptc.interp import bind_dims, random_inputs
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import formulas
+
+    try:
+        return formulas.make_inputs(sample, bind_dims(kernel, {}, shapes),
+                                    np.random.default_rng(1))
+    except KeyError:     # a sample formulas.py does not know
+        return random_inputs(kernel, shapes, seed=1)
 
 
 def _reference(prepared, inputs, shapes) -> dict:
