@@ -157,7 +157,8 @@ def sample_inputs(sample: str, kernel, shapes) -> dict:
 
     from ptc.interp import bind_dims, random_inputs
 
-    sys.path.insert(0, str(ROOT / "tests"))
+    if str(ROOT / "tests") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests"))
     import formulas
 
     try:
