@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -333,8 +334,13 @@ def test_cuda_path_on_the_fake_cuda_runtime(tmp_path, monkeypatch):
     """Runner.launch (what CUDA tensors take) against tests/runtime's axpy harness built by
     g++ on tests/runtime/fake_cuda, a CUDA runtime on host memory, so that CPU tensors stand
     in for CUDA ones: the inputs are read where they lie and the output tensors written in
-    place (the harness zeroes them first: they start as garbage here)."""
+    place (the harness zeroes them first, on the launch's stream: they start as garbage
+    here), and the call is queued on torch's current stream without a single wait, as a
+    torch op's is."""
+    import ctypes
+
     import ptc.runtime as R
+    import ptc.torch.run as run
     from ptc.runtime.build import LIBRARY
 
     runtime = ROOT / "tests" / "runtime"
@@ -347,17 +353,26 @@ def test_cuda_path_on_the_fake_cuda_runtime(tmp_path, monkeypatch):
                     "-fPIC", "-shared", "-o", LIBRARY], cwd=folder, check=True)
     compiled = R.CompiledKernel(folder, k.signature, arch="sm_80")
     monkeypatch.setattr(k.runner, "build", lambda kind, dims, make: compiled)
+    monkeypatch.setattr(run, "current_stream", lambda device: 0x5EED)
     g = torch.Generator().manual_seed(5)
     a, b = torch.randn(50, 40, generator=g), torch.randn(50, 40, generator=g).bfloat16()
     runner, call = k.bind((a, b, 1.5), fake=False)
     outputs = {n: torch.full(t.shape, float("nan"), dtype=t.dtype)
                for n, t in k.empty_outputs(call, torch.device("cpu"), zeroed=False).items()}
     where = {n: t.data_ptr() for n, t in outputs.items()}
-    runner.launch(call, (a, b, 1.5), outputs)
+    runner.launch(call, (a, b, 1.5), outputs, torch.device("cpu"))
     assert {n: t.data_ptr() for n, t in outputs.items()} == where
     want = a + 1.5 * b.float()
     torch.testing.assert_close(outputs["C"], want)
     torch.testing.assert_close(outputs["S"], want.sum(1), atol=1e-4, rtol=1e-5)
+    lib = compiled.library().lib
+    assert ctypes.c_int.in_dll(lib, "fake_cuda_waits").value == 0
+    assert ctypes.c_void_p.in_dll(lib, "fake_cuda_last_stream").value == 0x5EED
+    # a build whose tile does not divide the call's dims is refused before any launch
+    monkeypatch.setattr(compiled, "signature", replace(
+        k.signature, multiples=(("M", "BM", 64, "divides(BM, M)"),)))
+    with pytest.raises(ArgumentError, match="M=50 is not a multiple of BM=64"):
+        runner.launch(call, (a, b, 1.5), outputs, torch.device("cpu"))
 
 
 # ---- examples/mamba2: a Mamba2 block from ptc kernels ------------------------------------

@@ -65,6 +65,15 @@ def bind_call(sig: Signature, shapes: Mapping[str, int], args, named, out) -> Bo
             f"no input has it: pass its output with out=, or compile with shapes={{'{d}': SIZE}}"))
     except DimError as exc:
         raise ArgumentError(exc.message, hint=exc.hint) from None
+    check_multiples(sig, dims)
+    for bound in tensors:
+        if bound.param.is_output and bound.host is None and bound.device is None:
+            bound.shape = _shape(bound.param, dims)
+    scalars = [_bind_scalar(p, values[p.name]) for p in sig.scalars]
+    return BoundCall(tensors, set(outs), scalars, dims, on_device, streams)
+
+def check_multiples(sig: Signature, dims: Mapping[str, int]) -> None:
+    """The build's `divides` lines (its tile sizes) against a call's dims."""
     for dim, tile, size, line in sig.multiples:
         if dims[dim] % size:
             raise ArgumentError(f"{dim}={dims[dim]} is not a multiple of {tile}={size}: "
@@ -72,11 +81,7 @@ def bind_call(sig: Signature, shapes: Mapping[str, int], args, named, out) -> Bo
                                 f"{tile}={size}",
                                 hint=f"call it with {dim} a multiple of {size}, or compile it "
                                      f"with shapes={{'{dim}': {dims[dim]}}}")
-    for bound in tensors:
-        if bound.param.is_output and bound.host is None and bound.device is None:
-            bound.shape = _shape(bound.param, dims)
-    scalars = [_bind_scalar(p, values[p.name]) for p in sig.scalars]
-    return BoundCall(tensors, set(outs), scalars, dims, on_device, streams)
+
 
 def _match(sig: Signature, args, named) -> dict[str, Any]:
     params = list(sig.inputs)

@@ -37,6 +37,8 @@ _ABI = {
     "ptc_synchronize": (ctypes.c_int, []),
     "ptc_stream_synchronize": (ctypes.c_int, [ctypes.c_void_p]),
     "ptc_run_once": (ctypes.c_int, [_c_ptr_array, _c_double_p, _c_longlong_p, ctypes.c_void_p]),
+    "ptc_launch_async": (ctypes.c_int, [_c_ptr_array, _c_double_p, _c_longlong_p,
+                                        ctypes.c_void_p]),
     "ptc_time": (ctypes.c_int, [_c_ptr_array, _c_double_p, _c_longlong_p, ctypes.c_int,
                                 ctypes.c_int, _c_float_p]),
 }
@@ -203,6 +205,12 @@ class HarnessLibrary:
     def run_once(self, tensors, scalars, dims) -> None:
         t, s, d = _abi_arrays(tensors, scalars, dims)
         self.check(self.lib.ptc_run_once(t, s, d, None), f"running {self.kernel_name()}")
+
+    def launch_async(self, tensors, scalars, dims, stream: int) -> None:
+        """Zero the outputs and launch on `stream`, without waiting (ptc_launch_async)."""
+        t, s, d = _abi_arrays(tensors, scalars, dims)
+        self.check(self.lib.ptc_launch_async(t, s, d, stream or None),
+                   f"launching {self.kernel_name()}")
 
     def time(self, tensors, scalars, dims, warmup: int, iters: int) -> list[float]:
         t, s, d = _abi_arrays(tensors, scalars, dims)

@@ -133,6 +133,13 @@ class CompiledKernel:
                     results[p.name] = host
         return results
 
+    def enqueue(self, pointers, scalars, dims, stream: int) -> None:
+        """Launch on `stream` and return at once: every tensor already on the device
+        (`pointers` in ABI order: tensor inputs, then outputs; `dims` in the signature's
+        order), the outputs zeroed on that stream first. Nothing is copied and nothing
+        waits: what follows on the stream is ordered after the kernel (ptc.torch's path)."""
+        self.library().launch_async(pointers, scalars, dims, stream)
+
     def library(self) -> HarnessLibrary:
         """The loaded harness library, on a GPU it can run on (else NoDevice)."""
         if self._library is None:

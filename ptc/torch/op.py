@@ -59,6 +59,7 @@ class Kernel:
         # the dims any call may choose: a compile-time dim (a `:` extent) is specialized
         self.free = replace(self.signature, dims=tuple(replace(d, static=None)
                                                        for d in self.signature.dims))
+        self.static = self.free != self.signature
         self.runners: dict[tuple, Runner] = {}
         self.op = self.register(name)
 
@@ -92,7 +93,8 @@ class Kernel:
     def run(self, *args):
         runner, call = self.bind(args, fake=False)
         device = call_device(self.signature, args)
-        outputs = self.empty_outputs(call, device, zeroed=True)
+        # ptc's outputs start at zero: on CUDA the harness zeroes them on the launch's stream
+        outputs = self.empty_outputs(call, device, zeroed=device.type != "cuda")
         runner(call, args, outputs, device)
         return self.result(outputs)
 
@@ -105,8 +107,10 @@ class Kernel:
         """The runtime's checks of a call (names, dtypes, shapes, dims, contiguity), against
         the kernel specialized to the call's compile-time dims; and its runner."""
         values = arguments(args, fake)
-        dims = bind_call(self.free, self.runner.shapes, values, {}, None).dims
-        runner = self.specialized(dims)
+        call = bind_call(self.free, self.runner.shapes, values, {}, None)
+        if not self.static:                      # no compile-time dims: checked already
+            return self.runner, call
+        runner = self.specialized(call.dims)
         return runner, bind_call(runner.signature, runner.shapes, values, {}, None)
 
     def specialized(self, dims) -> Runner:

@@ -4,16 +4,17 @@ dims (a schedule is searched for each problem size; the tuning database's plan i
 where it has an entry) and cached for the life of the op."""
 from __future__ import annotations
 
+import functools
 from typing import Mapping
 
 import torch
 
 from ..diagnostics import CompileError
-from ..runtime.binding import BoundCall
+from ..runtime.binding import BoundCall, check_multiples
 from ..runtime.errors import ArgumentError, LaunchError
 from ..runtime.signature import signature_of
 from ..sema import typed as T
-from .tensors import TorchArray, arguments, host_view
+from .tensors import arguments, host_view
 
 DEFAULT_EMULATED_TARGET = "sm80"
 
@@ -42,7 +43,7 @@ class Runner:
         if device.type == "cpu":
             (self.interpret if self.backend == "interp" else self.emulate)(call, args, outputs)
         elif device.type == "cuda":
-            self.launch(call, args, outputs)
+            self.launch(call, args, outputs, device)
         else:
             raise ArgumentError(f"ptc.torch runs on CPU and CUDA tensors, not on {device}",
                                 hint="move the tensors to the CPU or to a CUDA device")
@@ -83,15 +84,20 @@ class Runner:
         return prepared, build_emulated(prepared.source, backend=prepared.device)
 
     # ---- CUDA -------------------------------------------------------------------------
-    def launch(self, call: BoundCall, args, outputs: dict) -> None:
+    def launch(self, call: BoundCall, args, outputs: dict, device: torch.device) -> None:
+        """Queue the kernel on the tensors' current stream and return, as a torch op does:
+        no copies, no waiting (the harness zeroes the outputs on that stream first)."""
         from ..runtime import build_prepared
 
-        target = self.target or gpu_target()
+        target = self.target or gpu_target(device.index or 0)
         kernel = self.build(("cuda", target), call.dims, lambda t, d: build_prepared(
             self.prepare(t, d), shapes=d))
-        bound = kernel.bind(*arguments(args),
-                            out={n: TorchArray(t) for n, t in outputs.items()})
-        kernel.run(bound)    # after the tensors' stream; returns when the kernel is done
+        sig = kernel.signature
+        check_multiples(sig, call.dims)                   # this build's `divides` lines
+        given = dict(zip((p.name for p in self.typed.inputs), args))
+        pointers = [(outputs if p.is_output else given)[p.name].data_ptr() for p in sig.tensors]
+        kernel.enqueue(pointers, call.scalars, [call.dims[d.name] for d in sig.dims],
+                       current_stream(device))
 
     # ---- builds, per dims -------------------------------------------------------------
     def build(self, kind: tuple, dims: Mapping[str, int], make):
@@ -128,11 +134,21 @@ def bind_again(sig, call: BoundCall, args) -> BoundCall:
     return bind_call(sig, call.dims, arguments(args), {}, None)
 
 
-def gpu_target() -> str:
-    """The ptc target of the current CUDA device (sm80 code for sm8x, sm90 for sm90)."""
+def current_stream(device: torch.device) -> int:
+    """The handle of torch's current stream on `device` (0, the default stream, off CUDA:
+    tests stand CPU tensors in for CUDA ones on a fake runtime)."""
+    if device.type != "cuda":
+        return 0
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_target(index: int = 0) -> str:
+    """The ptc target of CUDA device `index` (sm80 code for sm8x, sm90 for sm90); asked once
+    per device, not per launch."""
     from ..devices import builtin_targets
 
-    major, minor = torch.cuda.get_device_capability()
+    major, minor = torch.cuda.get_device_capability(index)
     for name in (f"sm{major}{minor}", f"sm{major}0"):
         if name in builtin_targets():
             return name

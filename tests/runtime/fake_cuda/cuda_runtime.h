@@ -50,9 +50,19 @@ inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) 
   return cudaSuccess;
 }
 inline cudaError_t cudaMemset(void* d, int v, size_t n) { std::memset(d, v, n); return cudaSuccess; }
-inline cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t) { return cudaMemset(d, v, n); }
-inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+// What a test reads back through ctypes: how often the host waited, and the stream the
+// last asynchronous call was queued on (weak: one definition in the library however many
+// files include this header).
+extern "C" {
+__attribute__((weak)) int fake_cuda_waits = 0;
+__attribute__((weak)) void* fake_cuda_last_stream = nullptr;
+}
+inline cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t s) {
+  fake_cuda_last_stream = s;
+  return cudaMemset(d, v, n);
+}
+inline cudaError_t cudaDeviceSynchronize() { fake_cuda_waits++; return cudaSuccess; }
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) { fake_cuda_waits++; return cudaSuccess; }
 inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) { *e = new FakeEvent{0.0}; return cudaSuccess; }
 inline cudaError_t cudaEventDestroy(cudaEvent_t e) { delete e; return cudaSuccess; }
