@@ -290,8 +290,8 @@ SLIPS = {
               "ldmatrix<4, false>(a, t.at(m0 + (lane & 7) + (lane >> 4) * 8, "
               "k0 + ((lane >> 3) & 1) * 8, lane));")],
     "hip": [("mfma.h",                                  # a lane's k of A from the wrong block
-             "const int row = m0 + lane % I::M, k = k0 + I::KPL * (lane / I::M);",
-             "const int row = m0 + lane % I::M, k = k0 + I::KPL * ((lane / I::M) ^ 1);"),
+             "k = k0 + I::KPL * (lane / Lanes<I>::M);",
+             "k = k0 + I::KPL * ((lane / Lanes<I>::M) ^ 1);"),
             ("mfma.h",                                  # B's bytes packed in the wrong order
              "static_cast<uint32_t>(ld_shared<uint8_t>(at(r * PER + j)));",
              "static_cast<uint32_t>(ld_shared<uint8_t>(at(r * PER + (j ^ 1))));")],

@@ -92,6 +92,15 @@ class Atom:
     # register of four OCP codes (-0, NaN) and keeps the accumulator in quarter units (an
     # OCP code read as FNUZ is half its value); the cost model counts both
     fnuz: bool = False
+    # a narrow form of the instruction (`narrowed`): the instruction computes `full`
+    # (its own m, n), of which the atom is the first m x n; the lanes of the rest hold
+    # copies (a lane digit of stride 0 in the fragments), as its operands' lanes read them
+    full: tuple[int, int] = ()
+
+    def describe(self) -> str:
+        """The instruction, and the part of it used where the atom is narrow."""
+        return self.name + (f" ({self.m}x{self.n} of its {self.full[0]}x{self.full[1]})"
+                            if self.full else "")
 
 
 MMA_SYNC_16816 = Atom(
@@ -212,6 +221,37 @@ ATOMS = (MMA_SYNC_16816, MMA_SYNC_1688_TF32, MMA_SYNC_16832_S8, MMA_SYNC_16832_F
          MFMA_F8_16x16x16, MFMA_F8_32x32x8, MFMA_F8_16x16x32, MFMA_F8_32x32x16)
 
 
+def _halved(fragment: Fragment, axis: int) -> Fragment:
+    """`fragment` with the upper half of its `axis` replicating the lower: the lane digit
+    of the largest stride along `axis` halved, then a digit of 2 lanes of stride 0."""
+    top = max((d for d in fragment.lanes if d.along() == axis), key=lambda d: d.stride[axis])
+    lanes = []
+    for d in fragment.lanes:
+        lanes += [d] if d is not top else \
+            [Digit(d.size // 2, d.stride), Digit(2, tuple(0 for _ in d.stride))]
+    return Fragment(fragment.regs, tuple(lanes))
+
+
+def narrowed(atom: Atom, axis: int) -> Atom:
+    """`atom` used for half its rows (axis 0: m) or columns (axis 1: n): a product of 8
+    query heads on a 16 x 16 MFMA. The lanes of the other half load the same operand
+    elements, so the instruction's other half computes copies, which the layouts say
+    (Layout: a lane digit of stride 0). Only where the axis's largest step is a lane's,
+    as in every 16 x 16 MFMA."""
+    if axis == 0:
+        return replace(atom, m=atom.m // 2, a=_halved(atom.a, 0), c=_halved(atom.c, 0),
+                       full=(atom.m, atom.n))
+    return replace(atom, n=atom.n // 2, b=_halved(atom.b, 1), c=_halved(atom.c, 1),
+                   full=(atom.m, atom.n))
+
+
+# the 16 x 16 MFMAs for 8 rows or 8 columns: taken only where no whole atom tiles a product
+NARROW_ATOMS = tuple(narrowed(a, axis) for axis in (1, 0)
+                     for a in (MFMA_16x16x16, MFMA_I8_16x16x32, MFMA_I8_16x16x16,
+                               MFMA_F8_16x16x16, MFMA_F8_16x16x32))
+ATOMS += NARROW_ATOMS
+
+
 def atoms_for(features, supported: frozenset[str] | None = None) -> tuple[Atom, ...]:
     """The atoms a device offers (by its features) and a renderer can print (by name;
     None: no renderer restricts it)."""
@@ -256,7 +296,7 @@ class Tiling:
         return self.k // self.atom.k
 
     def describe(self) -> str:
-        return (f"{self.atom.name}, warps {self.wm}x{self.wn}, "
+        return (f"{self.atom.describe()}, warps {self.wm}x{self.wn}, "
                 f"{self.mi}x{self.ni} atoms per warp, {self.ks} k-steps"
                 + (f", {self.replicas} copies" if self.replicas > 1 else "")
                 + (", operands swapped (out^T = b^T a^T)" if self.swapped else ""))
@@ -310,10 +350,16 @@ def mma_tilings(atoms, m: int, n: int, k: int, warps: int,
                 swaps: tuple[bool, ...] = (False,)) -> list[Tiling]:
     """Every tiling of an m x n x k mma by `atoms` over `warps` warps (`swaps`: computed
     as given, transposed, or both); only where none splits the warps whole, the tilings
-    with copies (Tiling.replicas): a copy on every warp costs more than any whole split."""
-    whole = [t for a in atoms for s in swaps for t in tilings(a, m, n, k, warps, s)]
-    return whole or [t for a in atoms for s in swaps
-                     for t in replicated_tilings(a, m, n, k, warps, s)]
+    with copies (Tiling.replicas): a copy on every warp costs more than any whole split;
+    narrow atoms (`narrowed`) only where no whole one tiles the product at all."""
+    full = [a for a in atoms if not a.full]
+    for group in (full, [a for a in atoms if a.full]):   # a narrow atom where none fits
+        whole = [t for a in group for s in swaps for t in tilings(a, m, n, k, warps, s)]
+        ways = whole or [t for a in group for s in swaps
+                         for t in replicated_tilings(a, m, n, k, warps, s)]
+        if ways:
+            return ways
+    return []
 
 
 # wgmma's k per instruction is 32 bytes of each operand row: k16 for 16-bit inputs, k32 for

@@ -149,9 +149,9 @@ def print_op(op) -> str:
         copies = f", {op.replicas} copies" if op.replicas > 1 else ""
         if op.swapped:      # the instructions multiply the statement's b^T and a^T
             return (f"{op.out} = {add}({operand(op.a)}^T @ {operand(op.b)}^T)^T on "
-                    f"{op.atom.name} warps {op.wm}x{op.wn}, {op.mi}x{op.ni} atoms/warp, "
+                    f"{op.atom.describe()} warps {op.wm}x{op.wn}, {op.mi}x{op.ni} atoms/warp, "
                     f"{op.ks} k-steps{copies}, computed transposed  # {op.task}")
-        return (f"{op.out} = {add}{operand(op.a)} @ {operand(op.b)} on {op.atom.name} "
+        return (f"{op.out} = {add}{operand(op.a)} @ {operand(op.b)} on {op.atom.describe()} "
                 f"warps {op.wm}x{op.wn}, {op.mi}x{op.ni} atoms/warp, {op.ks} k-steps{copies}"
                 f"  # {op.task}")
     if isinstance(op, ir.SimtMatmul):

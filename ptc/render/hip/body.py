@@ -101,15 +101,23 @@ class HipBodyPrinter(CBodyPrinter):
 
     # ---- matrix multiplies ----------------------------------------------------------------------
     def instruction(self, mma: ir.Mma) -> str:
-        if mma.atom.widens_to or mma.atom.fnuz:     # FP8: each operand's format
+        a = mma.atom
+        if not a.full:
+            return self.full_instruction(mma)
+        # a narrow atom: the instruction, for the part of it the atom uses
+        return f"ptc::Narrow<{self.full_instruction(mma)}, {a.m}, {a.n}>"
+
+    def full_instruction(self, mma: ir.Mma) -> str:
+        a = mma.atom
+        m, n = a.full or (a.m, a.n)
+        if a.widens_to or a.fnuz:     # FP8: each operand's format
             e5m2 = [str(self.operand_dtype(op) == "f8e5m2").lower() for op in (mma.a, mma.b)]
-            a = mma.atom            # widened to f16 (CDNA2), or rebiased to FNUZ (CDNA3)
-            kind = "MfmaFnuz" if a.fnuz else "MfmaF8"
-            return f"ptc::{kind}<{a.m}, {a.n}, {a.k}, {e5m2[0]}, {e5m2[1]}>"
+            kind = "MfmaFnuz" if a.fnuz else "MfmaF8"   # widened (CDNA2), or FNUZ (CDNA3)
+            return f"ptc::{kind}<{m}, {n}, {a.k}, {e5m2[0]}, {e5m2[1]}>"
         try:
-            return MFMA_INSTRUCTIONS[mma.atom.name, mma.dtype]
+            return MFMA_INSTRUCTIONS[a.name, mma.dtype]
         except KeyError:
-            raise RenderError(f"no MFMA for {mma.atom.name} with {mma.dtype} inputs") from None
+            raise RenderError(f"no MFMA for {a.name} with {mma.dtype} inputs") from None
 
     def shared_tile(self, value: str) -> tuple[str, str]:
         home = self.values[value]

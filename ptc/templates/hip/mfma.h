@@ -327,10 +327,27 @@ __device__ __forceinline__ void read_run(uint32_t* f, const Tile& t, int row, in
   }
 }
 
+// The lanes of an instruction's rows and columns: its own M and N (LM, LN), which a Narrow
+// instruction keeps while its M or N is the part the atom uses
+template <class I, class = void> struct Lanes {
+  static constexpr int M = I::M, N = I::N;
+};
+template <class I> struct Lanes<I, decltype(void(I::LM))> {
+  static constexpr int M = I::LM, N = I::LN;
+};
+
+// An instruction used for its first MU rows and NU columns (ptc/lower/atoms.py: narrowed):
+// the lanes of the others load the same operand elements (row or column mod MU, NU), so
+// the instruction computes copies of the used part there, as the fragment layouts say.
+template <class I, int MU, int NU>
+struct Narrow : I {
+  static constexpr int M = MU, N = NU, LM = I::M, LN = I::N;
+};
+
 // the A fragment of rows m0.. and k-columns k0..; TRANS: the tile is stored [k][m]
 template <class I, bool TRANS, class Tile>
 __device__ __forceinline__ void load_a(uint32_t* f, const Tile& t, int m0, int k0, int lane) {
-  const int row = m0 + lane % I::M, k = k0 + I::KPL * (lane / I::M);
+  const int row = m0 + lane % Lanes<I>::M % I::M, k = k0 + I::KPL * (lane / Lanes<I>::M);
   if constexpr (!TRANS)
     read_run<I>(f, t, row, k);
   else
@@ -340,7 +357,7 @@ __device__ __forceinline__ void load_a(uint32_t* f, const Tile& t, int m0, int k
 // the B fragment of k-rows k0.. and columns n0..; TRANS: the tile is stored [n][k]
 template <class I, bool TRANS, class Tile>
 __device__ __forceinline__ void load_b(uint32_t* f, const Tile& t, int k0, int n0, int lane) {
-  const int col = n0 + lane % I::N, k = k0 + I::KPL * (lane / I::N);
+  const int col = n0 + lane % Lanes<I>::N % I::N, k = k0 + I::KPL * (lane / Lanes<I>::N);
   if constexpr (TRANS)
     read_run<I>(f, t, col, k);
   else
