@@ -65,7 +65,7 @@ torch: setup
 	$(PY) -m pip install --quiet 'torch==$(TORCH_VERSION)'
 
 test-torch: setup
-	$(PY) -m pytest -q -n auto -m torch tests/test_torch.py
+	$(PY) -m pytest -q -n auto -m torch tests/test_torch.py tests/test_baselines.py
 
 # ---- on a GPU machine (docs/gpu.md) ---------------------------------------------------------
 # The GPU image has Python 3.12 with torch, numpy, click, jinja2, rich, PyYAML, ml-dtypes and

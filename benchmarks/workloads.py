@@ -3,7 +3,8 @@ it is compared with on the same GPU. Plain data; nothing here needs a GPU.
 
 Baselines (benchmarks/baselines.py runs them):
   torch        the operator in PyTorch: torch.matmul (cuBLAS), SDPA with its default
-               dispatch (FlashAttention-2 or cuDNN), torch rms_norm / softmax
+               dispatch (FlashAttention-2 or cuDNN), torch rms_norm / softmax,
+               torch._scaled_mm (FP8) and torch._int_mm (INT8)
   torch-flash  SDPA restricted to its FlashAttention-2 backend
   torch-cudnn  SDPA restricted to its cuDNN backend
   triton       benchmarks/baselines/triton_*.py, the best of a few configurations
@@ -51,6 +52,9 @@ WORKLOADS: tuple[Workload, ...] = (
     _w("gemm_chain 4096", "gemm_chain", ("torch",)),
     _w("rmsnorm 16k x 4096", "rmsnorm", ("torch",)),
     _w("softmax 16k x 4096", "softmax", ("torch",), True),
+    # low precision (issue 21): cuBLASLt's FP8 and INT8 GEMMs through torch
+    _w("fp8_gemm 4096^3", "fp8_gemm", ("torch",), M=4096, N=4096, K=4096),
+    _w("w8a8_gemm 4096^3", "w8a8_gemm", ("torch",), M=4096, N=4096, K=4096),
 )
 TARGETS = ("sm90", "sm80")           # sm80 code runs on an H100 too
 QUICK_TARGETS = ("sm90",)

@@ -50,6 +50,23 @@ def _rmsnorm(t, s):
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + float(s["eps"])) * w.float()).half()
 
 
+def _fp8_gemm(t, s):
+    """torch's FP8 linear: cuBLASLt's e4m3 GEMM with one f32 scale per tensor."""
+    import torch
+
+    return torch._scaled_mm(t["A"], t["W"].t(), scale_a=t["sa"].reshape(()),
+                            scale_b=t["sw"].reshape(()), out_dtype=torch.bfloat16)
+
+
+def _w8a8_gemm(t, s):
+    """torch's INT8 GEMM (cuBLASLt, s32 results), then SmoothQuant's per-row and
+    per-column scales."""
+    import torch
+
+    acc = torch._int_mm(t["A"], t["W"].t())
+    return (acc.float() * t["sa"][:, None] * t["sw"][None, :]).half()
+
+
 def _softmax(t, s):
     import torch
 
@@ -64,6 +81,8 @@ BASELINES: dict[str, Baseline] = {
     "flash_attn_causal": Baseline("torch SDPA causal", _sdpa(True)),
     "rmsnorm": Baseline("torch rms_norm", _rmsnorm),
     "softmax": Baseline("torch.softmax", _softmax),
+    "fp8_gemm": Baseline("torch._scaled_mm", _fp8_gemm),
+    "w8a8_gemm": Baseline("torch._int_mm + scales", _w8a8_gemm),
 }
 
 
@@ -88,16 +107,22 @@ def torch_available() -> str | None:
     return None
 
 
-def to_torch(arrays: Mapping[str, np.ndarray]):
+def to_torch(arrays: Mapping[str, np.ndarray], device: str = "cuda"):
+    """NumPy arrays as torch tensors on `device`; bf16 by value, FP8 by its codes."""
     import ml_dtypes
     import torch
 
+    fp8 = {np.dtype(ml_dtypes.float8_e4m3fn): torch.float8_e4m3fn,
+           np.dtype(ml_dtypes.float8_e5m2): torch.float8_e5m2}
     out = {}
     for name, a in arrays.items():
         if a.dtype == ml_dtypes.bfloat16:
-            out[name] = torch.from_numpy(a.astype(np.float32)).to("cuda").to(torch.bfloat16)
+            out[name] = torch.from_numpy(a.astype(np.float32)).to(device).to(torch.bfloat16)
+        elif a.dtype in fp8:
+            codes = torch.from_numpy(np.ascontiguousarray(a).view(np.uint8)).to(device)
+            out[name] = codes.view(fp8[a.dtype])
         else:
-            out[name] = torch.from_numpy(np.ascontiguousarray(a)).to("cuda")
+            out[name] = torch.from_numpy(np.ascontiguousarray(a)).to(device)
     return out
 
 
