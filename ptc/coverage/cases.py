@@ -393,7 +393,28 @@ def _single_role(t: str) -> tuple[Case, ...]:
 
 def _mfma(t: str) -> tuple[Case, ...]:
     """The cases of a HIP target (gfx90a, gfx942: one renderer, the same forms)."""
-    return _mfma_float(t) + _mfma_i8(t) + _mfma_fp8(t)
+    return _mfma_float(t) + _mfma_i8(t) + _mfma_fp8(t) + _mfma_narrow(t)
+
+
+def _mfma_narrow(t: str) -> tuple[Case, ...]:
+    """8 rows or 8 columns on a 16 x 16 MFMA (atoms.narrowed), every input dtype: tiles of
+    8 along m or n (the lowering may compute a product transposed, so each axis of the
+    instruction comes from one of the two)."""
+    out = []
+    for name, path, kernel, k in (("f16", OPERANDS, "gemm_nn", 32), ("bf16", FLASH, None, 0),
+                                  ("i8", IGEMM, "igemm_nt", 64), ("e4m3", FP8GEMM, "fp8_nn", 64),
+                                  ("e5m2", FP8GEMM, "fp8_nt", 64)):
+        if kernel is None:     # bf16: flash attention's 8 query rows
+            out.append(case(f"narrow_{name}.{t}.rows", path, "flash_attn", t, "BM=8 BN=32",
+                            SEQ4, "B=1 H=2 S=24 T=70 D=64"))
+            out.append(case(f"narrow_{name}.{t}.cols", path, "flash_attn", t, "BM=64 BN=8",
+                            SEQ4, "B=1 H=1 S=64 T=40 D=64"))
+            continue
+        out.append(case(f"narrow_{name}.{t}.rows", path, kernel, t, f"BM=8 BN=64 BK={k}",
+                        SEQ4, f"M=24 N=64 K={2 * k}", f"M=13 N=50 K={k + 8}"))
+        out.append(case(f"narrow_{name}.{t}.cols", path, kernel, t, f"BM=64 BN=8 BK={k}",
+                        SEQ4, f"M=64 N=24 K={2 * k}", f"M=50 N=13 K={k + 8}"))
+    return tuple(out)
 
 
 def _mfma_float(t: str) -> tuple[Case, ...]:

@@ -47,6 +47,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     # tensor cores, single role: mma.sync and MFMA atoms (ptc.lower.atoms)
     "mma": ("atom", "dtype", "swapped"),
     "mma.operand": ("atom", "operand", "source"),       # registers | shared | hoisted
+    "mma.narrow": ("atom", "dtype", "axis"),            # 8 rows (m) or columns (n) of 16
     "ldmatrix": ("count", "trans", "tile"),             # CUDA's shared operand reads
     "lds.fragment": ("operand", "read", "tile"),        # HIP's: b64 b32 | u16x4 u8x4 u8x8
     "lds.bytes": ("operand", "tile"),                   # CUDA's 8-bit strided operands
@@ -262,6 +263,9 @@ def _operand_reads(ctx: _Context, operand: str, transposed: bool, lay: SmemLayou
 
 def _mma(ctx: _Context, op: ir.Mma):
     yield ctx.form("mma", atom=op.atom.name, dtype=op.dtype, swapped=op.swapped)
+    if op.atom.full:
+        yield ctx.form("mma.narrow", atom=op.atom.name, dtype=op.dtype,
+                       axis=narrowed_axis(op.atom))
     for which, o, atoms in (("a", op.a, op.mi), ("b", op.b, op.ni)):
         if o.in_registers:
             source = "hoisted" if o.value in ctx.hoisted else "registers"
@@ -270,6 +274,11 @@ def _mma(ctx: _Context, op: ir.Mma):
         yield ctx.form("mma.operand", atom=op.atom.name, operand=which, source="shared")
         yield from _operand_reads(ctx, which, o.transposed, ctx.buffer_of(o.value).layout,
                                   atoms, False, op.atom, op.dtype)
+
+
+def narrowed_axis(atom) -> str:
+    """The axis a narrow atom (ptc.lower.atoms.narrowed) uses half of: m or n."""
+    return "m" if atom.m < atom.full[0] else "n"
 
 
 def _load_fragments(ctx: _Context, op: ir.LoadFragments):

@@ -20,7 +20,7 @@ from ..lower import pairs
 from ..lower.atoms import ATOMS, atoms_for, wgmma, wgmma_widths, why_no_wgmma
 from ..sched.plan import Style
 from ..sema.dtypes import ATOMIC_DTYPES, DTYPE_BYTES, DTYPES
-from .forms import RING_STYLES, Form, exchange, form, fragment_reads
+from .forms import RING_STYLES, Form, exchange, form, fragment_reads, narrowed_axis
 
 # cp.async copies 4, 8 or 16 bytes (PTX ISA cp.async; the lowering's `vector` tries them
 # widest first, global_to_shared.cuh asserts them); CDNA's staged loads the same widths
@@ -183,6 +183,9 @@ def _matrix_instructions(device, renderer, k8t: tuple[str, ...]):
         for dtype in atom.dtypes:
             for swapped in swaps:
                 yield form(t, "mma", atom=atom.name, dtype=dtype, swapped=swapped)
+            if atom.full:
+                yield form(t, "mma.narrow", atom=atom.name, dtype=dtype,
+                           axis=narrowed_axis(atom))
         for operand in ("a", "b"):
             for source in ("registers", "shared", "hoisted"):
                 yield form(t, "mma.operand", atom=atom.name, operand=operand, source=source)

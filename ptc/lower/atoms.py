@@ -352,11 +352,13 @@ def mma_tilings(atoms, m: int, n: int, k: int, warps: int,
     as given, transposed, or both); only where none splits the warps whole, the tilings
     with copies (Tiling.replicas): a copy on every warp costs more than any whole split;
     narrow atoms (`narrowed`) only where no whole one tiles the product at all."""
-    full = [a for a in atoms if not a.full]
-    for group in (full, [a for a in atoms if a.full]):   # a narrow atom where none fits
-        whole = [t for a in group for s in swaps for t in tilings(a, m, n, k, warps, s)]
-        ways = whole or [t for a in group for s in swaps
-                         for t in replicated_tilings(a, m, n, k, warps, s)]
+    full = [(a, s) for a in atoms if not a.full for s in swaps]
+    # a narrow atom where no whole one fits, the product as written first: 8 rows on the
+    # m-narrow form, 8 columns on the n-narrow one (the transposes tie with them)
+    narrow = [(a, s) for s in swaps for a in atoms if a.full]
+    for group in (full, narrow):
+        whole = [t for a, s in group for t in tilings(a, m, n, k, warps, s)]
+        ways = whole or [t for a, s in group for t in replicated_tilings(a, m, n, k, warps, s)]
         if ways:
             return ways
     return []
