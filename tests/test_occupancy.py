@@ -48,20 +48,20 @@ def test_explain_says_the_ctas_the_model_simulated():
 
 
 def test_explain_speaks_the_devices_words():
-    """explain counts in the device description's `terms`: waves, workgroups, CUs and LDS
-    fragment reads on AMD; warps, CTAs, SMs and ldmatrix on NVIDIA (a new target brings its
-    own words in its YAML)."""
+    """explain counts in the device description's `terms`: waves, workgroups, CUs, LDS
+    fragment reads and the LDS on AMD; warps, CTAs, SMs, ldmatrix and shared memory on
+    NVIDIA (a new target brings its own words in its YAML)."""
     amd = ptc("explain", ROOT / "samples" / "gemm.pt", "-t", "gfx942").stdout
     for said in ("4 waves", "Timeline of one CU", "workgroups per CU", "one workgroup per tile",
-                 "issues per wave", " ds_read "):
+                 "issues per wave", " ds_read ", "KB LDS,", "bytes of LDS (buffers"):
         assert said in amd, said
-    for never in (" warps", "CTA", " EU ", "ldmatrix", "per warp"):
+    for never in (" warps", "CTA", " EU ", "ldmatrix", "per warp", "shared memory"):
         assert never not in amd, never
     nvidia = ptc("explain", ROOT / "samples" / "gemm.pt", "-t", "sm80").stdout
     for said in (" warps", "Timeline of one SM", "one CTA per tile", "issues per warp",
-                 " ldmatrix "):
+                 " ldmatrix ", "KB shared memory,"):
         assert said in nvidia, said
-    assert " waves;" not in nvidia and "workgroup" not in nvidia
+    assert " waves;" not in nvidia and "workgroup" not in nvidia and "LDS" not in nvidia
 
 
 def test_explain_shows_the_layouts_the_buffers_were_built_in():

@@ -55,6 +55,7 @@ DEVICE = Record({
         "block": Str(),
         "eu": Str(),
         "fragment_load": Str(),
+        "shared": Str(),
     })),
     "clock_ghz": Num(),
     "eu_count": Int(min=1),

@@ -150,13 +150,14 @@ class Resources:
 @dataclass(frozen=True)
 class Terms:
     """The device's own words for what plans count, in explain's text and messages: the
-    lanes that issue together, the block of threads, the execution unit, and the reads
-    that fill matrix fragments from shared memory."""
+    lanes that issue together, the block of threads, the execution unit, the reads
+    that fill matrix fragments from shared memory, and the block's shared memory itself."""
 
     warp: str = "warp"
     block: str = "CTA"
     eu: str = "SM"
     fragment_load: str = "ldmatrix"
+    shared: str = "shared memory"
 
     def warps(self, n: int) -> str:
         return f"{n} {self.warp}" + ("" if n == 1 else "s")

@@ -72,7 +72,7 @@ def _stages_reasons(ctx: Context) -> list[Reason]:
         if clause:
             text += f": {clause}"
         if extra > 0:
-            text += f"; they need {extra // 1024} KB more shared memory"
+            text += f"; they need {extra // 1024} KB more {ctx.terms.shared}"
         out.append(Reason("stages", text, ctx.label(o), r))
     else:
         unfit = [x for x in rejected_peers(ctx.result, {"stages"}) if x.choice.stages > s]

@@ -176,7 +176,7 @@ def _plan_section(expl: Explanation, console: Console) -> None:
     words = expl.terms
     launch = f"persistent {words.block}s" if p.persistent else f"one {words.block} per tile"
     _para(console, f"launch grid ({', '.join(p.grid)}), {p.threads} threads, "
-                   f"{fmt_bytes(p.smem_bytes)} shared memory, {p.raster} raster, {launch}")
+                   f"{fmt_bytes(p.smem_bytes)} {words.shared}, {p.raster} raster, {launch}")
     warps = f"{words.warp}s"
     roles = _table("role", warps, "threads", "regs/thread", "instances", "steps",
                    right=(warps, "threads", "regs/thread", "instances"))

@@ -89,7 +89,7 @@ def over_shared_memory(total: int, buffers, device) -> str | None:
         return None
     rings = sum(b.bytes for b in buffers if b.plan_buffer)
     staging = [b for b in buffers if not b.plan_buffer]
-    return (f"the kernel needs {total} bytes of shared memory: the plan's buffers {rings}, "
+    return (f"the kernel needs {total} bytes of {device.terms.shared}: the plan's buffers {rings}, "
             f"and {sum(b.bytes for b in staging)} for {len(staging)} staging buffer(s) the "
             f"lowering adds, over "
             f"{device.name}'s {limit} per block")

@@ -29,7 +29,7 @@ def resource_problems(low: ir.LoweredKernel, device: Device) -> list[str]:
         out.append(f"{L.threads} threads, over {device.name}'s {res.max_threads_per_block} "
                    "per block")
     if L.dynamic_smem > res.shared_memory_bytes:
-        out.append(f"{L.dynamic_smem} bytes of shared memory, over {device.name}'s "
+        out.append(f"{L.dynamic_smem} bytes of {device.terms.shared}, over {device.name}'s "
                    f"{res.shared_memory_bytes} per block")
     regions = [(b.name, b.offset, b.end) for b in low.buffers]
     regions += [(f"mbarriers {s.name}", s.offset, s.offset + MBARRIER_BYTES * s.slots)

@@ -429,7 +429,7 @@ def _fits(plan: Plan, device: Device) -> Plan:
     limit = device.resources.shared_memory_bytes
     need = plan.launch.dynamic_smem + barrier_bytes(plan, device)
     if need > limit:
-        raise Unfit(f"needs {need} bytes of shared memory (buffers and barriers), over the "
+        raise Unfit(f"needs {need} bytes of {device.terms.shared} (buffers and barriers), over the "
                     f"{limit} a block may use")
     return plan
 

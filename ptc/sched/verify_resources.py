@@ -28,7 +28,7 @@ def check_resources(plan: Plan, graph: STaskGraph, device: Device, out: Problems
     mbar = barrier_bytes(plan, device)
     detail = ", ".join(f"{b.name} {b.stages} x {b.slot_bytes}" for b in plan.buffers)
     if used + mbar > res.shared_memory_bytes:
-        out.add(f"shared memory: the buffers need {used} bytes ({detail})"
+        out.add(f"{device.terms.shared}: the buffers need {used} bytes ({detail})"
                 + (f" plus {mbar} for barriers" if mbar else "")
                 + f", over {device.name}'s {res.shared_memory_bytes} per block")
     # launch.dynamic_smem may be less than the buffers' sum: a plan as built carries its
