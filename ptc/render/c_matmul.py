@@ -23,7 +23,8 @@ class MatmulOps:
         product = (f"({op.a.value}^T @ {op.b.value}^T)^T" if op.swapped else
                    f"{op.a.value} @ {op.b.value}")
         self.emit(f"// {op.task}: {op.out} = {op.addend + ' + ' if op.addend else ''}{product}"
-                  f" on {op.atom.describe()}, {op.mi}x{op.ni} atoms per {self.WARP}, {op.ks} k-steps"
+                  f" on {op.atom.describe()}, {op.mi}x{op.ni} atoms per {self.WARP}, "
+                  f"{op.ks} k-steps"
                   + (" (computed transposed: the instruction's A is b^T, its B a^T)"
                      if op.swapped else ""))
         if op.addend is None:
