@@ -64,6 +64,39 @@ def test_one_group_in_flight_keeps_a_wgmma_in_flight_and_pin_accumulators_pins()
     assert ir.PinAccumulators in kinds(after("gemm", "sm90", "pin_accumulators"))
 
 
+def _loop_ops(low: ir.LoweredKernel) -> list:
+    (loop,) = [op for op in ir.walk(low.body) if isinstance(op, ir.Loop)
+               and any(isinstance(o, ir.Wgmma) for o in op.body)]
+    return list(loop.body)
+
+
+def test_overlapped_wgmmas_keeps_each_plane_in_flight_across_the_next_planes_work():
+    """W4A16 on sm90: eight wgmmas a k-step, each after its plane's dequantization. Before
+    the pass each waits for itself (the CUDA cores and the tensor cores take turns); after
+    it, each but the last is waited for after the next one is issued, and its slot of A is
+    released after that wait; the last waits for all."""
+    before = _loop_ops(after("w4a16_gemm", "sm90", "one_group_in_flight"))
+    ops = _loop_ops(after("w4a16_gemm", "sm90", "overlapped_wgmmas"))
+    waits = [op.pending for op in before if isinstance(op, ir.WgmmaWait)]
+    assert waits == [0] * 8
+    mmas = [i for i, op in enumerate(ops) if isinstance(op, ir.Wgmma)]
+    waits = [i for i, op in enumerate(ops) if isinstance(op, ir.WgmmaWait)]
+    assert [ops[i].pending for i in waits] == [1] * 7 + [0]
+    assert all(m < w for m, w in zip(mmas[1:], waits)) and mmas[-1] < waits[-1]
+    # the slots of A (released by one thread, not per warp) follow the waits, each after
+    # the next wgmma is issued
+    releases = [i for i, op in enumerate(ops) if isinstance(op, ir.MbarrierArrive)
+                and not op.per_warp]
+    assert len(releases) == 8 and all(isinstance(ops[i - 1], (ir.WgmmaWait, ir.MbarrierArrive))
+                                      for i in releases)
+    assert all(r > m for r, m in zip(releases, mmas[1:] + [mmas[-1]]))
+    # where the work between two wgmmas reads the first's accumulator (attention's
+    # softmax), the first is waited for before it
+    for name in ("flash_attn", "gemm"):
+        assert print_lowered(after(name, "sm90", "overlapped_wgmmas")) == \
+            print_lowered(after(name, "sm90", "one_group_in_flight")), name
+
+
 def test_the_cli_prints_a_pass_and_refuses_what_is_not_one():
     code, out, _ = ptc("compile", SAMPLES / "gemm.pt", "-t", "sm80", "--emit", "lowered",
                        "--after", "steps")

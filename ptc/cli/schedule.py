@@ -42,7 +42,7 @@ Examples:
               help="With --emit lowered: the ops as lowering pass PASS left them (steps, "
                    "hoist_fragments, place_sync, staged_waits; warp-specialized plans: "
                    "steps, place_sync, named_barriers, one_group_in_flight, "
-                   "pin_accumulators, take_turns).")
+                   "overlapped_wgmmas, pin_accumulators, take_turns).")
 @click.option("--output", "-o", "output", metavar="DIR",
               help="Instead of printing a stage, write the build directory (kernel.cu or "
                    "kernel.hip, the harness, headers, plan.json, build.sh); needs --target.")

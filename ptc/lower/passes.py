@@ -18,10 +18,12 @@ from .capabilities import LoweringError
 # barriers and waits placed; waits for register-staged copies
 SINGLE_ROLE = ("steps", "hoist_fragments", "shared_reads_once", "place_sync", "staged_waits")
 # warp-specialized plans (ptc.lower.specialized), the consumer's ops: a shared tile
-# several computations read, read into registers once; placed barriers and waits; named barriers per consumer; one wgmma group in flight; accumulators pinned;
-# ping-pong turns at the tensor cores
+# several computations read, read into registers once; placed barriers and waits; named
+# barriers per consumer; one wgmma group in flight; wgmmas kept in flight across
+# independent work; accumulators pinned; ping-pong turns at the tensor cores
 WARP_SPECIALIZED = ("steps", "shared_reads_once", "place_sync", "named_barriers",
-                    "one_group_in_flight", "pin_accumulators", "take_turns")
+                    "one_group_in_flight", "overlapped_wgmmas", "pin_accumulators",
+                    "take_turns")
 PASSES = tuple(dict.fromkeys(SINGLE_ROLE + WARP_SPECIALIZED))
 
 

@@ -46,7 +46,8 @@ from .capabilities import Capabilities, LoweringError
 from .lowering import align_up
 from .passes import PassTrace
 from .specialized_ops import SpecializedBuilder
-from .specialized_passes import named_barriers, one_group_in_flight, pin_accumulators, take_turns
+from .specialized_passes import (named_barriers, one_group_in_flight, overlapped_wgmmas,
+                                 pin_accumulators, take_turns)
 from .specialized_plan import WARPGROUP, SpecializedPlan, wgmma_layouts
 from .specialized_producer import Producer
 from .swizzle import ALIGN
@@ -143,6 +144,7 @@ class _Kernel(SpecializedBuilder):
         consumer = after("place_sync", place_sync(consumer, buffers, self.values))
         consumer = after("named_barriers", named_barriers(consumer))
         consumer = after("one_group_in_flight", one_group_in_flight(consumer))
+        consumer = after("overlapped_wgmmas", overlapped_wgmmas(consumer, self.values))
         consumer = after("pin_accumulators", pin_accumulators(
             consumer, {op.out for op in ir.walk(consumer) if isinstance(op, ir.Wgmma)}))
         if self.spec.consumer.pingpong:

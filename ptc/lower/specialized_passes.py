@@ -50,6 +50,79 @@ def _deferred_release(loop: ir.Loop) -> ir.Loop | None:
                    tuple(replace(a, lag=1, after_loop=True) for a in arrives))
 
 
+def overlapped_wgmmas(ops, values: dict) -> tuple:
+    """In a loop that issues several wgmmas with CUDA-core work between them (W4A16's
+    planes: dequantize, stage, multiply, eight times), each wgmma but the last stays in
+    flight while that work and the next wgmma are issued: its wait becomes a wait for all
+    but the newest group after the next wgmma, and the release of its slots follows that
+    wait. Only where the work in between neither reads nor defines the wgmma's
+    accumulator nor writes the shared tiles it reads (the next wgmma may accumulate into
+    the same registers: wgmmas of one accumulator run in issue order). The tensor cores
+    then multiply one plane while the CUDA cores dequantize the next."""
+    out = []
+    for op in ops:
+        if isinstance(op, ir.Loop):
+            op = replace(op, body=_overlapped(overlapped_wgmmas(op.body, values), values))
+        out.append(op)
+    return tuple(out)
+
+
+def _overlapped(body: tuple, values: dict) -> tuple:
+    out: list = []
+    deferred: tuple = ()         # the wait and releases of the wgmma still in flight
+    i = 0
+    while i < len(body):
+        op = body[i]
+        out.append(op)
+        i += 1
+        if not isinstance(op, ir.Wgmma):
+            continue
+        if deferred:
+            out += [replace(deferred[0], pending=1), *deferred[1:]]
+            deferred = ()
+        done, end = _wait_and_releases(body, i)
+        after = next((j for j in range(end, len(body)) if isinstance(body[j], ir.Wgmma)), None)
+        if done and after is not None and _independent(body[end:after], op, body[after],
+                                                       values):
+            deferred, i = done, end
+    return tuple(out)
+
+
+def _wait_and_releases(body: tuple, i: int) -> tuple[tuple, int]:
+    """(the wait for all groups at body[i] and the plain slot releases after it, the index
+    past them), or ((), i)."""
+    if i >= len(body) or not isinstance(body[i], ir.WgmmaWait) or body[i].pending:
+        return (), i
+    end = i + 1
+    while end < len(body) and isinstance(body[end], ir.MbarrierArrive) and \
+            not (body[end].per_warp or body[end].lag):
+        end += 1
+    return body[i:end], end
+
+
+def _independent(between: tuple, mma: ir.Wgmma, after: ir.Wgmma, values: dict) -> bool:
+    """Whether `between` and the next wgmma `after` leave `mma`'s accumulator and operand
+    tiles alone (`after` may accumulate into the same registers)."""
+    from .registers import defines
+    from .sync import op_reads, op_scratch
+
+    tiles = {values[o.value].buffer for o in (mma.a, mma.b)
+             if not o.in_registers and isinstance(values.get(o.value), ir.InShared)}
+    if mma.out in {o.value for o in (after.a, after.b)}:
+        return False
+    for op in ir.walk(between):
+        if isinstance(op, (ir.Loop, ir.Iteration, ir.WgmmaWait)):
+            return False
+        if mma.out in op_reads(op) or mma.out in defines(op):
+            return False
+        written = {b for b, write in op_scratch(op) if write}
+        if isinstance(op, ir.StageOperand):
+            written.add(op.buffer)
+        if written & tiles:
+            return False
+    return True
+
+
 def pin_accumulators(ops, accumulators: set[str]) -> tuple:
     """Pin a wgmma accumulator after each CUDA-core definition of it (its zero fill, a
     rescale): ir.PinAccumulators."""

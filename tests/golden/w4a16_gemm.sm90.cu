@@ -653,9 +653,6 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::named_barrier(1 + part, 128);  // %acc is in shared memory for wgmma
         // mma_acc: acc = acc + %A @ %acc@shared on wgmma m64n64k16, 2 atom(s) along m, 2 k-steps
         ptc::wgmma_tile<64, 2, 2, false, 0, 1>(v_acc, ptc::SmemOperand<false, 64, 8192>{smem + 20480u + (u_k % 2) * 8192u, 0}, ptc::SmemOperand<true, 128, 4096>{smem + 180224u, 0}, true);
-        ptc::wgmma_wait<0>();
-        ptc::wgmma_fence_operands<64>(v_acc);  // acc stays in its registers here
-        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229488u + 8u * (u_k % 2));  // empty:A_smem
         ptc::mbarrier_wait_parity(smem + 229504u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:S2_smem
         ptc::mbarrier_wait_parity(smem + 229536u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:Z2_smem
         // %acc2 = ...  (simt_acc22)
@@ -691,9 +688,9 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::named_barrier(1 + part, 128);  // %acc2 is in shared memory for wgmma
         // mma_acc2: acc = acc + %A2 @ %acc2@shared on wgmma m64n64k16, 2 atom(s) along m, 2 k-steps
         ptc::wgmma_tile<64, 2, 2, false, 0, 1>(v_acc, ptc::SmemOperand<false, 64, 8192>{smem + 40960u + (u_k % 2) * 8192u, 0}, ptc::SmemOperand<true, 128, 4096>{smem + 184320u, 0}, true);
-        ptc::wgmma_wait<0>();
+        ptc::wgmma_wait<1>();
         ptc::wgmma_fence_operands<64>(v_acc);  // acc stays in its registers here
-        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229584u + 8u * (u_k % 2));  // empty:A2_smem
+        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229488u + 8u * (u_k % 2));  // empty:A_smem
         ptc::mbarrier_wait_parity(smem + 229600u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:S3_smem
         ptc::mbarrier_wait_parity(smem + 229632u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:Z3_smem
         // %acc3 = ...  (simt_acc3)
@@ -729,9 +726,9 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::named_barrier(1 + part, 128);  // %acc3 is in shared memory for wgmma
         // mma_acc3: acc = acc + %A3 @ %acc3@shared on wgmma m64n64k16, 2 atom(s) along m, 2 k-steps
         ptc::wgmma_tile<64, 2, 2, false, 0, 1>(v_acc, ptc::SmemOperand<false, 64, 8192>{smem + 61440u + (u_k % 2) * 8192u, 0}, ptc::SmemOperand<true, 128, 4096>{smem + 188416u, 0}, true);
-        ptc::wgmma_wait<0>();
+        ptc::wgmma_wait<1>();
         ptc::wgmma_fence_operands<64>(v_acc);  // acc stays in its registers here
-        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229680u + 8u * (u_k % 2));  // empty:A3_smem
+        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229584u + 8u * (u_k % 2));  // empty:A2_smem
         ptc::mbarrier_wait_parity(smem + 229696u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:S4_smem
         ptc::mbarrier_wait_parity(smem + 229728u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:Z4_smem
         // %acc4 = ...  (simt_acc4)
@@ -767,9 +764,9 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::named_barrier(1 + part, 128);  // %acc4 is in shared memory for wgmma
         // mma_acc4: acc = acc + %A4 @ %acc4@shared on wgmma m64n64k16, 2 atom(s) along m, 2 k-steps
         ptc::wgmma_tile<64, 2, 2, false, 0, 1>(v_acc, ptc::SmemOperand<false, 64, 8192>{smem + 81920u + (u_k % 2) * 8192u, 0}, ptc::SmemOperand<true, 128, 4096>{smem + 192512u, 0}, true);
-        ptc::wgmma_wait<0>();
+        ptc::wgmma_wait<1>();
         ptc::wgmma_fence_operands<64>(v_acc);  // acc stays in its registers here
-        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229776u + 8u * (u_k % 2));  // empty:A4_smem
+        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229680u + 8u * (u_k % 2));  // empty:A3_smem
         ptc::mbarrier_wait_parity(smem + 229792u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:S5_smem
         ptc::mbarrier_wait_parity(smem + 229824u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:Z5_smem
         // %acc5 = ...  (simt_acc5)
@@ -805,9 +802,9 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::named_barrier(1 + part, 128);  // %acc5 is in shared memory for wgmma
         // mma_acc5: acc = acc + %A5 @ %acc5@shared on wgmma m64n64k16, 2 atom(s) along m, 2 k-steps
         ptc::wgmma_tile<64, 2, 2, false, 0, 1>(v_acc, ptc::SmemOperand<false, 64, 8192>{smem + 102400u + (u_k % 2) * 8192u, 0}, ptc::SmemOperand<true, 128, 4096>{smem + 196608u, 0}, true);
-        ptc::wgmma_wait<0>();
+        ptc::wgmma_wait<1>();
         ptc::wgmma_fence_operands<64>(v_acc);  // acc stays in its registers here
-        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229872u + 8u * (u_k % 2));  // empty:A5_smem
+        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229776u + 8u * (u_k % 2));  // empty:A4_smem
         ptc::mbarrier_wait_parity(smem + 229888u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:S6_smem
         ptc::mbarrier_wait_parity(smem + 229920u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:Z6_smem
         // %acc6 = ...  (simt_acc6)
@@ -843,9 +840,9 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::named_barrier(1 + part, 128);  // %acc6 is in shared memory for wgmma
         // mma_acc6: acc = acc + %A6 @ %acc6@shared on wgmma m64n64k16, 2 atom(s) along m, 2 k-steps
         ptc::wgmma_tile<64, 2, 2, false, 0, 1>(v_acc, ptc::SmemOperand<false, 64, 8192>{smem + 122880u + (u_k % 2) * 8192u, 0}, ptc::SmemOperand<true, 128, 4096>{smem + 200704u, 0}, true);
-        ptc::wgmma_wait<0>();
+        ptc::wgmma_wait<1>();
         ptc::wgmma_fence_operands<64>(v_acc);  // acc stays in its registers here
-        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229968u + 8u * (u_k % 2));  // empty:A6_smem
+        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229872u + 8u * (u_k % 2));  // empty:A5_smem
         ptc::mbarrier_wait_parity(smem + 229984u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:S7_smem
         ptc::mbarrier_wait_parity(smem + 230016u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:Z7_smem
         // %acc7 = ...  (simt_acc7)
@@ -881,9 +878,9 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::named_barrier(1 + part, 128);  // %acc7 is in shared memory for wgmma
         // mma_acc7: acc = acc + %A7 @ %acc7@shared on wgmma m64n64k16, 2 atom(s) along m, 2 k-steps
         ptc::wgmma_tile<64, 2, 2, false, 0, 1>(v_acc, ptc::SmemOperand<false, 64, 8192>{smem + 143360u + (u_k % 2) * 8192u, 0}, ptc::SmemOperand<true, 128, 4096>{smem + 204800u, 0}, true);
-        ptc::wgmma_wait<0>();
+        ptc::wgmma_wait<1>();
         ptc::wgmma_fence_operands<64>(v_acc);  // acc stays in its registers here
-        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 230064u + 8u * (u_k % 2));  // empty:A7_smem
+        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 229968u + 8u * (u_k % 2));  // empty:A6_smem
         ptc::mbarrier_wait_parity(smem + 230080u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:S8_smem
         ptc::mbarrier_wait_parity(smem + 230112u + 8u * (u_k % 2), (uint32_t)((u_k / 2) & 1));  // full:Z8_smem
         // %acc8 = ...  (simt_acc8)
@@ -921,6 +918,9 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         ptc::named_barrier(1 + part, 128);  // %acc8 is in shared memory for wgmma
         // mma_acc8: acc = acc + %A8 @ %acc8@shared on wgmma m64n64k16, 2 atom(s) along m, 2 k-steps
         ptc::wgmma_tile<64, 2, 2, false, 0, 1>(v_acc, ptc::SmemOperand<false, 64, 8192>{smem + 163840u + (u_k % 2) * 8192u, 0}, ptc::SmemOperand<true, 128, 4096>{smem + 208896u, 0}, true);
+        ptc::wgmma_wait<1>();
+        ptc::wgmma_fence_operands<64>(v_acc);  // acc stays in its registers here
+        if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 230064u + 8u * (u_k % 2));  // empty:A7_smem
         ptc::wgmma_wait<0>();
         ptc::wgmma_fence_operands<64>(v_acc);  // acc stays in its registers here
         if (tid % 128 == 0) ptc::mbarrier_arrive(smem + 230160u + 8u * (u_k % 2));  // empty:A8_smem
