@@ -29,7 +29,8 @@ from ptc.runtime.ptxas import kernel_name  # noqa: E402
 
 
 # the samples with a Triton baseline (benchmarks/baselines/triton_<sample>.py)
-SAMPLES = ("gemm", "flash_attn", "w8a8_gemm", "fp8_gemm", "fp8_blockscaled_gemm")
+SAMPLES = ("gemm", "flash_attn", "w8a8_gemm", "fp8_gemm", "fp8_blockscaled_gemm",
+           "fp8_flash_attn")
 
 
 def ptc_build(sample: str, target: str, shapes: str | None, out: Path) -> dict:
@@ -92,7 +93,7 @@ def main_hip(target: str, shape: str | None) -> None:
             stages = plan["stages"]
             label = " ".join(f"{k}={v}" for k, v in tiles.items())
             print(f"{'ptc ' + sample:<34}" + isa_row(ours))
-            if sample == "flash_attn":
+            if sample in ("flash_attn", "fp8_flash_attn"):
                 tiles = {"BM": tiles["BM"], "BN": tiles["BN"], "D": _head_dim(shape)}
             try:
                 path = triton_compile(sample, tiles, warps, stages, target, out)
@@ -135,7 +136,7 @@ def main() -> None:
             stages = plan["stages"]
             label = " ".join(f"{k}={v}" for k, v in tiles.items())
             print(f"{'ptc ' + sample:<34}" + _cells(row(ours)))
-            if sample == "flash_attn":
+            if sample in ("flash_attn", "fp8_flash_attn"):
                 tiles = {"BM": tiles["BM"], "BN": tiles["BN"], "D": _head_dim(args.shape)}
             try:
                 theirs = mainloop_reports(triton_sass(sample, tiles, warps, stages, arch, out))[0]

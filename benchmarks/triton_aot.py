@@ -23,7 +23,8 @@ VENV = HERE / ".venv-triton"
 # baseline -> its @triton.jit function in benchmarks/baselines/triton_<baseline>.py
 KERNELS = {"gemm": "gemm_kernel", "flash_attn": "attn_fwd_kernel",
            "w8a8_gemm": "w8a8_gemm_kernel", "fp8_gemm": "fp8_gemm_kernel",
-           "fp8_blockscaled_gemm": "fp8_blockscaled_gemm_kernel"}
+           "fp8_blockscaled_gemm": "fp8_blockscaled_gemm_kernel",
+           "fp8_flash_attn": "fp8_attn_fwd_kernel"}
 
 
 def ensure_venv() -> Path:
