@@ -72,6 +72,7 @@ def bind_call(sig: Signature, shapes: Mapping[str, int], args, named, out) -> Bo
     scalars = [_bind_scalar(p, values[p.name]) for p in sig.scalars]
     return BoundCall(tensors, set(outs), scalars, dims, on_device, streams)
 
+
 def check_multiples(sig: Signature, dims: Mapping[str, int]) -> None:
     """The build's `divides` lines (its tile sizes) against a call's dims."""
     for dim, tile, size, line in sig.multiples:

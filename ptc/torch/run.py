@@ -14,7 +14,7 @@ from ..runtime.binding import BoundCall, check_multiples
 from ..runtime.errors import ArgumentError, LaunchError
 from ..runtime.signature import signature_of
 from ..sema import typed as T
-from .tensors import arguments, host_view
+from .tensors import host_view
 
 DEFAULT_EMULATED_TARGET = "sm80"
 
@@ -67,12 +67,12 @@ class Runner:
         target = self.target or DEFAULT_EMULATED_TARGET
         prepared, emulated = self.build(("emulate", target), call.dims, self.emulated)
         sig = prepared.signature
-        checked = bind_again(sig, call, args)            # this build's `divides` lines
+        check_multiples(sig, call.dims)                   # this build's `divides` lines
         inputs = self.host_inputs(args)
         tensors = [inputs[p.name] for p in sig.tensor_inputs] + \
                   [host_view(outputs[p.name], p.dtype) for p in sig.outputs]
         try:
-            emulated.launch(tensors, checked.scalars, [checked.dims[d.name] for d in sig.dims],
+            emulated.launch(tensors, call.scalars, [call.dims[d.name] for d in sig.dims],
                             what=sig.kernel)
         except EmulationError as exc:
             raise LaunchError(str(exc).splitlines()[0].rstrip(":")) from None
@@ -125,13 +125,6 @@ class Runner:
             return run(choice.plan)
         except CompileError:          # the entry's plan no longer builds: the search's
             return run(None)
-
-
-def bind_again(sig, call: BoundCall, args) -> BoundCall:
-    """`call` checked against a build's own signature (its tile sizes' `divides` lines)."""
-    from ..runtime.binding import bind_call
-
-    return bind_call(sig, call.dims, arguments(args), {}, None)
 
 
 def current_stream(device: torch.device) -> int:
