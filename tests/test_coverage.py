@@ -112,10 +112,14 @@ def test_the_cuda_renderer_has_a_wgmma_wrapper_for_every_reachable_width():
               if f.instruction == "wgmma" and why is None}
     assert widths and widths <= wrapped, sorted(widths - wrapped)
     # the 8-bit ones: Wgmma8<N>::ss_s8 (issue 21, part 3c)
-    s8 = {int(n) for n in re.findall(r"wgmma8_ss_s8_n(\d+)\(d, desc_a", text)}
-    widths8 = {f.args["n"] for f, why in universe(get_device("sm90")).items()
-               if f.instruction == "wgmma" and f.args["dtype"] == "i8" and why is None}
-    assert widths8 and widths8 <= s8, sorted(widths8 - s8)
+    for a, form in (("shared", "ss"), ("registers", "rs")):
+        s8 = {int(n) for n in re.findall(rf"void wgmma8_{form}_s8_n(\d+)\(", text)}
+        fp8 = {int(n) for n in re.findall(rf"void wgmma8_{form}_e5m2_e4m3_n(\d+)\(", text)}
+        for dtype, wrapped8 in (("i8", s8), ("f8e5m2", fp8)):
+            widths8 = {f.args["n"] for f, why in universe(get_device("sm90")).items()
+                       if f.instruction == "wgmma" and f.args["dtype"] == dtype
+                       and f.args["a"] == a and why is None}
+            assert widths8 and widths8 <= wrapped8, (a, dtype, sorted(widths8 - wrapped8))
 
 
 def test_forms_of_takes_the_variant_a_launch_at_the_dims_runs():
@@ -191,7 +195,8 @@ def test_every_reachable_form_is_covered_by_a_case_that_matches_the_interpreter(
 @pytest.mark.nvcc
 def test_nvcc_builds_a_wgmma_of_every_reachable_width(tmp_path):
     """Every N the universe calls reachable, A from shared memory and from registers, f16
-    and bf16, through wgmma.cuh's wgmma_tile, and the i8 and FP8 ones through wgmma_tile8: ptxas
+    and bf16, through wgmma.cuh's wgmma_tile, and the i8 and FP8 ones (A from shared
+    memory and from registers) through wgmma_tile8: ptxas
     takes them for sm_90a (issue 20: N = 24 stopped at a static_assert)."""
     import subprocess
 
@@ -224,7 +229,10 @@ def test_nvcc_builds_a_wgmma_of_every_reachable_width(tmp_path):
            "__global__ void widths8(int* out, unsigned base) {",
            "  int acc[N / 2] = {};",
            "  const ptc::SmemOperand<false, 64, 4096, 1> a{base, 0}, b{base + 8192u, 0};",
+           "  uint32_t regs[8] = {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u};",
            "  ptc::wgmma_tile8<N, 1, 2, ptc::Wgmma8Kind::S8>(acc, a, b, false);",
+           "  ptc::wgmma_tile8<N, 1, 2, ptc::Wgmma8Kind::S8>(acc, ptc::RegOperand<2>{regs}, b, "
+           "true);",
            "  ptc::wgmma_wait<0>();",
            "  for (int i = 0; i < N / 2; ++i) out[i] = acc[i];",
            "}"]
@@ -233,7 +241,10 @@ def test_nvcc_builds_a_wgmma_of_every_reachable_width(tmp_path):
            "__global__ void widths_fp8(float* out, unsigned base) {",
            "  float acc[N / 2] = {};",
            "  const ptc::SmemOperand<false, 64, 4096, 1> a{base, 0}, b{base + 8192u, 0};",
+           "  uint32_t regs[8] = {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u};",
            "  ptc::wgmma_tile8<N, 1, 2, ptc::Wgmma8Kind::E4M3_E5M2>(acc, a, b, false);",
+           "  ptc::wgmma_tile8<N, 1, 2, ptc::Wgmma8Kind::E5M2_E4M3>(acc, "
+           "ptc::RegOperand<2>{regs}, b, true);",
            "  ptc::wgmma_wait<0>();",
            "  for (int i = 0; i < N / 2; ++i) out[i] = acc[i];",
            "}"]
@@ -257,6 +268,12 @@ def test_nvcc_builds_a_wgmma_of_every_reachable_width(tmp_path):
     issued_fp8 = set(map(int, re.findall(
         r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k32\.f32\.e4m3\.e5m2", ptx.read_text())))
     assert widths_fp8 and issued_fp8 == set(widths_fp8)
+    # A from registers: a brace list of four registers after the accumulators'
+    rs8 = set(map(int, re.findall(r"m64n(\d+)k32\.s32\.s8\.s8\s+\{[^}]*\},\s*\{%r",
+                                  ptx.read_text())))
+    rs_fp8 = set(map(int, re.findall(r"m64n(\d+)k32\.f32\.e5m2\.e4m3\s+\{[^}]*\},\s*\{%r",
+                                     ptx.read_text())))
+    assert rs8 == set(widths8) and rs_fp8 == set(widths_fp8)
 
 
 # ---- what the coverage found: each fix, undone, fails its case ------------------------------

@@ -290,6 +290,36 @@ def test_conversions_are_the_same_bits_on_every_target():
         check_outputs(got, want, target)
 
 
+@pytest.mark.cxx
+def test_sm90_converts_by_the_instruction_and_makes_every_nan_0x7f():
+    """sm90 converts to FP8 by cvt.rn.satfinite (the device feature cvt_fp8: the lowered
+    kernel's fp8_cvt, the source's PTC_CVT_FP8). The emulation's cvt keeps a NaN's sign,
+    an answer the PTX ISA allows; the fix-up after it gives 0x7F (checked above with the
+    other codes), and without the fix-up the negative NaNs come out 0xFF."""
+    from ptc.device_headers import SHARED
+    from ptc.render.emulate import build_emulated
+
+    kernel = typed(CONVERT)
+    inputs = convert_inputs()
+    source, _, _, device, _ = driver.render(kernel, "sm90", shapes=SHAPES)
+    assert "#define PTC_CVT_FP8 1" in source
+    assert "PTC_CVT_FP8" not in driver.render(kernel, "sm80", shapes=SHAPES)[0]
+    nans = {name: np.flatnonzero(np.isnan(inputs[x].astype(np.float32).ravel()) &
+                                 np.signbit(inputs[x].astype(np.float32).ravel()))
+            for name, x in (("PF", "F"), ("QF", "G"))}
+    got = build_emulated(source, backend=device)(kernel, inputs, SHAPES)
+    for name, where in nans.items():
+        assert where.size and (bits(got[name]).ravel()[where] == 0x7F).all(), name
+    text = (SHARED / "ptc_numerics.h").read_text()
+    good = "return f8e4m3{(c & 0x7fu) == 0x7fu ? static_cast<uint8_t>(0x7fu) : c};"
+    assert good in text
+    slip = build_emulated(source, backend=device,
+                          header_overrides={"ptc_numerics.h": text.replace(good,
+                                                                           "return f8e4m3{c};")})
+    got = slip(kernel, inputs, SHAPES)
+    assert (bits(got["PF"]).ravel()[nans["PF"]] == 0xFF).all()
+
+
 # ---- loads, pads, arithmetic ------------------------------------------------------------------
 PADS = """
 kernel pads(P: f8e4m3[M, N], Q: f8e5m2[M, N]) -> (PS: f32[M], QS: f32[M], S: f32[N]) {
@@ -555,8 +585,17 @@ def all_of_it(tmp_path):
     return path
 
 
+# ptxas at its own register choice (MIN_BLOCKS = 0): the known case of tests/test_nvcc.SPILLS
+SM90_SPILL = ("with the FP8 encode by cvt (PTC_CVT_FP8), the aligned variant, left to ptxas's "
+              "heuristic (no minimum of blocks: the plan's estimate of ~52 registers allows "
+              "several), takes 40 registers and spills 4 bytes; told 1 block it takes 48 and "
+              "none (the same with __launch_bounds__(THREADS) alone): one register estimate, "
+              "issue 24")
+
+
 @pytest.mark.nvcc
-@pytest.mark.parametrize("target", ["sm80", "sm90"])
+@pytest.mark.parametrize("target", ["sm80", pytest.param("sm90", marks=pytest.mark.xfail(
+    strict=True, reason=SM90_SPILL))])
 def test_fp8_kernels_build_with_nvcc(all_of_it, target, tmp_path):
     from test_bits_bytes_functions import nvcc_build
 

@@ -7,6 +7,7 @@ the descriptors address them in bytes (a 32-byte k-step is 32 elements), and the
 computes each wgmma from the PTX ISA's K-major canonical layouts with T = 16 elements per
 16 bytes. The truth is NumPy's int64 product wrapped to 32 bits (test_int8_mma.formula).
 8-bit wgmma has no transposes, so B stored `[K, N]` keeps mma.sync and explain says why.
+An 8-bit A computed in registers is read from there (RS), four bytes a register.
 """
 from __future__ import annotations
 
@@ -115,27 +116,78 @@ def test_b_stored_k_by_n_keeps_mma_sync_and_explain_says_why():
     assert any("(mma.sync m16n8k32 .s8)" in t for t in texts), texts
 
 
-def test_an_i8_a_computed_in_registers_keeps_mma_sync():
-    """RS with 8-bit A is not issued: the plan construction says so, and the search takes a
-    multistage plan on mma.sync."""
-    from ptc.driver import schedule
+RS_I8 = KERNELS["igemm_nt"].replace("acc += load(A[i, k]) @ load(B[j, k]).T",
+                                    "acc += ((load(A[i, k]) >> 1) as i8) @ load(B[j, k]).T")
 
-    text = KERNELS["igemm_nt"].replace("acc += load(A[i, k]) @ load(B[j, k]).T",
-                                       "acc += ((load(A[i, k]) / 2) as i8) @ load(B[j, k]).T")
-    shapes = dict(M=1024, N=1024, K=1024)
-    kernel = typed(text, shapes)
+
+@lru_cache(maxsize=None)
+def specialized_rs(case: str):
+    """The i8 GEMM whose A is computed in registers (halved by a shift), warp-specialized."""
+    shapes, tiles, consumers = CASES[case]
+    kernel = typed(RS_I8, shapes)
     (graph,) = build_graphs(kernel)
-    graph = propagate(graph, dict(BM=128, BN=128, BK=64))
-    with pytest.raises(Unfit, match="8-bit wgmma with A from registers"):
-        construct(graph, SM90, Choice("warp_specialized", 2, 2))
-    result = schedule(kernel, "sm90", shapes=shapes, tiles=dict(BM=64, BN=64, BK=64))
-    assert result.best.plan.style != "warp_specialized"
+    graph = propagate(graph, tiles)
+    plan = construct(graph, SM90, Choice("warp_specialized", 2, consumers))
+    return kernel, plan, render_kernel(kernel, plan, graph, SM90)
+
+
+def rs_truth(inputs: dict) -> np.ndarray:
+    return truth("igemm_nt", dict(inputs, A=(inputs["A"] >> 1).astype(np.int8)))
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_an_i8_a_computed_in_registers_runs_on_wgmma_rs(case):
+    """RS wgmma with 8-bit A: the halved A tile stays in registers, packed four bytes a
+    register (mma.sync m16n8k32's A per warp), and wgmma reads it from there; the emulator
+    reads each byte where the PTX ISA's m64nNk32 A fragment puts it."""
+    kernel, plan, source = specialized_rs(case)
+    shapes = CASES[case][0]
+    assert plan.style == "warp_specialized"
+    assert "ptc::RegOperand<" in source and "ptc::pack_bytes<" in source
+    inputs = make_inputs("igemm_nt", shapes)
+    want = rs_truth(inputs)
+    run = emulated(source, SM90)
+    for config in ORDERS:
+        np.testing.assert_array_equal(run(kernel, inputs, shapes, **config)["C"], want,
+                                      err_msg=str(config))
+
+
+# (a slip in where an 8-bit A fragment's bytes go, the same with a slip): each gives wrong
+# numbers, so the test above holds the packing and the emulator's reading to the PTX ISA
+RS_SLIPS = [
+    ("wgmma.cuh", "v |= static_cast<uint32_t>(byte_bits(bytes[4 * w + j])) << (8 * j);",
+     "v |= static_cast<uint32_t>(byte_bits(bytes[4 * w + j])) << (8 * (3 - j));"),
+    ("ptc_emulate_sm90.h", "reg = half + 2 * (k / 16);", "reg = 2 * half + k / 16;"),
+    ("ptc_emulate_sm90.h", "const int lane = 4 * g + (k % 16) / 4, reg",
+     "const int lane = 4 * g + (k % 8) / 2, reg"),
+]
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("header, good, bad", RS_SLIPS, ids=["byte-order", "register", "lane"])
+def test_a_slip_in_the_8bit_a_fragment_gives_wrong_numbers(header, good, bad):
+    from ptc.render.emulate import EmulationError
+
+    kernel, _, source = specialized_rs("even")
+    shapes = CASES["even"][0]
+    inputs = make_inputs("igemm_nt", shapes)
+    want = rs_truth(inputs)
+    folder = HEADERS / "emulate" if header.startswith("ptc_emulate") else HEADERS
+    text = (folder / header).read_text()
+    assert good in text, f"{header} no longer holds {good!r}"
+    run = emulated(source, SM90, ((header, text.replace(good, bad)),))
+    try:
+        got = run(kernel, inputs, shapes)["C"]
+    except EmulationError:
+        return
+    assert (got != want).mean() > 0.25, bad
 
 
 # (a slip in wgmma.cuh's 8-bit path, the same with a slip): each must give wrong numbers
 SLIPS = [
     # the k-step as for 16-bit elements: 16 bytes instead of 32
-    ("a.desc(mi * 64, ks * 32), b.desc(0, ks * 32)", "a.desc(mi * 64, ks * 16), b.desc(0, ks * 16)"),
+    ("b.desc(0, ks * 32),", "b.desc(0, ks * 16),"),
     # elements counted as 2 bytes in the tile's offsets
     ("col = (MN_MAJOR ? mn : k) * ELEM;", "col = (MN_MAJOR ? mn : k) * 2;"),
     # the 8-row stride (SBO) of a K-major tile doubled

@@ -57,41 +57,39 @@ def wrapper(n: int, rs: bool) -> str:
 FP8 = ("e4m3", "e5m2")
 
 
-def wrapper_fp8(n: int, a: str, b: str) -> str:
-    """wgmma m64nNk32 .f32.{a}.{b}, A and B by descriptors (K-major; imm-scale-a/b 1)."""
+def wrapper8(n: int, kind: str, rs: bool) -> str:
+    """wgmma m64nNk32 of one 8-bit `kind` ("s8": .s32.s8.s8, int accumulators; "A_B": .f32
+    with FP8 inputs, imm-scale-a/b 1), B by descriptor (K-major: 8-bit wgmma has no
+    transpose operands) and A by descriptor (SS) or from four registers of four bytes each
+    (RS: mma.sync m16n8k32's A fragment per warp)."""
     regs = n // 2
     d = ", ".join(f"%{i}" for i in range(regs))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    acc, ctype = ("r", "int") if kind == "s8" else ("f", "float")
+    outs = ", ".join(f'"+{acc}"(d[{i}])' for i in range(regs))
+    if rs:
+        a_operand = "{" + ", ".join(f"%{regs + i}" for i in range(4)) + "}"
+        b_at = regs + 4
+        a_in, a_sig = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), ', "const uint32_t* a"
+    else:
+        a_operand, b_at, a_in, a_sig = f"%{regs}", regs + 1, '"l"(desc_a), ', "uint64_t desc_a"
+    types = "s32.s8.s8" if kind == "s8" else "f32." + kind.replace("_", ".")
+    scales = "p" if kind == "s8" else "p, 1, 1"
     return "\n".join([
-        f"__device__ __forceinline__ void wgmma8_ss_{a}_{b}_n{n}(float* d, uint64_t desc_a, "
-        "uint64_t desc_b, int scale_d) {",
+        f"__device__ __forceinline__ void wgmma8_{'rs' if rs else 'ss'}_{kind}_n{n}({ctype}* d, "
+        f"{a_sig}, uint64_t desc_b, int scale_d) {{",
         "  asm volatile(",
-        '      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %' + str(regs + 2) + ', 0;\\n"',
-        f'      "wgmma.mma_async.sync.aligned.m64n{n}k32.f32.{a}.{b} "',
+        '      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %' + str(b_at + 1) + ', 0;\\n"',
+        f'      "wgmma.mma_async.sync.aligned.m64n{n}k32.{types} "',
         f'      "{{{d}}}, "',
-        f'      "%{regs}, %{regs + 1}, p, 1, 1;\\n}}\\n"',
+        f'      "{a_operand}, %{b_at}, {scales};\\n}}\\n"',
         f"      : {outs}",
-        '      : "l"(desc_a), "l"(desc_b), "r"(scale_d));',
+        f'      : {a_in}"l"(desc_b), "r"(scale_d));',
         "}"])
 
 
-def wrapper8(n: int) -> str:
-    """wgmma m64nNk32 .s32.s8.s8, A and B by descriptors (K-major: 8-bit wgmma has no
-    transpose operands, nor imm-scale-a/b for integer types)."""
-    regs = n // 2
-    d = ", ".join(f"%{i}" for i in range(regs))
-    outs = ", ".join(f'"+r"(d[{i}])' for i in range(regs))
-    return "\n".join([
-        f"__device__ __forceinline__ void wgmma8_ss_s8_n{n}(int* d, uint64_t desc_a, "
-        "uint64_t desc_b, int scale_d) {",
-        "  asm volatile(",
-        '      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %' + str(regs + 2) + ', 0;\\n"',
-        f'      "wgmma.mma_async.sync.aligned.m64n{n}k32.s32.s8.s8 "',
-        f'      "{{{d}}}, "',
-        f'      "%{regs}, %{regs + 1}, p;\\n}}\\n"',
-        f"      : {outs}",
-        '      : "l"(desc_a), "l"(desc_b), "r"(scale_d));',
-        "}"])
+def kinds8(n: int) -> list[str]:
+    """The 8-bit kinds wgmma has at width n (.s8 only at the PTX ISA's integer shapes)."""
+    return (["s8"] if n in N_S8 else []) + [f"{a}_{b}" for a in FP8 for b in FP8]
 
 
 def main() -> None:
@@ -127,28 +125,23 @@ def main() -> None:
                   f"    wgmma_rs_n{n}<BF16, TRANS_B>(d, a, desc_b, scale_d);",
                   "  }",
                   "};"]
-    parts += ["", "// 8-bit inputs: m64nNk32 (issue 21, part 3c)"]
-    for n in N_S8:
-        parts += [wrapper8(n), ""]
+    parts += ["", "// 8-bit inputs: m64nNk32 (issue 21, part 3c), A by descriptor (ss) or from",
+              "// registers (rs)"]
     for n in N_VALUES:
-        for a in FP8:
-            for b in FP8:
-                parts += [wrapper_fp8(n, a, b), ""]
-    parts += ["// Wgmma8<N>::ss_s8 / ss_A_B: the 8-bit wrappers of one N (an N the PTX ISA does "
-              "not allow for .s8 has no ss_s8)",
+        for kind in kinds8(n):
+            parts += [wrapper8(n, kind, rs=False), "", wrapper8(n, kind, rs=True), ""]
+    parts += ["// Wgmma8<N>::ss_KIND / rs_KIND: the 8-bit wrappers of one N (an N the PTX ISA "
+              "does not allow for .s8 has no ss_s8 / rs_s8)",
               "template <int N> struct Wgmma8;"]
     for n in N_VALUES:
         parts.append(f"template <> struct Wgmma8<{n}> {{")
-        if n in N_S8:
-            parts += ["  static __device__ __forceinline__ void ss_s8(int* d, uint64_t desc_a, "
-                      "uint64_t desc_b, int scale_d) {",
-                      f"    wgmma8_ss_s8_n{n}(d, desc_a, desc_b, scale_d);",
-                      "  }"]
-        for a in FP8:
-            for b in FP8:
-                parts += [f"  static __device__ __forceinline__ void ss_{a}_{b}(float* d, "
-                          "uint64_t desc_a, uint64_t desc_b, int scale_d) {",
-                          f"    wgmma8_ss_{a}_{b}_n{n}(d, desc_a, desc_b, scale_d);",
+        for kind in kinds8(n):
+            ctype = "int" if kind == "s8" else "float"
+            for form, a_sig, a_arg in (("ss", "uint64_t desc_a", "desc_a"),
+                                       ("rs", "const uint32_t* a", "a")):
+                parts += [f"  static __device__ __forceinline__ void {form}_{kind}({ctype}* d, "
+                          f"{a_sig}, uint64_t desc_b, int scale_d) {{",
+                          f"    wgmma8_{form}_{kind}_n{n}(d, {a_arg}, desc_b, scale_d);",
                           "  }"]
         parts.append("};")
     parts += ["", "}  // namespace ptx", "}  // namespace ptc", ""]

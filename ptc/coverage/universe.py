@@ -286,11 +286,11 @@ def _specialized(device, t: str):
             for dtype in atom.dtypes:
                 yield form(t, "wgmma", n=n, a=a, dtype=dtype)
     # 8-bit inputs (m64nNk32, .s8 and FP8): the PTX ISA's widths for them, A from shared
-    # memory only
-    # (RS with 8-bit A is not issued: construct keeps such products on mma.sync)
+    # memory or from registers (four bytes a register)
     for dtype in ("i8", "f8e4m3", "f8e5m2"):
         for n in wgmma_widths(dtype):
-            yield form(t, "wgmma", n=n, a="shared", dtype=dtype)
+            for a in ("registers", "shared"):
+                yield form(t, "wgmma", n=n, a=a, dtype=dtype)
     for operand in ("a", "b"):
         for major in ("K", "MN"):
             for span in SPANS:

@@ -20,7 +20,9 @@ ARCH_OF = {"nvidia": (r"sm_\d+[af]?", "sm_NN, e.g. sm_90a"),
 # when a template learns a new instruction family.
 FEATURES = {
     "nvidia": ("cp_async", "ldmatrix", "stmatrix", "mma_sync", "mbarrier", "named_barrier",
-               "tma", "wgmma", "setmaxnreg", "cluster"),
+               "tma", "wgmma", "setmaxnreg", "cluster",
+               # cvt_fp8: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (sm89+; LoweredKernel.fp8_cvt)
+               "cvt_fp8"),
     # mfma_i8: v_mfma_i32_{32x32x8,16x16x16}i8 (CDNA1/2); mfma_i8_k8: CDNA3's
     # v_mfma_i32_{32x32x16,16x16x32}_i8, eight i8 per lane; mfma_f8: CDNA3's
     # v_mfma_f32_{32x32x16,16x16x32}_{fp8,bf8}_{fp8,bf8}, FNUZ operands (ptc/lower/atoms.py)

@@ -31,6 +31,9 @@ SFU = SFU_OPS           # the op table's transcendentals (ptc.ops)
 # instructions beyond a byte load or store, read from sm_80 / sm_90a SASS (nvcc 13.0)
 FP8_ENCODE_INSTRUCTIONS = 20
 FP8_DECODE_INSTRUCTIONS = 14
+# by the instruction (LoweredKernel.fp8_cvt): F2FP.SATFINITE, then the NaN fix-up (LOP3,
+# ISETP, SEL): sm_90a SASS of fp8_flash_attn's P (nvcc 13.0)
+FP8_CVT_ENCODE_INSTRUCTIONS = 4
 FP8 = ("f8e4m3", "f8e5m2")
 # FP8 operands widened to f16 on the way to an f16 instruction (atoms.Atom.widens_to;
 # mma_sync.cuh, Mma16832F8), per 32-bit register of four bytes: e5m2 is f16's top byte
@@ -57,17 +60,19 @@ GATHER_INSTRUCTIONS_PER_CHUNK = 3
 
 
 def expression_counts(e: T.TExpr, values: dict, fused: bool = False,
-                      per_row: bool = False, arith16: tuple[str, ...] = ()) -> tuple[int, int, int]:
+                      per_row: bool = False, arith16: tuple[str, ...] = (),
+                      fp8_cvt: bool = False) -> tuple[int, int, int]:
     """(simt ops, sfu ops, shared reads) per value of an elementwise expression, as the
     compilers issue it: a product added or subtracted is one fused multiply-add (`fused`:
     this product is); `exp` is a multiply by log2 e and the SFU's 2^x; what a broadcast
     (`x[:, None]`) reads is computed once per row, not per value (`per_row`: nothing
-    counted but shared-memory reads); `arith16`: the 16-bit dtypes computed in 16 bits."""
+    counted but shared-memory reads); `arith16`: the 16-bit dtypes computed in 16 bits;
+    `fp8_cvt`: conversions to FP8 by the instruction."""
     simt = sfu = shared = 0
     if isinstance(e, (T.Elementwise, T.Convert)) and not per_row:
         simt += 0 if fused else 1 + (e.op == "exp" if isinstance(e, T.Elementwise) else 0)
         if isinstance(e, T.Convert) and e.type.dtype in FP8 and e.arg.type.dtype != e.type.dtype:
-            simt += FP8_ENCODE_INSTRUCTIONS - 1
+            simt += (FP8_CVT_ENCODE_INSTRUCTIONS if fp8_cvt else FP8_ENCODE_INSTRUCTIONS) - 1
         elif isinstance(e, T.Convert) and e.arg.type.dtype in FP8:
             simt += FP8_DECODE_INSTRUCTIONS - 1
         if isinstance(e, T.Elementwise) and e.op in SFU:
@@ -82,7 +87,7 @@ def expression_counts(e: T.TExpr, values: dict, fused: bool = False,
         into = fuse and isinstance(c, T.Elementwise) and c.op == "mul"
         fuse = fuse and not into             # one product per add
         a, b, s = expression_counts(c, values, into, per_row or isinstance(e, T.Expand),
-                                    arith16)
+                                    arith16, fp8_cvt)
         simt, sfu, shared = simt + a, sfu + b, shared + s
     return simt, sfu, shared
 
@@ -112,7 +117,8 @@ def task_costs(kernel: ir.LoweredKernel, graph: STaskGraph, device) -> tuple[ir.
             pair_counts(acc[op.task], op, kernel, values, size(op.target))
         elif isinstance(op, ir.Compute):
             n = size(op.target)
-            simt, sfu, shared = expression_counts(op.expr, values, arith16=kernel.arith16)
+            simt, sfu, shared = expression_counts(op.expr, values, arith16=kernel.arith16,
+                                                  fp8_cvt=kernel.fp8_cvt)
             c = acc[op.task]
             c["simt_instructions"] += n * max(simt, 1)
             c["sfu_instructions"] += n * sfu
@@ -177,7 +183,8 @@ def pair_counts(c: dict[str, int], op: ir.Compute, kernel: ir.LoweredKernel, val
     simt = n // 2 * pairs.pair_instructions(node)
     sfu = shared = 0
     for leaf in pairs.pair_leaves(node):
-        a, b, s = expression_counts(leaf, values, arith16=kernel.arith16)
+        a, b, s = expression_counts(leaf, values, arith16=kernel.arith16,
+                                    fp8_cvt=kernel.fp8_cvt)
         simt, sfu, shared = simt + n * a, sfu + n * b, shared + n * s
     c["simt_instructions"] += simt
     c["sfu_instructions"] += sfu
@@ -191,7 +198,8 @@ def reduce_counts(c: dict[str, int], op: ir.Reduce, kernel: ir.LoweredKernel, va
     a combine per lane mask per result value, and a shared store per result value where
     warps combine (WarpCombine counts the rest)."""
     lay = kernel.layout(op.source_layout)
-    simt, sfu, shared = expression_counts(op.expr, values, arith16=kernel.arith16)
+    simt, sfu, shared = expression_counts(op.expr, values, arith16=kernel.arith16,
+                                          fp8_cvt=kernel.fp8_cvt)
     c["simt_instructions"] += lay.size * (max(simt, 0) + 1) + 2 * out * len(op.lane_masks)
     c["sfu_instructions"] += lay.size * sfu
     c["shuffles"] += out * len(op.lane_masks)

@@ -546,6 +546,7 @@ class LoweredKernel:
     # the ranges of the i32 values the kernel names once (sema.ranges.named_ranges): what
     # the pair forms of ptc.lower.pairs read, in the lowering, the cost model and the renderer
     int_ranges: tuple[tuple[str, tuple[int, int]], ...] = ()
+    fp8_cvt: bool = False    # conversions to FP8 by the instruction (lowering.fp8_by_cvt)
 
     def layout(self, name: str) -> Layout:
         for lay in self.layouts:

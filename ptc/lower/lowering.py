@@ -50,6 +50,14 @@ from .tiles import TileError, divisible_all, extent_value, global_tile, until_bo
 from .tiling_choice import cheapest_tilings, tiling_cost
 
 
+def fp8_by_cvt(device: Device, values, buffers) -> bool:
+    """Whether a kernel converts to FP8 by the device's instruction (feature cvt_fp8: sm89+'s
+    cvt.rn.satfinite, its NaN made 0x7F) rather than ptc's bit manipulation: where it holds
+    FP8 values in registers or shared memory. What the renderer defines (PTC_CVT_FP8), the
+    cost model counts and `--emit lowered` prints (LoweredKernel.fp8_cvt)."""
+    return "cvt_fp8" in device.features and any(
+        getattr(v, "dtype", "") in ("f8e4m3", "f8e5m2") for v in [*values, *buffers])
+
 class Lowering:
     def __init__(self, plan: Plan, graph: STaskGraph, device: Device,
                  caps: Capabilities | None, trace: PassTrace | None = None):
@@ -268,7 +276,7 @@ class Builder:
             tuple(self.layouts.values()), tuple(buffers), tuple(self.values.items()), body,
             tuple(self.units.items()), (), tuple(dict.fromkeys(self.alignment)),
             tuple(self.low.notes), arith16=self.low.caps.arith16() if self.low.caps else (),
-            int_ranges=tuple(self.int_ranges.items()))
+            int_ranges=tuple(self.int_ranges.items()), fp8_cvt=fp8_by_cvt(dev, self.values.values(), buffers))
         return replace(kernel, costs=task_costs(kernel, self.graph, dev))
 
     def alu_accumulator_blocks(self, body, registers: int, blocks: int) -> int:

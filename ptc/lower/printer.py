@@ -21,6 +21,8 @@ def print_lowered(k: ir.LoweredKernel) -> str:
     if k.arith16:
         lines.append(f"  16-bit + - * computed in 16 bits: {', '.join(k.arith16)} (else in f32, "
                      f"rounded)")
+    if k.fp8_cvt:
+        lines.append("  conversions to FP8 by the cvt instruction (else ptc's bit manipulation)")
     if k.alignment:
         words = {"dim": "{name} % {n} == 0", "tensor": "{name} {n}-byte aligned",
                  "bytes": "{name} below {n} bytes"}

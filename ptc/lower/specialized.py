@@ -43,7 +43,7 @@ from ..sema.ranges import named_ranges
 from ..stask.graph import STaskGraph
 from . import ir
 from .capabilities import Capabilities, LoweringError
-from .lowering import align_up
+from .lowering import align_up, fp8_by_cvt
 from .passes import PassTrace
 from .specialized_ops import SpecializedBuilder
 from .specialized_passes import (named_barriers, one_group_in_flight, overlapped_wgmmas,
@@ -198,7 +198,7 @@ class _Kernel(SpecializedBuilder):
             tuple(self.layouts.values()), tuple(buffers.values()), tuple(self.values.items()),
             body, tuple(self.units.items()), (), alignment, tuple(self.low.notes),
             tuple(self.maps.values()), self.spec.caps.arith16() if self.spec.caps else (),
-            tuple(named_ranges(self.spec.graph.kernel).items()))
+            tuple(named_ranges(self.spec.graph.kernel).items()), fp8_by_cvt(dev, self.values.values(), buffers.values()))
 
     def grid(self) -> tuple:
         out = []

@@ -39,6 +39,10 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
     FLOAT_FN = {"max": "fmaxf", "min": "fminf"}
     INT_FN = {"max": "max", "min": "min"}
 
+    def packed_words(self, tile: str) -> str | None:
+        """A declaration the renderer adds beside register tile `tile` (None: none)."""
+        return None
+
     def prologue(self) -> None:
         """What the kernel sets up after its register declarations, before its ops."""
 

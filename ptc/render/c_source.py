@@ -52,6 +52,7 @@ class KernelSource:
     dim_multiples: tuple[tuple[str, int, str], ...]
     grids: tuple[GridSource, ...]
     includes: tuple[str, ...] = ()                  # headers beyond the ones every kernel has
+    defines: tuple[str, ...] = ()                   # macros the device headers read
 
 
 def scalar_ctype(dtype: str) -> str:
@@ -101,11 +102,17 @@ class CSourceRenderer:
                           for dim, tile, size, line in
                           dim_multiples(k, [dict(plan.tiles) for plan in self.plans]))
         return KernelSource(k.name, tuple(summary), tuple(params), tuple(tensors),
-                            tuple(scalars), tuple(dims), multiples, tuple(grids), self.includes())
+                            tuple(scalars), tuple(dims), multiples, tuple(grids), self.includes(),
+                            self.defines())
 
     # ---- what a backend adds ---------------------------------------------------------------
     def includes(self) -> tuple[str, ...]:
         return ()
+
+    def defines(self) -> tuple[str, ...]:
+        """Macros for the device headers, from what the lowered kernels decided:
+        PTC_CVT_FP8, conversions to FP8 by the instruction (LoweredKernel.fp8_cvt)."""
+        return ("PTC_CVT_FP8",) if any(low.fp8_cvt for low in self.lows) else ()
 
     def constants(self, low: LoweredKernel) -> list[tuple[str, int]]:
         """Compile-time constants of a grid beyond the launch's."""
@@ -181,6 +188,9 @@ class GridPrinter:
             also = [other for other, h in tiles if h.name == home.name and other != name]
             shared = f"; also {', '.join(also)}" if also else ""
             p.emit(f"{ctype} {home.name}[{n}];  // {name}: {what}{shared}")
+            words = p.packed_words(home.name)
+            if words:
+                p.emit(words)
 
     def summary(self) -> tuple[str, ...]:
         plan, low = self.plan, self.low

@@ -57,7 +57,8 @@ EMULATE_HEADERS = CUDA_TEMPLATES / "emulate"
 CXX_FLAGS = ("-std=c++20", "-Og", "-fPIC", "-shared", "-DPTC_EMULATE", "-fno-gnu-unique",
              "-Wl,-Bsymbolic", "-w")
 # how a build folder is laid out (a change invalidates the cached builds)
-BUILD_LAYOUT = "device headers beside the kernel source; -I emulate, templates, emulate_core"
+BUILD_LAYOUT = ("device headers beside the kernel source (and emulation headers where "
+                "overridden); -I emulate, templates, emulate_core")
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
 
 # the bank-conflict counters of the runtime (ptc_emulate_core.h: enum Access), in order
@@ -218,6 +219,16 @@ def _compile(source: str, back: Backend, cxx: str, flags: Sequence[str],
     with tempfile.TemporaryDirectory(prefix="ptc-emulate-") as tmp:
         src = Path(tmp) / back.source_name
         src.write_text(source)
+        # an override of an emulation header: that folder's headers beside the source too,
+        # searched first and not from the precompiled prelude (the override reaches what
+        # the kernel's unit compiles, its templates and inline functions; the runtime
+        # object keeps the shipped definitions)
+        emulation = [d for d in (back.emulate_headers, CORE_HEADERS)
+                     if any((d / name).is_file() for name in overrides)]
+        for folder in emulation:
+            for header in folder.iterdir():
+                if header.is_file():
+                    (Path(tmp) / header.name).write_text(header.read_text())
         # the device headers beside the source, so that an override is what every
         # include finds (headers include each other by quoted name)
         for header in back.device_headers():
@@ -226,9 +237,11 @@ def _compile(source: str, back: Backend, cxx: str, flags: Sequence[str],
             (Path(tmp) / name).write_text(text)
         out = Path(tmp) / "kernel.so"
         shared = _shared_flags()
-        cmd = [cxx, *flags, *precompiled_prelude(back, cxx, shared), "-x", "c++", str(src),
+        prelude = [] if emulation else precompiled_prelude(back, cxx, shared)
+        dirs = ([Path(tmp)] if emulation else []) + back.include_dirs()
+        cmd = [cxx, *flags, *prelude, "-x", "c++", str(src),
                "-x", "none", str(runtime_object(back, cxx, shared)),
-               *(f"-I{d}" for d in back.include_dirs()), "-o", str(out)]
+               *(f"-I{d}" for d in dirs), "-o", str(out)]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
             first = next((line for line in res.stderr.splitlines() if "error" in line), "")
@@ -248,7 +261,8 @@ def build_emulated(source: str, *, backend="cuda", defines: Sequence[str] = (),
     headers and the flags. `defines` (NAME or NAME=VALUE) are macros of the kernel's own
     source; the emulation runtime is built without them. `header_overrides` replaces device
     headers by name (e.g. {"mma_sync.cuh": text}) -- they are put beside the source, which
-    the includes search first. Launches are checked against the limits of the device
+    the includes search first -- or emulation headers (the kernel's unit then parses the
+    emulation headers instead of reading the precompiled prelude). Launches are checked against the limits of the device
     (`backend` a Device, or the device the rendered source names)."""
     back = backend_of(backend)
     overrides = dict(header_overrides or {})

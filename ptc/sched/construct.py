@@ -317,11 +317,6 @@ def _k_major_ok(graph: STaskGraph, mmas: set[str]) -> None:
             flips = 0
             while isinstance(operand, T.Transpose):
                 operand, flips = operand.arg, flips + 1
-            if which == "a" and wgmma_k(t.mma_dtype) == 32 and \
-                    not any(n in loaded for n in _vars(operand)):
-                # the packed 8-bit A fragments must stay fixed from the fence to the wait
-                raise Unfit(f"{t.name}: 8-bit wgmma with A from registers (RS) is not "
-                            "issued yet; an 8-bit A computed in registers runs on mma.sync")
             if (flips % 2 == 1) == (which == "a"):      # A transposed, or B not
                 name = next((loaded[n] for n in _vars(operand) if n in loaded), t.name)
                 why = why_not_k_major(t.mma_dtype, which, name)

@@ -8,6 +8,7 @@
 // shared W_smem: f8e4m3[128, 128] x 3 at 55296..104448 (ring of load_W)
 // shared scratch1: bf16[64, 128] x 2 at 104448..137216 (C's tile, stored by TMA)
 // estimate: 131.8 us at the benchmark shape, bound by tma
+#define PTC_CVT_FP8 1
 #include <climits>
 #include <cstdint>
 #include <cuda_runtime.h>

@@ -8,6 +8,7 @@
 // shared sw_smem: f32[] at 99328..100352 (tile of load_sw)
 // shared scratch1: bf16[64, 128] x 2 at 100352..133120 (C's tile, stored by TMA)
 // estimate: 134.3 us at the benchmark shape, bound by tma
+#define PTC_CVT_FP8 1
 #include <climits>
 #include <cstdint>
 #include <cuda_runtime.h>

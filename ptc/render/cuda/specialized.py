@@ -292,6 +292,19 @@ class SpecializedOps:
         else:
             self.emit(f"if (tid % 128 == 0) ptc::mbarrier_arrive({bar});  // {op.barrier}")
 
+    def packed_words(self, tile: str) -> str | None:
+        """The registers of an 8-bit tile that an RS wgmma reads as its A: its bytes packed
+        four a register (wgmma.cuh, pack_bytes), written before the wgmma's fence and pinned
+        until its wait."""
+        for op in ir.walk(self.low.body):
+            if isinstance(op, ir.Wgmma) and op.a.in_registers and \
+                    wgmma_operand_bytes(op.dtype) == 1:
+                home, lay = self.register_tile(op.a.value)
+                if home.name == tile:
+                    return (f"uint32_t {tile}_words[{c_storage(home, lay)[1] // 4}];  // "
+                            f"{op.a.value}'s bytes, four a register, as wgmma reads them")
+        return None
+
     def smem_operand(self, o: ir.WgmmaOperand, rows: int) -> str:
         home = self.values[o.value]
         b = self.buffers[home.buffer]
@@ -314,11 +327,18 @@ class SpecializedOps:
         accumulate = "true" if op.addend is not None else "false"
         rows = self.split_rows
         b = self.smem_operand(op.b, rows)
+        eight_bit = wgmma_operand_bytes(op.dtype) == 1
         if op.a.in_registers:
-            a = f"ptc::RegOperand<{op.ks}>{{{self.register_tile(op.a.value)[0].name}}}"
+            home, lay = self.register_tile(op.a.value)
+            regs = home.name
+            if eight_bit:
+                regs = f"{home.name}_words"
+                self.emit(f"ptc::pack_bytes<{c_storage(home, lay)[1] // 4}>({regs}, "
+                          f"{home.name});  // before the fence")
+            a = f"ptc::RegOperand<{op.ks}>{{{regs}}}"
         else:
             a = self.smem_operand(op.a, rows)
-        if wgmma_operand_bytes(op.dtype) == 1:      # 8-bit: K-major only, no transposes
+        if eight_bit:      # 8-bit: K-major only, no transposes
             kind = WGMMA8[op.dtype, self.buffers[self.values[op.b.value].buffer].dtype]
             self.emit(f"ptc::wgmma_tile8<{op.n}, {op.mi}, {op.ks}, ptc::{kind}>("
                       f"{out.name}, {a}, {b}, {accumulate});")
@@ -335,7 +355,10 @@ class SpecializedOps:
         for v in op.values:
             home, lay = self.register_tile(v)
             _, length, _ = c_storage(home, lay)
-            self.emit(f"ptc::wgmma_fence_operands<{length}>({home.name});  // {v} stays in "
+            name = home.name
+            if self.packed_words(name):         # an 8-bit A: the registers wgmma reads
+                name, length = f"{name}_words", length // 4
+            self.emit(f"ptc::wgmma_fence_operands<{length}>({name});  // {v} stays in "
                       "its registers here")
 
     def NamedBarrier(self, op: ir.NamedBarrier) -> None:

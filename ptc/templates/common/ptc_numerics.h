@@ -26,7 +26,8 @@ __host__ __device__ inline long long tiles(long long extent, long long size) {
 // manipulation, the same on every target and in the CPU emulation (no cuda_fp8.h, which
 // sm80 and HIP lack): to FP8 as CUDA's cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 -- nearest even;
 // beyond the largest finite value, infinities included, that value with the sign; NaN of
-// either sign -> 0x7F --, from FP8 to f32 exactly.
+// either sign -> 0x7F --, from FP8 to f32 exactly. A backend with that instruction
+// (PTC_CVT_FP8: sm89+) converts to FP8 by it.
 struct f8e4m3 { uint8_t bits; };
 struct f8e5m2 { uint8_t bits; };
 
@@ -54,6 +55,20 @@ __device__ __forceinline__ uint8_t fp8_code(float x) {
   }
   return static_cast<uint8_t>(sign | code);
 }
+#ifdef PTC_CVT_FP8
+// the backend's conversion instruction (PTC_CVT_FP8: cvt_e4m3 / cvt_e5m2), its NaN codes
+// made 0x7F: e4m3's S.1111.111, e5m2's S.11111.xx with xx nonzero
+__device__ __forceinline__ f8e4m3 to_f8e4m3(float x) {
+  PTC_IN_FLIGHT_F32(x);
+  const uint8_t c = cvt_e4m3(x);
+  return f8e4m3{(c & 0x7fu) == 0x7fu ? static_cast<uint8_t>(0x7fu) : c};
+}
+__device__ __forceinline__ f8e5m2 to_f8e5m2(float x) {
+  PTC_IN_FLIGHT_F32(x);
+  const uint8_t c = cvt_e5m2(x);
+  return f8e5m2{(c & 0x7fu) > 0x7cu ? static_cast<uint8_t>(0x7fu) : c};
+}
+#else
 __device__ __forceinline__ f8e4m3 to_f8e4m3(float x) {
   PTC_IN_FLIGHT_F32(x);
   return f8e4m3{fp8_code<3, 7, 0x43e00000u, 0x7eu>(x)};       // 448 = 0x7e
@@ -62,6 +77,7 @@ __device__ __forceinline__ f8e5m2 to_f8e5m2(float x) {
   PTC_IN_FLIGHT_F32(x);
   return f8e5m2{fp8_code<2, 15, 0x47600000u, 0x7bu>(x)};      // 57344 = 0x7b
 }
+#endif
 __device__ __forceinline__ float f32(f8e4m3 x) {
   const uint32_t sign = static_cast<uint32_t>(x.bits & 0x80u) << 24, mag = x.bits & 0x7fu;
   if (mag == 0x7fu) return bits_f32(sign | 0x7fc00000u);                  // NaN

@@ -198,32 +198,78 @@ __device__ __forceinline__ void wgmma_tile(float* acc, const A& a, const B& b, b
 // elements = 32 bytes of each row, as k16 of f16.
 enum class Wgmma8Kind { S8, E4M3_E4M3, E4M3_E5M2, E5M2_E4M3, E5M2_E5M2 };
 
+// A by descriptor (a_regs null) or from registers (RS: four registers of four bytes, the
+// m64k32 fragment of mma.sync m16n8k32's A per warp)
 template <int N, Wgmma8Kind KIND>
-__device__ __forceinline__ void wgmma8_ss(int* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
+__device__ __forceinline__ void wgmma8(int* d, const uint32_t* a_regs, uint64_t desc_a,
+                                       uint64_t desc_b, int scale_d) {
   static_assert(KIND == Wgmma8Kind::S8, "int accumulators are .s8's");
 #ifdef PTC_EMULATE
-  ::ptc::emu::wgmma8_issue<N, static_cast<int>(KIND)>(d, desc_a, desc_b, scale_d);
+  ::ptc::emu::wgmma8_issue<N, static_cast<int>(KIND)>(d, a_regs, desc_a, desc_b, scale_d);
 #else
-  ptx::Wgmma8<N>::ss_s8(d, desc_a, desc_b, scale_d);
+  if (a_regs) ptx::Wgmma8<N>::rs_s8(d, a_regs, desc_b, scale_d);
+  else ptx::Wgmma8<N>::ss_s8(d, desc_a, desc_b, scale_d);
 #endif
 }
 
 template <int N, Wgmma8Kind KIND>
-__device__ __forceinline__ void wgmma8_ss(float* d, uint64_t desc_a, uint64_t desc_b,
-                                          int scale_d) {
+__device__ __forceinline__ void wgmma8(float* d, const uint32_t* a_regs, uint64_t desc_a,
+                                       uint64_t desc_b, int scale_d) {
   static_assert(KIND != Wgmma8Kind::S8, "f32 accumulators are FP8's");
 #ifdef PTC_EMULATE
-  ::ptc::emu::wgmma8_issue<N, static_cast<int>(KIND)>(d, desc_a, desc_b, scale_d);
+  ::ptc::emu::wgmma8_issue<N, static_cast<int>(KIND)>(d, a_regs, desc_a, desc_b, scale_d);
 #else
-  if constexpr (KIND == Wgmma8Kind::E4M3_E4M3) ptx::Wgmma8<N>::ss_e4m3_e4m3(d, desc_a, desc_b, scale_d);
-  else if constexpr (KIND == Wgmma8Kind::E4M3_E5M2) ptx::Wgmma8<N>::ss_e4m3_e5m2(d, desc_a, desc_b, scale_d);
-  else if constexpr (KIND == Wgmma8Kind::E5M2_E4M3) ptx::Wgmma8<N>::ss_e5m2_e4m3(d, desc_a, desc_b, scale_d);
-  else ptx::Wgmma8<N>::ss_e5m2_e5m2(d, desc_a, desc_b, scale_d);
+  using W = ptx::Wgmma8<N>;
+  if (a_regs) {
+    if constexpr (KIND == Wgmma8Kind::E4M3_E4M3) W::rs_e4m3_e4m3(d, a_regs, desc_b, scale_d);
+    else if constexpr (KIND == Wgmma8Kind::E4M3_E5M2) W::rs_e4m3_e5m2(d, a_regs, desc_b, scale_d);
+    else if constexpr (KIND == Wgmma8Kind::E5M2_E4M3) W::rs_e5m2_e4m3(d, a_regs, desc_b, scale_d);
+    else W::rs_e5m2_e5m2(d, a_regs, desc_b, scale_d);
+  } else {
+    if constexpr (KIND == Wgmma8Kind::E4M3_E4M3) W::ss_e4m3_e4m3(d, desc_a, desc_b, scale_d);
+    else if constexpr (KIND == Wgmma8Kind::E4M3_E5M2) W::ss_e4m3_e5m2(d, desc_a, desc_b, scale_d);
+    else if constexpr (KIND == Wgmma8Kind::E5M2_E4M3) W::ss_e5m2_e4m3(d, desc_a, desc_b, scale_d);
+    else W::ss_e5m2_e5m2(d, desc_a, desc_b, scale_d);
+  }
 #endif
+}
+
+// One 8-bit wgmma of m64 block mi and k-step ks: A from registers (RS) or by descriptor (SS)
+template <int N, Wgmma8Kind KIND, class Acc, int KS>
+__device__ __forceinline__ void wgmma8_atom(Acc* d, const RegOperand<KS>& a, int mi, int ks,
+                                            uint64_t desc_b, int scale_d) {
+  wgmma8<N, KIND>(d, a.regs(mi, ks), 0, desc_b, scale_d);
+}
+template <int N, Wgmma8Kind KIND, class Acc, int SPAN, int PANEL_BYTES>
+__device__ __forceinline__ void wgmma8_atom(Acc* d, const SmemOperand<false, SPAN, PANEL_BYTES, 1>& a,
+                                            int mi, int ks, uint64_t desc_b, int scale_d) {
+  wgmma8<N, KIND>(d, nullptr, a.desc(mi * 64, ks * 32), desc_b, scale_d);
+}
+
+__device__ __forceinline__ uint8_t byte_bits(int8_t x) { return static_cast<uint8_t>(x); }
+__device__ __forceinline__ uint8_t byte_bits(uint8_t x) { return x; }
+__device__ __forceinline__ uint8_t byte_bits(f8e4m3 x) { return x.bits; }
+__device__ __forceinline__ uint8_t byte_bits(f8e5m2 x) { return x.bits; }
+
+// The four-byte registers of an 8-bit A operand (RS), from its bytes in the register tile's
+// order (four consecutive k a register): byte 4w + j is bits 8j.. of word w
+template <int WORDS, class T>
+__device__ __forceinline__ void pack_bytes(uint32_t* words, const T* bytes) {
+  static_assert(sizeof(T) == 1, "8-bit values");
+#pragma unroll
+  for (int w = 0; w < WORDS; ++w) {
+    uint32_t v = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      v |= static_cast<uint32_t>(byte_bits(bytes[4 * w + j])) << (8 * j);
+    }
+    words[w] = v;
+  }
 }
 
 // acc (MI m64 blocks of N / 2 ints or floats) = (accumulate ? acc : 0) + A B over KS k-steps
-// of 32, A and B K-major tiles in shared memory (SmemOperand<false, SPAN, PANEL, 1>)
+// of 32: B a K-major tile in shared memory (SmemOperand<false, SPAN, PANEL, 1>), A one too or
+// its packed fragments in registers (RegOperand<KS>, from pack_bytes)
 template <int N, int MI, int KS, Wgmma8Kind KIND, class Acc, class A, class B>
 __device__ __forceinline__ void wgmma_tile8(Acc* acc, const A& a, const B& b, bool accumulate) {
   wgmma_fence_operands<MI * N / 2>(acc);
@@ -232,8 +278,8 @@ __device__ __forceinline__ void wgmma_tile8(Acc* acc, const A& a, const B& b, bo
   for (int ks = 0; ks < KS; ++ks)
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
-      wgmma8_ss<N, KIND>(acc + mi * (N / 2), a.desc(mi * 64, ks * 32), b.desc(0, ks * 32),
-                         (accumulate || ks > 0) ? 1 : 0);
+      wgmma8_atom<N, KIND>(acc + mi * (N / 2), a, mi, ks, b.desc(0, ks * 32),
+                           (accumulate || ks > 0) ? 1 : 0);
   wgmma_commit();
   wgmma_fence_operands<MI * N / 2>(acc);
 }

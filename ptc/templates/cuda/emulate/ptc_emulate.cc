@@ -740,7 +740,8 @@ int8_t operand_byte(const Desc& d, int mn, int k) {
 }
 
 // The operand bytes one thread's accumulators read (its two rows of A, its N / 4 columns of
-// B: see wgmma_compute), 32 of k each, read from shared memory once per wgmma.
+// B: see wgmma_compute), 32 of k each, read from shared memory once per wgmma (A from the
+// registers the issue read, for RS).
 struct Operands8 {
   int8_t a[2][32];
   int8_t b[64][32];                      // N <= 256
@@ -750,8 +751,11 @@ void gather8(const WgmmaOp& op, int tid, Operands8& o) {
   const int t = tid % 128;
   const int w = t / 32, l = t % 32;
   const Desc da = decode_desc(op.desc_a), db = decode_desc(op.desc_b);
-  for (int h = 0; h < 2; ++h)
-    for (int k = 0; k < 32; ++k) o.a[h][k] = operand_byte(da, 16 * w + l / 4 + 8 * h, k);
+  if (op.a_in_regs)
+    memcpy(o.a, op.a_bytes, sizeof o.a);
+  else
+    for (int h = 0; h < 2; ++h)
+      for (int k = 0; k < 32; ++k) o.a[h][k] = operand_byte(da, 16 * w + l / 4 + 8 * h, k);
   for (int j = 0; j < op.n / 4; ++j)
     for (int k = 0; k < 32; ++k)
       o.b[j][k] = operand_byte(db, 8 * (j / 2) + 2 * (l % 4) + j % 2, k);
@@ -780,6 +784,21 @@ float fp8_value(uint8_t c, bool e5m2) {
   else if (e == 0) v = std::ldexp(static_cast<float>(m), 1 - bias - mbits);
   else v = std::ldexp(static_cast<float>(m + (1 << mbits)), e - bias - mbits);
   return sign ? -v : v;
+}
+
+uint8_t cvt_fp8(float x, bool e5m2) {
+  const uint8_t sign = std::signbit(x) ? 0x80u : 0u;
+  if (std::isnan(x)) return static_cast<uint8_t>(sign | 0x7fu);
+  const int top = e5m2 ? 0x7b : 0x7e;           // the largest finite code
+  const double a = std::fabs(static_cast<double>(x));
+  if (a >= fp8_value(static_cast<uint8_t>(top), e5m2)) return static_cast<uint8_t>(sign | top);
+  int best = 0;
+  double best_d = a;                             // code 0's distance
+  for (int c = 1; c <= top; ++c) {
+    const double d = std::fabs(fp8_value(static_cast<uint8_t>(c), e5m2) - a);
+    if (d < best_d || (d == best_d && c % 2 == 0)) best = c, best_d = d;
+  }
+  return static_cast<uint8_t>(sign | best);
 }
 
 void wgmma_fp8_compute(WgmmaOp& op, RegSet* s, int tid) {

@@ -99,6 +99,7 @@ struct WgmmaOp {
   float a_rows[2][16];    // RS: this thread's two rows of A (g, g + 8 of its warp)
   int kind8;              // -1: 16-bit inputs (m64nNk16); m64nNk32: 0 .s8 (s32 accumulators),
                           // 1-4 FP8 A.B: e4m3.e4m3, e4m3.e5m2, e5m2.e4m3, e5m2.e5m2 (f32)
+  int8_t a_bytes[2][32];  // RS m64nNk32: this thread's two rows of A (g, g + 8 of its warp)
 };
 
 // what the registers of a wgmma in flight hold (see the top): an f32 quiet NaN with a
@@ -332,6 +333,11 @@ void wgmma8_compute(WgmmaOp& op, RegSet* s, int tid);
 // IEEE-like), from the formats' definitions
 float fp8_value(uint8_t c, bool e5m2);
 
+// cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 of one value, from the PTX ISA's rule: the finite
+// code nearest x, ties to the even code, the largest beyond it; a NaN keeps its sign (the
+// ISA does not say which NaN: the emulation gives the one ptc must not rely on)
+uint8_t cvt_fp8(float x, bool e5m2);
+
 // m64nNk32 .f32 with FP8 inputs: the accumulator layout of m64nNk16, 32 k per instruction,
 // the exact products summed in f32 in k order
 void wgmma_fp8_compute(WgmmaOp& op, RegSet* s, int tid);
@@ -383,12 +389,14 @@ inline void wgmma_issue(float* d, const unsigned* a, uint64_t desc_a, uint64_t d
   group_barrier("wgmma.mma_async (registers read)");
 }
 
-// wgmma.mma_async m64nNk32 with 8-bit inputs, A and B by descriptors, both K-major (the
-// 8-bit forms have no transpose operands). KIND 0: .s32.s8.s8 (int accumulators), N one of
-// the PTX ISA's integer shapes (8, 16, 24, then multiples of 16); 1-4: .f32 with FP8 inputs
-// (float accumulators), N a multiple of 8.
+// wgmma.mma_async m64nNk32 with 8-bit inputs, B by descriptor and A by descriptor or from
+// registers (a: the thread's four registers of four bytes, null for a descriptor), both
+// K-major (the 8-bit forms have no transpose operands). KIND 0: .s32.s8.s8 (int
+// accumulators), N one of the PTX ISA's integer shapes (8, 16, 24, then multiples of 16);
+// 1-4: .f32 with FP8 inputs (float accumulators), N a multiple of 8.
 template <int N, int KIND, class Acc>
-inline void wgmma8_issue(Acc* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
+inline void wgmma8_issue(Acc* d, const uint32_t* a, uint64_t desc_a, uint64_t desc_b,
+                         int scale_d) {
   static_assert(KIND >= 0 && KIND <= 4, "wgmma 8-bit kinds: 0 (.s8), 1-4 (FP8)");
   static_assert(std::is_same<Acc, int>::value == (KIND == 0),
                 "wgmma m64nNk32: s32 accumulators for .s8, f32 for FP8");
@@ -402,15 +410,36 @@ inline void wgmma8_issue(Acc* d, uint64_t desc_a, uint64_t desc_b, int scale_d) 
     fail("wgmma issued by thread %d, outside a whole warpgroup", f.tid);
     return;
   }
-  if (f.tid % 128 == 0 && (!check_operand(desc_a, 64, false, "A", 1) ||
+  if (f.tid % 128 == 0 && ((!a && !check_operand(desc_a, 64, false, "A", 1)) ||
                            !check_operand(desc_b, N, false, "B", 1)))
     return;
   RegSet* acc = hand_over(f, reinterpret_cast<uint32_t*>(d), N / 2, true, "accumulator");
   if (!acc) return;
+  if (a) {
+    RegSet* as = hand_over(f, const_cast<uint32_t*>(a), 4, false, "A fragment");
+    if (!as) return;
+    for (int j = 0; j < 4; ++j) sm90.group_a[f.tid][j] = as->value[j];
+  }
   WgmmaOp op{f.wgmma_commits, f.wgmma_issued++, reinterpret_cast<float*>(d), N, false, scale_d,
-             false, nullptr, desc_a, desc_b, 0, 0, false, {}, KIND};
+             a != nullptr, reinterpret_cast<const unsigned*>(a), desc_a, desc_b, 0, 0, false,
+             {}, KIND, {}};
+  if (!a) {
+    sm90.wgmma[f.tid].push_back(op);
+    group_barrier("wgmma.mma_async");
+    return;
+  }
+  group_barrier("wgmma.mma_async");    // the A registers of the warpgroup are deposited
+  // rows g and g + 8 of this warp, held by lanes 4g .. 4g + 3: register h + 2 (k / 16) of
+  // lane 4g + (k % 16) / 4 holds k in its byte k % 4 (mma.sync m16n8k32's A per warp)
+  const int t = f.tid % 128, w = t / 32, g = (t % 32) / 4;
+  for (int half = 0; half < 2; ++half)
+    for (int k = 0; k < 32; ++k) {
+      const int lane = 4 * g + (k % 16) / 4, reg = half + 2 * (k / 16);
+      const uint32_t word = sm90.group_a[(f.tid / 128) * 128 + w * 32 + lane][reg];
+      op.a_bytes[half][k] = static_cast<int8_t>((word >> (8 * (k % 4))) & 0xffu);
+    }
   sm90.wgmma[f.tid].push_back(op);
-  group_barrier("wgmma.mma_async");
+  group_barrier("wgmma.mma_async (registers read)");
 }
 
 inline void wgmma_commit() { ++cur().wgmma_commits; }
