@@ -311,13 +311,40 @@ def test_sm90_converts_by_the_instruction_and_makes_every_nan_0x7f():
     for name, where in nans.items():
         assert where.size and (bits(got[name]).ravel()[where] == 0x7F).all(), name
     text = (SHARED / "ptc_numerics.h").read_text()
-    good = "return f8e4m3{(c & 0x7fu) == 0x7fu ? static_cast<uint8_t>(0x7fu) : c};"
+    good = "return w & ~(((w & 0x7f7fu) + 0x0101u) & 0x8080u);"
     assert good in text
     slip = build_emulated(source, backend=device,
-                          header_overrides={"ptc_numerics.h": text.replace(good,
-                                                                           "return f8e4m3{c};")})
+                          header_overrides={"ptc_numerics.h": text.replace(good, "return w;")})
     got = slip(kernel, inputs, SHAPES)
     assert (bits(got["PF"]).ravel()[nans["PF"]] == 0xFF).all()
+
+
+@pytest.mark.gpu
+def test_the_gpu_converts_to_fp8_as_the_interpreter_does(tmp_path, monkeypatch):
+    """On a GPU that runs sm90 code, the conversions by cvt.rn.satfinite (and the NaN
+    fix-up) give the interpreter's codes, every case of CONVERT's grids (NaN codes: 0x7F)."""
+    from ptc import runtime as R
+    from ptc.devices import get_device
+    from ptc.runtime.cuda import can_run, find_gpus
+
+    try:
+        gpu = find_gpus()[0]
+    except R.NoDevice as exc:
+        pytest.skip(str(exc))
+    if not can_run(gpu, get_device("sm90").arch):
+        pytest.skip(f"{gpu.name} cannot run sm90 code")
+    monkeypatch.setenv("PTC_CACHE_DIR", str(tmp_path))
+    path = tmp_path / "convert.pt"
+    path.write_text(CONVERT)
+    kernel = R.compile(path, "sm90", shapes=SHAPES)
+    assert "#define PTC_CVT_FP8" in (kernel.directory / "kernel.cu").read_text()
+    inputs = convert_inputs()
+    got = kernel.run(kernel.bind(**inputs))
+    want = convert_formula(**inputs)
+    check_outputs(got, want, "gpu")
+    for name, x in (("PF", "F"), ("QF", "G")):
+        nan = np.flatnonzero(np.isnan(inputs[x].astype(np.float32).ravel()))
+        assert (bits(got[name]).ravel()[nan] == 0x7F).all(), name
 
 
 # ---- loads, pads, arithmetic ------------------------------------------------------------------

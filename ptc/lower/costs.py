@@ -31,9 +31,9 @@ SFU = SFU_OPS           # the op table's transcendentals (ptc.ops)
 # instructions beyond a byte load or store, read from sm_80 / sm_90a SASS (nvcc 13.0)
 FP8_ENCODE_INSTRUCTIONS = 20
 FP8_DECODE_INSTRUCTIONS = 14
-# by the instruction (LoweredKernel.fp8_cvt): F2FP.SATFINITE, then the NaN fix-up (LOP3,
-# ISETP, SEL): sm_90a SASS of fp8_flash_attn's P (nvcc 13.0)
-FP8_CVT_ENCODE_INSTRUCTIONS = 4
+# by the instruction (LoweredKernel.fp8_cvt), two values at a time: F2FP.SATFINITE, then
+# the NaN fix-up of the pair (LOP3, IADD, LOP3), per value
+FP8_CVT_ENCODE_INSTRUCTIONS = 2
 FP8 = ("f8e4m3", "f8e5m2")
 # FP8 operands widened to f16 on the way to an f16 instruction (atoms.Atom.widens_to;
 # mma_sync.cuh, Mma16832F8), per 32-bit register of four bytes: e5m2 is f16's top byte

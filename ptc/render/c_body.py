@@ -348,6 +348,10 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
         expr = self.value_expr(value, home.layout)
         if home.dtype in FP8:
             if isinstance(value, T.Convert) and value.type.dtype == home.dtype and \
+                    value.arg.type.dtype != home.dtype and self.low.fp8_cvt and lay.size % 2 == 0:
+                self.convert_fp8_pairs(home, value.arg, cond)
+                return
+            if isinstance(value, T.Convert) and value.type.dtype == home.dtype and \
                     value.arg.type.dtype != home.dtype:
                 # the conversion's code itself, not its value (round_f8*) coded again
                 arg = self.value_expr(value.arg, home.layout)
@@ -363,6 +367,20 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
                 self.emit(f"if ({cond}) {home.name}[r] = {value};")
             else:
                 self.emit(f"{home.name}[r] = {value};")
+
+    def convert_fp8_pairs(self, home: ir.RegTile, arg: T.TExpr, cond: str) -> None:
+        """An FP8 tile converted from f32 by the instruction, two values an instruction
+        (LoweredKernel.fp8_cvt: ptc::to_fp8x2); a value outside the tile converts 0."""
+        s = struct_name(home.layout)
+        expr = self.value_expr(arg, home.layout)
+        with self.block(f"#pragma unroll\n{'  ' * self.depth}for (int j = 0; j < {s}::SIZE / 2; ++j)"):
+            self.emit("float x[2];")
+            with self.block("#pragma unroll\n" + "  " * self.depth + "for (int h = 0; h < 2; ++h)"):
+                self.emit("const int r = 2 * j + h;")
+                self.coords(home.layout, expr, cond)
+                value = f"(float)({expr})"
+                self.emit(f"x[h] = {f'({cond}) ? {value} : 0.0f' if cond else value};")
+            self.emit(f"ptc::to_fp8x2(&{home.name}[2 * j], x[0], x[1]);")
 
     def compute16(self, op: ir.Compute, home: ir.RegTile, packed: bool, cond: str) -> None:
         """A 16-bit register tile's elements: computed in 16 bits where the renderer does

@@ -56,17 +56,35 @@ __device__ __forceinline__ uint8_t fp8_code(float x) {
   return static_cast<uint8_t>(sign | code);
 }
 #ifdef PTC_CVT_FP8
-// the backend's conversion instruction (PTC_CVT_FP8: cvt_e4m3 / cvt_e5m2), its NaN codes
-// made 0x7F: e4m3's S.1111.111, e5m2's S.11111.xx with xx nonzero
+// the backend's conversion instruction (PTC_CVT_FP8: cvt_e4m3x2 / cvt_e5m2x2, two codes in
+// the low 16 bits), its NaN codes made 0x7F in each byte: e4m3's S.1111.111 loses its
+// sign; e5m2's S.11111.xx (xx nonzero) becomes 0x7F
+__device__ __forceinline__ uint32_t canonical_nans(f8e4m3, uint32_t w) {
+  return w & ~(((w & 0x7f7fu) + 0x0101u) & 0x8080u);
+}
+__device__ __forceinline__ uint32_t canonical_nans(f8e5m2, uint32_t w) {
+  const uint32_t nan = ((w & 0x7f7fu) + 0x0303u) & 0x8080u;     // 0x80 in a NaN's byte
+  const uint32_t code = nan - (nan >> 7);                        // 0x7F there
+  return (w & ~(nan | code)) | code;
+}
+__device__ __forceinline__ uint32_t cvt_x2(f8e4m3, float a, float b) { return cvt_e4m3x2(a, b); }
+__device__ __forceinline__ uint32_t cvt_x2(f8e5m2, float a, float b) { return cvt_e5m2x2(a, b); }
+// two values at a time: out[0] = a's code, out[1] = b's
+template <class F8>
+__device__ __forceinline__ void to_fp8x2(F8* out, float a, float b) {
+  PTC_IN_FLIGHT_F32(a);
+  PTC_IN_FLIGHT_F32(b);
+  const uint32_t w = canonical_nans(F8{}, cvt_x2(F8{}, a, b));
+  out[0].bits = static_cast<uint8_t>(w);
+  out[1].bits = static_cast<uint8_t>(w >> 8);
+}
 __device__ __forceinline__ f8e4m3 to_f8e4m3(float x) {
   PTC_IN_FLIGHT_F32(x);
-  const uint8_t c = cvt_e4m3(x);
-  return f8e4m3{(c & 0x7fu) == 0x7fu ? static_cast<uint8_t>(0x7fu) : c};
+  return f8e4m3{static_cast<uint8_t>(canonical_nans(f8e4m3{}, cvt_e4m3x2(x, 0.0f)))};
 }
 __device__ __forceinline__ f8e5m2 to_f8e5m2(float x) {
   PTC_IN_FLIGHT_F32(x);
-  const uint8_t c = cvt_e5m2(x);
-  return f8e5m2{(c & 0x7fu) > 0x7cu ? static_cast<uint8_t>(0x7fu) : c};
+  return f8e5m2{static_cast<uint8_t>(canonical_nans(f8e5m2{}, cvt_e5m2x2(x, 0.0f)))};
 }
 #else
 __device__ __forceinline__ f8e4m3 to_f8e4m3(float x) {

@@ -41,24 +41,29 @@ __device__ __forceinline__ float fmax_f32(float a, float b) { return fmaxf(a, b)
 #if defined(PTC_CVT_FP8) && defined(PTC_EMULATE)
 // the instruction as the emulation runs it (ptc_emulate.cc: cvt_fp8, from the PTX ISA's
 // rule, apart from ptc_numerics.h's bit manipulation), a NaN keeping its sign
-__device__ __forceinline__ uint8_t cvt_e4m3(float x) { return ::ptc::emu::cvt_fp8(x, false); }
-__device__ __forceinline__ uint8_t cvt_e5m2(float x) { return ::ptc::emu::cvt_fp8(x, true); }
+__device__ __forceinline__ uint32_t cvt_e4m3x2(float a, float b) {
+  return ::ptc::emu::cvt_fp8(a, false) | (::ptc::emu::cvt_fp8(b, false) << 8);
+}
+__device__ __forceinline__ uint32_t cvt_e5m2x2(float a, float b) {
+  return ::ptc::emu::cvt_fp8(a, true) | (::ptc::emu::cvt_fp8(b, true) << 8);
+}
 #elif defined(PTC_CVT_FP8)
 // FP8 codes by the instruction (sm89+; the kernel defines PTC_CVT_FP8 where the lowering
 // chose it, LoweredKernel.fp8_cvt): cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 converts two f32
 // (the second source into the low byte) to nearest even, saturating to the largest finite
 // value -- the language's rule (docs/language.md). The PTX ISA does not say which NaN it
 // gives, so ptc_numerics.h makes every NaN code 0x7F after it; the emulation's cvt keeps
-// the NaN's sign, so that the fix-up is what gives 0x7F there too.
-__device__ __forceinline__ uint8_t cvt_e4m3(float x) {
+// the NaN's sign, so that the fix-up is what gives 0x7F there too. cvt_*x2(a, b): a's
+// code in the low byte, b's in the next.
+__device__ __forceinline__ uint32_t cvt_e4m3x2(float a, float b) {
   uint16_t r;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
-  return static_cast<uint8_t>(r);
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(b), "f"(a));
+  return r;
 }
-__device__ __forceinline__ uint8_t cvt_e5m2(float x) {
+__device__ __forceinline__ uint32_t cvt_e5m2x2(float a, float b) {
   uint16_t r;
-  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
-  return static_cast<uint8_t>(r);
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(b), "f"(a));
+  return r;
 }
 #endif
 }  // namespace ptc
