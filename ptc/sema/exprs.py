@@ -308,6 +308,8 @@ class ExprChecker:
             if v.type.dtype in dt.NARROW_INTS and (v.type.dtype, other.type.dtype) != ("i8", "i8"):
                 # the integer tensor cores multiply i8 by i8 (s32 sums); u8, and i8 against
                 # another dtype, are converted exactly to a float format first
+                if (v.type.dtype, other.type.dtype) == ("i8", "i32"):
+                    self._matmul_i32_from_i8(a, b, lhs, rhs, lt, rt, op_span)
                 if v.type.dtype == "i8":
                     message = (f"`@` of i8 and {other.type.dtype} tiles: the integer tensor "
                                "cores multiply i8 by i8")
@@ -323,6 +325,19 @@ class ExprChecker:
                     hint = (f"convert both operands, e.g. `({lt} as f16) @ ({rt} as f16)` "
                             f"(exact for {v.type.dtype} values; the products add in f32)")
                 self.fail(message, node.span if node is not None else op_span, hint)
+
+    def _matmul_i32_from_i8(self, a: V, b: V, lhs, rhs, lt: str, rt: str,
+                            op_span: Span) -> None:
+        """An i32 `@` operand against an i8 one, typically i8 arithmetic (a shift, a sum):
+        the i32 side is the one to narrow."""
+        left = a.type.dtype == "i32"
+        node, side = (lhs, "left") if left else (rhs, "right")
+        fixed = f"({lt} as i8) @ {rt}" if left else f"{lt} @ ({rt} as i8)"
+        self.fail(f"`@` of {a.type.dtype} and {b.type.dtype} tiles: the integer tensor cores "
+                  f"multiply i8 by i8, and the {side} operand is i32 (arithmetic on i8 "
+                  "values gives i32)", node.span if node is not None else op_span,
+                  f"narrow it: `{fixed}` (saturating outside -128..127), or convert both "
+                  "operands to f16")
 
     def _matmul_fp8(self, a: V, b: V, lhs, rhs, lt: str, rt: str, op_span: Span) -> None:
         """An FP8 `@` operand is multiplied by an FP8 one only."""
