@@ -276,7 +276,8 @@ class Builder:
             tuple(self.layouts.values()), tuple(buffers), tuple(self.values.items()), body,
             tuple(self.units.items()), (), tuple(dict.fromkeys(self.alignment)),
             tuple(self.low.notes), arith16=self.low.caps.arith16() if self.low.caps else (),
-            int_ranges=tuple(self.int_ranges.items()), fp8_cvt=fp8_by_cvt(dev, self.values.values(), buffers))
+            int_ranges=tuple(self.int_ranges.items()),
+            fp8_cvt=fp8_by_cvt(dev, self.values.values(), buffers))
         return replace(kernel, costs=task_costs(kernel, self.graph, dev))
 
     def alu_accumulator_blocks(self, body, registers: int, blocks: int) -> int:

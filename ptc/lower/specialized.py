@@ -198,7 +198,8 @@ class _Kernel(SpecializedBuilder):
             tuple(self.layouts.values()), tuple(buffers.values()), tuple(self.values.items()),
             body, tuple(self.units.items()), (), alignment, tuple(self.low.notes),
             tuple(self.maps.values()), self.spec.caps.arith16() if self.spec.caps else (),
-            tuple(named_ranges(self.spec.graph.kernel).items()), fp8_by_cvt(dev, self.values.values(), buffers.values()))
+            tuple(named_ranges(self.spec.graph.kernel).items()),
+            fp8_by_cvt(dev, self.values.values(), buffers.values()))
 
     def grid(self) -> tuple:
         out = []

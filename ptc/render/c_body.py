@@ -347,12 +347,12 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
             return
         expr = self.value_expr(value, home.layout)
         if home.dtype in FP8:
-            if isinstance(value, T.Convert) and value.type.dtype == home.dtype and \
-                    value.arg.type.dtype != home.dtype and self.low.fp8_cvt and lay.size % 2 == 0:
+            encodes = isinstance(value, T.Convert) and value.type.dtype == home.dtype and \
+                value.arg.type.dtype != home.dtype
+            if encodes and self.low.fp8_cvt and lay.size % 2 == 0:
                 self.convert_fp8_pairs(home, value.arg, cond)
                 return
-            if isinstance(value, T.Convert) and value.type.dtype == home.dtype and \
-                    value.arg.type.dtype != home.dtype:
+            if encodes:
                 # the conversion's code itself, not its value (round_f8*) coded again
                 arg = self.value_expr(value.arg, home.layout)
                 expr = f"ptc::to_{home.dtype}((float)({arg}))"

@@ -23,6 +23,7 @@ class SpecializedOps:
 
     barrier_sets: dict = {}
     split_rows: int = 0
+    rs8_words: dict | None = None     # packed_words' declarations, by tile
 
     def barrier_address(self, name: str, loop: str, slots: int, lag: int = 0) -> str:
         b = self.barrier_sets[name]
@@ -296,14 +297,16 @@ class SpecializedOps:
         """The registers of an 8-bit tile that an RS wgmma reads as its A: its bytes packed
         four a register (wgmma.cuh, pack_bytes), written before the wgmma's fence and pinned
         until its wait."""
-        for op in ir.walk(self.low.body):
-            if isinstance(op, ir.Wgmma) and op.a.in_registers and \
-                    wgmma_operand_bytes(op.dtype) == 1:
-                home, lay = self.register_tile(op.a.value)
-                if home.name == tile:
-                    return (f"uint32_t {tile}_words[{c_storage(home, lay)[1] // 4}];  // "
-                            f"{op.a.value}'s bytes, four a register, as wgmma reads them")
-        return None
+        if self.rs8_words is None:          # the kernel's RS 8-bit A tiles, found once
+            self.rs8_words = {}
+            for op in ir.walk(self.low.body):
+                if isinstance(op, ir.Wgmma) and op.a.in_registers and \
+                        wgmma_operand_bytes(op.dtype) == 1:
+                    home, lay = self.register_tile(op.a.value)
+                    self.rs8_words[home.name] = (
+                        f"uint32_t {home.name}_words[{c_storage(home, lay)[1] // 4}];  // "
+                        f"{op.a.value}'s bytes, four a register, as wgmma reads them")
+        return self.rs8_words.get(tile)
 
     def smem_operand(self, o: ir.WgmmaOperand, rows: int) -> str:
         home = self.values[o.value]
