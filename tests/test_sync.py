@@ -29,3 +29,29 @@ def test_unkeyed_loops_place_what_the_full_simulation_places(name, target, monke
     full = [print_lowered(lowered_plan(c.plan, c.graph, device)[0]) for c in ranked]
     assert short == full
     assert any("barrier" in text for text in short)
+
+
+class _Forgetful(dict):
+    """A placement memo that keeps nothing: every lowering places its own barriers."""
+
+    def __setitem__(self, key, value):
+        pass
+
+
+@pytest.mark.parametrize("target", ["sm80", "sm90", "gfx90a", "gfx942"])
+@pytest.mark.parametrize("name", ["gemm", "flash_attn", "conv2d"])
+def test_a_placement_decided_for_another_candidate_is_the_one_placed_afresh(name, target,
+                                                                            monkeypatch):
+    """place_sync decides once per shape of the problem (ops, loops' trips, the order of the
+    slots' byte bounds) and carries the decisions out on each candidate's own ops: every
+    candidate the search ranked lowers to the same kernel as with a placement of its own."""
+    kernel = check_file(ROOT / "samples" / f"{name}.pt").kernels[0]
+    device = get_device(target)
+    ranked = schedule(kernel, target).ranked[:24]
+    monkeypatch.setattr(sync, "_PLACEMENTS", {})
+    shared = [print_lowered(lowered_plan(c.plan, c.graph, device)[0]) for c in ranked]
+    shapes = len(sync._PLACEMENTS)
+    assert shapes < len(ranked), "no two candidates share a shape: nothing is reused"
+    monkeypatch.setattr(sync, "_PLACEMENTS", _Forgetful())
+    afresh = [print_lowered(lowered_plan(c.plan, c.graph, device)[0]) for c in ranked]
+    assert shared == afresh

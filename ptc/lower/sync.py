@@ -260,8 +260,23 @@ def place_sync(body: tuple, buffers: dict, values: dict) -> tuple:
     """The ops with WaitGroups for every plan wait and Barriers where threads must meet:
     barriers are added where a run finds a hazard until none is left, then each one is
     dropped again if the run stays clean without it (an earlier barrier, added for
-    another hazard, may cover it)."""
+    another hazard, may cover it). Decided once per shape of the problem (`_shape`): a
+    search lowers dozens of candidates of one kernel, most of them the same ops over
+    other tile sizes."""
     touches: dict = {}
+    key = _shape(body, buffers, values, touches)
+    found = _PLACEMENTS.get(key)
+    if found is None:
+        current, waits = _placed(body, buffers, values, touches)
+        found = _decisions(body, current, waits)
+        if len(_PLACEMENTS) >= PLACEMENTS_KEPT:
+            _PLACEMENTS.clear()
+        _PLACEMENTS[key] = found
+    return _apply(body, found, iter(range(len(found))))
+
+
+def _placed(body: tuple, buffers: dict, values: dict, touches: dict) -> tuple:
+    """place_sync's search: (the ops with their barriers, the wait counts by PlanWait)."""
     keyed = keyed_loops(body, values)
     current = body
     for _ in range(256):
@@ -284,7 +299,113 @@ def place_sync(body: tuple, buffers: dict, values: dict) -> tuple:
         except _Hazard:
             continue
         current, clean = trial, run
-    return _finish(current, clean.wait_counts)
+    return current, clean.wait_counts
+
+
+# ---- one placement per shape ----------------------------------------------------------------
+# What the runs decide depends only on each op's kind and the fields a run reads (its
+# buffer, loop, prefetch distance, guard; the shared values and scratch it touches; the
+# trips a loop is simulated for) and on how the buffers' slots overlap, which the
+# order of their byte bounds decides (`access` compares bounds, never sizes). Candidates
+# that differ in tile sizes alone mostly agree on all of it.
+PLACEMENTS_KEPT = 4096
+_PLACEMENTS: dict[tuple, tuple] = {}
+
+
+def _synced(op) -> tuple:
+    """The ops a run visits inside `op`, in its order (a loop's drain is not run)."""
+    if isinstance(op, ir.Loop):
+        return op.fill + op.body
+    if isinstance(op, ir.Iteration):
+        return op.body
+    return ()
+
+
+def _shape(body: tuple, buffers: dict, values: dict, touches: dict) -> tuple:
+    """The key of `place_sync`'s decisions for `body` (filling `touches` on the way)."""
+    keyed = keyed_loops(body, values)
+    tokens: list[tuple] = []
+    first: dict[int, int] = {}      # the same op object twice is one op to a run
+
+    def visit(ops) -> None:
+        for op in ops:
+            kind = type(op)
+            tokens.append(("at", first.setdefault(id(op), len(tokens))))
+            if kind is ir.Loop:
+                tokens.append(("loop", op.var, _trips(op, keyed), len(op.fill),
+                               len(op.body)))
+            elif kind is ir.Iteration:
+                tokens.append(("iteration", len(op.body)))
+            elif kind is ir.CopyTile:
+                tokens.append(("copy", op.buffer, op.loop, op.ahead, op.guard,
+                               op.asynchronous))
+            elif kind is ir.PlanWait:
+                tokens.append(("wait", op.buffers))
+            elif kind is ir.WaitGroups:
+                tokens.append(("wait_groups", op.pending))
+            elif kind in (ir.Barrier, ir.CommitGroup):
+                tokens.append((kind.__name__,))
+            else:
+                homes = tuple(h for h in (values.get(n) for n in op_reads(op))
+                              if isinstance(h, ir.InShared))
+                scratch = op_scratch(op)
+                touches[id(op)] = (op, homes, scratch)
+                tokens.append(("touch", tuple((h.buffer, h.loop) for h in homes),
+                               tuple(scratch)))
+            visit(_synced(op))
+    visit(body)
+    bounds = {name: [(b.offset + s * b.slot_bytes, b.offset + (s + 1) * b.slot_bytes)
+                     for s in range(b.slots)] for name, b in buffers.items()}
+    rank = {x: i for i, x in enumerate(sorted({x for spans in bounds.values()
+                                               for span in spans for x in span}))}
+    slots = tuple(sorted((name, tuple((rank[lo], rank[hi]) for lo, hi in spans))
+                         for name, spans in bounds.items()))
+    return tuple(tokens), slots
+
+
+def _decisions(body: tuple, current: tuple, waits: dict[int, int]) -> tuple:
+    """Per op of `body` in a run's order: (a barrier goes before it, it stays (a barrier or
+    a plan wait may go), its wait count or None), read off `current`: the same ops (loops
+    and iterations rebuilt) with the barriers the search placed, each just before the op
+    it was placed for."""
+    out: list[tuple] = []
+
+    def pair(ops, placed) -> None:
+        mine = {id(op) for op in ops}
+        at, barrier = 0, False
+        for op in ops:
+            while at < len(placed) and type(placed[at]) is ir.Barrier \
+                    and id(placed[at]) not in mine:
+                barrier, at = True, at + 1
+            if type(op) is ir.Barrier and not (at < len(placed) and placed[at] is op):
+                out.append((False, False, None))     # a barrier of `body`, dropped
+                continue
+            now, at = placed[at], at + 1
+            keep = not (type(op) is ir.PlanWait and id(op) not in waits)
+            out.append((barrier, keep, waits.get(id(op))))
+            barrier = False
+            pair(_synced(op), _synced(now))
+        assert at == len(placed) and not barrier, "a barrier placed after every op"
+    pair(body, current)
+    return tuple(out)
+
+
+def _apply(ops: tuple, decisions: tuple, at) -> tuple:
+    """`ops` with `decisions` (`_decisions`, consumed from the iterator `at`) carried out."""
+    out: list = []
+    for op in ops:
+        barrier, keep, wait = decisions[next(at)]
+        if barrier:
+            out.append(ir.Barrier(_why(op)))
+        if type(op) is ir.Loop:
+            op = replace(op, fill=_apply(op.fill, decisions, at),
+                         body=_apply(op.body, decisions, at))
+        elif type(op) is ir.Iteration:
+            op = replace(op, body=_apply(op.body, decisions, at))
+        if not keep:
+            continue
+        out.append(ir.WaitGroups(wait, op.buffers) if type(op) is ir.PlanWait else op)
+    return tuple(out)
 
 
 def _without(ops, gone) -> tuple:
@@ -325,18 +446,3 @@ def _why(op) -> str:
     if isinstance(op, ir.SpillTile):
         return f"every thread is done with the bytes the spill of {op.value} overwrites"
     return f"{_describe(op)} reads what other threads wrote"
-
-
-def _finish(ops, waits: dict[int, int]) -> tuple:
-    out: list = []
-    for op in ops:
-        if isinstance(op, ir.PlanWait):
-            if id(op) in waits:
-                out.append(ir.WaitGroups(waits[id(op)], op.buffers))
-            continue
-        if isinstance(op, ir.Loop):
-            op = replace(op, fill=_finish(op.fill, waits), body=_finish(op.body, waits))
-        elif isinstance(op, ir.Iteration):
-            op = replace(op, body=_finish(op.body, waits))
-        out.append(op)
-    return tuple(out)
