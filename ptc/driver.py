@@ -12,6 +12,7 @@ module and its IR.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -170,12 +171,30 @@ def schedule(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | No
     ran = []
 
     def searched() -> SearchRecord:
-        ran.append(run(kernel, device, dims, fixed_tiles=fixed, **build_options(device)))
+        made = candidates_made(content_key("candidates", kernel, device))
+        ran.append(run(kernel, device, dims, fixed_tiles=fixed, made=made,
+                       **build_options(device)))
         return SearchRecord.of(ran[0])
     # memoized on disk: the same search is done once per machine (ptc.stage_cache)
     record = STAGES.get_or_compute("search", content_key("search", kernel, device, dims, fixed),
                                    searched)
     return ran[0] if ran else record.result(kernel, device)
+
+
+# The candidates searches made, per kernel and device (ptc.sched.search: `made`), for the
+# kernels this process searched last: a search of one of them at other dims (an edge
+# shape, the next shape a PyTorch caller brings) only times them again.
+CANDIDATES_KEPT = 32
+_CANDIDATES: OrderedDict[str, dict] = OrderedDict()
+
+
+def candidates_made(key: str) -> dict:
+    """The candidates made for `key` (a content key of the kernel and the device)."""
+    made = _CANDIDATES.pop(key, None)
+    _CANDIDATES[key] = made = {} if made is None else made
+    while len(_CANDIDATES) > CANDIDATES_KEPT:
+        _CANDIDATES.popitem(last=False)
+    return made
 
 
 def schedule_grids(kernel: TypedKernel, target: str, *,

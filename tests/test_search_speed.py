@@ -184,3 +184,29 @@ def test_w4a16_emulated_on_sm80_matches_the_interpreter_on_negative_words():
     got = emulated(kernel, inputs, shapes)["C"].astype(np.float64)
     # truncating division would unpack a negative word's nibbles differently: far off
     assert np.linalg.norm(got - want) <= 1e-3 * np.linalg.norm(want)
+
+
+@pytest.mark.parametrize("name,target", [("gemm", "sm90"), ("gemm_chain", "gfx942"),
+                                         ("conv2d", "sm80"), ("mamba2_chunk_state", "gfx90a")])
+def test_a_search_at_other_dims_reusing_the_plans_made_ranks_what_a_fresh_one_does(name,
+                                                                                   target):
+    """Making a candidate's plan (construct, verify, lower) reads no dims: the driver keeps
+    what one search made for the next search of the kernel (ptc.driver.candidates_made),
+    which only times them again at its dims."""
+    from test_simulate import EDGE
+    kernel = check_file(SAMPLES / f"{name}.pt").kernels[0]
+    device = get_device(target)
+    options = build_options(device)
+
+    def run(shapes, made):
+        return search(kernel, device, problem_dims(kernel, shapes), made=made, **options)
+
+    made: dict = {}
+    run(None, made)
+    before = set(made)
+    reused = run(EDGE[name], made)
+    fresh = run(EDGE[name], {})
+    assert before & {(c.tiles, c.choice) for c in fresh.ranked}, "nothing was reused"
+    assert [(c.tiles, c.choice, c.plan) for c in reused.ranked] == \
+        [(c.tiles, c.choice, c.plan) for c in fresh.ranked]
+    assert reused.rejected == fresh.rejected

@@ -157,12 +157,15 @@ def search(kernel: T.TypedKernel, device: Device, dims: Mapping[str, int], *,
            verify_plans: bool = True,
            progress: Callable[[int, int], None] | None = None,
            buildable: Callable[[Plan, STaskGraph], Plan] | None = None,
-           persistent: bool = True) -> SearchResult:
+           persistent: bool = True, made: dict | None = None) -> SearchResult:
     """Rank every plan for `kernel` on `device`. `buildable` (from the driver: the target's
     renderer and the lowering) turns a plan into the one that gets built -- its shared
     memory and registers as the lowered kernel has them -- or raises Unbuildable, so the
     search only ranks plans the renderer builds, with the resources they really use;
-    `persistent`: whether it builds persistent launches (else none is proposed)."""
+    `persistent`: whether it builds persistent launches (else none is proposed). `made`:
+    the candidates of earlier searches of this kernel with the same device and options,
+    (tiles, choice) -> the plan as built or why none, which this search reuses and adds
+    to: making a plan reads no dims, only the estimate does."""
     started = time.perf_counter()
     base = build_graph(kernel, kernel.body[grid_index])
     combos = tile_combinations(kernel, fixed_tiles or {}, device, dims)
@@ -179,23 +182,14 @@ def search(kernel: T.TypedKernel, device: Device, dims: Mapping[str, int], *,
             done += 1
             if progress:
                 progress(done, total)
-            try:
-                plan = construct(graph, device, choice)
-            except Unfit as why:
-                rejected.append(Rejected(tkey, choice, str(why)))
+            plan = made.get((tkey, choice)) if made is not None else None
+            if plan is None:
+                plan = _made(graph, device, choice, verify_plans, buildable)
+                if made is not None:
+                    made[(tkey, choice)] = plan
+            if isinstance(plan, str):
+                rejected.append(Rejected(tkey, choice, plan))
                 continue
-            if verify_plans:
-                from .verify import problems
-                issues = problems(plan, graph, device)
-                if issues:
-                    rejected.append(Rejected(tkey, choice, "unsafe: " + issues[0]))
-                    continue
-            if buildable is not None:
-                try:
-                    plan = buildable(plan, graph)
-                except Unbuildable as why:
-                    rejected.append(Rejected(tkey, choice, str(why)))
-                    continue
             est, _ = estimate(plan, graph, device, dims)
             if not math.isfinite(est.seconds):
                 rejected.append(Rejected(tkey, choice, est.bound))
@@ -210,6 +204,26 @@ def search(kernel: T.TypedKernel, device: Device, dims: Mapping[str, int], *,
                                       hint=why_none(rejected)))
     return SearchResult(kernel, device, tuple(sorted(dims.items())), tuple(ranked),
                         tuple(rejected), time.perf_counter() - started)
+
+
+def _made(graph: STaskGraph, device: Device, choice: Choice, verify_plans: bool,
+          buildable: Callable[[Plan, STaskGraph], Plan] | None) -> Plan | str:
+    """The plan of `choice` as built, or why there is none."""
+    try:
+        plan = construct(graph, device, choice)
+    except Unfit as why:
+        return str(why)
+    if verify_plans:
+        from .verify import problems
+        issues = problems(plan, graph, device)
+        if issues:
+            return "unsafe: " + issues[0]
+    if buildable is not None:
+        try:
+            plan = buildable(plan, graph)
+        except Unbuildable as why:
+            return str(why)
+    return plan
 
 
 def why_none(rejected) -> str:
