@@ -37,6 +37,7 @@ from ..lower import ir, pairs
 from ..sched.plan import Style
 from ..lower.atoms import wgmma_operand_bytes
 from ..lower.swizzle import SmemLayout
+from ..lower.affine import mentions
 from ..sema.dtypes import DTYPE_BYTES
 
 # family -> its parameters, in order (the schema every Form follows)
@@ -56,6 +57,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "global_load.staged": ("bytes", "layout"),          # CDNA: through registers
     "buffer_load.staged": ("bytes", "layout", "range"),  # through a buffer: tensor or tile
     "copy.elementwise": ("layout",),                    # any stride, pad, unaligned
+    "copy.hoisted": ("moving",),                        # rows | cols | both: whose start
     # registers -> global
     "store": ("bytes",),
     "atomic_add": ("dtype",),
@@ -203,6 +205,11 @@ def _plan_forms(ctx: _Context):
 
 def _copy(ctx: _Context, op: ir.CopyTile):
     layout = copy_layout(ctx.low.buffer(op.buffer).layout)
+    if op.hoisted:       # its address at trip 0 before the loop (ptc.lower.hoist_copies)
+        t = op.tile
+        rows, cols = (mentions(e, op.loop) for e in (t.row_start, t.col_start))
+        yield ctx.form("copy.hoisted", moving="both" if rows and cols else
+                       "rows" if rows else "cols" if cols else "none")
     if not op.asynchronous:
         yield ctx.form("copy.elementwise", layout=layout)
         return

@@ -214,6 +214,9 @@ def _copies(device, caps, k8t: tuple[str, ...]):
                 yield form(t, "cp.async", bytes=nbytes)
     for layout in ("row-major",) + k8t:
         yield form(t, "copy.elementwise", layout=layout)
+    if caps.hoisted_copies:    # a loop's k tiles: along A's columns, along B's rows
+        for moving in ("rows", "cols"):
+            yield form(t, "copy.hoisted", moving=moving)
 
 
 def _stores(t: str):

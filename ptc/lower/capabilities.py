@@ -47,6 +47,9 @@ class Capabilities:
     # the 16-bit float dtypes whose +, - and * it also computes two values at a time, with
     # integers converted through the exponent bias (ir.Compute.pairs, ptc.lower.pairs)
     packed16: frozenset[str] = frozenset()
+    # a loop's copies whose address and extents move by a step each trip: computed at trip
+    # 0 before the loop, each trip adding its step (ir.CopyTile.hoisted, ptc.lower.hoist_copies)
+    hoisted_copies: bool = False
 
     def buffers(self, tile) -> str:
         """How a staged copy of `tile` (a GlobalTile) loads through a buffer resource

@@ -50,11 +50,11 @@ class CopyTile:
     guard: bool = False          # skipped (an empty group) past the last iteration
     fallback_vector: int = 0     # vector when `aligned` does not hold (0: no variant)
     staged: bool = False         # through registers, landing in shared memory at the wait
-    # staged loads through a buffer resource (Capabilities.buffers): a chunk outside the
-    # tensor reads zeros without a branch; "tensor": the buffer spans the tensor (each chunk
-    # selected inside or not), "tile": it ends with the tile's last row inside the tensor
-    # (rows need no compare: the tile's columns are whole). The launch checks the bytes.
+    # staged loads through a buffer resource (Capabilities.buffers): a chunk outside the tensor
+    # reads zeros without a branch; "tensor": the buffer spans the tensor (each chunk selected
+    # or not), "tile": it ends at the tile's last row inside it (whole columns). Launch-checked.
     resource: str = ""
+    hoisted: bool = False        # address and extents at trip 0 before the loop, + a step a trip
 
 
 @dataclass(frozen=True)

@@ -240,6 +240,7 @@ class Builder:
     # ---- ops -----------------------------------------------------------------------------
     def build(self) -> ir.LoweredKernel:
         from .costs import task_costs
+        from .hoist_copies import hoist_copies
         from .inplace import in_place_addends
         from .memory import over_shared_memory, place_buffers
         from .registers import estimate_registers, register_bound_blocks
@@ -264,9 +265,11 @@ class Builder:
         registers = estimate_registers(body, self)
         dev = self.device
         res = dev.resources
-        regs_alloc = align_up(max(registers, 16), 8)
-        per_block_regs = regs_alloc * self.low.threads
-        blocks = res.resident_blocks(self.low.threads, per_block_regs, total)
+        most = res.max_registers_per_thread
+        cap = res.registers // (max(self.resident_blocks(registers, total), 1) * self.low.threads)
+        body, registers = hoist_copies(body, registers, min(cap, most), most, self.low.caps)
+        body = trace.after("hoist_copies", body)
+        blocks = self.resident_blocks(registers, total)
         min_blocks = (self.alu_accumulator_blocks(body, registers, blocks)
                       or register_bound_blocks(res, self.low.threads, total, blocks))
         launch = ir.Launch(self.grid(), self.low.threads, self.low.warps, total, registers,
@@ -279,6 +282,11 @@ class Builder:
             int_ranges=tuple(self.int_ranges.items()),
             fp8_cvt=fp8_by_cvt(dev, self.values.values(), buffers))
         return replace(kernel, costs=task_costs(kernel, self.graph, dev))
+
+    def resident_blocks(self, registers: int, shared_bytes: int) -> int:
+        """Blocks per EU at `registers` per thread (allocated in eights)."""
+        regs = align_up(max(registers, 16), 8) * self.low.threads
+        return self.device.resources.resident_blocks(self.low.threads, regs, shared_bytes)
 
     def alu_accumulator_blocks(self, body, registers: int, blocks: int) -> int:
         """The blocks per EU the register allocator is told to leave room for (0: its own

@@ -15,8 +15,10 @@ from .capabilities import LoweringError
 
 # single-role plans (ptc.lower.lowering): the ops of the plan's steps; operand fragments
 # hoisted out of loops; a shared tile several computations read, read into registers once;
-# barriers and waits placed; waits for register-staged copies
-SINGLE_ROLE = ("steps", "hoist_fragments", "shared_reads_once", "place_sync", "staged_waits")
+# barriers and waits placed; waits for register-staged copies; copies' addresses computed
+# before their loop
+SINGLE_ROLE = ("steps", "hoist_fragments", "shared_reads_once", "place_sync", "staged_waits",
+               "hoist_copies")
 # warp-specialized plans (ptc.lower.specialized), the consumer's ops: a shared tile
 # several computations read, read into registers once; placed barriers and waits; named
 # barriers per consumer; one wgmma group in flight; wgmmas kept in flight across

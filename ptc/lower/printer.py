@@ -119,7 +119,8 @@ def print_op(op) -> str:
         slot = f"[{op.loop}{ahead}]" if op.loop else ""
         fb = f" (else {op.fallback_vector}-element)" if op.fallback_vector else ""
         return (f"copy {op.buffer}{slot} <- {t.tensor}[{t.rows}x{t.cols}]{_gathered(t)} by "
-                f"{how}{fb}{' guarded' if op.guard else ''}  # {op.task}")
+                f"{how}{fb}{' guarded' if op.guard else ''}"
+                f"{', address at trip 0 + a step a trip' if op.hoisted else ''}  # {op.task}")
     if isinstance(op, ir.CommitGroup):
         return "commit"
     if isinstance(op, ir.WaitGroups):

@@ -56,6 +56,7 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
         self.lines: list[str] = []
         self.depth = 1
         self.index_override: dict[str, str] = {}
+        self.hoisted_copies: dict[int, tuple[str, str, str]] = {}
         # loops whose ring slots and mbarrier phases count uses across enclosing loops
         self.use_counters: set[str] = set()
         self.copy_states: dict[str, str] = {}    # task -> its TileCopy, built before the loops
@@ -303,6 +304,7 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
                     self.emit(f"const int i_{op.var} = 0;  // the first stages - 1 iterations' copies")
                     self.ops(op.fill)
             bound = f"{trips} - {op.peel}" if op.peel else trips
+            self.hoist_copies(op)
             with self.block(f"for (int i_{op.var} = 0; i_{op.var} < {bound}; ++i_{op.var})"):
                 self.ops(op.body)
                 if op.var in self.use_counters:

@@ -30,7 +30,12 @@ class GlobalTileOps:
         self.emit(f"// {op.task}: {tile.tensor}[{tile.rows}x{tile.cols}] -> {op.buffer}"
                   + (f", {op.ahead} iteration(s) ahead" if op.ahead else ""))
         with self.block(f"if ({guard})" if guard else ""):
-            self.emit(f"const {self.ctypes[tile.dtype]}* g = g_{tile.tensor} + ({origin});")
+            hoisted = self.hoisted_copies.get(id(op))
+            if hoisted is not None:
+                origin, rows_left, cols_left = hoisted
+                self.emit(f"const {self.ctypes[tile.dtype]}* g = {origin};")
+            else:
+                self.emit(f"const {self.ctypes[tile.dtype]}* g = g_{tile.tensor} + ({origin});")
             self.emit(f"const int rows_left = {rows_left}, cols_left = {cols_left};")
             firsts = self.tile_firsts(tile, op.loop or None, op.ahead)
             if firsts:
@@ -83,6 +88,38 @@ class GlobalTileOps:
     def async_copy(self, op: ir.CopyTile, dst: str, rs: str) -> str:
         """The statement of `op`'s vector copy."""
         raise RenderError(f"{type(self).__name__} prints no asynchronous copy")
+
+    # ---- copies whose address and extents move by a step each trip ---------------------------
+    def hoist_copies(self, loop: ir.Loop) -> None:
+        """Before `loop`: each hoisted copy of its body (ptc.lower.hoist_copies), its address
+        and extents at trip 0 and their steps; the copy then adds trip x step."""
+        from ..lower.affine import step
+        var = loop.var
+        for op in loop.body:
+            if not (isinstance(op, ir.CopyTile) and op.hoisted):
+                continue
+            t, name = op.tile, op.task
+            steps = [step(e, var) for e in (t.origin, t.row_start, t.col_start)]
+            with self.iteration_ahead(var, 0):
+                self.index_override[var] = str(op.ahead)      # trip 0 copies for op.ahead
+                origin, _, _, *fixed = self.tile_bounds(t, None, 0)
+                starts = [self.scalar_expr(e) for e in (t.row_start, t.col_start)]
+                bounds = [self.scalar_expr(e) for e in (t.row_bound, t.col_bound)]
+            self.emit(f"const {self.ctypes[t.dtype]}* g0_{name} = g_{t.tensor} + ({origin});")
+            self.emit(f"const long long gs_{name} = {self.scalar_expr(steps[0])};")
+            lefts = []
+            for axis, (s, start, bound, n, left) in enumerate(zip(
+                    steps[1:], starts, bounds, (t.rows, t.cols), fixed)):
+                if isinstance(s, T.Const) and s.value == 0:
+                    self.emit(f"const int left{axis}_{name} = {left};")
+                    lefts.append(f"left{axis}_{name}")
+                    continue
+                # the room at trip 0 in 32 bits (both bounds are ints), less each trip's step
+                self.emit(f"const int room{axis}_{name} = (int)((long long)({bound}) - "
+                          f"(long long)({start}));")
+                lefts.append(f"{self.INT_FN['min']}(room{axis}_{name} - i_{var} * "
+                             f"(int)({self.scalar_expr(s)}), {n})")
+            self.hoisted_copies[id(op)] = (f"g0_{name} + i_{var} * gs_{name}", *lefts)
 
     # ---- a tile's bounds, as a copy or store of it sees them -----------------------------------
     @contextlib.contextmanager

@@ -23,6 +23,7 @@ CAPABILITIES = Capabilities(
     persistent=False,
     native16=frozenset({"f16", "bf16"}),     # HADD2 / HMUL2 / HFMA2.BF16, the .rn forms
     packed16=frozenset({"f16", "bf16"}),     # two at a time: HADD2 / HMUL2, PRMT (ptc_types.cuh)
+    hoisted_copies=True,                     # c_tiles.hoist_copies
 )
 
 # what a warp-specialized grid's ops are spelled with (docs/sm90.md)
