@@ -91,16 +91,17 @@ def test_a_renderer_that_prints_no_hoisted_copy_gets_none(target):
 
 
 @pytest.mark.parametrize("name, why", [
-    ("cross_entropy", "92 estimated + 8 hoisted of 102 at 5 blocks: ptxas spilled"),
-    ("w4a16", "past half of 255 estimated: ptxas took 255 and spilled with 4 more"),
+    ("cross_entropy", "~92 estimated + 8 hoisted of 102 at 5 blocks: ptxas spilled"),
+    ("w4a16", "~136 estimated, past half of 255: ptxas took 255 and spilled with 4 more"),
 ])
-def test_copies_stay_where_the_registers_leave_no_room(name, why):
-    import sys
-    sys.path.insert(0, str(ROOT / "tests"))
+def test_copies_stay_where_the_registers_leave_no_room(name, why, monkeypatch):
+    """Their copies could be hoisted: the register rule is what keeps them."""
     from test_kernels import path_of, shapes_of
-    low = _lowered(check_file(path_of(name), shapes_of(name)).kernels[0], "sm80",
-                   shapes_of(name))
-    assert not hoisted(low), why
+    kernel = check_file(path_of(name), shapes_of(name)).kernels[0]
+    assert not hoisted(_lowered(kernel, "sm80", shapes_of(name))), why
+    monkeypatch.setattr(hoist_module, "HEADROOM", 10.0)
+    monkeypatch.setattr(hoist_module, "TRUSTED", 10.0)
+    assert hoisted(_lowered(kernel, "sm80", shapes_of(name)))
 
 
 @pytest.mark.nvcc
