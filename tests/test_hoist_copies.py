@@ -6,6 +6,7 @@ test_coverage's (the form `copy.hoisted`)."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from ptc.driver import check_file
 from ptc.lower import ir
 from ptc.lower.affine import step
 from ptc.lower.printer import print_lowered
+from ptc.render import capabilities
 from ptc.sema import typed as T
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,26 +70,32 @@ def hoisted(low) -> list[str]:
     return [op.task for op in ir.walk(low.body) if isinstance(op, ir.CopyTile) and op.hoisted]
 
 
-@pytest.mark.parametrize("name, copies", [("gemm", ["load_A", "load_B"]),
-                                           ("matmul_sum", ["load_A", "load_B"]),
-                                           ("fp8_gemm", ["load_A", "load_W"])])
-def test_a_gemms_k_tiles_are_hoisted_on_sm80_and_counted_in_its_registers(name, copies,
-                                                                          monkeypatch):
+@pytest.mark.parametrize("name, target, copies", [
+    ("gemm", "sm80", ["load_A", "load_B"]), ("matmul_sum", "sm80", ["load_A", "load_B"]),
+    ("fp8_gemm", "sm80", ["load_A", "load_W"]), ("gemm", "gfx90a", ["load_A", "load_B"]),
+    ("gemm", "gfx942", ["load_A", "load_B"])])
+def test_a_gemms_k_tiles_are_hoisted_and_counted_in_its_registers(name, target, copies,
+                                                                  monkeypatch):
     kernel = check_file(ROOT / "samples" / f"{name}.pt").kernels[0]
-    low = _lowered(kernel, "sm80", None)
+    low = _lowered(kernel, target, None)
     assert hoisted(low) == copies
     assert "address at trip 0 + a step a trip" in print_lowered(low)
     monkeypatch.setattr(hoist_module, "HEADROOM", 0.0)       # nothing fits: none hoisted
-    plain = _lowered(kernel, "sm80", None)
+    plain = _lowered(kernel, target, None)
     assert not hoisted(plain)
     assert low.launch.registers == plain.launch.registers + \
         hoist_module.HOISTED_WORDS * len(copies)
 
 
-@pytest.mark.parametrize("target", ["gfx90a", "gfx942"])
-def test_a_renderer_that_prints_no_hoisted_copy_gets_none(target):
-    low = _lowered(check_file(ROOT / "samples" / "gemm.pt").kernels[0], target, None)
-    assert not hoisted(low)
+def test_a_renderer_that_prints_no_hoisted_copy_gets_none(monkeypatch):
+    kernel = check_file(ROOT / "samples" / "gemm.pt").kernels[0]
+    monkeypatch.setattr(hoist_module, "HEADROOM", 0.0)
+    plain = _lowered(kernel, "sm80", None).body
+    monkeypatch.undo()
+    caps = capabilities(get_device("sm80"))
+    assert hoist_module.hoist_copies(plain, 100, 255, 255, caps)[0] != plain
+    for without in (None, replace(caps, hoisted_copies=False)):
+        assert hoist_module.hoist_copies(plain, 100, 255, 255, without) == (plain, 100)
 
 
 @pytest.mark.parametrize("name, why", [

@@ -27,7 +27,8 @@ TRUSTED = 0.5            # of the most a thread may have: the estimate is near p
 def hoistable(op, loop: ir.Loop) -> bool:
     """Whether copy `op` of `loop`'s body moves by a step each trip: a plain tile (not
     gathered, never before the tensor's start, no validity test) whose strides and bounds
-    the loop's index leaves alone and whose origin and starts are affine in it."""
+    the loop's index leaves alone, whose origin and starts are affine in it and whose rows
+    or columns move with it."""
     if not isinstance(op, ir.CopyTile) or op.loop != loop.var:
         return False
     t = op.tile
@@ -36,6 +37,8 @@ def hoistable(op, loop: ir.Loop) -> bool:
     if any(mentions(e, loop.var) for e in (t.row_stride, t.col_stride, t.row_bound,
                                            t.col_bound)):
         return False
+    if not (mentions(t.row_start, loop.var) or mentions(t.col_start, loop.var)):
+        return False     # the same tile every trip (a column of scales): nothing moves
     return all(step(e, loop.var) is not None for e in (t.origin, t.row_start, t.col_start))
 
 

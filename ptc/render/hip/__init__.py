@@ -29,6 +29,7 @@ CAPABILITIES = Capabilities(
     buffer_loads=True,
     native16=frozenset({"f16"}),     # v_add_f16 / v_mul_f16; CDNA2/3 have no bf16 arithmetic
     packed16=frozenset({"f16"}),     # v_pk_add_f16 / v_pk_mul_f16, v_perm_b32 (ptc_types.h)
+    hoisted_copies=True,             # c_tiles.hoist_copies (the copies' frame is shared)
 )
 
 def waves_per_simd(blocks: int, threads: int, res) -> int:
