@@ -114,3 +114,15 @@ def test_the_cli_prints_a_pass_and_refuses_what_is_not_one():
     assert code == 1
     assert ("no pass take_turns ran in the multistage lowering of this plan; its passes: "
             "steps, hoist_fragments, shared_reads_once, place_sync, staged_waits") in err
+
+
+def test_the_help_of_after_names_every_pass_in_order():
+    """`ptc compile --help` lists each builder's passes as ptc.lower.passes has them."""
+    from click.testing import CliRunner
+
+    from ptc.cli import cli
+    from ptc.lower.passes import SINGLE_ROLE, WARP_SPECIALIZED
+
+    text = " ".join(CliRunner().invoke(cli, ["compile", "--help"]).output.split())
+    assert "(" + ", ".join(SINGLE_ROLE) + "; warp-specialized plans: " + \
+        ", ".join(WARP_SPECIALIZED) + ")" in text

@@ -40,9 +40,10 @@ Examples:
               help="Pin this plan instead of searching (it is verified like any other).")
 @click.option("--after", "after_pass", metavar="PASS",
               help="With --emit lowered: the ops as lowering pass PASS left them (steps, "
-                   "hoist_fragments, place_sync, staged_waits; warp-specialized plans: "
-                   "steps, place_sync, named_barriers, one_group_in_flight, "
-                   "overlapped_wgmmas, pin_accumulators, take_turns).")
+                   "hoist_fragments, shared_reads_once, place_sync, staged_waits, "
+                   "hoist_copies; warp-specialized plans: steps, shared_reads_once, "
+                   "place_sync, named_barriers, one_group_in_flight, overlapped_wgmmas, "
+                   "pin_accumulators, take_turns).")
 @click.option("--output", "-o", "output", metavar="DIR",
               help="Instead of printing a stage, write the build directory (kernel.cu or "
                    "kernel.hip, the harness, headers, plan.json, build.sh); needs --target.")
