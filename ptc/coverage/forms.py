@@ -209,7 +209,7 @@ def _copy(ctx: _Context, op: ir.CopyTile):
         t = op.tile
         rows, cols = (mentions(e, op.loop) for e in (t.row_start, t.col_start))
         yield ctx.form("copy.hoisted", moving="both" if rows and cols else
-                       "rows" if rows else "cols" if cols else "none")
+                       "rows" if rows else "cols")     # one moves (hoist_copies.hoistable)
     if not op.asynchronous:
         yield ctx.form("copy.elementwise", layout=layout)
         return

@@ -1,5 +1,5 @@
 """How an index expression moves from one trip of a loop to the next, where it is affine in
-the loop's index: what a copy's origin and extents add each trip (ptc.lower.hoist)."""
+the loop's index: what a copy's origin and extents add each trip (ptc.lower.hoist_copies)."""
 from __future__ import annotations
 
 from ..sema import typed as T
@@ -16,9 +16,9 @@ def step(e: T.TExpr, var: str) -> T.TExpr | None:
     """e at var + 1 less e at var, where that does not depend on var (e is a sum of terms
     each var times an invariant, or invariant); None where it does."""
     if not mentions(e, var):
-        return _int(0, e)
+        return _int(0)
     if isinstance(e, T.Scalar):
-        return _int(1, e)
+        return _int(1)
     if isinstance(e, T.Elementwise) and e.op in ("add", "sub"):
         a, b = (step(x, var) for x in e.args)
         if a is None or b is None:
@@ -35,7 +35,7 @@ def step(e: T.TExpr, var: str) -> T.TExpr | None:
     return None
 
 
-def _int(value: int, like: T.TExpr) -> T.Const:
+def _int(value: int) -> T.Const:
     return T.Const(value, T.TileType("i32", ()))
 
 
