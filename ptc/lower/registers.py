@@ -1,8 +1,12 @@
 """A register estimate per thread, from the lowered ops.
 
     registers = the most 32-bit words of register tiles live at once
-              + the operand fragments an mma loads per k-step (twice: the compiler
-                loads the next step's while the current one multiplies)
+              + the operand fragments an mma loads per k-step, or a CUDA-core product's
+                a and b values (twice: the compiler loads the next step's while the
+                current one multiplies)
+              + at an element-wise op or a reduction, the thread's elements of the
+                shared-memory tiles it reads whole (the compiler reads them all ahead of
+                the arithmetic: the causal conv1d's 64 x values a thread adds per tap)
               + a base for indices, pointers, loop counters and the copies' offsets (the
                 renderer computes each copy's per-thread offsets once, a few words per
                 copy: TileCopy in global_to_shared.cuh).
@@ -16,8 +20,10 @@ from __future__ import annotations
 
 import math
 
+from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
 from . import ir
+from .storage import InShared
 from .sync import op_reads
 
 BASE_REGISTERS = 40   # addresses, loop counters, predicates and the compiler's temporaries
@@ -100,8 +106,9 @@ def live_values(body, values: dict) -> tuple[list, list[set[str]], list[set[str]
 
 
 def estimate_registers(body, builder) -> int:
-    """Registers per thread: at each op the larger of what is live into it and what is
-    live out of it (an elementwise op writes its result over the operand that dies there),
+    """Registers per thread: at each op the larger of what is live into it (with the
+    shared-memory operands it reads) and what is live out of it (an elementwise op writes
+    its result over the operand that dies there),
     plus an mma's operand fragments at the mma; the most over all ops, plus the base."""
     values = builder.values
     layouts = builder.layouts
@@ -114,14 +121,77 @@ def estimate_registers(body, builder) -> int:
         return sum(dict(sized[n] for n in names).values())
 
     ops, live_in, live_out = live_values(body, values)
+    ahead = operands_computed_ahead(ops, values)
     peak = 0
     for op, lin, lout in zip(ops, live_in, live_out):
-        here = max(size(lin), size(lout))
+        # the shared operands an op reads come into registers before its arithmetic, on
+        # top of what is live into it; its result then takes the place of those that die
+        read = shared_operand_words(op, values, layouts) \
+            if isinstance(op, (ir.Compute, ir.Reduce)) else 0
+        here = max(size(lin) + read, size(lout))
+        if isinstance(op, ir.SimtMatmul):
+            here += 2 * simt_operand_words(layouts[values[op.out].layout])
         if isinstance(op, ir.Mma):
+            here += size(o.value for o in (op.a, op.b) if o.value in ahead)
             here += 2 * ((0 if op.a.in_registers else op.mi * fragment_words(op.atom.a)) +
                          (0 if op.b.in_registers else op.ni * fragment_words(op.atom.b)))
         peak = max(peak, here)
     return BASE_REGISTERS + peak + staged_words(body, builder.low.threads)
+
+
+def shared_operand_words(op, values: dict, layouts: dict) -> int:
+    """32-bit registers of the shared-memory tiles an element-wise op or a reduction reads
+    whole: the thread's elements of each at the op's layout. (A broadcast operand's few
+    values each feed many results, and are read as they are used.)"""
+    layout = layouts[op.source_layout if isinstance(op, ir.Reduce)
+                     else values[op.target].layout]
+    return sum(math.ceil(layout.size * DTYPE_BYTES[dtype] / 4)
+               for dtype, shape in _shared_views(op.expr, values)
+               if len(shape) == len(layout.shape) and 1 not in shape)
+
+
+def _shared_views(e: T.TExpr, values: dict) -> list[tuple[str, tuple]]:
+    """(dtype, shape as read) of each shared tile `e` reads: the shape above the
+    transposes, conversions and unit axes over it."""
+    inner = e
+    while isinstance(inner, (T.Transpose, T.Convert, T.Expand)):
+        inner = inner.arg
+    if isinstance(inner, T.Var):
+        if isinstance(values.get(inner.name), InShared):
+            return [(inner.type.dtype, tuple(e.type.shape))]
+        return []
+    return [v for c in T.children(e) for v in _shared_views(c, values)]
+
+
+def operands_computed_ahead(ops: list, values: dict) -> set[str]:
+    """Register mma operands computed from shared-memory tiles alone (mamba2's decayed B,
+    W4A16's dequantized planes), not from a product: the compiler computes the next
+    iteration's while the current one multiplies, so they count twice at the mma."""
+    products = {n for op in ops if isinstance(op, (ir.Mma, ir.Wgmma, ir.SimtMatmul))
+                for n in defines(op)}
+    made = {}
+    for op in ops:
+        for n in defines(op):
+            made.setdefault(n, []).append(op)
+
+    def from_shared(name: str, seen: frozenset) -> bool:
+        if name in products or name in seen:
+            return False
+        if isinstance(values.get(name), InShared):
+            return True
+        return all(isinstance(op, ir.Compute)
+                   and all(from_shared(r, seen | {name}) for r in op_reads(op))
+                   for op in made.get(name, [None]))
+
+    return {o.value for op in ops if isinstance(op, ir.Mma) for o in (op.a, op.b)
+            if o.in_registers and from_shared(o.value, frozenset())}
+
+
+def simt_operand_words(layout) -> int:
+    """32-bit registers of what a CUDA-core product reads per k-step: an a value for each
+    of the thread's rows and a b value for each of its columns."""
+    return sum(math.prod(d.size for d in layout.regs if d.along() == axis)
+               for axis in range(len(layout.shape)))
 
 
 def fragment_words(fragment) -> int:
