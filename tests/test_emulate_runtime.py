@@ -528,6 +528,7 @@ def test_each_backends_emulation_prelude_precompiles(backend, tmp_path, monkeypa
     from ptc.render import emulate as E
 
     monkeypatch.setenv("PTC_EMULATE_CACHE", str(tmp_path))
+    monkeypatch.delenv("PTC_EMULATE_RUNTIME_CACHE", raising=False)  # the runtime beside it
     back = E.BACKENDS[backend]
     flags = E.precompiled_prelude(back, E.compiler(), list(E.CXX_FLAGS))
     failed = [p.read_text() for p in tmp_path.glob(f"prelude-*/{E.PRELUDE_FAILED}")]
@@ -540,6 +541,7 @@ def test_a_prelude_that_does_not_precompile_is_tried_once(tmp_path, monkeypatch)
     from ptc.render import emulate as E
 
     monkeypatch.setenv("PTC_EMULATE_CACHE", str(tmp_path))
+    monkeypatch.delenv("PTC_EMULATE_RUNTIME_CACHE", raising=False)  # the runtime beside it
     back = replace(E.BACKENDS["cuda"], prelude='#include "no_such_header.h"\n')
     ran = []
     real = E.subprocess.run
@@ -592,6 +594,7 @@ def test_two_workers_that_need_the_runtime_at_once_compile_it_once(tmp_path, mon
     from ptc.render import emulate as E
 
     monkeypatch.setenv("PTC_EMULATE_CACHE", str(tmp_path))
+    monkeypatch.delenv("PTC_EMULATE_RUNTIME_CACHE", raising=False)  # the runtime beside it
     ran = []
     real = E.subprocess.run
     monkeypatch.setattr(E.subprocess, "run", lambda *a, **k: ran.append(a[0][-1]) or real(*a, **k))
@@ -618,6 +621,7 @@ def test_a_kernels_own_macros_reuse_the_shared_runtime(tmp_path, monkeypatch):
 
     monkeypatch.setenv("PTC_EMULATE_RUNTIME_CACHE", str(E.runtime_cache_dir()))
     monkeypatch.setenv("PTC_EMULATE_CACHE", str(tmp_path))
+    monkeypatch.delenv("PTC_EMULATE_RUNTIME_CACHE", raising=False)  # the runtime beside it
     body = "#ifdef PLUS\n  y[tid] = x[tid] + PLUS;\n#else\n  y[tid] = x[tid];\n#endif"
     x = np.arange(32, dtype=np.float32)
     run(source(body), x, np.zeros(32, np.float32))      # the shared runtime, if not yet built
