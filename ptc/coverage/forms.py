@@ -37,7 +37,7 @@ from ..lower import ir, pairs
 from ..sched.plan import Style
 from ..lower.atoms import wgmma_operand_bytes
 from ..lower.swizzle import SmemLayout
-from ..lower.affine import mentions
+from ..lower.affine import standing
 from ..sema.dtypes import DTYPE_BYTES
 
 # family -> its parameters, in order (the schema every Form follows)
@@ -206,8 +206,7 @@ def _plan_forms(ctx: _Context):
 def _copy(ctx: _Context, op: ir.CopyTile):
     layout = copy_layout(ctx.low.buffer(op.buffer).layout)
     if op.hoisted:       # its address at trip 0 before the loop (ptc.lower.hoist_copies)
-        t = op.tile
-        rows, cols = (mentions(e, op.loop) for e in (t.row_start, t.col_start))
+        rows, cols = (not standing(s) for s in op.hoisted[1:])
         yield ctx.form("copy.hoisted", moving="both" if rows and cols else
                        "rows" if rows else "cols")     # one moves (hoist_copies.hoistable)
     if not op.asynchronous:

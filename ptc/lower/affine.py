@@ -35,6 +35,11 @@ def step(e: T.TExpr, var: str) -> T.TExpr | None:
     return None
 
 
+def standing(s: T.TExpr) -> bool:
+    """Whether a step (of `step`) is zero: what it steps stays where it is."""
+    return _is(s, 0)
+
+
 def _int(value: int) -> T.Const:
     return T.Const(value, T.TileType("i32", ()))
 

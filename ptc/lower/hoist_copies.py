@@ -24,22 +24,24 @@ HEADROOM = 0.9           # of a thread's registers at the plan's occupancy
 TRUSTED = 0.5            # of the most a thread may have: the estimate is near ptxas's count
 
 
-def hoistable(op, loop: ir.Loop) -> bool:
-    """Whether copy `op` of `loop`'s body moves by a step each trip: a plain tile (not
-    gathered, never before the tensor's start, no validity test) whose strides and bounds
-    the loop's index leaves alone, whose origin and starts are affine in it and whose rows
-    or columns move with it."""
+def hoistable(op, loop: ir.Loop) -> tuple | None:
+    """The steps a trip of copy `op`'s origin, row start and column start, where it moves
+    by a step each trip of `loop` (else None): a plain tile (not gathered, never before the
+    tensor's start, no validity test) of `loop`'s body whose strides and bounds the loop's
+    index leaves alone, whose origin and starts are affine in it and whose rows or columns
+    move with it."""
     if not isinstance(op, ir.CopyTile) or op.loop != loop.var:
-        return False
+        return None
     t = op.tile
     if t.gather is not None or t.row_low or t.col_low or t.valid is not None:
-        return False
+        return None
     if any(mentions(e, loop.var) for e in (t.row_stride, t.col_stride, t.row_bound,
                                            t.col_bound)):
-        return False
+        return None
     if not (mentions(t.row_start, loop.var) or mentions(t.col_start, loop.var)):
-        return False     # the same tile every trip (a column of scales): nothing moves
-    return all(step(e, loop.var) is not None for e in (t.origin, t.row_start, t.col_start))
+        return None      # the same tile every trip (a column of scales): nothing moves
+    steps = tuple(step(e, loop.var) for e in (t.origin, t.row_start, t.col_start))
+    return None if None in steps else steps
 
 
 def _hoisted(ops: tuple, loop: ir.Loop | None) -> tuple:
@@ -47,8 +49,8 @@ def _hoisted(ops: tuple, loop: ir.Loop | None) -> tuple:
     for op in ops:
         if isinstance(op, ir.Loop):
             op = replace(op, body=_hoisted(op.body, op))
-        elif loop is not None and hoistable(op, loop):
-            op = replace(op, hoisted=True)
+        elif loop is not None and (steps := hoistable(op, loop)) is not None:
+            op = replace(op, hoisted=steps)
         out.append(op)
     return tuple(out)
 

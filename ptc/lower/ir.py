@@ -54,7 +54,7 @@ class CopyTile:
     # reads zeros without a branch; "tensor": the buffer spans the tensor (each chunk selected
     # or not), "tile": it ends at the tile's last row inside it (whole columns). Launch-checked.
     resource: str = ""
-    hoisted: bool = False        # address and extents at trip 0 before the loop, + a step a trip
+    hoisted: tuple = ()          # steps a trip of origin, row and column start: hoisted out
 
 
 @dataclass(frozen=True)

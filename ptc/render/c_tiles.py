@@ -93,13 +93,12 @@ class GlobalTileOps:
     def hoist_copies(self, loop: ir.Loop) -> None:
         """Before `loop`: each hoisted copy of its body (ptc.lower.hoist_copies), its address
         and extents at trip 0 and their steps; the copy then adds trip x step."""
-        from ..lower.affine import step
+        from ..lower.affine import standing
         var = loop.var
         for op in loop.body:
             if not (isinstance(op, ir.CopyTile) and op.hoisted):
                 continue
-            t, name = op.tile, op.task
-            steps = [step(e, var) for e in (t.origin, t.row_start, t.col_start)]
+            t, name, steps = op.tile, op.task, op.hoisted
             with self.iteration_ahead(var, 0):
                 self.index_override[var] = str(op.ahead)      # trip 0 copies for op.ahead
                 origin, _, _, *fixed = self.tile_bounds(t, None, 0)
@@ -110,7 +109,7 @@ class GlobalTileOps:
             lefts = []
             for axis, (s, start, bound, n, left) in enumerate(zip(
                     steps[1:], starts, bounds, (t.rows, t.cols), fixed)):
-                if isinstance(s, T.Const) and s.value == 0:
+                if standing(s):
                     self.emit(f"const int left{axis}_{name} = {left};")
                     lefts.append(f"left{axis}_{name}")
                     continue
