@@ -40,12 +40,27 @@ SPILLS = {("conv2d_stride2", "sm80", "edge"):
           "issue 24"}
 
 
-def params():
+def params(known: dict):
+    """Every case, those in `known` as strict xfails with its reason."""
     return [pytest.param(*c, id=".".join(c), marks=[pytest.mark.xfail(
-        strict=True, reason=SPILLS[c])] if c in SPILLS else []) for c in cases()]
+        strict=True, reason=known[c])] if c in known else []) for c in cases()]
 
 
-@pytest.mark.parametrize("name,target,shape", params())
+def prepared_sample(name: str, target: str, shape: str):
+    from test_simulate import EDGE
+    return prepare(ROOT / "samples" / f"{name}.pt", target,
+                   shapes=EDGE[name] if shape == "edge" else None)
+
+
+def built(prepared, folder: Path, whole: bool = False):
+    """The build of `prepared` in `folder`: its kernel compiled alone, or `whole`."""
+    build_module.write_build_dir(folder, kernel_source=prepared.source,
+                                 signature=prepared.signature, arch=prepared.device.arch,
+                                 target=prepared.target, plan_json=prepared.plan_json)
+    return build_module.build(folder, prepared.device.arch, report_only=not whole)
+
+
+@pytest.mark.parametrize("name,target,shape", params(SPILLS))
 def test_sample_builds_without_spills_and_with_the_promised_instructions(name, target, shape,
                                                                           tmp_path):
     """At the benchmark shape (the dims' defaults) and at a ragged edge-tile shape (the
@@ -54,15 +69,10 @@ def test_sample_builds_without_spills_and_with_the_promised_instructions(name, t
     sm90 only, whose kernels' host code has the most parts (TMA descriptors, the
     warp-specialized launch): sm80's is a subset of it, and its whole build is tested
     elsewhere (test_runtime, test_object_cache)."""
-    from test_simulate import EDGE
-    shapes = EDGE[name] if shape == "edge" else None
-    prepared = prepare(ROOT / "samples" / f"{name}.pt", target, shapes=shapes)
     folder = tmp_path / "build"
-    build_module.write_build_dir(folder, kernel_source=prepared.source,
-                                 signature=prepared.signature, arch=prepared.device.arch,
-                                 target=target, plan_json=prepared.plan_json)
     whole = shape == "bench" and target == WHOLE_BUILD
-    result = build_module.build(folder, prepared.device.arch, report_only=not whole)
+    prepared = prepared_sample(name, target, shape)
+    result = built(prepared, folder, whole)
     assert (folder / build_module.LIBRARY).is_file() == whole
     assert prepared.device.arch == TARGETS[target]
     kernels = [k for k in result.ptxas.kernels
@@ -134,35 +144,23 @@ SHORT = {("causal_conv1d", "sm90", "bench"): "estimate 136 (3 blocks of 128), pt
          ("mamba2_chunk_scan", "sm90", "edge"): "estimate 96 (5 blocks of 128), ptxas 123 (4)"}
 
 
-def occupancy_params():
-    return [pytest.param(*c, id=".".join(c), marks=[pytest.mark.xfail(
-        strict=True, reason=SHORT[c])] if c in SHORT else []) for c in cases()]
-
-
-@pytest.mark.parametrize("name,target,shape", occupancy_params())
+@pytest.mark.parametrize("name,target,shape", params(SHORT))
 def test_the_build_runs_at_the_plans_occupancy_or_more(name, target, shape, tmp_path):
     """The blocks per SM the cost model timed (the lowered launch's, from the register
     estimate) are what ptxas's registers allow, or fewer: a short estimate would make the
     plan look faster than what runs. Warp-specialized kernels set their registers
     themselves (setmaxnreg within the launch's count)."""
-    from test_simulate import EDGE
-
     from ptc.sched.cost import occupancy
-    prepared = prepare(ROOT / "samples" / f"{name}.pt", target,
-                       shapes=EDGE[name] if shape == "edge" else None)
+    prepared = prepared_sample(name, target, shape)
     if any(p.style == "warp_specialized" for p in prepared.plans):
-        return
-    folder = tmp_path / "build"
-    build_module.write_build_dir(folder, kernel_source=prepared.source,
-                                 signature=prepared.signature, arch=prepared.device.arch,
-                                 target=target, plan_json=prepared.plan_json)
-    result = build_module.build(folder, prepared.device.arch, report_only=True)
-    (built,) = [k for k in result.ptxas.kernels if k.name == f"ptc_{name}_kernel<true>"]
+        pytest.skip("warp-specialized: its roles' registers are set by setmaxnreg")
+    result = built(prepared, tmp_path / "build")
+    (kernel,) = [k for k in result.ptxas.kernels if k.name == f"ptc_{name}_kernel<true>"]
     (plan,) = prepared.plans
     res = prepared.device.resources
     threads = plan.launch.threads
-    allowed = res.resident_blocks(threads, -(-built.registers // 8) * 8 * threads,
+    allowed = res.resident_blocks(threads, -(-kernel.registers // 8) * 8 * threads,
                                   plan.launch.dynamic_smem)
     assert allowed >= occupancy(plan, prepared.device), \
-        (f"ptxas: {built.registers} registers, {allowed} blocks; the plan: "
+        (f"ptxas: {kernel.registers} registers, {allowed} blocks; the plan: "
          f"{plan.roles[0].registers}, {occupancy(plan, prepared.device)} blocks")
