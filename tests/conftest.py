@@ -28,6 +28,13 @@ from typing import Callable, Hashable, Iterable, Iterator
 
 import pytest
 
+# NumPy's OpenBLAS starts a thread per core, and those threads spin between calls: with a
+# pytest worker per core, each worker's spinning threads took the CPU the other worker's
+# compilers and emulated kernels needed (test_emulate alone: 64 CPU-s, 43 with one thread).
+# Set before anything imports NumPy (conftest is imported before the test modules, and
+# xdist's workers inherit the environment).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 # the executables behind each marker (the first found on PATH is enough for "available")
 TOOLS = {
     "nvcc": ("nvcc",),

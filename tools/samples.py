@@ -29,6 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = sorted((ROOT / "samples").glob("*.pt"))
 TARGETS = ("sm80", "sm90", "gfx90a", "gfx942")
 CUDA_OUT = {"sm80": "cuda", "sm90": "cuda-sm90"}
+# the commands run a process per core: NumPy's OpenBLAS threads (one per core, spinning
+# between calls) in each would take the CPU the others' compilers need (tests/conftest.py)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 @dataclass(frozen=True)
