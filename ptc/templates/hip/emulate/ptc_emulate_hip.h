@@ -355,13 +355,24 @@ inline void mfma_i8(int* d, uint64_t a, uint64_t b, int cbsz, int abid, int blgp
 // e5m2fnuz (bias 16, 2): exponent 0 subnormal, 0x80 the only NaN, no -0, no infinities (AMD
 // CDNA3 ISA, "Data Types"; ml_dtypes float8_e4m3fnuz / float8_e5m2fnuz). Products of two
 // codes are exact in f32; f32 sums as above.
-inline float fnuz_value(uint8_t code, bool e5m2) {
+inline float fnuz_definition(uint8_t code, bool e5m2) {
   if (code == 0x80) return __builtin_nanf("");
   const int mbits = e5m2 ? 2 : 3, bias = e5m2 ? 16 : 8;
   const int e = (code & 0x7f) >> mbits, m = code & ((1 << mbits) - 1);
   const float mag = e == 0 ? __builtin_ldexpf(static_cast<float>(m), 1 - bias - mbits)
                            : __builtin_ldexpf(static_cast<float>((1 << mbits) | m), e - bias - mbits);
   return code & 0x80 ? -mag : mag;
+}
+
+// every code's value, computed once per format (an MFMA reads 64 codes per lane)
+inline float fnuz_value(uint8_t code, bool e5m2) {
+  static const std::array<std::array<float, 256>, 2> values = [] {
+    std::array<std::array<float, 256>, 2> t{};
+    for (int f = 0; f < 2; ++f)
+      for (int c = 0; c < 256; ++c) t[f][c] = fnuz_definition(static_cast<uint8_t>(c), f == 1);
+    return t;
+  }();
+  return values[e5m2][code];
 }
 
 template <int M, bool A_BF8, bool B_BF8>
