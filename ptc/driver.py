@@ -171,9 +171,12 @@ def schedule(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | No
     ran = []
 
     def searched() -> SearchRecord:
-        made = candidates_made(content_key("candidates", kernel, device))
+        key = content_key("candidates", kernel, device)
+        made = candidates_made(key)
         ran.append(run(kernel, device, dims, fixed_tiles=fixed, made=made,
                        **build_options(device)))
+        stored = STAGES.get("candidates", key)    # with what another process stored
+        STAGES.put("candidates", key, {**stored, **made} if isinstance(stored, dict) else made)
         return SearchRecord.of(ran[0])
     # memoized on disk: the same search is done once per machine (ptc.stage_cache)
     record = STAGES.get_or_compute("search", content_key("search", kernel, device, dims, fixed),
@@ -181,20 +184,34 @@ def schedule(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | No
     return ran[0] if ran else record.result(kernel, device)
 
 
-# The candidates searches made, per kernel and device (ptc.sched.search: `made`), for the
-# kernels this process searched last: a search of one of them at other dims (an edge
-# shape, the next shape a PyTorch caller brings) only times them again.
+# The candidates searches made, per kernel and device (ptc.sched.search: `made`): a search
+# of the kernel at other dims (an edge shape, the next shape a PyTorch caller brings) only
+# times them again. Kept in the stage cache, so that any process's search reuses what an
+# earlier one made (a test suite's workers, `ptc compile` after `ptc bench`), and in memory
+# for the kernels this process searched last.
 CANDIDATES_KEPT = 32
 _CANDIDATES: OrderedDict[str, dict] = OrderedDict()
 
 
 def candidates_made(key: str) -> dict:
-    """The candidates made for `key` (a content key of the kernel and the device)."""
+    """The candidates made for `key` (a content key of the kernel and the device): this
+    process's, else the stage cache's, else none yet."""
+    from .stage_cache import STAGES
+
     made = _CANDIDATES.pop(key, None)
-    _CANDIDATES[key] = made = {} if made is None else made
+    if made is None:
+        stored = STAGES.get("candidates", key)
+        made = stored if isinstance(stored, dict) else {}
+    _CANDIDATES[key] = made
     while len(_CANDIDATES) > CANDIDATES_KEPT:
         _CANDIDATES.popitem(last=False)
     return made
+
+
+def forget_candidates() -> None:
+    """Drop this process's candidates (the stage cache keeps its own), as a new process
+    starts."""
+    _CANDIDATES.clear()
 
 
 def schedule_grids(kernel: TypedKernel, target: str, *,

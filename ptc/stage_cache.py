@@ -110,11 +110,25 @@ class StageCache:
     def folder(self) -> Path:
         return cache_root() / "stages"
 
+    def where(self, stage: str, key: str) -> Path:
+        return self.folder() / stage / key[:2] / f"{key}.pickle"
+
+    def get(self, stage: str, key: str) -> Any:
+        """The stored entry of `key` (None: none, or the cache is off). Not kept in memory:
+        for an entry its caller extends and stores again (`put`)."""
+        return _read(self.where(stage, key)) if enabled() else None
+
+    def put(self, stage: str, key: str, value: Any) -> None:
+        """Store `value` under `key` (replacing what is there: concurrent writers of one
+        key race, and the last one's entry stays)."""
+        if enabled():
+            _write(self.where(stage, key), value)
+
     def get_or_compute(self, stage: str, key: str, compute: Callable[[], T]) -> T:
         """The entry of `key`, else `compute()` (stored; an exception is not)."""
         if not enabled():
             return compute()
-        where = self.folder() / stage / key[:2] / f"{key}.pickle"
+        where = self.where(stage, key)
         found = self.memory.get(str(where))
         if found is None:
             found = _read(where)

@@ -63,6 +63,29 @@ def test_a_new_process_finds_the_entry_on_disk(searches):
     assert len(searches) == 1 and plans(again) == plans(first)
 
 
+def test_a_new_process_searching_at_other_dims_makes_no_candidate_again(searches,
+                                                                         monkeypatch):
+    """The candidates a search made (plans as built: construct, verify, lower) are kept in
+    the stage cache: another process's search of the kernel at other dims only times them,
+    and ranks what a search that makes them afresh ranks."""
+    driver.schedule(gemm(), "sm80", shapes=SMALL)
+    stage_cache.STAGES.memory.clear()          # as a new process would start
+    driver.forget_candidates()
+    lowered = []
+    real = driver.built_plan
+    monkeypatch.setattr(driver, "built_plan",
+                        lambda plan, graph, device: lowered.append(plan) or real(plan, graph,
+                                                                                 device))
+    other = {"M": 200, "N": 136, "K": 72}
+    again = driver.schedule(gemm(), "sm80", shapes=other)
+    assert len(searches) == 2 and lowered == []
+    device = get_device("sm80")
+    fresh = search_module.search(gemm(), device, driver.problem_dims(gemm(), other),
+                                 fixed_tiles={}, made={}, **driver.build_options(device))
+    assert plans(again) == plans(fresh) and again.rejected == fresh.rejected
+    assert lowered, "the fresh search lowers its candidates"
+
+
 def test_what_the_result_depends_on_makes_a_new_key(searches, tmp_path, monkeypatch):
     driver.schedule(gemm(), "sm80", shapes=SMALL)
     driver.schedule(gemm(), "sm90", shapes=SMALL)                      # another device
