@@ -287,10 +287,12 @@ inline void mfma_f32_sums(float* d, int buf, VA a_value, VB b_value) {
   };
   auto B = [&](int k, int j) { return b_value(s.b[buf][j + M * (k / KPL)], k % KPL); };
   const int j = lane % M, block = lane / M;
+  float column[K];                  // the lane's column of B, decoded once for every row
+  for (int k = 0; k < K; ++k) column[k] = B(k, j);
   for (int r = 0; r < REGS; ++r) {
     const int i = M == 16 ? 4 * block + r : 8 * (r / 4) + 4 * block + r % 4;
     float acc = d[r];
-    for (int k = 0; k < K; ++k) acc += A(i, k) * B(k, j);
+    for (int k = 0; k < K; ++k) acc += A(i, k) * column[k];
     d[r] = acc;
   }
 }
@@ -342,10 +344,12 @@ inline void mfma_i8(int* d, uint64_t a, uint64_t b, int cbsz, int abid, int blgp
   };
   auto B = [&](int k, int j) { return value(s.b[buf][j + M * (k / KPL)], k % KPL); };
   const int lane = lane_of(cur()), j = lane % M, block = lane / M;
+  int column[K];                    // the lane's column of B, decoded once for every row
+  for (int k = 0; k < K; ++k) column[k] = B(k, j);
   for (int r = 0; r < REGS; ++r) {
     const int i = M == 16 ? 4 * block + r : 8 * (r / 4) + 4 * block + r % 4;
     long long sum = 0;
-    for (int k = 0; k < K; ++k) sum += A(i, k) * B(k, j);
+    for (int k = 0; k < K; ++k) sum += A(i, k) * column[k];
     d[r] = static_cast<int>(static_cast<uint32_t>(d[r]) + static_cast<uint32_t>(sum));
   }
 }
