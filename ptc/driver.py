@@ -173,10 +173,13 @@ def schedule(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | No
     def searched() -> SearchRecord:
         key = content_key("candidates", kernel, device)
         made = candidates_made(key)
+        known = len(made)
         ran.append(run(kernel, device, dims, fixed_tiles=fixed, made=made,
                        **build_options(device)))
-        stored = STAGES.get("candidates", key)    # with what another process stored
-        STAGES.put("candidates", key, {**stored, **made} if isinstance(stored, dict) else made)
+        stored = STAGES.get("candidates", key)
+        if len(made) > known or not isinstance(stored, dict):  # new, or not on disk yet
+            STAGES.put("candidates", key, {**stored, **made} if isinstance(stored, dict)
+                       else made)     # with what another process stored meanwhile
         return SearchRecord.of(ran[0])
     # memoized on disk: the same search is done once per machine (ptc.stage_cache)
     record = STAGES.get_or_compute("search", content_key("search", kernel, device, dims, fixed),
