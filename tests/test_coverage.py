@@ -79,11 +79,14 @@ def test_every_unreachable_rule_names_forms_of_the_universe():
     assert not dead, dead
 
 
-def test_the_plan_construction_refuses_the_wgmma_widths_called_unreachable():
-    """The rule that calls wgmma N >= 224 unreachable: a warp-specialized GEMM plan is
-    built at N = 216 and refused from 224 on, for one consumer warpgroup and two."""
-    from ptc.driver import check_file
-    from ptc.sched.construct import Choice, Unfit, construct
+def test_every_wgmma_width_builds_with_the_lowerings_register_estimate():
+    """wgmma N = 224..256 (CUTLASS's 128 x 256 tiles: two consumers of 64 x 256) are
+    reachable: the lowering's register estimate, the only one (the plan construction's
+    counted the accumulator's zeros and its store beside it and refused them), takes
+    them for one consumer warpgroup of 64 rows and two of 128 (each 64 x N)."""
+    from ptc.driver import check_file, lowered_plan
+    from ptc.lower import ir
+    from ptc.sched.construct import Choice, construct
     from ptc.stask import build_graph, propagate
 
     sm90 = get_device("sm90")
@@ -91,16 +94,13 @@ def test_the_plan_construction_refuses_the_wgmma_widths_called_unreachable():
     kernel = next(k for k in check_file(ROOT / "tests/sm90/gemm_operands.pt", {}).kernels
                   if k.name == "gemm_nt")
     for n in range(200, 257, 8):
-        unreachable = table[form("sm90", "wgmma", n=n, a="shared", dtype="f16")] is not None
-        assert unreachable == (n >= 224), n
+        assert table[form("sm90", "wgmma", n=n, a="shared", dtype="f16")] is None, n
         for bm, consumers in ((64, 1), (128, 2)):
             graph = propagate(build_graph(kernel, kernel.body[0]), dict(BM=bm, BN=n, BK=32))
-            choice = Choice("warp_specialized", 2, consumers)
-            if unreachable:
-                with pytest.raises(Unfit, match="registers"):
-                    construct(graph, sm90, choice)
-            elif consumers == 1:
-                construct(graph, sm90, choice)
+            plan = construct(graph, sm90, Choice("warp_specialized", 2, consumers))
+            low, _ = lowered_plan(plan, graph, sm90)
+            widths = {op.n for op in ir.walk(low.body) if isinstance(op, ir.Wgmma)}
+            assert widths == {n}, (n, bm, widths)
 
 
 def test_the_cuda_renderer_has_a_wgmma_wrapper_for_every_reachable_width():

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from ptc.devices import get_device
-from ptc.driver import check_file, schedule
+from ptc.driver import build_options, check_file, schedule
 from ptc.interp import bind_dims
 from ptc.sched.construct import Choice, Unfit, construct
 from ptc.sched.cost import estimate
@@ -24,7 +24,8 @@ def kernel(name):
 
 
 def run_search(k, target, **kw):
-    return search(k, get_device(target), bind_dims(k, {}, {}), **kw)
+    device = get_device(target)     # ranked as built: the lowering refuses what does not fit
+    return search(k, device, bind_dims(k, {}, {}), **{**build_options(device), **kw})
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -91,12 +92,11 @@ def test_the_model_prefers_128_wide_tiles_over_16_wide(tmp_path):
     assert dict(result.best.tiles) == {"BM": 128, "BN": 128, "BK": 32}
     small = [c for c in result.ranked if dict(c.tiles)["BM"] == 16 and dict(c.tiles)["BN"] == 16]
     assert small, "the 16x16 candidates were not ranked"
-    # why: a 16-wide tile moves 8x the bytes per FLOP, and no matrix instruction tiles a
-    # 16 x 16 output over 4 warps, so its mma runs on CUDA cores
+    # why: a 16-wide tile moves 8x the bytes per FLOP through the copies for the same
+    # unique DRAM traffic
     best16 = small[0].plan.estimate
     assert best16.seconds > 2 * result.best.plan.estimate.seconds
-    assert best16.bytes == result.best.plan.estimate.bytes  # same unique DRAM traffic
-    assert best16.bound in ("tma", "cp_async", "dram", "cuda_core")
+    assert best16.bytes == result.best.plan.estimate.bytes
 
 
 def test_search_is_deterministic():
@@ -281,14 +281,20 @@ def _w4a16_graph(planes: int, tiles: dict):
 
 def test_operands_read_right_away_count_once_in_the_register_estimate():
     """Eight dequantized planes, each read by the next mma only, are never live together:
-    the estimate is that of one plane. Summing every value of the loop (as it once did)
-    refused every sm80 plan of the W4A16 sample with '~800 registers per thread'."""
-    from ptc.sched.construct import consumer_registers
-    tiles = {"BM": 64, "BN": 64, "BK": 64}
-    one, eight = _w4a16_graph(1, tiles), _w4a16_graph(8, tiles)
-    assert sum(t.kind == "mma" for t in eight.tasks) == 8
-    assert sum(t.kind == "mma" for t in one.tasks) == 1
-    assert consumer_registers(eight, 128) == consumer_registers(one, 128)
-    # the accumulator (zeros, then updated in place by the loop), its f16 conversion and
-    # the store: 3 x 64 x 64 words over 128 threads, plus 32
-    assert consumer_registers(eight, 128) == 32 + 3 * 64 * 64 // 128
+    the lowering's estimate (the one the search reads: ptc.lower.registers) adds far less
+    than seven more planes' registers to the estimate of one. Summing every value of the
+    loop (as the plan construction's estimate once did) refused every sm80 plan of the
+    W4A16 sample with '~800 registers per thread'."""
+    from ptc.driver import lowered_plan
+    from ptc.sched.construct import Choice, construct
+    sm80 = get_device("sm80")
+    tiles = {"BM": 64, "BN": 64, "BK": 32}
+    estimate = {}
+    for planes in (1, 8):
+        graph = _w4a16_graph(planes, tiles)
+        assert sum(t.kind == "mma" for t in graph.tasks) == planes
+        low, _ = lowered_plan(construct(graph, sm80, Choice("multistage", 2, warps=4)), graph,
+                              sm80)
+        estimate[planes] = low.launch.registers
+    plane = 64 * 64 // 2 // 128          # a dequantized f16 plane: words per thread
+    assert estimate[1] < estimate[8] < estimate[1] + 7 * plane // 2, estimate

@@ -50,11 +50,6 @@ class Rule:
 
 
 UNREACHABLE = (
-    Rule("wgmma", dict(n=tuple(range(224, 257, 8))),
-         "the plan construction refuses them: its register estimate for the consumers "
-         "(ptc.sched.construct.consumer_registers) counts the accumulator's zeros and its "
-         "store beside it, 2 x 64 x N f32 words over a warpgroup's 128 threads plus 32, "
-         "over the 255 a thread has from N = 224 on (two consumers have less each)"),
     Rule("wgmma.operand", dict(major="K", span=16),
          "a K-major operand's rows run along k: 16-byte rows are BK = 8 (of 16-bit "
          "elements) or 16 (of 8-bit ones), and wgmma's k-step is 32 bytes of a row "

@@ -117,13 +117,15 @@ def _consumers_reasons(ctx: Context) -> list[Reason]:
 
 
 def _switch_reason(ctx: Context, aspect: str, on: tuple[str, str], off: tuple[str, str],
-                   how: str) -> list[Reason]:
+                   how: str, tied: frozenset = frozenset()) -> list[Reason]:
     """A yes/no choice of warp-specialized plans: the same plan the other way, or why that
     could not be built. `on`, `off`: (what it is called, its verb "take(s)"); `how`: what
-    the winner gains when the switch is on."""
+    the winner gains when the switch is on; `tied`: aspects that change with it (the
+    search has no plan that differs in `aspect` alone)."""
     w = ctx.best
     (mine, _), (other, verb) = (on, off) if getattr(w.choice, aspect) else (off, on)
-    ranked = peers(ctx.result, {aspect})
+    flipped = lambda c: getattr(c.choice, aspect) != getattr(w.choice, aspect)  # noqa: E731
+    ranked = [c for c in peers(ctx.result, {aspect} | tied) if flipped(c)]
     if ranked:
         o, r = ranked[0], ctx.ratio(ranked[0])
         text = f"{mine}: {other} {verb} {slower(r)}"
@@ -132,7 +134,7 @@ def _switch_reason(ctx: Context, aspect: str, on: tuple[str, str], off: tuple[st
         clause = busy_clause(o, w, ctx.unit)
         return [Reason(aspect, text + (f", {clause}" if clause else ""),
                        ctx.label(o), r)]
-    unfit = rejected_peers(ctx.result, {aspect})
+    unfit = [x for x in rejected_peers(ctx.result, {aspect} | tied) if flipped(x)]
     if unfit:
         x = unfit[0]
         return [Reason(aspect, f"{mine}: {other} is not possible: {x.reason}",
@@ -145,10 +147,13 @@ def _pingpong_reasons(ctx: Context) -> list[Reason]:
     w = ctx.best
     if w.choice.style != Style.WARP_SPECIALIZED or w.choice.consumers < 2:
         return []
+    # two consumers overlap their loops only in turns (search.choices_for): against a
+    # rotated winner, the free-running plan runs its loop in order
+    tied = frozenset({"overlap"}) if w.choice.overlap else frozenset()
     return _switch_reason(ctx, "pingpong", ("ping-pong", "takes"),
                           ("free-running consumers", "take"),
                           "one warpgroup's CUDA-core work runs under the other's "
-                          "tensor-core steps")
+                          "tensor-core steps", tied)
 
 
 def _overlap_reasons(ctx: Context) -> list[Reason]:

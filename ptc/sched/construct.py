@@ -19,7 +19,6 @@ Styles:
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..devices import Device, Unit, UnitKind
@@ -30,7 +29,6 @@ from ..lower.tma import GATHERED, STRIDED, per_thread_copy, tma_box, tma_store_b
 from ..sema import typed as T
 from ..stask.graph import STaskGraph, TaskKind, TaskOp
 from ..sema import dtypes as dt
-from ..sema.dtypes import DTYPE_BYTES
 from ..stask.propagate import extent_of
 from .plan import Plan, Style
 from .primitives import PlanBuilder
@@ -41,7 +39,6 @@ from .verify_resources import barrier_bytes
 # wgmma multiplies 64 rows per warpgroup; a consumer warpgroup needs at least that many.
 MIN_ROWS_PER_CONSUMER = 64
 PRODUCER_REGISTERS = 40
-BASE_REGISTERS = 32  # addresses, loop counters, indices
 
 
 @dataclass(frozen=True)
@@ -169,7 +166,7 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
     if rows % choice.consumers or rows // choice.consumers < MIN_ROWS_PER_CONSUMER:
         raise Unfit(f"{rows} rows cannot feed {choice.consumers} consumer warpgroups "
                     f"of >= {MIN_ROWS_PER_CONSUMER} rows")
-    budget = _consumer_budget(graph, device, choice)
+    budget = _consumer_budget(device, choice)
     wg = device.resources.warpgroup_size
     b = PlanBuilder(graph, device)
     b.role("producer", warps=wg, registers=PRODUCER_REGISTERS)
@@ -209,17 +206,15 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
     return _fits(plan, device)
 
 
-def _consumer_budget(graph: STaskGraph, device: Device, choice: Choice) -> int:
+def _consumer_budget(device: Device, choice: Choice) -> int:
     """Registers per thread each consumer warpgroup gets beside the producer's (a
-    multiple of 8); Unfit when the consumers need more."""
+    multiple of 8): setmaxnreg's counts. Whether the consumers' values fit in them is the
+    lowering's register estimate's to say (ptc.lower.registers: one estimate, read off
+    the lowered ops), which refuses the plan when they do not."""
     res = device.resources
     wg = res.warpgroup_size
     budget = (res.registers // (wg * res.warp_size) - PRODUCER_REGISTERS) // choice.consumers
-    budget = min(res.max_registers_per_thread, budget - budget % 8)
-    need = consumer_registers(graph, choice.consumers * wg * res.warp_size)
-    if need > budget:
-        raise Unfit(f"consumers need ~{need} registers per thread, over the budget of {budget}")
-    return budget
+    return min(res.max_registers_per_thread, budget - budget % 8)
 
 
 def _wgmma_mmas(graph: STaskGraph, choice: Choice, rows: int) -> set[str]:
@@ -336,10 +331,9 @@ def _single_role(graph, device, choice, loop) -> Plan:
     threads = choice.warps * res.warp_size
     if threads > res.max_threads_per_block:
         raise Unfit(f"{threads} threads exceed the block limit {res.max_threads_per_block}")
-    need = consumer_registers(graph, threads)
+    # what a thread may hold at one block per EU: the lowering estimates what it needs
+    # (ptc.lower.registers) and the built plan carries that (driver.finalized)
     limit = min(res.max_registers_per_thread, res.registers // threads)
-    if need > limit:
-        raise Unfit(f"~{need} registers per thread needed, over the limit of {limit}")
     stages = choice.stages if choice.style == Style.MULTISTAGE else 1
     if stages > 1 and not _loop_loads(graph, loop):
         raise Unfit(f"loop {loop or '-'} loads nothing to pipeline")
@@ -348,7 +342,7 @@ def _single_role(graph, device, choice, loop) -> Plan:
         raise Unfit(f"{copy.name} is synchronous: prefetching would stall the role")
     issue_before = interleaving(graph, loop) if choice.style == Style.INTERLEAVED else {}
     b = PlanBuilder(graph, device)
-    b.role("main", warps=choice.warps, registers=min(limit, need + (-need) % 8))
+    b.role("main", warps=choice.warps, registers=limit - limit % 8)
     simt = unit_for(device, UnitKind.SIMT)
 
     def place(t) -> None:
@@ -441,63 +435,3 @@ def _tile_rows(graph: STaskGraph) -> int:
         if t.kind == TaskKind.MMA:
             return t.shape[0]
     return max((t.shape[0] for t in graph.tasks if t.shape), default=1)
-
-
-def consumer_registers(graph: STaskGraph, threads: int) -> int:
-    """Registers per thread for values that stay in registers: everything but the loaded
-    tiles (those live in shared memory), at the high-water mark of the program.
-
-    A value is live from the task that defines it to its last reader in the same region;
-    to the region's end when the next iteration, or a task outside the region, reads it;
-    and over the whole loop when it is carried around it. A loop's body also holds what
-    its enclosing region keeps live across the loop. So eight dequantized operands, each
-    read by the next mma only, count once, not eight times."""
-    sizes = {t.name: math.prod(t.shape) * max(DTYPE_BYTES[t.dtype], 4) // 4
-             for t in graph.tasks if t.op != TaskOp.LOAD and t.shape}
-    defines = {t.name: t.defines for t in graph.tasks}
-    words = _peak_words(graph, graph.root, sizes, defines, 0)
-    return BASE_REGISTERS + math.ceil(words / threads)
-
-
-def _peak_words(graph: STaskGraph, region, sizes: dict[str, int],
-                defines: dict[str, tuple[str, ...]], outside: int) -> int:
-    """The most words live at once in `region` (and the loops in it), `outside` being what
-    the enclosing regions keep live across it; `defines`: each task's values, by name."""
-    items = list(region.items)
-    at = {item: i for i, item in enumerate(items) if isinstance(item, str)}
-    span = {n: [i, i] for n, i in at.items() if n in sizes}
-    for e in graph.edges:
-        if e.src not in span:
-            continue
-        if e.distance == 0 and e.dst in at:
-            span[e.src][1] = max(span[e.src][1], at[e.dst])
-        elif e.distance > 0 and e.dst in at:     # carried around this loop
-            span[e.src] = [0, len(items)]
-        else:                                    # read in a nested loop or after this region
-            span[e.src][1] = len(items)
-    peak = 0
-    for i, item in enumerate(items):
-        # tasks that define the same value (`acc += ...` chains) update one set of registers
-        by_value: dict[tuple, int] = {}
-        for n, (lo, hi) in span.items():
-            if lo <= i <= hi:
-                key = defines[n] or (n,)
-                by_value[key] = max(by_value.get(key, 0), sizes[n])
-        live = outside + sum(by_value.values())
-        if isinstance(item, str):
-            peak = max(peak, live)
-        else:    # a nested loop: its own values on top of what stays live across it, but
-            # for the values the loop updates in place (an accumulator started by zeros)
-            updated = _defined_in(item, defines)
-            across = outside + sum(sizes[n] for n, (lo, hi) in span.items()
-                                   if lo < i < hi and not updated & set(defines[n]))
-            peak = max(peak, _peak_words(graph, item, sizes, defines, across))
-    return peak
-
-
-def _defined_in(region, defines: dict[str, tuple[str, ...]]) -> set[str]:
-    """The values the tasks of `region` and of the loops in it define."""
-    out: set[str] = set()
-    for item in region.items:
-        out |= set(defines[item]) if isinstance(item, str) else _defined_in(item, defines)
-    return out
