@@ -284,7 +284,8 @@ def finalized(plan, low, device):
                for role in op.roles}   # warp-specialized: each role's setmaxnreg count
     roles = tuple(replace(r, registers=budgets.get(r.name, regs)) for r in plan.roles)
     issue = tuple(TaskIssue(c.task, c.mma_instructions, c.fragment_loads, c.simt_instructions,
-                            c.sfu_instructions, c.shuffles, c.shared_accesses, c.mma_copies)
+                            c.sfu_instructions, c.shuffles, c.shared_accesses, c.mma_copies,
+                            c.copy_bytes)
                   for c in low.costs if c.task in {t for _, s in plan.steps() for t in [s.task]})
     built = {b.plan_buffer: b.layout.name if b.layout is not None else "vector"
              for b in low.buffers if b.plan_buffer}

@@ -14,7 +14,8 @@ Counts per warp for one execution of the task:
   instruction per value in the thread, then one shuffle and one combine per lane mask per
   result value, then (across warps) shared-memory stores, loads and combines; reads of
   shared-memory tiles one access per value;
-- copies: the bytes of the tile (per block) and a few instructions per 16-byte chunk.
+- copies: the bytes of the tile (per block), a few instructions per chunk and, where the
+  copy goes through registers (staged or synchronous), its stores to shared memory.
 """
 from __future__ import annotations
 
@@ -217,6 +218,10 @@ def copy_counts(c: dict[str, int], op: ir.CopyTile, threads: int) -> None:
     per_chunk = COPY_INSTRUCTIONS_PER_CHUNK + \
         (GATHER_INSTRUCTIONS_PER_CHUNK if t.gather is not None else 0)
     c["simt_instructions"] += math.ceil(chunks / threads) * per_chunk
+    if op.staged or not op.asynchronous:
+        # through registers: each chunk is also stored to shared memory by its thread
+        c["shared_accesses"] += math.ceil(chunks / threads) * \
+            max(1, op.vector * _bytes(t.dtype) // 4)
 
 
 def _operand_dtype(kernel: ir.LoweredKernel, values: dict, name: str) -> str:

@@ -67,9 +67,13 @@ def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
     if task.kind == TaskKind.COPY:
         rate = unit.throughput.get("bytes", 0) or 1.0
         rate = min(rate, device.l2_bytes_per_cycle_per_eu)
-        nbytes = w.bytes + gathered_bytes(task)
+        # the built copy's bytes where the lowering counted them (TMA's are the task's)
+        moved = issue.copy_bytes if issue is not None and issue.copy_bytes else w.bytes
+        nbytes = moved + gathered_bytes(task)
         shares = instances if task.op != TaskOp.LOAD else 1
-        return unit.issue_latency_cycles + nbytes / rate / shares
+        issued = _issued_copy_cycles(device, issue, warps) / shares \
+            if issue is not None and warps else 0.0
+        return unit.issue_latency_cycles + max(nbytes / rate / shares, issued)
     if task.kind == TaskKind.MMA and unit.kind != UnitKind.MMA:
         # on CUDA cores: one f32 FMA (2 FLOPs) per lane and result, whatever the inputs
         rate = unit.throughput.get("f32") or max(unit.throughput.values())
@@ -86,6 +90,19 @@ def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
         rate = sfu[0].throughput.get("f32") or max(sfu[0].throughput.values())
         cycles = max(cycles, w.sfu_ops / rate)
     return unit.issue_latency_cycles + cycles / instances
+
+
+def _issued_copy_cycles(device: Device, issue, warps: int) -> float:
+    """What the built copy issues, timed: its threads' address and predicate instructions
+    and, where the copy goes through registers (CDNA's register-staged copies, a
+    synchronous copy's loads and stores), its stores to shared memory. The bytes bound it
+    too (step_cycles takes the larger)."""
+    res = device.resources
+    simt = device.units_of(UnitKind.SIMT)
+    rate = (simt[0].throughput.get("f32") or max(simt[0].throughput.values())) if simt else 1.0
+    cycles = issue.simt * warps * res.warp_size / rate
+    shared = issue.shared * res.warp_size * 4 * warps / res.shared_bytes_per_cycle
+    return max(cycles, shared)
 
 
 def _issued_cycles(task: STask, unit, device: Device, issue, warps: int,

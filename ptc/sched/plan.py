@@ -140,6 +140,7 @@ class TaskIssue:
     shuffles: int = 0
     shared: int = 0              # other shared-memory loads and stores
     mma_copies: int = 1          # warps that compute each atom (ptc.lower.atoms.Tiling)
+    copy_bytes: int = 0          # a copy's bytes as the built copy moves them (per block)
 
 
 @dataclass(frozen=True)
@@ -352,7 +353,9 @@ class _Reader:
         return TaskIssue(task, *(self.get(counts, k, int, iw) for k in
                                  ("mma", "fragment_loads", "simt", "sfu", "shuffles", "shared")),
                          mma_copies=self.get(counts, "mma_copies", int, iw)
-                         if "mma_copies" in counts else 1)
+                         if "mma_copies" in counts else 1,
+                         copy_bytes=self.get(counts, "copy_bytes", int, iw)
+                         if "copy_bytes" in counts else 0)
 
 
 def from_json(text: str, filename: str = "plan.json") -> Plan:

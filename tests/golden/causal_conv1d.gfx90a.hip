@@ -5,7 +5,7 @@
 // shared bias_lds: f32[64] at 0..256 (tile of load_bias)
 // shared x_lds: f16[128, 64] at 0..16384 (tile of load_x)
 // shared w_lds: f32[64, 1] at 16384..16640 (tile of load_w)
-// estimate: 278.2 us at the benchmark shape, bound by vmem
+// estimate: 278.6 us at the benchmark shape, bound by vmem
 #include <climits>
 #include <cmath>
 #include <cstdint>

@@ -4,7 +4,7 @@
 // launch: 256 threads, 16896 bytes of shared memory, ~108 registers per thread
 // shared x_lds: f16[64, 128] at 0..16384 (tile of load_x)
 // shared w_lds: f32[128] at 16384..16896 (tile of load_w)
-// estimate: 24.3 us at the benchmark shape, bound by valu
+// estimate: 24.5 us at the benchmark shape, bound by valu
 #include <climits>
 #include <cmath>
 #include <cstdint>

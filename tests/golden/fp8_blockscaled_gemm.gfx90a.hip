@@ -7,7 +7,7 @@
 // shared W_lds: f8e4m3[128, 64] at 8192..16384 (tile of load_W)
 // shared SA_lds: f32[128] at 16384..16896 (tile of load_SA)
 // shared SW_lds: f32[] at 16896..16912 (tile of load_SW)
-// estimate: 789.6 us at the benchmark shape, bound by matrix_core
+// estimate: 789.7 us at the benchmark shape, bound by matrix_core
 #include <climits>
 #include <cmath>
 #include <cstdint>

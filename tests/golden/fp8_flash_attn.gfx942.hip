@@ -9,7 +9,7 @@
 // shared Vt_lds: f8e4m3[128, 64] at 17408..25600 (tile of load_Vt)
 // shared k_lds: f8e4m3[64, 128] at 25600..33792 (tile of load_K)
 // shared q_lds: f8e4m3[64, 128] at 33792..41984 (tile of load_Q)
-// estimate: 1395.5 us at the benchmark shape, bound by valu
+// estimate: 1395.8 us at the benchmark shape, bound by valu
 #include <climits>
 #include <cmath>
 #include <cstdint>

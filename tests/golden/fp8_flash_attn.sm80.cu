@@ -11,7 +11,7 @@
 // shared scratch1: f32[64, 4] at 75776..76800 (cross-warp max of %r1)
 // shared scratch2: f32[64, 4] at 76800..77824 (cross-warp sum of %r2)
 // shared v_descale_smem: f32[] at 77824..77840 (tile of load_v_descale)
-// estimate: 12396.5 us at the benchmark shape, bound by cuda_core
+// estimate: 12397.5 us at the benchmark shape, bound by cuda_core
 #include <climits>
 #include <cstdint>
 #include <cuda_runtime.h>

@@ -6,7 +6,7 @@
 // shared sw_lds: f32[] at 0..16 (tile of load_sw)
 // shared W_lds: f8e4m3[128, 64] at 8192..16384 (tile of load_W)
 // shared sa_lds: f32[] at 16384..16400 (tile of load_sa)
-// estimate: 794.6 us at the benchmark shape, bound by matrix_core
+// estimate: 794.9 us at the benchmark shape, bound by matrix_core
 #include <climits>
 #include <cmath>
 #include <cstdint>

@@ -6,7 +6,7 @@
 // shared sw_lds: f32[] at 0..16 (tile of load_sw)
 // shared A_lds: f8e4m3[64, 64] x 2 at 16384..24576 (ring of load_A)
 // shared sa_lds: f32[] at 24576..24592 (tile of load_sa)
-// estimate: 86.2 us at the benchmark shape, bound by matrix_core
+// estimate: 86.3 us at the benchmark shape, bound by matrix_core
 #include <climits>
 #include <cmath>
 #include <cstdint>

@@ -6,7 +6,7 @@
 // shared sw_smem: f32[] at 0..16 (tile of load_sw)
 // shared W_smem: f8e4m3[64, 64] x 2 at 8192..16384 (ring of load_W)
 // shared sa_smem: f32[] at 16384..16400 (tile of load_sa)
-// estimate: 478.1 us at the benchmark shape, bound by tensor_core
+// estimate: 478.4 us at the benchmark shape, bound by tensor_core
 #include <climits>
 #include <cstdint>
 #include <cuda_runtime.h>

@@ -11,7 +11,7 @@
 // shared dA_cs_lds: f32[64] at 16384..16640 (tile of load_dA_cs2)
 // shared dt_lds: f32[64] at 16640..16896 (tile of load_dt)
 // shared cs_m_lds: f32[64] at 24576..24832 (tile of load_dA_cs)
-// estimate: 2644.8 us at the benchmark shape, bound by vmem
+// estimate: 2674.8 us at the benchmark shape, bound by vmem
 #include <climits>
 #include <cmath>
 #include <cstdint>

@@ -11,7 +11,7 @@
 // shared dA_cs_smem: f32[64] x 3 at 57344..58112 (ring of load_dA_cs2)
 // shared dt_smem: f32[64] x 3 at 58112..58880 (ring of load_dt)
 // shared cs_m_smem: f32[64] at 58880..59136 (tile of load_dA_cs)
-// estimate: 1332.8 us at the benchmark shape, bound by cuda_core
+// estimate: 1333.8 us at the benchmark shape, bound by cuda_core
 #include <climits>
 #include <cstdint>
 #include <cuda_runtime.h>

@@ -7,7 +7,7 @@
 // shared dA_cs_lds: f32[64] at 24576..24832 (tile of load_dA_cs2)
 // shared dt_lds: f32[64] at 24832..25088 (tile of load_dt)
 // shared last_lds: f32[] at 25088..25104 (tile of load_dA_cs)
-// estimate: 607.0 us at the benchmark shape, bound by vmem
+// estimate: 609.9 us at the benchmark shape, bound by vmem
 #include <climits>
 #include <cmath>
 #include <cstdint>

@@ -5,7 +5,7 @@
 // shared W_lds: f16[64, 128] x 2 at 0..32768 (ring of load_W)
 // shared X_lds: f16[64, 64] x 2 at 32768..49152 (ring of load_X)
 // shared gate_lds: f32[64] at 49152..49408 (tile of load_gate)
-// estimate: 450.5 us at the benchmark shape, bound by vmem
+// estimate: 450.6 us at the benchmark shape, bound by vmem
 #include <climits>
 #include <cmath>
 #include <cstdint>

@@ -5,7 +5,7 @@
 // shared W_lds: f16[32, 128] x 2 at 0..16384 (ring of load_W)
 // shared X_lds: f16[64, 32] x 2 at 16384..24576 (ring of load_X)
 // shared gate_lds: f32[64] at 24576..24832 (tile of load_gate)
-// estimate: 72.5 us at the benchmark shape, bound by vmem
+// estimate: 72.9 us at the benchmark shape, bound by vmem
 #include <climits>
 #include <cmath>
 #include <cstdint>

@@ -27,7 +27,7 @@
 // shared Z7_lds: u8[128] at 51840..51968 (tile of load_Z7)
 // shared Z8_lds: u8[128] at 51968..52096 (tile of load_Z8)
 // shared Z_lds: u8[128] at 52096..52224 (tile of load_Z)
-// estimate: 753.2 us at the benchmark shape, bound by valu
+// estimate: 777.5 us at the benchmark shape, bound by valu
 #include <climits>
 #include <cmath>
 #include <cstdint>

@@ -27,7 +27,7 @@
 // shared Z7_smem: u8[64] at 75072..75136 (tile of load_Z7)
 // shared Z8_smem: u8[64] at 75136..75200 (tile of load_Z8)
 // shared Z_smem: u8[64] at 75200..75264 (tile of load_Z)
-// estimate: 1305.7 us at the benchmark shape, bound by cuda_core
+// estimate: 1312.9 us at the benchmark shape, bound by cuda_core
 #include <climits>
 #include <cstdint>
 #include <cuda_runtime.h>

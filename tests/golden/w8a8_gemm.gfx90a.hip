@@ -6,7 +6,7 @@
 // shared sw_lds: f32[128] at 0..512 (tile of load_sw)
 // shared W_lds: i8[128, 64] at 8192..16384 (tile of load_W)
 // shared sa_lds: f32[128] at 16384..16896 (tile of load_sa)
-// estimate: 797.8 us at the benchmark shape, bound by matrix_core
+// estimate: 798.1 us at the benchmark shape, bound by matrix_core
 #include <climits>
 #include <cmath>
 #include <cstdint>

@@ -6,7 +6,7 @@
 // shared sw_lds: f32[128] at 0..512 (tile of load_sw)
 // shared A_lds: i8[64, 64] x 2 at 16384..24576 (ring of load_A)
 // shared sa_lds: f32[64] at 24576..24832 (tile of load_sa)
-// estimate: 88.0 us at the benchmark shape, bound by matrix_core
+// estimate: 88.1 us at the benchmark shape, bound by matrix_core
 #include <climits>
 #include <cmath>
 #include <cstdint>
