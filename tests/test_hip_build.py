@@ -492,3 +492,64 @@ def test_clangs_kernel_object_holds_the_code_its_isa_report_reads(tmp_path):
     assert cuid and f"__hip_cuid_{cuid}" in subprocess.run(
         [executable_or_skip("llvm-readelf-19"), "-s", str(tmp_path / "kernel.co")],
         capture_output=True, text=True, check=True).stdout
+
+
+# ---- the precompiled prelude of a check (ptc.runtime.hip_prelude) ---------------------------
+def test_the_prelude_is_the_system_includes_a_kernel_starts_with():
+    from ptc.runtime.hip_prelude import leading_system_includes
+    kernel = "// made by ptc\n\n#include <climits>\n#include <cmath>\n#include \"ptc_types.h\"\n"
+    assert leading_system_includes(kernel) == "#include <climits>\n#include <cmath>\n"
+    # a line before them (a macro could change what they declare): no prelude
+    assert leading_system_includes("#define N 4\n#include <cmath>\n") == ""
+    assert leading_system_includes("#include \"ptc_types.h\"\n#include <cmath>\n") == ""
+
+
+def test_a_prelude_the_compiler_refuses_leaves_the_check_as_build_sh_has_it(no_compilers,
+                                                                            tmp_path,
+                                                                            monkeypatch):
+    from ptc.runtime.hip_prelude import FAILED, with_prelude
+    monkeypatch.setenv("PTC_CACHE_DIR", str(tmp_path / "cache"))
+    refusing = no_compilers / "clang++-19"
+    refusing.write_text("#!/bin/sh\necho 'error: no precompiled headers here' >&2\nexit 1\n")
+    refusing.chmod(0o755)
+    folder = tmp_path / "build"
+    folder.mkdir()
+    (folder / "kernel.hip").write_text("#include <cmath>\n__global__ void k() {}\n")
+    compiler = Compiler(str(refusing), "clang++-19", "clang")
+    (step,) = hip.TOOLCHAIN.check("gfx942", compiler)[0]
+    assert with_prelude(step, compiler, folder, dict(os.environ)) == step
+    (failed,) = (tmp_path / "cache" / "objects" / "pch").glob(f"*/{FAILED}")
+    assert "no precompiled headers here" in failed.read_text()
+
+
+@pytest.mark.hip
+@pytest.mark.parametrize("target", sorted(HIP_TARGETS))
+def test_a_checks_assembly_is_the_whole_builds_byte_for_byte(target, tmp_path, monkeypatch):
+    """A check (report_only) reads the kernel's system headers from a precompiled prelude;
+    the assembly is the one build.sh's command makes. A header changed since the prelude
+    was built (a package upgrade) builds it again."""
+    from ptc.runtime.hip_prelude import INPUTS
+    monkeypatch.setenv("PTC_CACHE_DIR", str(tmp_path / "cache"))
+    arch = HIP_TARGETS[target]
+    compiler_or_skip(arch)
+    prepared = R.prepare(ROOT / "samples" / "softmax.pt", target)
+
+    def assembly(name: str, whole: bool) -> tuple[str, tuple]:
+        folder = tmp_path / name
+        B.write_build_dir(folder, kernel_source=prepared.source, signature=prepared.signature,
+                          arch=arch, target=target, plan_json=prepared.plan_json, backend="hip")
+        result = B.build(folder, report_only=not whole)
+        return (folder / "kernel.s").read_text(), result.commands
+
+    checked, commands = assembly("check", False)
+    assert any("-include-pch" in c for c in commands), commands
+    built, plain = assembly("whole", True)
+    assert not any("-include-pch" in c for c in plain)
+    assert checked == built
+    (inputs,) = (tmp_path / "cache" / "objects" / "pch").glob(f"*/{INPUTS}")
+    header, size, mtime = inputs.read_text().splitlines()[0].split("\t")
+    inputs.write_text(inputs.read_text().replace(f"{header}\t{size}\t{mtime}",
+                                                 f"{header}\t{size}\t{int(mtime) - 1}"))
+    (inputs.parent / "prelude.pch").write_text("stale")
+    again, _ = assembly("again", False)
+    assert again == built and (inputs.parent / "prelude.pch").read_bytes() != b"stale"

@@ -261,7 +261,8 @@ def build(directory: str | Path, arch: str | None = None, *,
     arch = arch or read_manifest(folder).get("arch") or "sm_80"
     compiler = chain.find(arch)
     steps = chain.steps(arch, compiler)
-    check_steps, report_step = chain.check(arch, compiler)
+    # (the folder only for a check: its steps may read the kernel, e.g. for a prelude)
+    check_steps, report_step = chain.check(arch, compiler, folder if report_only else None)
     products = [s.output for s in steps + check_steps] + [chain.report_file, "build.json",
                                                          chain.log_file]
     if report_only:

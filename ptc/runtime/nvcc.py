@@ -112,7 +112,8 @@ class NvccToolchain(Toolchain):
                 Step(LIBRARY, tuple(OBJECTS), tuple(library), 1),
                 Step(EXECUTABLE, tuple(OBJECTS), tuple(executable), 2))
 
-    def check(self, arch: str, compiler: Compiler) -> tuple[tuple[Step, ...], str]:
+    def check(self, arch: str, compiler: Compiler,
+              folder: Path | None = None) -> tuple[tuple[Step, ...], str]:
         """The kernel's device code alone (-cubin: ptxas -v and the SASS without nvcc's host
         pass, a third of kernel.o's time), with the flags kernel.o's device code gets."""
         command = (compiler.shown, *STANDARD, "-gencode", f"arch={virtual_arch(arch)},code={arch}",

@@ -42,7 +42,7 @@ def cacheable(step: Step) -> bool:
         ("-cubin" in step.command and step.output.endswith(".cubin"))
 
 
-def _tool(h, tool: str) -> None:
+def tool_identity(h, tool: str) -> None:
     """A tool's identity in a key: its path, size and modification time."""
     path = Path(tool)
     try:
@@ -54,7 +54,7 @@ def _tool(h, tool: str) -> None:
 
 def step_key(step: Step, compiler: Compiler, folder: Path) -> str:
     h = hashlib.sha256()
-    _tool(h, compiler.path)
+    tool_identity(h, compiler.path)
     h.update(b"\0" + "\0".join(step.command).encode() + b"\0")
     headers = sorted(p.name for p in folder.iterdir() if p.suffix in HEADER_SUFFIXES)
     for name in sorted(set(step.inputs) | set(headers)):
@@ -108,6 +108,6 @@ def disassembly(tool: str, args: tuple[str, ...], file: Path, run: Callable[[], 
     the stage cache (`disassembly` entries): the same built kernel is disassembled once per
     machine."""
     h = hashlib.sha256()
-    _tool(h, tool)
+    tool_identity(h, tool)
     h.update(b"\0" + "\0".join(args).encode() + b"\0" + file.read_bytes())
     return STAGES.get_or_compute("disassembly", h.hexdigest(), run)

@@ -8,6 +8,7 @@ no backend by name.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import BuildError
 
@@ -65,10 +66,11 @@ class Toolchain:
     def steps(self, arch: str, compiler: Compiler) -> tuple[Step, ...]:
         raise NotImplementedError
 
-    def check(self, arch: str, compiler: Compiler) -> tuple[tuple[Step, ...], str]:
+    def check(self, arch: str, compiler: Compiler,
+              folder: Path | None = None) -> tuple[tuple[Step, ...], str]:
         """(the steps a check of the kernel's machine code needs alone, the step whose
-        output is the report, "" where a step writes report_file): `build(report_only=True)`.
-        By default the full build's kernel step that the report comes from."""
+        output is the report, "" where a step writes report_file): `build(report_only=True)`
+        of `folder`. By default the full build's kernel step that the report comes from."""
         steps = tuple(s for s in self.steps(arch, compiler)
                       if s.output in (self.report_step, self.report_file))
         return steps, self.report_step
