@@ -71,7 +71,7 @@ def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
         moved = issue.copy_bytes if issue is not None and issue.copy_bytes else w.bytes
         nbytes = moved + gathered_bytes(task)
         shares = instances if task.op != TaskOp.LOAD else 1
-        issued = _issued_copy_cycles(device, issue, warps) / shares \
+        issued = _issued_copy_cycles(device, unit, issue, warps) / shares \
             if issue is not None and warps else 0.0
         return unit.issue_latency_cycles + max(nbytes / rate / shares, issued)
     if task.kind == TaskKind.MMA and unit.kind != UnitKind.MMA:
@@ -92,29 +92,36 @@ def step_cycles(task: STask, unit, device: Device, instances: int, issue=None,
     return unit.issue_latency_cycles + cycles / instances
 
 
-def _issued_copy_cycles(device: Device, issue, warps: int) -> float:
+def _issued_copy_cycles(device: Device, unit, issue, warps: int) -> float:
     """What the built copy issues, timed: its threads' address and predicate instructions
     and, where the copy goes through registers (CDNA's register-staged copies, a
     synchronous copy's loads and stores), its stores to shared memory. The bytes bound it
     too (step_cycles takes the larger)."""
+    cycles = issue.simt * warps * device.resources.warp_size / _simt_rate(device, unit)
+    return max(cycles, _shared_cycles(device, issue, warps))
+
+
+def _simt_rate(device: Device, unit) -> float:
+    """Lane operations per cycle of the CUDA cores that issue for `unit`'s steps."""
+    simt_unit = unit if unit.kind == UnitKind.SIMT else \
+        (device.units_of(UnitKind.SIMT) or [unit])[0]
+    return simt_unit.throughput.get("f32") or max(simt_unit.throughput.values())
+
+
+def _shared_cycles(device: Device, issue, warps: int) -> float:
+    """Cycles `warps` warps' shared-memory traffic holds the pipe: a warp's 4-byte shared
+    access, and its fragment loads (a 2-byte read of a strided MFMA operand is timed as a
+    fragment load too: it takes the LDS's passes all the same), and its shuffles."""
     res = device.resources
-    simt = device.units_of(UnitKind.SIMT)
-    rate = (simt[0].throughput.get("f32") or max(simt[0].throughput.values())) if simt else 1.0
-    cycles = issue.simt * warps * res.warp_size / rate
-    shared = issue.shared * res.warp_size * 4 * warps / res.shared_bytes_per_cycle
-    return max(cycles, shared)
+    return (issue.shuffles / res.exchanges_per_cycle
+            + (issue.shared * res.warp_size * 4 + issue.fragment_loads * res.fragment_load_bytes)
+            / res.shared_bytes_per_cycle) * warps
 
 
 def _issued_cycles(task: STask, unit, device: Device, issue, warps: int,
                    instances: int) -> float:
-    res = device.resources
-    lanes = res.warp_size
-    # a warp's 4-byte shared access, and its fragment loads, hold the shared-memory pipe (a
-    # 2-byte read of a strided MFMA operand is timed as a fragment load too: it takes the
-    # LDS's passes all the same)
-    shared = (issue.shuffles / res.exchanges_per_cycle
-              + (issue.shared * lanes * 4 + issue.fragment_loads * res.fragment_load_bytes)
-              / res.shared_bytes_per_cycle) * warps
+    lanes = device.resources.warp_size
+    shared = _shared_cycles(device, issue, warps)
     if task.kind == TaskKind.MMA and unit.kind == UnitKind.MMA:
         # the YAML's own rate where it has one (sm90's FP8 is wgmma's), else the widened one
         rate = unit.throughput.get(task.mma_dtype) or \
@@ -122,10 +129,7 @@ def _issued_cycles(task: STask, unit, device: Device, issue, warps: int,
         # a tiling with copies (atoms.Tiling.replicas) runs each atom on several warps
         flops = task.work.mma_flops * issue.mma_copies
         return unit.issue_latency_cycles + max(flops / rate / instances, shared)
-    simt_unit = unit if unit.kind == UnitKind.SIMT else \
-        (device.units_of(UnitKind.SIMT) or [unit])[0]
-    rate = simt_unit.throughput.get("f32") or max(simt_unit.throughput.values())
-    cycles = issue.simt * warps * lanes / rate
+    cycles = issue.simt * warps * lanes / _simt_rate(device, unit)
     sfu = device.units_of(UnitKind.SFU)
     if sfu and issue.sfu:
         srate = sfu[0].throughput.get("f32") or max(sfu[0].throughput.values())
