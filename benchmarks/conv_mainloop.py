@@ -9,7 +9,7 @@ samples/conv2d.pt at its benchmark shape, and the warp-specialized plans at the 
 where the target has them) this builds conv2d and samples/gemm.pt with the same tiles
 (BM = BQ, BN = BCO, BK) and plan choice, at the GEMM the convolution is (M = N * OH * OW,
 N = CO, K = R * S * C), and prints what each main loop issues per warp (wave) and
-iteration with the ratio of instructions per tensor-core MFLOP (ptc.runtime.mainloop, ptc.runtime.amdgpu_isa). Needs
+iteration with the ratio of instructions per tensor-core MFLOP (ptc.runtime.mainloop, ptc.targets.hip.isa). Needs
 nvcc and cuobjdump, or a HIP compiler for gfx targets; no GPU.
 """
 from __future__ import annotations
@@ -45,11 +45,11 @@ def built_loop(path: Path, shapes: dict, tiles: dict, choice: Choice, target: st
                     arch=ARCH[target], target=target, backend=device.backend)
     build(out, ARCH[target], report_only=True)
     if target.startswith("gfx"):
-        from ptc.runtime.amdgpu_isa import parse_isa
+        from ptc.targets.hip.isa import parse_isa
         return next(k for k in parse_isa((out / "kernel.s").read_text()).kernels
                     if k.name.endswith("<true>"))
     from ptc.runtime.mainloop import mainloop_reports
-    from ptc.runtime.ptxas import kernel_name
+    from ptc.runtime.symbols import kernel_name
     (loop,) = [r for r in mainloop_reports(sass(out)) if kernel_name(r.kernel).endswith("<true>")]
     return loop
 

@@ -8,7 +8,7 @@ tile, warps and stages ahead of time (benchmarks/triton_aot.py), and prints what
 loop issues per warp and iteration (ptc.runtime.mainloop) with the ratio of instructions
 per tensor-core MFLOP. Needs nvcc and cuobjdump (ptc's dev extra); Triton is installed in
 benchmarks/.venv-triton on first use. For gfx90a / gfx942 the same from the AMDGPU
-assembly of both (ptc.runtime.amdgpu_isa; Triton compiled for the target, wave64), per
+assembly of both (ptc.targets.hip.isa; Triton compiled for the target, wave64), per
 wave and iteration; needs a HIP compiler (docs/hip.md).
 """
 from __future__ import annotations
@@ -23,9 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ptc.runtime.build import find_cuobjdump, sass  # noqa: E402
+from ptc.runtime.build import sass  # noqa: E402
+from ptc.targets.cuda.toolchain import find_cuobjdump  # noqa: E402
 from ptc.runtime.mainloop import COLUMNS, mainloop_reports, row  # noqa: E402
-from ptc.runtime.ptxas import kernel_name  # noqa: E402
+from ptc.runtime.symbols import kernel_name  # noqa: E402
 
 
 # the samples with a Triton baseline (benchmarks/baselines/triton_<sample>.py)
@@ -74,7 +75,7 @@ def isa_row(k) -> str:
 
 
 def main_hip(target: str, shape: str | None) -> None:
-    from ptc.runtime.amdgpu_isa import parse_isa
+    from ptc.targets.hip.isa import parse_isa
     print(f"main loops on {target}, per wave and iteration (AMDGPU assembly)")
     print(f"{'':<34}" + "".join(f"{c:>12}" for c in ISA_COLUMNS + ("total",))
           + f"{'per MFLOP':>14}{'ratio':>8}")

@@ -7,7 +7,7 @@ with what is already known are checked), then, in `complete`, a fallback mapping
 program fixed one. The reference interpreter (`ptc.interp.bind_dims`), the runtime's call
 binding (`ptc.runtime.binding`), `ptc run --inputs` (`ptc.cli.run`) and the driver's reading
 of compile-time dims from inputs (`ptc.driver.dims_from_inputs`) all bind through it; the
-C harness (templates/cuda/harness.cu.j2) repeats the same rules for `ptc_run`.
+C harness (targets/cuda/templates/harness.cu.j2) repeats the same rules for `ptc_run`.
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ reduction (`Reduce.op`) of the typed IR, with everything each stage needs to kno
     c         its CUDA C spelling for f32 operands, in the form `c_form` says:
                 infix (`a + b`), prefix (`-a`), call (`expf(a)`) or select (`c ? a : b`);
                 a reduction's is the C expression that folds `x` into `acc`
-    hip       its HIP spelling: clang builtins or ptc's own helpers (templates/hip), never
+    hip       its HIP spelling: clang builtins or ptc's own helpers (targets/hip/templates), never
               HIP's device math library, which generated code does not link
     sfu       whether the GPU runs it on the special-function unit (transcendentals)
     simt_ops  its cost class: CUDA-core operations per element in the cost model

@@ -58,7 +58,8 @@ def code_text(source: str) -> str:
     return _COMMENT_LINE.sub("", source)
 
 
-TEMPLATES = PACKAGE / "templates"     # what no cached stage reads (see above)
+TEMPLATES = "templates"     # folders no cached stage reads (see above): ptc/templates and
+                            # each backend's (ptc/targets/<backend>/templates)
 
 
 @functools.lru_cache(maxsize=1)
@@ -67,7 +68,7 @@ def ptc_fingerprint() -> str:
     h = hashlib.sha256()
     for path in sorted(PACKAGE.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" \
-                and TEMPLATES not in path.parents:
+                and TEMPLATES not in path.relative_to(PACKAGE).parts[:-1]:
             h.update(str(path.relative_to(PACKAGE)).encode())
             h.update(b"\0")
             h.update(path.read_bytes())

@@ -53,7 +53,7 @@ COMPILERS = {
 @functools.lru_cache(maxsize=None)
 def available(marker: str) -> bool:
     if marker == "nvcc":
-        from ptc.runtime.nvcc import find_nvcc
+        from ptc.targets.cuda.toolchain import find_nvcc
         try:
             find_nvcc()
             return True

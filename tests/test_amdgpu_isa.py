@@ -1,4 +1,4 @@
-"""The ISA readout (ptc.runtime.amdgpu_isa) on recorded device assembly: what `ptc build`
+"""The ISA readout (ptc.targets.hip.isa) on recorded device assembly: what `ptc build`
 reports for a HIP kernel -- registers, LDS, scratch, spills, occupancy and the instructions
 of its main loop. tests/test_hip_build.py reads freshly compiled assembly the same way."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ptc.runtime.amdgpu_isa import family, parse_isa
+from ptc.targets.hip.isa import family, parse_isa
 
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "hip" / "isa_probe.gfx942.s"
 

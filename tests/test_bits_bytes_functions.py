@@ -397,7 +397,7 @@ def test_the_functions_on_every_target():
 
 
 def test_the_hip_spellings_are_builtins_or_ptc_helpers():
-    """Generated HIP code links no device math library (ptc/templates/hip/ptc_types.h)."""
+    """Generated HIP code links no device math library (ptc/targets/hip/templates/ptc_types.h)."""
     for op in ops.ELEMENTWISE.values():
         if op.c_form == "call":
             assert op.hip.startswith(("ptc::", "__builtin_")), op.name
@@ -512,7 +512,7 @@ def test_every_new_op_and_dtype_builds_for_amd(all_of_it, target, tmp_path):
     import importlib
 
     import ptc.runtime as R
-    from ptc.runtime import hip
+    from ptc.targets.hip import toolchain as hip
 
     build = importlib.import_module("ptc.runtime.build")
     try:

@@ -29,7 +29,9 @@ from ptc.coverage.cases import (CATALOGUE, ROOT, case, coverage, lowered, lowere
 from ptc.coverage.forms import form
 from ptc.coverage.universe import UNREACHABLE
 from ptc.devices import get_device
-from ptc.render.emulate import CUDA_TEMPLATES
+from ptc import targets
+
+CUDA_TEMPLATES = targets.backend("cuda").templates
 
 TARGETS = ("sm80", "sm90", "gfx90a", "gfx942")
 
@@ -201,7 +203,7 @@ def test_nvcc_builds_a_wgmma_of_every_reachable_width(tmp_path):
     import subprocess
 
     from ptc.device_headers import SHARED
-    from ptc.runtime.nvcc import find_nvcc
+    from ptc.targets.cuda.toolchain import find_nvcc
 
     widths = sorted({f.args["n"] for f, why in universe(get_device("sm90")).items()
                      if f.instruction == "wgmma" and why is None})
@@ -331,7 +333,7 @@ def test_the_hip_compiler_builds_16_bit_atomic_adds(target, tmp_path):
     import subprocess
 
     from ptc.render import headers
-    from ptc.runtime import hip
+    from ptc.targets.hip import toolchain as hip
 
     try:
         compiler = hip.find_compiler(target)

@@ -4,7 +4,7 @@ ptc_types header includes it after its own primitives, and every build folder an
 build has it beside the backend's headers.
 
 The duplicate finder compares the code lines (comments, preprocessor lines and lone braces
-left out) of templates/cuda and templates/hip: a run of RUN identical lines in both is code
+left out) of targets/cuda/templates and targets/hip/templates: a run of RUN identical lines in both is code
 written twice. What is still duplicated is listed in KNOWN, per pair of files, with why it is
 not shared yet; the count is strict, so moving code into templates/common shows as a failure
 until the entry shrinks, and a new copy fails at once."""
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ptc.device_headers import SHARED, TEMPLATES, device_headers
+from ptc import targets
+from ptc.device_headers import SHARED, device_headers
 from ptc.render import backend_headers
 from ptc.runtime.build import device_headers as build_headers
 
@@ -58,8 +59,8 @@ def test_the_duplicate_finder_sees_a_copy_and_not_a_difference():
 
 def test_device_code_is_written_once_or_listed_with_why():
     found = {}
-    for cuda in sorted((TEMPLATES / "cuda").glob("*.cuh")):
-        for hip in sorted((TEMPLATES / "hip").glob("*.h")):
+    for cuda in sorted(targets.backend("cuda").templates.glob("*.cuh")):
+        for hip in sorted(targets.backend("hip").templates.glob("*.h")):
             n = duplicated_runs(code_lines(cuda), code_lines(hip))
             if n:
                 found[(cuda.name, hip.name)] = n
@@ -71,7 +72,7 @@ def test_no_shared_function_is_defined_again_by_a_backend():
     definitions = [line for line in shared if "__forceinline__" in line and "(" in line]
     assert len(definitions) > 20
     for folder, suffix in (("cuda", "*.cuh"), ("hip", "*.h")):
-        for header in (TEMPLATES / folder).glob(suffix):
+        for header in targets.backend(folder).templates.glob(suffix):
             again = set(definitions) & set(code_lines(header))
             assert not again, f"{header.name} defines again: {sorted(again)[:3]}"
 
@@ -81,6 +82,6 @@ def test_every_build_has_the_shared_header(backend):
     names = [h.name for h in backend_headers(backend)]
     assert "ptc_numerics.h" in names and len(names) == len(set(names))
     assert [h.name for h in build_headers(backend)] == names == \
-        [h.name for h in device_headers(backend)]
+        [h.name for h in device_headers(targets.backend(backend).templates)]
     types = "ptc_types.cuh" if backend == "cuda" else "ptc_types.h"
-    assert '#include "ptc_numerics.h"' in (TEMPLATES / backend / types).read_text()
+    assert '#include "ptc_numerics.h"' in (targets.backend(backend).templates / types).read_text()

@@ -470,7 +470,7 @@ def test_schedulers_and_fragment_bytes_come_from_the_description(tmp_path):
     the device's own figures, required like the other resources."""
     from dataclasses import replace
 
-    from ptc.render.hip import waves_per_simd
+    from ptc.targets.hip.render import waves_per_simd
 
     res = get_device("gfx90a").resources
     assert (res.schedulers_per_eu, res.fragment_load_bytes) == (4, 512)

@@ -29,11 +29,14 @@ from ptc.devices import get_device
 from ptc.driver import check_file, schedule
 from ptc.interp import run_kernel
 from ptc.render import RenderError, can_render, render_kernel
-from ptc.render.emulate import (BACKENDS, CUDA_TEMPLATES, EmulationError,
+from ptc import targets
+from ptc.render.emulate import (EmulationError, backend_of,
                                 build_emulated, build_emulated_many)
 from ptc.sched.construct import Choice, Unfit, construct
 from ptc.stask import build_graphs, propagate
 from test_simulate import EDGE, SMOKE
+
+CUDA_TEMPLATES = targets.backend("cuda").templates
 
 pytestmark = pytest.mark.cxx
 
@@ -411,7 +414,7 @@ def conversions(tmp_path_factory):
     d = tmp_path_factory.mktemp("conversions")
     (d / "conv.cpp").write_text(CONVERSIONS)
     subprocess.run([os.environ.get("CXX", "g++"), "-std=c++20", "-O1", "-fPIC", "-shared",
-                    "-DPTC_EMULATE", *(f"-I{d}" for d in BACKENDS["cuda"].include_dirs()),
+                    "-DPTC_EMULATE", *(f"-I{d}" for d in backend_of("cuda").include_dirs()),
                     str(d / "conv.cpp"), "-o", str(d / "conv.so")], check=True)
     lib = ctypes.CDLL(str(d / "conv.so"))
 

@@ -1,4 +1,4 @@
-"""The CPU emulation of HIP (templates/hip/emulate/ptc_emulate_hip.h over the shared
+"""The CPU emulation of HIP (targets/hip/templates/emulate/ptc_emulate_hip.h over the shared
 runtime, ptc.render.emulate with backend "hip") on small hand-written kernels that call the
 device headers (ptc_types.h, cross_lane.h, mfma.h) and the clang AMDGPU builtins: the four
 MFMA instructions against NumPy with the operand and accumulator layouts taken from
@@ -25,13 +25,16 @@ from ptc.interp import run_kernel
 from ptc.lower.atoms import MFMA_16x16x16, MFMA_32x32x8
 from ptc.lower.layout import Layout
 from ptc.render import RenderError
-from ptc.render.emulate import TEMPLATES, EmulationError, build_emulated
+from ptc import targets
+from ptc.render.emulate import EmulationError, build_emulated
 from ptc.sched.construct import Choice
 from conftest import in_groups
 from test_emulate import (UNIT, Case, case_builds, compare, matches_the_interpreter, mutate,
                           within_tolerance)
 from test_emulate_runtime import kernel_abi
 from test_simulate import SMOKE
+
+HIP_TEMPLATES = targets.backend("hip").templates
 
 pytestmark = pytest.mark.cxx
 
@@ -152,7 +155,7 @@ def test_mfma_rounds_nothing_but_the_f32_sums(atom):
 def swapped_fragments_header() -> str:
     """mfma.h with lanes 0 and 1 trading their A fragments before the instruction: what a
     wrong lane formula in a fragment loader amounts to."""
-    header = (TEMPLATES / "hip" / "mfma.h").read_text()
+    header = (HIP_TEMPLATES / "mfma.h").read_text()
     good = ("const uint64_t a64 = static_cast<uint64_t>(a[0]) | "
             "(static_cast<uint64_t>(a[1]) << 32);")
     assert good in header

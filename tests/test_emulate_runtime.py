@@ -1,4 +1,4 @@
-"""The CPU emulation runtime (ptc/templates/cuda/emulate, ptc.render.emulate) on small
+"""The CPU emulation runtime (ptc/targets/cuda/templates/emulate, ptc.render.emulate) on small
 hand-written CUDA kernels: warp shuffles and votes, __syncwarp, the math intrinsics,
 cp.async of 4, 8 and 16 bytes, and the shared-memory bank-conflict counts; and
 `ptc run --emulate` against the reference interpreter.
@@ -489,7 +489,7 @@ def test_ptc_run_emulate_errors_are_one_line(monkeypatch):
 
     args = ["run", GEMM, "--shape", "M=64,N=64,K=64", "--emulate"]
     with monkeypatch.context() as m:    # a backend without a renderer
-        m.delitem(R.RENDERERS, "hip", raising=False)
+        m.setattr(R, "renderer", lambda backend: None)
         line = one_error(ptc(*args, "-t", "gfx90a", expect=1))
     assert "no renderer for hip targets such as gfx90a" in line
     line = one_error(ptc(*args, "-t", "sm80", expect=1, env={"CXX": "/no/such/g++"}))
@@ -529,7 +529,7 @@ def test_each_backends_emulation_prelude_precompiles(backend, tmp_path, monkeypa
 
     monkeypatch.setenv("PTC_EMULATE_CACHE", str(tmp_path))
     monkeypatch.delenv("PTC_EMULATE_RUNTIME_CACHE", raising=False)  # the runtime beside it
-    back = E.BACKENDS[backend]
+    back = E.backend_of(backend)
     flags = E.precompiled_prelude(back, E.compiler(), list(E.CXX_FLAGS))
     failed = [p.read_text() for p in tmp_path.glob(f"prelude-*/{E.PRELUDE_FAILED}")]
     assert flags and Path(flags[-1] + ".gch").exists(), failed
@@ -542,7 +542,7 @@ def test_a_prelude_that_does_not_precompile_is_tried_once(tmp_path, monkeypatch)
 
     monkeypatch.setenv("PTC_EMULATE_CACHE", str(tmp_path))
     monkeypatch.delenv("PTC_EMULATE_RUNTIME_CACHE", raising=False)  # the runtime beside it
-    back = replace(E.BACKENDS["cuda"], prelude='#include "no_such_header.h"\n')
+    back = replace(E.backend_of("cuda"), prelude='#include "no_such_header.h"\n')
     ran = []
     real = E.subprocess.run
     monkeypatch.setattr(E.subprocess, "run", lambda *a, **k: ran.append(a) or real(*a, **k))
@@ -598,7 +598,7 @@ def test_two_workers_that_need_the_runtime_at_once_compile_it_once(tmp_path, mon
     ran = []
     real = E.subprocess.run
     monkeypatch.setattr(E.subprocess, "run", lambda *a, **k: ran.append(a[0][-1]) or real(*a, **k))
-    back, flags = E.BACKENDS["cuda"], list(E.CXX_FLAGS)
+    back, flags = E.backend_of("cuda"), list(E.CXX_FLAGS)
     got = []
 
     def worker():

@@ -44,9 +44,9 @@ def started_in_code() -> dict[str, str]:
             for pattern in STARTS:
                 for m in re.finditer(pattern, text):
                     found.setdefault(m.group(1), str(path.relative_to(ROOT)))
-    from ptc.runtime.hip import candidates     # the HIP compilers ptc tries, in order
+    from ptc.targets.hip.toolchain import candidates     # the HIP compilers ptc tries, in order
     for name in candidates():
-        found.setdefault(Path(name).name, "ptc/runtime/hip.py")
+        found.setdefault(Path(name).name, "ptc/targets/hip/toolchain.py")
     for name in re.findall(r'"(\S+) gfx\d+\w*"', HIP_SCRIPT):    # the probe's compilers
         found.setdefault(name, "tools/hip_toolchain.sh")
     return found
@@ -101,7 +101,7 @@ def test_the_set_up_provides_it(name):
 def located(name: str) -> str | None:
     """Where this machine has `name` (or one of its other names), as ptc finds it."""
     if name == "cuobjdump":
-        from ptc.runtime.nvcc import find_cuobjdump
+        from ptc.targets.cuda.toolchain import find_cuobjdump
         try:
             return find_cuobjdump()
         except Exception:   # noqa: BLE001 -- BuildError: none
@@ -111,7 +111,7 @@ def located(name: str) -> str | None:
         beside = Path(tool).parent / "nvdisasm" if tool else None
         return str(beside) if beside and beside.exists() else shutil.which(name)
     if name == "nvcc":
-        from ptc.runtime.nvcc import find_nvcc
+        from ptc.targets.cuda.toolchain import find_nvcc
         try:
             return find_nvcc()
         except Exception:   # noqa: BLE001

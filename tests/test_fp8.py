@@ -658,7 +658,7 @@ def test_fp8_kernels_build_for_amd(all_of_it, target, tmp_path):
     import importlib
 
     import ptc.runtime as R
-    from ptc.runtime import hip
+    from ptc.targets.hip import toolchain as hip
 
     build = importlib.import_module("ptc.runtime.build")
     try:

@@ -293,7 +293,7 @@ def test_every_finite_fp8_code_reaches_gfx942s_fp8_unit_as_fnuz_exactly(dtype, s
     assert np.isnan(want).sum() == (2 if dtype == "f8e4m3" else 6)
     if (side, other) != ("A", "f8e5m2"):
         return                  # the slips once per format (each is a build)
-    path = HEADERS / "hip" / "mfma.h"
+    path = HEADERS / "hip" / "templates" / "mfma.h"
     text = path.read_text()
     for good, bad, formats in FNUZ_FIXUPS:
         assert good in text
@@ -338,7 +338,7 @@ def test_e5m2_infinities_on_gfx942_give_what_the_interpreter_gives():
 
     for config in (dict(), dict(order="reverse"), dict(order="random", seed=5)):
         check(emulated(source, device)(kernel, inputs, EDGE, **config)["C"])
-    path = HEADERS / "hip" / "mfma.h"
+    path = HEADERS / "hip" / "templates" / "mfma.h"
     text = path.read_text()
     good = "bf[ni][h] = fp8x2_to_f16x2<B_E5M2>(b[ni][w], h);"
     assert good in text
@@ -388,7 +388,7 @@ def test_fp8_operands_quantized_in_registers_reach_gfx942s_fp8_unit():
 
 
 # ---- the emulation sees wrong layouts ---------------------------------------------------------
-HEADERS = Path(__file__).resolve().parent.parent / "ptc" / "templates"
+HEADERS = Path(__file__).resolve().parent.parent / "ptc" / "targets"
 # (header, a fragment of the FP8 path, the same with a slip), per backend
 SLIPS = {
     "sm80": [("mma_sync.cuh",     # A's bytes {2,3} of register 0 paired with k' of register 1
@@ -427,7 +427,7 @@ def test_a_wrong_layout_gives_wrong_numbers(target):
     broken = run(kernel, inputs, EDGE, break_layout=True)["C"]     # the instruction's a1, a2
     assert (np.abs(broken - want) > 1e-3 * np.abs(want)).mean() > 0.5
     for header, good, bad in SLIPS[target]:
-        text = (HEADERS / device.backend / header).read_text()
+        text = (HEADERS / device.backend / "templates" / header).read_text()
         assert good in text, f"{header} no longer holds {good!r}"
         got = emulated(source, device, ((header, text.replace(good, bad)),))(
             kernel, inputs, EDGE)["C"]
@@ -450,7 +450,7 @@ def test_the_fp8_gemm_builds_with_hmma_and_no_spills(name, target, tmp_path):
     import importlib
 
     from ptc.runtime.mainloop import mainloop_reports
-    from ptc.runtime.ptxas import kernel_name
+    from ptc.runtime.symbols import kernel_name
 
     build = importlib.import_module("ptc.runtime.build")
     text = (GEMM if name == "gemm" else SCALED).format(a="f8e4m3", b="f8e5m2")
@@ -587,7 +587,7 @@ def test_the_fp8_gemm_builds_for_amd_with_mfma_in_the_main_loop(name, target, a,
     import importlib
 
     import ptc.runtime as R
-    from ptc.runtime import hip
+    from ptc.targets.hip import toolchain as hip
 
     build = importlib.import_module("ptc.runtime.build")
     try:

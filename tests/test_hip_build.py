@@ -1,6 +1,6 @@
 """The HIP build path (issue 10): the per-backend toolchains (ptc.runtime.toolchains, hip.py,
-nvcc.py), the HIP harness (templates/hip/harness.hip.j2 over templates/host/harness.j2),
-the ISA readout (ptc.runtime.amdgpu_isa) and every sample building for gfx90a and gfx942.
+nvcc.py), the HIP harness (targets/hip/templates/harness.hip.j2 over templates/host/harness.j2),
+the ISA readout (ptc.targets.hip.isa) and every sample building for gfx90a and gfx942.
 
 Without a compiler: the toolchain registry, the commands, the compiler resolution (against
 fake compilers), the missing-compiler error and the ISA parser on a recorded assembly file.
@@ -28,15 +28,15 @@ import ptc.runtime as R
 from ptc import driver
 from ptc.cli import cli
 from ptc.devices import builtin_targets, get_device
-from ptc.render import RENDERERS
+from ptc import targets
 from ptc.render import headers as render_headers
-from ptc.runtime import hip
-from ptc.runtime.amdgpu_isa import parse_isa
+from ptc.targets.hip import toolchain as hip
+from ptc.targets.hip.isa import parse_isa
 from ptc.runtime.cuda import ABI_SYMBOLS
 from ptc.runtime.harness import render_harness
 from ptc.runtime.signature import signature_of
 from ptc.runtime.toolchain import Compiler
-from ptc.runtime.toolchains import TOOLCHAINS, toolchain
+from ptc.runtime.toolchains import toolchain
 
 B = importlib.import_module("ptc.runtime.build")   # the module (ptc.runtime.build is the function)
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,11 +108,11 @@ exit 0
 
 # ---- the toolchains, without a compiler ------------------------------------------------------
 def test_every_builtin_target_has_a_toolchain_beside_its_renderer():
-    assert set(TOOLCHAINS) == {"cuda", "hip"}
+    assert targets.names() == ("cuda", "hip")
     for target in builtin_targets():
         device = get_device(target)
-        chain, renderer = toolchain(device.backend), RENDERERS[device.backend]
-        assert chain.templates == renderer.folder
+        chain, renderer = toolchain(device.backend), targets.renderer(device.backend)
+        assert (targets.backend(device.backend).templates / chain.harness_template).is_file()
         assert chain.kernel_file == "kernel" + renderer.suffix
     assert toolchain("hip").harness_file == "harness.hip"
     with pytest.raises(R.BuildError, match="ptc builds no metal targets"):
@@ -494,9 +494,9 @@ def test_clangs_kernel_object_holds_the_code_its_isa_report_reads(tmp_path):
         capture_output=True, text=True, check=True).stdout
 
 
-# ---- the precompiled prelude of a check (ptc.runtime.hip_prelude) ---------------------------
+# ---- the precompiled prelude of a check (ptc.targets.hip.prelude) ---------------------------
 def test_the_prelude_is_the_system_includes_a_kernel_starts_with():
-    from ptc.runtime.hip_prelude import leading_system_includes
+    from ptc.targets.hip.prelude import leading_system_includes
     kernel = "// made by ptc\n\n#include <climits>\n#include <cmath>\n#include \"ptc_types.h\"\n"
     assert leading_system_includes(kernel) == "#include <climits>\n#include <cmath>\n"
     # a line before them (a macro could change what they declare): no prelude
@@ -507,7 +507,7 @@ def test_the_prelude_is_the_system_includes_a_kernel_starts_with():
 def test_a_prelude_the_compiler_refuses_leaves_the_check_as_build_sh_has_it(no_compilers,
                                                                             tmp_path,
                                                                             monkeypatch):
-    from ptc.runtime.hip_prelude import FAILED, with_prelude
+    from ptc.targets.hip.prelude import FAILED, with_prelude
     monkeypatch.setenv("PTC_CACHE_DIR", str(tmp_path / "cache"))
     refusing = no_compilers / "clang++-19"
     refusing.write_text("#!/bin/sh\necho 'error: no precompiled headers here' >&2\nexit 1\n")
@@ -528,7 +528,7 @@ def test_a_checks_assembly_is_the_whole_builds_byte_for_byte(target, tmp_path, m
     """A check (report_only) reads the kernel's system headers from a precompiled prelude;
     the assembly is the one build.sh's command makes. A header changed since the prelude
     was built (a package upgrade) builds it again."""
-    from ptc.runtime.hip_prelude import INPUTS
+    from ptc.targets.hip.prelude import INPUTS
     monkeypatch.setenv("PTC_CACHE_DIR", str(tmp_path / "cache"))
     arch = HIP_TARGETS[target]
     compiler_or_skip(arch)

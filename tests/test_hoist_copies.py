@@ -127,7 +127,7 @@ def test_the_main_loop_of_hoisted_copies_has_no_64_bit_multiply_or_compare(name,
 
     from ptc.runtime import prepare
     from ptc.runtime.mainloop import mainloop_reports
-    from ptc.runtime.ptxas import kernel_name
+    from ptc.runtime.symbols import kernel_name
 
     build = importlib.import_module("ptc.runtime.build")
     prepared = prepare(ROOT / "samples" / f"{name}.pt", "sm80",

@@ -279,7 +279,7 @@ def test_two_k_steps_per_tile_and_operands_in_registers(target):
 
 
 # ---- the emulation sees wrong layouts ---------------------------------------------------------
-HEADERS = Path(__file__).resolve().parent.parent / "ptc" / "templates"
+HEADERS = Path(__file__).resolve().parent.parent / "ptc" / "targets"
 # (header, a fragment of the i8 path, the same with a slip), per backend
 SLIPS = {
     "cuda": [("shared_to_register_ldmatrix.cuh",       # B [k][n] read byte by byte
@@ -310,7 +310,7 @@ def test_a_wrong_layout_gives_wrong_numbers(target):
     broken = run(kernel, inputs, EDGE, break_layout=True)["C"]
     assert (broken != want).mean() > 0.5
     for header, good, bad in SLIPS[device.backend]:
-        text = (HEADERS / device.backend / header).read_text()
+        text = (HEADERS / device.backend / "templates" / header).read_text()
         assert good in text, f"{header} no longer holds {good!r}"
         slipped = emulated(source, device, ((header, text.replace(good, bad)),))
         got = slipped(kernel, inputs, EDGE)["C"]
@@ -358,7 +358,7 @@ def prepared_file(tmp_path, name: str, target: str):
 @pytest.mark.parametrize("name", ["igemm", "w8a8"])
 def test_the_int8_gemm_builds_with_imma_and_no_spills(name, target, tmp_path):
     from ptc.runtime.mainloop import mainloop_reports
-    from ptc.runtime.ptxas import kernel_name
+    from ptc.runtime.symbols import kernel_name
 
     build = importlib.import_module("ptc.runtime.build")
     prepared = prepared_file(tmp_path, name, target)
@@ -383,7 +383,7 @@ def test_the_int8_gemm_builds_with_imma_and_no_spills(name, target, tmp_path):
 @pytest.mark.parametrize("name", ["igemm", "w8a8"])
 def test_the_int8_gemm_builds_for_amd_with_i8_mfma_in_the_main_loop(name, target, tmp_path):
     import ptc.runtime as R
-    from ptc.runtime import hip
+    from ptc.targets.hip import toolchain as hip
 
     build = importlib.import_module("ptc.runtime.build")
     try:

@@ -62,7 +62,7 @@ CONFIGS = (dict(), dict(order="random", seed=7))
 
 def _have_nvcc() -> bool:
     try:
-        importlib.import_module("ptc.runtime.build").find_nvcc()
+        importlib.import_module("ptc.targets.cuda.toolchain").find_nvcc()
     except Exception:   # noqa: BLE001 -- BuildError: no nvcc
         return False
     return True

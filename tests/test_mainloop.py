@@ -33,7 +33,7 @@ extern "C" __global__ void loop4(const unsigned* a, float* out, int n) {
 
 @pytest.fixture(scope="module")
 def loop_sass(tmp_path_factory):
-    from ptc.runtime.build import find_cuobjdump
+    from ptc.targets.cuda.toolchain import find_cuobjdump
     from ptc.runtime.errors import BuildError
     if shutil.which("nvcc") is None:
         pytest.skip("no nvcc")

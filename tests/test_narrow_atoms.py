@@ -15,8 +15,11 @@ from ptc.lower.atoms import (MFMA_16x16x16, NARROW_ATOMS, fitting_atoms, mma_til
                              narrowed)
 from ptc.devices import get_device
 from ptc.lower.layout import Layout
-from ptc.render.emulate import TEMPLATES, build_emulated
+from ptc import targets
+from ptc.render.emulate import build_emulated
 from test_emulate_hip import ORDERS, run, source
+
+HIP_TEMPLATES = targets.backend("hip").templates
 
 NARROW_F16 = [narrowed(MFMA_16x16x16, axis) for axis in (0, 1)]
 
@@ -101,7 +104,7 @@ def test_every_lane_of_a_narrow_mfma_holds_its_element(atom, dtype, config):
 def test_a_loader_that_reads_past_the_used_part_gives_wrong_copies(atom):
     """mfma.h's loaders without the wrap to the used rows and columns: the lanes of the
     unused half read past the operand (zeros here), and their copies are wrong."""
-    header = (TEMPLATES / "hip" / "mfma.h").read_text()
+    header = (HIP_TEMPLATES / "mfma.h").read_text()
     broken = header.replace("lane % Lanes<I>::M % I::M", "lane % Lanes<I>::M") \
                    .replace("lane % Lanes<I>::N % I::N", "lane % Lanes<I>::N")
     assert broken != header

@@ -216,7 +216,7 @@ def sass_main_loop(tmp_path, sample: str, target: str, tiles: dict | None):
     `tiles` pins them (None: the search's)."""
     from ptc.runtime import prepare
     from ptc.runtime.mainloop import mainloop_reports
-    from ptc.runtime.ptxas import kernel_name
+    from ptc.runtime.symbols import kernel_name
     build = importlib.import_module("ptc.runtime.build")
 
     prepared = prepare(ROOT / "samples" / f"{sample}.pt", target, tiles=tiles)
@@ -291,7 +291,7 @@ def test_the_w4a16_main_loop_on_cdna(target, tmp_path):
     (ptc.lower.pairs: v_perm_b32, v_pk_add_f16, v_pk_mul_f16), with no conversion
     instruction at all."""
     from ptc.runtime import prepare
-    from ptc.runtime.amdgpu_isa import parse_isa
+    from ptc.targets.hip.isa import parse_isa
     build = importlib.import_module("ptc.runtime.build")
 
     def main_loop(sample: str, tiles: dict | None):

@@ -8,7 +8,7 @@ import pytest
 
 from ptc.runtime import prepare
 from ptc.runtime.mainloop import mainloop_reports
-from ptc.runtime.ptxas import kernel_name
+from ptc.runtime.symbols import kernel_name
 
 build_module = importlib.import_module("ptc.runtime.build")
 ROOT = Path(__file__).resolve().parent.parent

@@ -118,7 +118,7 @@ def test_a_hip_kernels_assembly_is_compiled_once(compiles, tmp_path):
     """HIP's resource report is the kernel's assembly (kernel.s): every sample's ISA check
     reads it, and it was compiled again in every run."""
     from ptc.runtime import BuildError
-    from ptc.runtime.hip import find_compiler
+    from ptc.targets.hip.toolchain import find_compiler
     try:
         find_compiler("gfx942")
     except BuildError as exc:
@@ -131,7 +131,7 @@ def test_a_hip_kernels_assembly_is_compiled_once(compiles, tmp_path):
     def built():        # not the compiler's probes, not c++filt
         return [out for out in compiles if "/" not in out]
     first = B.build(tmp_path / "a", report_only=True)
-    # (and, once per machine, the check's precompiled prelude: ptc.runtime.hip_prelude)
+    # (and, once per machine, the check's precompiled prelude: ptc.targets.hip.prelude)
     assert built() == ["prelude.pch.tmp", "kernel.s"]
     compiles.clear()
     again = B.build(tmp_path / "b", report_only=True)

@@ -30,7 +30,8 @@ from ptc import driver
 from ptc.cli import cli
 from ptc.interp import run_kernel
 from ptc.runtime.cuda import ABI_SYMBOLS, find_gpus
-from ptc.runtime.ptxas import parse_ptxas
+from ptc.targets.cuda.ptxas import parse_ptxas
+from ptc.targets.cuda.toolchain import find_cuobjdump
 from ptc.runtime.signature import Signature, signature_of
 
 B = importlib.import_module("ptc.runtime.build")   # the module (ptc.runtime.build is the function)
@@ -305,7 +306,7 @@ def test_nvcc_builds_the_harness_and_exports_the_abi(nvcc_build):
 @needs_nvcc
 def test_the_sass_of_the_build(nvcc_build):
     try:
-        B.find_cuobjdump()
+        find_cuobjdump()
     except R.BuildError:
         pytest.skip("no cuobjdump (pip install nvidia-cuda-cuobjdump)")
     text = R.sass(nvcc_build.directory)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from ptc.driver import check_file
-from ptc.render.emulate import (BACKENDS, EmulationError,
+from ptc.render.emulate import (EmulationError, backend_of,
                                 build_emulated)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +68,7 @@ def test_a_producer_that_does_not_wait_for_a_free_slot_is_caught():
         run(("WAIT_EMPTY=0",), dict(M=256, N=128, K=512), {})
 
 
-DESCRIPTOR_PROGRAM = BACKENDS["cuda"].runtime + r"""
+DESCRIPTOR_PROGRAM = backend_of("cuda").runtime + r"""
 #include "wgmma.cuh"
 #include <cstdio>
 using ptc::emu::decode_desc;
@@ -172,7 +172,7 @@ def test_descriptors_encode_the_worked_examples(tmp_path):
     src.write_text(DESCRIPTOR_PROGRAM)
     exe = tmp_path / "desc"
     subprocess.run(["g++", "-std=c++20", "-DPTC_EMULATE",
-                    *(f"-I{d}" for d in BACKENDS["cuda"].include_dirs()), "-w", str(src),
+                    *(f"-I{d}" for d in backend_of("cuda").include_dirs()), "-w", str(src),
                     "-o", str(exe)], check=True)
     run = subprocess.run([str(exe)], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:]

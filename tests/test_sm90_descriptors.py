@@ -30,9 +30,12 @@ from ptc.devices import get_device
 from ptc.driver import check_file
 from ptc.interp import run_kernel
 from ptc.render import render_kernel
-from ptc.render.emulate import CUDA_TEMPLATES, build_emulated
+from ptc import targets
+from ptc.render.emulate import build_emulated
 from ptc.sched.construct import Choice, construct
 from ptc.stask import build_graphs, propagate
+
+CUDA_TEMPLATES = targets.backend("cuda").templates
 
 pytestmark = pytest.mark.cxx
 

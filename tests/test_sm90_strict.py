@@ -12,8 +12,11 @@ import re
 import numpy as np
 import pytest
 
-from ptc.render.emulate import CUDA_TEMPLATES, EmulationError, build_emulated
+from ptc import targets
+from ptc.render.emulate import EmulationError, build_emulated
 from test_emulate import case, compare, mutate, reference, within_tolerance
+
+CUDA_TEMPLATES = targets.backend("cuda").templates
 
 pytestmark = pytest.mark.cxx
 

@@ -155,10 +155,11 @@ def test_the_fingerprint_is_ptcs_code_not_its_templates(tmp_path, monkeypatch):
         return stage_cache.ptc_fingerprint()
 
     monkeypatch.setattr(stage_cache, "PACKAGE", copy)
-    monkeypatch.setattr(stage_cache, "TEMPLATES", copy / "templates")
     try:
         first = fingerprint()
-        (copy / "templates" / "cuda" / "mma_sync.cuh").write_text("// edited\n")
+        (copy / "targets" / "cuda" / "templates" / "mma_sync.cuh").write_text("// edited\n")
+        assert fingerprint() == first
+        (copy / "templates" / "common" / "ptc_numerics.h").write_text("// edited\n")
         assert fingerprint() == first
         (copy / "sched" / "cost.py").write_text("# edited\n")
         assert fingerprint() != first

@@ -164,6 +164,7 @@ def _comment_files():
     yield from sorted(PTC.rglob("*.py"))
     yield from sorted(p for p in (PTC / "devices").glob("*.yaml"))
     yield from sorted(p for p in (PTC / "templates").rglob("*") if p.is_file())
+    yield from sorted(p for p in (PTC / "targets").glob("*/templates/**/*") if p.is_file())
     yield from sorted((root / "docs").glob("*.md"))
     yield root / "README.md"
 

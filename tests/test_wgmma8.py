@@ -27,7 +27,7 @@ from ptc.stask import build_graphs, propagate
 from test_int8_mma import IGEMM, KERNELS, ORDERS, emulated, formula, inputs_for, typed
 
 SM90 = get_device("sm90")
-HEADERS = Path(__file__).resolve().parent.parent / "ptc" / "templates" / "cuda"
+HEADERS = Path(__file__).resolve().parent.parent / "ptc" / "targets" / "cuda" / "templates"
 W8A8_NT = KERNELS["w8a8"].replace("B: i8[K, N]", "B: i8[N, K]").replace(
     "load(B[k, j])", "load(B[j, k]).T").replace("kernel w8a8(", "kernel w8a8_nt(")
 GEMMS = {"igemm_nt": KERNELS["igemm_nt"], "w8a8_nt": W8A8_NT}
@@ -274,19 +274,20 @@ def descriptor_program(tmp_path: Path, emulator: str | None = None):
     import shutil
     import subprocess
 
-    from ptc.render.emulate import BACKENDS, EMULATE_HEADERS
+    from ptc import targets
+    from ptc.render.emulate import backend_of
 
     first = []
     if emulator is not None:
         own = tmp_path / "emulate"
-        shutil.copytree(EMULATE_HEADERS, own)
+        shutil.copytree(targets.backend("cuda").emulate_headers, own)
         (own / "ptc_emulate.cc").write_text(emulator)
         first = [f"-I{own}"]
     src = tmp_path / "desc8.cpp"
-    src.write_text(BACKENDS["cuda"].runtime + '#include "wgmma.cuh"\n' + DESCRIPTOR_PROGRAM)
+    src.write_text(backend_of("cuda").runtime + '#include "wgmma.cuh"\n' + DESCRIPTOR_PROGRAM)
     exe = tmp_path / "desc8"
     subprocess.run(["g++", "-std=c++20", "-DPTC_EMULATE", *first,
-                    *(f"-I{d}" for d in BACKENDS["cuda"].include_dirs()), "-w", str(src),
+                    *(f"-I{d}" for d in backend_of("cuda").include_dirs()), "-w", str(src),
                     "-o", str(exe)], check=True)
     return subprocess.run([str(exe)], capture_output=True, text=True)
 
@@ -373,7 +374,7 @@ def test_the_fp8_gemm_builds_with_qgmma_in_the_main_loop_and_no_spills(tmp_path)
 
     from ptc.runtime import prepare
     from ptc.runtime.mainloop import mainloop_reports
-    from ptc.runtime.ptxas import kernel_name
+    from ptc.runtime.symbols import kernel_name
 
     build = importlib.import_module("ptc.runtime.build")
     path = tmp_path / "scaled.pt"
@@ -400,7 +401,7 @@ def test_the_fp8_gemm_builds_with_qgmma_in_the_main_loop_and_no_spills(tmp_path)
 def test_the_wgmma_s8_gemm_builds_with_igmma_in_the_main_loop_and_no_spills(tmp_path):
     from ptc.runtime import prepare
     from ptc.runtime.mainloop import mainloop_reports
-    from ptc.runtime.ptxas import kernel_name
+    from ptc.runtime.symbols import kernel_name
 
     build = importlib.import_module("ptc.runtime.build")
     path = tmp_path / "igemm_nt.pt"

@@ -1,4 +1,4 @@
-"""Writes ptc/templates/cuda/wgmma_instructions.cuh: the inline-PTX wrappers of
+"""Writes ptc/targets/cuda/templates/wgmma_instructions.cuh: the inline-PTX wrappers of
 wgmma.mma_async m64nNk16 (f16/bf16 in, f32 accumulate) for every N the PTX ISA allows with
 f16/bf16 inputs (8 to 256 in steps of 8: the N the lowering may choose, atoms.why_no_wgmma),
 with A from shared memory (SS) or registers (RS), and `Wgmma<N>`, which wgmma.cuh issues
@@ -15,7 +15,7 @@ N_VALUES = tuple(range(8, 257, 8))
 # .m64nNk32.s32.s8.s8: the PTX ISA's shapes for integer types (ptxas 13 rejects the others,
 # 'Illegal matrix shape'); atoms.wgmma_widths("i8") is the same list
 N_S8 = (8, 16, 24) + tuple(range(32, 257, 16))
-OUT = Path(__file__).resolve().parent.parent / "ptc" / "templates" / "cuda" / "wgmma_instructions.cuh"
+OUT = Path(__file__).resolve().parent.parent / "ptc" / "targets" / "cuda" / "templates" / "wgmma_instructions.cuh"
 
 
 def wrapper(n: int, rs: bool) -> str:

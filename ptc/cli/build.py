@@ -149,7 +149,7 @@ def print_main_loop(folder) -> None:
     from ..runtime.build import sass
     from ..runtime.errors import BuildError
     from ..runtime.mainloop import MainLoopError, format_reports, mainloop_reports
-    from ..runtime.ptxas import kernel_name
+    from ..runtime.symbols import kernel_name
 
     try:
         reports = mainloop_reports(sass(folder))
@@ -214,13 +214,14 @@ def bench(file, target, device_file, kernel_name, shapes, tiles, schedule_file, 
     from .. import runtime
     from ..runtime import bench as B
     from ..runtime.cuda import can_run, find_gpus
+    from ..runtime.toolchains import toolchain
 
     chosen = chosen_target(target, device_file)
     checked_kernel(file, kernel_name, shapes)              # the program's errors come first
     from ..devices import get_device
 
     device = user_errors(lambda: get_device(chosen))   # then the target's
-    if device.backend != "cuda":
+    if not toolchain(device.backend).runs:
         raise fail(f"{chosen} is a {device.backend} target; ptc bench runs CUDA targets "
                    "(sm80, sm90)")
     gpus = user_errors(find_gpus)
@@ -297,12 +298,12 @@ def run_emulated(file, kernel, text, inputs, shapes, tiles, seed, target, order,
     from ..devices import get_device
     from ..diagnostics import CompileError
     from ..interp import prepare as bind_call
-    from ..render import RENDERERS
+    from ..render import renderer
     from ..render.emulate import EmulationError, backend_of, build_emulated, compiler
     from ..sema.typed import TensorParam
 
     device = user_errors(lambda: get_device(target))
-    if device.backend not in RENDERERS:
+    if renderer(device.backend) is None:
         raise fail(f"ptc has no renderer for {device.backend} targets such as {device.name} "
                    "yet, so there is no kernel to emulate")
     try:

@@ -189,7 +189,7 @@ def tune(file, target, device_file, kernel_name, shapes, top, neighbours, check_
     which ptc compile, build, bench and explain then use. Needs a CUDA GPU and nvcc."""
     from .. import driver
     from ..devices import get_device
-    from ..runtime.build import find_nvcc
+    from ..runtime.toolchains import toolchain
     from ..tune import db as D
     from ..tune import make_key, nvcc_release, select_trials
     from ..tune.tuner import run_trials
@@ -202,11 +202,11 @@ def tune(file, target, device_file, kernel_name, shapes, top, neighbours, check_
     chosen = chosen_target(target, device_file)
     kernel, text = checked_kernel(file, kernel_name, shapes)
     device = user_errors(lambda: get_device(chosen))
-    if device.backend != "cuda":
+    if not toolchain(device.backend).runs:
         raise fail(f"{chosen} is a {device.backend} target; ptc tune measures CUDA targets "
                    "(sm80, sm90)")
     gpu = find_gpu(device.arch)
-    nvcc = user_errors(find_nvcc)
+    nvcc = user_errors(lambda: toolchain(device.backend).find(device.arch).path)
     path = database or str(D.default_path(file))
     db = user_errors(lambda: D.load(path))
     say = (lambda message: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))

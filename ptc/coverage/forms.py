@@ -11,7 +11,7 @@ copy and store widths (`vector` x the element size), the swizzles of TMA boxes, 
 the plan's structure (the loops' stages, the roles, ping-pong barriers, rotated loops). Two
 families are the renderer's spelling of an IR choice, derived from the IR by the rule the
 renderer's headers apply, named by the renderer's declared `operand_reads` and
-`lane_exchanges` (ptc/render/cuda, ptc/render/hip), not grepped from the source:
+`lane_exchanges` (ptc/targets/cuda/render.py, ptc/targets/hip/render.py), not grepped from the source:
 - `ldmatrix`: a shared A operand is one ldmatrix.x4 per atom and k-step (.trans when the
   tile holds A transposed); a shared B operand one .x4 per pair of 8-column atoms and an
   .x2 for an odd last one (.trans unless the tile holds B transposed); hoisted fragments
@@ -173,9 +173,9 @@ def forms_of(low: ir.LoweredKernel, device, dims: Mapping[str, int] | None = Non
              ) -> frozenset[Form]:
     """The instruction forms `low` (one grid's lowered kernel for `device`) uses; with
     `dims`, those a launch at these dims runs."""
-    from ..render import RENDERERS
+    from ..render import renderer
 
-    ctx = _Context(device.name, low, RENDERERS[device.backend],
+    ctx = _Context(device.name, low, renderer(device.backend),
                    None if dims is None else aligned_at(low, dims),
                    frozenset(op.target for op in ir.walk(low.body)
                              if isinstance(op, ir.LoadFragments)))

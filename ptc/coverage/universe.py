@@ -110,12 +110,12 @@ def why_unreachable(f: Form) -> str | None:
 def universe(device) -> dict[Form, str | None]:
     """Every form `device`'s renderer can produce: Form -> None where the lowering can
     produce it, else why it never does. {} for a device without a renderer."""
-    from ..render import RENDERERS
+    from ..render import renderer
 
-    renderer = RENDERERS.get(device.backend)
-    if renderer is None:
+    found = renderer(device.backend)
+    if found is None:
         return {}
-    forms = sorted(set(_candidates(device, renderer)), key=_order)
+    forms = sorted(set(_candidates(device, found)), key=_order)
     return {f: why_unreachable(f) for f in forms}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ptc import targets
 from ptc.devices.model import COPY_ROLES, SHARED_SPACES, UnitKind
 from ptc.devices.schema import (Bool, Choice, Int, ListOf, MapOf, Num, Optional, Pattern,
                                 Record, Str, Walk, did_you_mean, valid)
@@ -12,23 +13,11 @@ from ptc.sema.dtypes import DTYPES, FUTURE_DTYPES, OPERAND_DTYPES
 IDENT = Pattern(r"[a-z_][a-z0-9_]*", "an identifier (lower-case letters, digits and _)")
 THROUGHPUT_DTYPES = tuple(d for d in DTYPES + OPERAND_DTYPES + FUTURE_DTYPES if d != "bool")
 
-BACKEND_OF = {"nvidia": "cuda", "amd": "hip"}
-ARCH_OF = {"nvidia": (r"sm_\d+[af]?", "sm_NN, e.g. sm_90a"),
-           "amd": (r"gfx[0-9a-f]+", "gfxNNN, e.g. gfx942")}
 
-# What a backend may emit; the templates test `feature in device.features`. Add a name here
-# when a template learns a new instruction family.
-FEATURES = {
-    "nvidia": ("cp_async", "ldmatrix", "stmatrix", "mma_sync", "mbarrier", "named_barrier",
-               "tma", "wgmma", "setmaxnreg", "cluster",
-               # cvt_fp8: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (sm89+; LoweredKernel.fp8_cvt)
-               "cvt_fp8"),
-    # mfma_i8: v_mfma_i32_{32x32x8,16x16x16}i8 (CDNA1/2); mfma_i8_k8: CDNA3's
-    # v_mfma_i32_{32x32x16,16x16x32}_i8, eight i8 per lane; mfma_f8: CDNA3's
-    # v_mfma_f32_{32x32x16,16x16x32}_{fp8,bf8}_{fp8,bf8}, FNUZ operands (ptc/lower/atoms.py)
-    "amd": ("mfma", "mfma_bf16_1k", "mfma_xf32", "mfma_f8", "mfma_i8", "mfma_i8_k8", "lds",
-            "s_waitcnt", "buffer_load", "buffer_load_lds", "dpp", "s_setprio"),
-}
+def _by_vendor() -> dict[str, Any]:
+    """The registered backends (ptc.targets) by the vendor their YAMLs name."""
+    return {b.vendor: b for b in targets.backends()}
+
 
 UNIT = Record({
     "name": IDENT,
@@ -44,12 +33,11 @@ UNIT = Record({
     "role": Optional(Choice(*COPY_ROLES)),
 })
 
-DEVICE = Record({
+# a device YAML's fields; device_record() adds the vendor, backend and arch
+FIELDS = {
     "name": IDENT,
     "description": Str(),
-    "vendor": Choice(*BACKEND_OF),
-    "backend": Choice(*BACKEND_OF.values()),
-    "arch": Pattern("|".join(p for p, _ in ARCH_OF.values()), "an arch like sm_90a or gfx942"),
+    # "vendor", "backend" and "arch": from the registered backends (device_record)
     "shared_space": Choice(*SHARED_SPACES),
     # the device's own words (model.Terms): explain's text says "4 waves" on AMD
     "terms": Optional(Record({
@@ -89,19 +77,35 @@ DEVICE = Record({
         "units": ListOf(UNIT, min_len=1),
     }),
     "features": ListOf(Str()),
-})
+}
+
+
+def device_record() -> Record:
+    """The schema of a device YAML, with the vendors, backends and archs ptc.targets
+    registers."""
+    vendors = _by_vendor()
+    return Record({
+        "name": FIELDS["name"],
+        "description": FIELDS["description"],
+        "vendor": Choice(*vendors),
+        "backend": Choice(*(b.name for b in vendors.values())),
+        "arch": Pattern("|".join(b.arch for b in vendors.values()),
+                        "an arch like sm_90a or gfx942"),
+        **FIELDS})
 
 
 def cross_check(d: dict[str, Any], walk: Walk) -> None:
     """Checks that relate several fields; each runs only on fields that passed the schema."""
     vendor = d.get("vendor")
-    if valid(vendor, d.get("backend")) and d["backend"] != BACKEND_OF[vendor]:
+    vendors = _by_vendor()
+    if valid(vendor, d.get("backend")) and d["backend"] != vendors[vendor].name:
         walk.error(("backend",), f"{d['backend']!r} does not go with vendor {vendor!r} "
-                                 f"(expected {BACKEND_OF[vendor]!r})")
+                                 f"(expected {vendors[vendor].name!r})")
     if valid(vendor, d.get("arch")):
-        regex, example = ARCH_OF[vendor]
-        if not re.fullmatch(regex, d["arch"]):
-            walk.error(("arch",), f"{d['arch']!r} is not an {vendor} arch (expected {example})")
+        backend = vendors[vendor]
+        if not re.fullmatch(backend.arch, d["arch"]):
+            walk.error(("arch",), f"{d['arch']!r} is not an {vendor} arch (expected "
+                                  f"{backend.arch_example})")
     eu = d.get("eu")
     if isinstance(eu, dict):
         _check_resources(eu.get("resources"), walk)
@@ -173,13 +177,14 @@ def _check_units(units: Any, walk: Walk) -> None:
 
 
 def _check_features(vendor: str, features: list[str], walk: Walk) -> None:
-    known = FEATURES[vendor]
+    by_vendor = {v: b.features for v, b in _by_vendor().items()}
+    known = by_vendor[vendor]
     seen: set[str] = set()
     for i, f in enumerate(features):
         if f in seen:
             walk.error(("features", i), f"duplicate feature {f!r}")
         elif f not in known:
-            other = next((v for v, names in FEATURES.items() if f in names), None)
+            other = next((v for v, names in by_vendor.items() if f in names), None)
             message = (f"{f!r} is an {other} feature, not an {vendor} one" if other
                        else f"unknown {vendor} feature {f!r}")
             walk.error(("features", i), message, None if other else did_you_mean(f, known)

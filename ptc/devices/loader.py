@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from ptc.devices.device_schema import DEVICE, cross_check
+from ptc.devices.device_schema import cross_check, device_record
 from ptc.devices.model import Device, Memory, Resources, Terms, Throughput, Unit, UnitKind
 from ptc.devices.schema import Walk, describe, did_you_mean
 from ptc.diagnostics import NOWHERE, CompileError, Diagnostic, Span, caret_lines
@@ -89,7 +89,7 @@ def load_device(path: str | Path, display: str | None = None) -> Device:
         raise DeviceError(Diagnostic(f"{name}: expected a mapping of device settings at the "
                                      f"top level, got {describe(data)}", walk.spans[()]),
                           name, source)
-    checked = walk.check(DEVICE, data)
+    checked = walk.check(device_record(), data)
     cross_check(checked, walk)
     if walk.diagnostics:
         diags = sorted(walk.diagnostics, key=lambda d: (d.span.line, d.span.col))

@@ -50,7 +50,7 @@ register digits count bytes: four 8-bit values per 32-bit register, lowest byte 
   k_per_blk 8, as mfma_i32_32x32x16i8; CK's amd_xdlops.hpp passes eight FP8 as one `long`),
   f32 accumulators as the f32 instructions'. Their operands are the FNUZ formats (e4m3fnuz:
   bias 8, e5m2fnuz: bias 16; NaN only 0x80, no -0, no infinities), so the renderer rebiases
-  OCP codes in registers (`Atom.fnuz`; templates/hip/mfma.h, MfmaFnuz).
+  OCP codes in registers (`Atom.fnuz`; targets/hip/templates/mfma.h, MfmaFnuz).
 """
 from __future__ import annotations
 

@@ -3,9 +3,9 @@
     source = render(lowered_grids, kernel, plans, device)     # kernel.cu / kernel.hip
     source = render_kernel(kernel, plan, graph, device)       # one grid: lower, render
 
-The backend comes from the device description (`device.backend`); adding one means a
-renderer package with its `capabilities` (what plans it can build), its templates folder
-and one line in RENDERERS. Renderers only print: every decision is in the lowered kernel.
+The backend comes from the device description (`device.backend`): its package in
+ptc.targets holds the renderer, with its `capabilities` (what plans it can build), and its
+templates folder. Renderers only print: every decision is in the lowered kernel.
 """
 from __future__ import annotations
 
@@ -22,30 +22,31 @@ from ..lower import Capabilities, LoweredKernel, LoweringError, lower
 from ..sched.plan import Plan
 from ..sema.typed import TypedKernel
 from ..stask.graph import STaskGraph
-from .cuda import CudaRenderer, RenderError
-from .hip import HipRenderer
+from .. import targets
+from .errors import RenderError
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
-RENDERERS = {
-    "cuda": CudaRenderer,
-    "hip": HipRenderer,
-}
+def renderer(backend: str):
+    """The renderer class of `backend` (None: ptc has no such backend)."""
+    try:
+        return targets.renderer(backend)
+    except targets.UnknownBackend:
+        return None
 
 
 @functools.lru_cache(maxsize=None)
-def _environment(folder: str) -> jinja2.Environment:
+def _environment(folder: Path) -> jinja2.Environment:
     """One per folder and process: an Environment keeps its compiled templates (compiling
     the kernel template took 70 ms, as long as lowering a kernel)."""
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES / folder),
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(folder),
                               trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                               undefined=jinja2.StrictUndefined)
 
 
 def capabilities(device: Device) -> Capabilities | None:
     """What the device's renderer can build (None: there is no renderer for it yet)."""
-    renderer = RENDERERS.get(device.backend)
-    return renderer.capabilities if renderer is not None else None
+    found = renderer(device.backend)
+    return found.capabilities if found is not None else None
 
 
 def can_render(plan: Plan, device: Device) -> str | None:
@@ -59,11 +60,12 @@ def can_render(plan: Plan, device: Device) -> str | None:
 def render(lows: Sequence[LoweredKernel], kernel: TypedKernel, plans: Sequence[Plan],
            device: Device) -> str:
     """The source of `kernel`: one lowered kernel and plan per grid, launched in order."""
-    renderer = RENDERERS.get(device.backend)
-    if renderer is None:
+    found = renderer(device.backend)
+    if found is None:
         raise RenderError(f"no renderer for the {device.backend} backend yet")
-    context = renderer(lows, kernel, plans, device).context()
-    return _environment(renderer.folder).get_template(renderer.template).render(c=context)
+    context = found(lows, kernel, plans, device).context()
+    folder = targets.backend(device.backend).templates
+    return _environment(folder).get_template(found.template).render(c=context)
 
 
 def render_kernel(kernel: TypedKernel, plan: Plan, graph: STaskGraph, device: Device) -> str:
@@ -89,8 +91,8 @@ def headers(device: Device) -> list[Path]:
 def backend_headers(backend: str) -> list[Path]:
     """The device headers of a backend's renderer: its templates folder's and the ones every
     backend shares (ptc.device_headers)."""
-    return device_headers(RENDERERS[backend].folder)
+    return device_headers(targets.backend(backend).templates)
 
 
 __all__ = ["render", "render_kernel", "can_render", "capabilities", "headers", "RenderError",
-           "RENDERERS"]
+           "renderer"]

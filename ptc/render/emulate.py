@@ -43,15 +43,14 @@ from ..device_headers import SHARED as SHARED_DEVICE_CODE
 from ..interp import NUMPY_DTYPES, coerce
 from ..sema import typed as T
 from ..stage_cache import code_text
-from . import RENDERERS, backend_headers
-from .emulate_cache import (CORE_HEADERS, PRELUDE_FAILED, TEMPLATES, cache_dir, compiler, digest,
+from .. import targets
+from . import backend_headers
+from .emulate_cache import (CORE_HEADERS, PRELUDE_FAILED, cache_dir, compiler, digest,
                             headers, linker_flags, precompiled_prelude, runtime_cache_dir,
                             runtime_flags, runtime_object)
 from .emulate_units import can_share_a_unit, entry_symbol, unit_source
 from .errors import EmulationError
 
-CUDA_TEMPLATES = TEMPLATES / "cuda"
-EMULATE_HEADERS = CUDA_TEMPLATES / "emulate"
 # -Og: a third less compile time than -O1 for the same code paths (the emulated runs are
 # small; compiling them is most of an emulation test's time)
 CXX_FLAGS = ("-std=c++20", "-Og", "-fPIC", "-shared", "-DPTC_EMULATE", "-fno-gnu-unique",
@@ -66,11 +65,11 @@ ACCESS_KINDS = ("ldmatrix", "cp.async", "lds", "sts")
 
 
 @dataclass(frozen=True)
-class Backend:
-    """How one backend's kernel source is built for the CPU: its renderer's device headers
-    (copied beside the source, so that an override is what every include finds) and source
-    name (ptc.render.RENDERERS), its emulation headers (templates/<folder>/emulate) and the
-    bank-conflict kinds it counts."""
+class Emulation:
+    """How one backend's kernel source is built for the CPU (its package's EMULATION,
+    ptc.targets): its renderer's device headers (copied beside the source, so that an
+    override is what every include finds) and source name, its emulation headers
+    (templates/emulate) and the bank-conflict kinds it counts."""
 
     name: str
     access_kinds: tuple[str, ...]    # of ACCESS_KINDS, the ones its accesses are counted as
@@ -83,15 +82,15 @@ class Backend:
     @property
     def source_name(self) -> str:
         """The file the rendered source is written to."""
-        return "kernel" + RENDERERS[self.name].suffix
+        return "kernel" + targets.renderer(self.name).suffix
 
     @property
     def templates(self) -> Path:
-        return TEMPLATES / RENDERERS[self.name].folder
+        return targets.backend(self.name).templates
 
     @property
     def emulate_headers(self) -> Path:
-        return self.templates / "emulate"
+        return targets.backend(self.name).emulate_headers
 
     def device_headers(self) -> list[Path]:
         return backend_headers(self.name)
@@ -117,37 +116,29 @@ def runtime_source(*includes: str) -> str:
     return "#define PTC_EMU_RUNTIME\n" + "".join(f'#include {name}\n' for name in includes)
 
 
-BACKENDS = {
-    "cuda": Backend("cuda", ACCESS_KINDS, prelude="#include <cuda_runtime.h>\n",
-                    runtime=runtime_source("<cuda_runtime.h>", '"ptc_emulate_core.cc"',
-                                           '"ptc_emulate.cc"')),
-    # the C++ library is most of what a HIP build parses (a third of its time)
-    "hip": Backend("hip", ("lds", "sts"),
-                   prelude=system_includes(TEMPLATES / "hip" / "emulate", CORE_HEADERS),
-                   runtime=runtime_source('"ptc_types.h"', '"ptc_emulate_core.cc"')),
-}
-
-
-def backend_of(backend) -> Backend:
-    """The Backend of a name ("cuda", "hip"), a Device (its `backend`; the Backend then
-    carries the device, whose limits the launches are checked against) or a Backend."""
-    if isinstance(backend, Backend):
+def backend_of(backend) -> Emulation:
+    """The Emulation of a backend's name ("cuda", "hip"), of a Device (its `backend`; the
+    Emulation then carries the device, whose limits the launches are checked against), or
+    an Emulation itself."""
+    if isinstance(backend, Emulation):
         return backend
     name = getattr(backend, "backend", backend)
-    if name not in BACKENDS:
-        raise EmulationError(f"the emulator runs {' and '.join(sorted(BACKENDS))} kernels, not "
-                             f"{name}")
+    try:
+        emulation = targets.emulation(name)
+    except targets.UnknownBackend:
+        raise EmulationError(f"the emulator runs {' and '.join(sorted(targets.names()))} "
+                             f"kernels, not {name}") from None
     if hasattr(backend, "resources"):
-        return replace(BACKENDS[name], device=backend)
-    return BACKENDS[name]
+        return replace(emulation, device=backend)
+    return emulation
 
 
-# the renderer's header line naming the plan's device (ptc/render/cuda, ptc/render/hip)
+# the renderer's header line naming the plan's device (ptc/targets/cuda, ptc/targets/hip)
 PLAN_DEVICE = re.compile(r"^// plan: .*; device (\S+)$", re.M)
 
 
-def device_of(source: str, back: Backend):
-    """The device a kernel source is built for: the Backend's (backend_of a Device), else
+def device_of(source: str, back: Emulation):
+    """The device a kernel source is built for: the Emulation's (backend_of a Device), else
     the one the rendered source's header names; None for hand-written kernels."""
     if back.device is not None:
         return back.device
@@ -196,7 +187,7 @@ def _shared_flags() -> list[str]:
     return _flags(())
 
 
-def _build_key(source: str, back: Backend, cxx: str, flags: Sequence[str],
+def _build_key(source: str, back: Emulation, cxx: str, flags: Sequence[str],
                overrides: Mapping[str, str], shipped: Mapping[str, str]) -> str:
     """The cache key of one kernel's build (`shipped`: `headers(back)`). Comment-only lines
     are not part of it: the same plan rendered at another shape (another estimate in its
@@ -213,7 +204,7 @@ def _library(key: str) -> Path:
     return cache_dir() / f"kernel-{key}.so"
 
 
-def _compile(source: str, back: Backend, cxx: str, flags: Sequence[str],
+def _compile(source: str, back: Emulation, cxx: str, flags: Sequence[str],
              overrides: Mapping[str, str], lib: Path) -> None:
     """Compile one translation unit (a kernel's source, or a unit of several) into `lib`."""
     with tempfile.TemporaryDirectory(prefix="ptc-emulate-") as tmp:
@@ -271,7 +262,7 @@ def build_emulated(source: str, *, backend="cuda", defines: Sequence[str] = (),
     return _loaded(source, back, cxx, flags, overrides, key)
 
 
-def _loaded(source: str, back: Backend, cxx: str, flags: Sequence[str],
+def _loaded(source: str, back: Emulation, cxx: str, flags: Sequence[str],
             overrides: Mapping[str, str], key: str) -> "EmulatedKernel":
     """The kernel built under `key`: from the cache (alone, or in a unit), else built alone."""
     lib = _library(key)
@@ -303,7 +294,7 @@ def build_emulated_many(sources: Sequence[str], *, backend="cuda",
     return out
 
 
-def _build_together(sources: Sequence[str], back: Backend, defines: Sequence[str]) -> list:
+def _build_together(sources: Sequence[str], back: Emulation, defines: Sequence[str]) -> list:
     """build_emulated_many of sources of one backend."""
     cxx, flags = compiler(), _flags(defines)
     shipped = headers(back)
@@ -323,7 +314,7 @@ def _build_together(sources: Sequence[str], back: Backend, defines: Sequence[str
     return out
 
 
-def _build_unit(kernels: Sequence[tuple[str, str]], back: Backend, cxx: str,
+def _build_unit(kernels: Sequence[tuple[str, str]], back: Emulation, cxx: str,
                 flags: Sequence[str]) -> None:
     """Compile `kernels` ((key, source) pairs) as one unit and link each key's library to
     it. A unit that does not build links nothing: its kernels then build alone, each with
@@ -349,7 +340,7 @@ IN_FLIGHT_F32 = 0x7FE1F00D
 @dataclass
 class EmulatedKernel:
     path: Path
-    backend: Backend = BACKENDS["cuda"]
+    backend: Emulation = field(default_factory=lambda: backend_of("cuda"))
     device: object = None      # whose limits the launches are checked against (None: none)
     entry: str = ""            # the build key of a kernel built in a unit (emulate_units)
 
@@ -488,5 +479,5 @@ def run_emulated(source: str, kernel: T.TypedKernel, inputs: Mapping[str, object
 
 __all__ = ["run_emulated", "build_emulated", "build_emulated_many", "cache_dir", "compiler",
            "linker_flags", "precompiled_prelude", "runtime_cache_dir", "runtime_object",
-           "PRELUDE_FAILED", "AccessSite", "Backend", "BACKENDS",
+           "PRELUDE_FAILED", "AccessSite", "Emulation",
            "EmulatedKernel", "EmulatedRun", "EmulationError"]

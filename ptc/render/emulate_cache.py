@@ -68,7 +68,15 @@ def headers(backend) -> dict[str, str]:
     files = backend.device_headers() + [p for folder in (backend.emulate_headers, CORE_HEADERS)
                                         for pattern in ("*.h", "*.cc")
                                         for p in sorted(folder.glob(pattern))]
-    return {str(p.relative_to(TEMPLATES)): p.read_text() for p in files}
+    return {_header_name(p, backend): p.read_text() for p in files}
+
+
+def _header_name(path: Path, backend) -> str:
+    """templates/common/x.h -> common/x.h; a backend's own (ptc/targets/hip/templates/mfma.h)
+    -> hip/mfma.h: the names the build key hashes, unique across the folders."""
+    if TEMPLATES in path.parents:
+        return str(path.relative_to(TEMPLATES))
+    return f"{backend.name}/{path.relative_to(backend.templates)}"
 
 
 PRELUDE_FAILED = "failed.txt"    # a prelude that did not precompile: what the compiler said

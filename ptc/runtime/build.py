@@ -8,7 +8,7 @@ A directory holds everything needed to rebuild and run one kernel without ptc:
                      (templates/host/harness.j2, in the backend's runtime names), the same
                      text for every kernel
     signature.cc     the kernel's signature as the tables the harness reads
-    *.cuh, *.h       the backend's device headers (templates/cuda, templates/hip) and the
+    *.cuh, *.h       the backend's device headers (ptc/targets/<backend>/templates) and the
                      harness's npy.h and ptc_signature.h (templates/host)
     plan.json        the plan the kernel was rendered from (empty object for a hand-written one)
     signature.json   the kernel's calling convention (`ptc.runtime.signature`)
@@ -38,17 +38,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from .. import targets
 from ..device_headers import SUFFIXES as HEADER_SUFFIXES
 from ..device_headers import device_headers as shared_device_headers
 from ..version import __version__
 from . import object_cache
 from .errors import BuildError
 from .harness import SIGNATURE_SOURCE, TEMPLATES, render_harness, render_signature
-from .nvcc import (NVCC_HINT, find_cuobjdump, find_nvcc, gencode,  # noqa: F401 (their old home)
-                   nvcc_commands)
 from .signature import Signature
 from .toolchain import EXECUTABLE, LIBRARY, Compiler, Step, Toolchain
-from .toolchains import TOOLCHAINS, toolchain
+from .toolchains import toolchain, toolchains
 
 MARKER = "signature.json"   # what makes a directory a ptc build directory
 
@@ -56,7 +55,7 @@ MARKER = "signature.json"   # what makes a directory a ptc build directory
 # ---- writing --------------------------------------------------------------------------
 def is_build_dir(path: Path) -> bool:
     return (path / MARKER).is_file() and any((path / t.kernel_file).is_file()
-                                             for t in TOOLCHAINS.values())
+                                             for t in toolchains())
 
 
 def backend_of(directory: Path) -> str:
@@ -65,8 +64,9 @@ def backend_of(directory: Path) -> str:
 
 
 def device_headers(backend: str = "cuda") -> list[Path]:
-    """The headers the kernel may include: templates/<backend>'s and the shared ones."""
-    return shared_device_headers(toolchain(backend).templates)
+    """The headers the kernel may include: its backend's templates folder's and the shared
+    ones."""
+    return shared_device_headers(targets.backend(backend).templates)
 
 
 def host_headers() -> list[Path]:
@@ -371,25 +371,6 @@ def _tail(text: str, log: str = "nvcc.log", lines: int = 80) -> str:
 
 
 def sass(directory: str | Path) -> str:
-    """The SASS of the built kernel (`cuobjdump --dump-sass` of kernel.o, which holds the
-    same device code as libptc_kernel.so and dumps in half its time; of kernel.cubin after
-    a `build(report_only=True)`; else of the library)."""
-    folder = Path(directory)
-    library = next((folder / name for name in ("kernel.o", "kernel.cubin")
-                    if (folder / name).is_file()), folder / LIBRARY)
-    if not library.is_file():
-        raise BuildError(f"{library} does not exist", hint="build it first (ptc build)")
-    tool = find_cuobjdump()
-    # cuobjdump runs nvdisasm, which the nvidia-cuda-nvdisasm wheel puts beside it
-    env = {**os.environ, "PATH": f"{Path(tool).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-
-    def dump() -> str:
-        proc = subprocess.run([tool, "--dump-sass", str(library)], capture_output=True,
-                              text=True, errors="replace", env=env)
-        if proc.returncode != 0:
-            raise BuildError(f"cuobjdump failed on {library} (exit {proc.returncode}):\n"
-                             f"{_tail(proc.stderr + proc.stdout, 'its output')}")
-        return proc.stdout
-
-    return object_cache.disassembly(tool, ("--dump-sass",), library, dump)
-
+    """The machine code of the kernel built in `directory`, as its backend's toolchain
+    disassembles it (CUDA: cuobjdump's SASS); BuildError where it cannot."""
+    return toolchain(backend_of(Path(directory))).disassemble(Path(directory))

@@ -1,7 +1,7 @@
 """harness.cu / harness.hip and signature.cc: the host side of a built kernel.
 
 The harness is rendered from `templates/host/harness.j2` through the backend's own template
-(templates/cuda/harness.cu.j2, templates/hip/harness.hip.j2), which names its runtime's API
+(ptc/targets/cuda/templates/harness.cu.j2, ptc/targets/hip/templates/harness.hip.j2), which names its runtime's API
 (cudaMalloc, hipMalloc, ...). It gives a C ABI (ptc_malloc, ptc_memcpy_*, ptc_memset,
 ptc_run_once, ptc_time, ...) for ctypes, and a `main` that runs the kernel on .npy files
 (see the template's head comment). It is the same text for every kernel: what it needs to
@@ -26,12 +26,14 @@ DTYPE_ENUM = {"f16": "F16", "bf16": "BF16", "f32": "F32", "i32": "I32", "bool": 
 
 
 @functools.lru_cache(maxsize=None)
-def environment(folder: str = "cuda"):
-    """Templates from templates/<folder>, then the shared ones of templates/host."""
+def environment(folder: Path | None = None):
+    """Templates from a backend's templates `folder` (none: only the shared ones), then the
+    shared ones of templates/host."""
     import jinja2
 
+    folders = ([str(folder)] if folder is not None else []) + [str(TEMPLATES / "host")]
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(TEMPLATES / folder), str(TEMPLATES / "host")]),
+        loader=jinja2.FileSystemLoader(folders),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
         keep_trailing_newline=True, autoescape=False)
 
@@ -74,13 +76,15 @@ def signature_context(sig: Signature) -> dict:
 
 def render_harness(backend: str = "cuda") -> str:
     """The harness of `backend`'s toolchain: the same text for every kernel."""
+    from .. import targets
     from .toolchains import toolchain
 
     chain = toolchain(backend)
-    template = environment(chain.templates).get_template(chain.harness_template)
+    folder = targets.backend(backend).templates
+    template = environment(folder).get_template(chain.harness_template)
     return template.render(generator=f"ptc {__version__}")
 
 
 def render_signature(sig: Signature) -> str:
     """signature.cc: the tables of `sig` that the harness reads (ptc_signature.h)."""
-    return environment("host").get_template("signature.cc.j2").render(signature_context(sig))
+    return environment().get_template("signature.cc.j2").render(signature_context(sig))

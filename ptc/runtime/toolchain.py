@@ -1,5 +1,5 @@
-"""What a build directory is built with: one Toolchain per backend (ptc.runtime.nvcc for
-CUDA, ptc.runtime.hip for HIP; ptc.runtime.toolchains holds the registry), chosen by the
+"""What a build directory is built with: one Toolchain per backend (ptc.targets.cuda.toolchain for
+CUDA, ptc.targets.hip.toolchain for HIP; ptc.runtime.toolchains holds the registry), chosen by the
 device description's `backend`. A toolchain finds its compiler (with a hint when there is
 none), spells the build as Steps -- which build.sh, the Makefile and `ptc build` all run --
 and says where the resource report comes from and how to read it. ptc.runtime.build knows
@@ -36,8 +36,7 @@ class Toolchain:
     language: str                # CUDA, HIP: for messages
     kernel_file: str             # the rendered kernel's name in the build directory
     harness_file: str
-    harness_template: str        # in templates/<templates>/
-    templates: str               # the folder of its device headers and harness template
+    harness_template: str        # in its backend's templates folder (ptc.targets)
     log_file: str                # the failing command's output is appended here
     report_file: str             # the raw resource report, kept in the directory
     report_name: str             # its key in build.json and `ptc build --json`: ptxas, isa
@@ -47,6 +46,10 @@ class Toolchain:
     gpu: str                     # what runs its kernels: "an NVIDIA GPU", "an AMD GPU"
     runs: bool = False           # ptc bench and ptc.compile()'s kernels run them on that GPU
     reads_sass: bool = False     # the built library's SASS can be read (cuobjdump)
+
+    def disassemble(self, folder: Path) -> str:
+        """The machine code of the kernel built in `folder` (where `reads_sass`)."""
+        raise BuildError(f"ptc reads no {self.language} machine code here")
 
     def find(self, arch: str) -> Compiler:
         """The compiler that builds for `arch`; BuildError (with `hint`) when there is none."""

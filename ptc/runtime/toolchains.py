@@ -1,19 +1,19 @@
-"""The toolchain of each backend (a device YAML's `backend`): one line per backend."""
+"""The toolchain of each backend (a device YAML's `backend`): its package's TOOLCHAIN."""
 from __future__ import annotations
 
-from . import hip, nvcc
+from .. import targets
 from .errors import BuildError
 from .toolchain import Toolchain
-
-TOOLCHAINS: dict[str, Toolchain] = {
-    "cuda": nvcc.TOOLCHAIN,
-    "hip": hip.TOOLCHAIN,
-}
 
 
 def toolchain(backend: str) -> Toolchain:
     try:
-        return TOOLCHAINS[backend]
-    except KeyError:
+        return targets.toolchain(backend)
+    except targets.UnknownBackend:
         raise BuildError(f"ptc builds no {backend} targets (it builds "
-                         f"{', '.join(sorted(TOOLCHAINS))})") from None
+                         f"{', '.join(sorted(targets.names()))})") from None
+
+
+def toolchains() -> tuple[Toolchain, ...]:
+    """Every registered backend's toolchain."""
+    return tuple(toolchain(name) for name in targets.names())

@@ -85,8 +85,8 @@ def device_sha256(device) -> str:
 @functools.lru_cache(maxsize=None)
 def nvcc_release(nvcc: str | None = None) -> str:
     """The nvcc release (`13.0.88`), or "" where there is no nvcc or it does not say."""
-    from ..runtime.build import find_nvcc
     from ..runtime.errors import BuildError
+    from ..targets.cuda.toolchain import find_nvcc
 
     try:
         path = nvcc or find_nvcc()

@@ -179,7 +179,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       (uintptr_t)tensors[1] % 4 == 0 &&
       (long long)d_C * d_W * 4 <= 2147483648LL &&
       (uintptr_t)tensors[3] % 8 == 0;
-#ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
+#ifdef PTC_EMULATE  // on the CPU: ptc/targets/hip/templates/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
     if (aligned) ptc_causal_conv1d_kernel<true>(

@@ -198,7 +198,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       (uintptr_t)tensors[1] % 16 == 0 &&
       d_CO % 2 == 0 &&
       (uintptr_t)tensors[2] % 4 == 0;
-#ifdef PTC_EMULATE  // on the CPU: ptc/templates/cuda/emulate, ptc.render.emulate
+#ifdef PTC_EMULATE  // on the CPU: ptc/targets/cuda/templates/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
     if (aligned) ptc_conv2d_stride2_kernel<true>(

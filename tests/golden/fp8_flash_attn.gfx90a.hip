@@ -349,7 +349,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       (uintptr_t)tensors[2] % 16 == 0 &&
       (long long)d_B * d_H * d_D * d_T * 1 <= 2147483648LL &&
       (uintptr_t)tensors[6] % 8 == 0;
-#ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
+#ifdef PTC_EMULATE  // on the CPU: ptc/targets/hip/templates/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
     if (aligned) ptc_fp8_flash_attn_kernel<true>(

@@ -426,7 +426,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       d_T % 16 == 0 &&
       (uintptr_t)tensors[2] % 16 == 0 &&
       (uintptr_t)tensors[6] % 4 == 0;
-#ifdef PTC_EMULATE  // on the CPU: ptc/templates/cuda/emulate, ptc.render.emulate
+#ifdef PTC_EMULATE  // on the CPU: ptc/targets/cuda/templates/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
     if (aligned) ptc_fp8_flash_attn_kernel<true>(

@@ -160,7 +160,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       (long long)d_M * d_K * 1 <= 2147483648LL &&
       (uintptr_t)tensors[1] % 16 == 0 &&
       (long long)d_N * d_K * 1 <= 2147483648LL;
-#ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
+#ifdef PTC_EMULATE  // on the CPU: ptc/targets/hip/templates/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
     if (aligned) ptc_fp8_gemm_kernel<true>(

@@ -167,7 +167,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       d_N % 8 == 0 &&
       (uintptr_t)tensors[1] % 16 == 0 &&
       (long long)d_K * d_N * 2 <= 2147483648LL;
-#ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
+#ifdef PTC_EMULATE  // on the CPU: ptc/targets/hip/templates/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
     if (aligned) ptc_gemm_kernel<true>(

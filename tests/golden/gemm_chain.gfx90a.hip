@@ -231,7 +231,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       d_L % 8 == 0 &&
       (uintptr_t)tensors[2] % 16 == 0 &&
       (long long)d_N * d_L * 2 <= 2147483648LL;
-#ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
+#ifdef PTC_EMULATE  // on the CPU: ptc/targets/hip/templates/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
     if (aligned) ptc_gemm_chain_kernel<true>(

@@ -501,7 +501,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
     if (ptc::tensor_map(&map_load_x2, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 5, tensors[1], dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B) != 0)
       return (int)cudaErrorInvalidValue;  // strides or base not 16-byte multiples
   }
-#ifdef PTC_EMULATE  // on the CPU: ptc/templates/cuda/emulate, ptc.render.emulate
+#ifdef PTC_EMULATE  // on the CPU: ptc/targets/cuda/templates/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
     if (aligned) ptc_mamba2_chunk_scan_kernel<true>(

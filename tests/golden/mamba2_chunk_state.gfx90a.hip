@@ -247,7 +247,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       d_P % 8 == 0 &&
       (uintptr_t)tensors[0] % 16 == 0 &&
       (long long)d_B * d_NC * d_L * d_H * d_P * 2 <= 2147483648LL;
-#ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
+#ifdef PTC_EMULATE  // on the CPU: ptc/targets/hip/templates/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
     if (aligned) ptc_mamba2_chunk_state_kernel<true>(

@@ -219,7 +219,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       (long long)d_K * d_N * 2 <= 2147483648LL &&
       d_N % 4 == 0 &&
       (uintptr_t)tensors[2] % 8 == 0;
-#ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
+#ifdef PTC_EMULATE  // on the CPU: ptc/targets/hip/templates/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
     if (aligned) ptc_matmul_sum_kernel<true>(

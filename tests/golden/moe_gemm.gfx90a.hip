@@ -193,7 +193,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       (long long)d_E * d_K * d_N * 2 <= 2147483648LL &&
       d_C % 4 == 0 &&
       (uintptr_t)tensors[4] % 16 == 0;
-#ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
+#ifdef PTC_EMULATE  // on the CPU: ptc/targets/hip/templates/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
     if (aligned) ptc_moe_gemm_kernel<true>(

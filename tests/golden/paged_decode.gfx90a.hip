@@ -419,7 +419,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       (uintptr_t)tensors[2] % 16 == 0 &&
       (long long)d_NP * d_PAGE * d_HK * d_D * 2 <= 2147483648LL &&
       (uintptr_t)tensors[5] % 8 == 0;
-#ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
+#ifdef PTC_EMULATE  // on the CPU: ptc/targets/hip/templates/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
     if (aligned) ptc_paged_decode_kernel<true>(

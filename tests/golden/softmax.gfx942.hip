@@ -207,7 +207,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
   const bool aligned = true &&
       (uintptr_t)tensors[0] % 16 == 0 &&
       (uintptr_t)tensors[1] % 8 == 0;
-#ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
+#ifdef PTC_EMULATE  // on the CPU: ptc/targets/hip/templates/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
     if (aligned) ptc_softmax_kernel<true>(

@@ -1223,7 +1223,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
     if (ptc::tensor_map(&map_load_S8, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3, tensors[2], dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE) != 0)
       return (int)cudaErrorInvalidValue;  // strides or base not 16-byte multiples
   }
-#ifdef PTC_EMULATE  // on the CPU: ptc/templates/cuda/emulate, ptc.render.emulate
+#ifdef PTC_EMULATE  // on the CPU: ptc/targets/cuda/templates/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
     if (aligned) ptc_w4a16_gemm_kernel<true>(

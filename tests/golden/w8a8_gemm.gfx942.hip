@@ -246,7 +246,7 @@ extern "C" int ptc_launch(void* const* tensors, const double* scalars, const lon
       (uintptr_t)tensors[2] % 16 == 0 &&
       d_N % 4 == 0 &&
       (uintptr_t)tensors[3] % 16 == 0;
-#ifdef PTC_EMULATE  // on the CPU: ptc/templates/hip/emulate, ptc.render.emulate
+#ifdef PTC_EMULATE  // on the CPU: ptc/targets/hip/templates/emulate, ptc.render.emulate
   (void)stream;
   return ptc::emu::launch(blocks, THREADS, SMEM_BYTES, [&] {
     if (aligned) ptc_w8a8_gemm_kernel<true>(

@@ -1,4 +1,4 @@
-// Three small kernels whose device assembly tests ptc.runtime.amdgpu_isa (tests/test_hip_build.py):
+// Three small kernels whose device assembly tests ptc.targets.hip.isa (tests/test_hip_build.py):
 // a k-loop of MFMAs fed from LDS, a private array the compiler keeps in scratch, and five
 // accumulators over a 64-register budget (spills). Clang builtins only (no device library).
 #include <hip/hip_runtime.h>

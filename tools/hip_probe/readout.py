@@ -1,7 +1,7 @@
 """Per-kernel resource usage and matrix instructions, read from the device assembly that
 `-save-temps` (or `--offload-device-only -S`) leaves: `.venv/bin/python tools/hip_probe/readout.py FILE.s ...`.
 
-A thin front of ptc.runtime.amdgpu_isa, the readout `ptc build` records (docs/hip.md,
+A thin front of ptc.targets.hip.isa, the readout `ptc build` records (docs/hip.md,
 "Resource usage readout"): one line per kernel.
 """
 import sys
@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ptc.runtime.amdgpu_isa import parse_isa  # noqa: E402
+from ptc.targets.hip.isa import parse_isa  # noqa: E402
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 // ptc CPU emulation, the part every backend shares: threads as fibers, the block barrier,
 // warp (wave) collectives' meeting point, shared-memory (LDS) and global bounds checks,
 // bank-conflict accounting and the launcher. Included by a backend's emulation header
-// (templates/cuda/emulate/ptc_emulate.h: warps of 32; templates/hip/emulate/
+// (targets/cuda/templates/emulate/ptc_emulate.h: warps of 32; targets/hip/templates/emulate/
 // ptc_emulate_hip.h: waves of 64); ptc/render/emulate.py puts this folder on the include
 // path. Nothing here is used by GPU builds.
 //

@@ -95,7 +95,7 @@ def prepare() -> None:
             (G / d / junk).unlink(missing_ok=True)
     subprocess.run(["nvcc", "-std=c++17", "-O2", "-gencode",
                     "arch=compute_90a,code=[sm_90a,compute_90a]",
-                    f"-I{ROOT / 'ptc/templates/cuda'}", str(HERE / "tma_store.cu"), "-o",
+                    f"-I{ROOT / 'ptc/targets/cuda/templates'}", str(HERE / "tma_store.cu"), "-o",
                     str(G / "tma_store")], check=True)
     print("built", G)
 

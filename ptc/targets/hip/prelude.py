@@ -23,9 +23,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..stage_cache import cache_root, enabled
-from .object_cache import tool_identity
-from .toolchain import Compiler, Step
+from ptc.stage_cache import cache_root, enabled
+from ptc.runtime.object_cache import tool_identity
+from ptc.runtime.toolchain import Compiler, Step
 
 PRELUDE = "prelude.h"
 PCH = "prelude.pch"

@@ -3,12 +3,12 @@ copies and their groups, mma.sync tiles and ldmatrix fragments (the rest: ptc.re
 warp-specialized kernels: specialized.py)."""
 from __future__ import annotations
 
-from ...lower import ir
-from ...sema import typed as T
-from ...sema.dtypes import DTYPE_BYTES
-from ..c_body import CBodyPrinter, RenderError
-from ..cexpr import CTYPES, literal
-from ..layouts import SIXTEEN_BIT
+from ptc.lower import ir
+from ptc.sema import typed as T
+from ptc.sema.dtypes import DTYPE_BYTES
+from ptc.render.c_body import CBodyPrinter, RenderError
+from ptc.render.cexpr import CTYPES, literal
+from ptc.render.layouts import SIXTEEN_BIT
 from .specialized import SpecializedOps
 
 # the instruction mma_sync.cuh issues for an atom and its input dtype

@@ -1,7 +1,7 @@
 """The HIP renderer: prints a lowered kernel (ptc.lower) as kernel.hip for gfx90a (CDNA2)
 and gfx942 (CDNA3), built by hipcc or clang -x hip (docs/hip.md).
 
-Python here only spells what the lowering decided; `templates/hip/kernel.hip.j2` prints
+Python here only spells what the lowering decided; `targets/hip/templates/kernel.hip.j2` prints
 the frame, and the device headers beside it hold the instructions, named by what moves
 where: global_to_shared.h (register-staged tile copies), mfma.h (wave tiles of MFMA with
 their LDS fragment reads), cross_lane.h (DPP, ds_swizzle, ds_bpermute), ptc_types.h
@@ -10,9 +10,9 @@ builtins only, so it builds without HIP's device library.
 """
 from __future__ import annotations
 
-from ...lower import Capabilities, LoweredKernel
-from ...sched.plan import Style
-from ..c_source import CSourceRenderer
+from ptc.lower import Capabilities, LoweredKernel
+from ptc.sched.plan import Style
+from ptc.render.c_source import CSourceRenderer
 from .body import HipBodyPrinter, RenderError
 
 CAPABILITIES = Capabilities(
@@ -42,7 +42,6 @@ def waves_per_simd(blocks: int, threads: int, res) -> int:
 
 class HipRenderer(CSourceRenderer):
     capabilities = CAPABILITIES
-    folder = "hip"
     template = "kernel.hip.j2"
     suffix = ".hip"
     printer = HipBodyPrinter
@@ -59,4 +58,6 @@ class HipRenderer(CSourceRenderer):
                  waves_per_simd(low.launch.min_blocks_elementwise, low.launch.threads, res))]
 
 
-__all__ = ["HipRenderer", "CAPABILITIES", "RenderError"]
+RENDERER = HipRenderer
+
+__all__ = ["HipRenderer", "CAPABILITIES", "RENDERER", "RenderError"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from .ptxas import demangle, kernel_name, short_name
+from ptc.runtime.symbols import demangle, kernel_name, short_name
 
 # the families `ptc build` shows, per main-loop iteration and in the whole kernel
 SHOWN = ("v_mfma", "ds_read", "ds_write", "global_load", "s_barrier")

@@ -3,11 +3,11 @@ docs/sm90.md): mbarrier setup, the role branches with setmaxnreg, TMA loads, mba
 waits and arrivals, wgmma tiles and waits, named barriers. A mixin of BodyPrinter."""
 from __future__ import annotations
 
-from ...lower import ir
-from ...lower.atoms import wgmma_k, wgmma_operand_bytes
-from ...sema import typed as T
-from ..cexpr import CTYPES
-from ..layouts import c_storage, struct_name
+from ptc.lower import ir
+from ptc.lower.atoms import wgmma_k, wgmma_operand_bytes
+from ptc.sema import typed as T
+from ptc.render.cexpr import CTYPES
+from ptc.render.layouts import c_storage, struct_name
 
 
 # the 8-bit wgmma input kinds of wgmma.cuh, by dtype

@@ -1,5 +1,5 @@
 // ptc CPU emulation runtime for CUDA: runs a rendered kernel.cu on the host, compiled with
-// `g++ -std=c++20 -DPTC_EMULATE -I templates/cuda/emulate -I templates/cuda
+// `g++ -std=c++20 -DPTC_EMULATE -I targets/cuda/templates/emulate -I targets/cuda/templates
 // -I templates/emulate_core` (see ptc/render/emulate.py). Nothing here is used by nvcc builds.
 //
 // The execution model -- threads as fibers, warps of 32 run as far as the barriers allow in

@@ -1,16 +1,19 @@
 """The CUDA toolchain: nvcc builds kernel.cu, harness.cu and signature.cc into libptc_kernel.so
-and ptc_run,
-and `ptxas -v` (through nvcc) reports each kernel's registers, shared memory and spills.
+and ptc_run, and `ptxas -v` (through nvcc) reports each kernel's registers, shared memory
+and spills; cuobjdump reads the SASS.
 """
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
-from .errors import BuildError, NoDevice
+from ptc.runtime import object_cache
+from ptc.runtime.errors import BuildError, NoDevice
+from ptc.runtime.toolchain import EXECUTABLE, LIBRARY, Compiler, Step, Toolchain
+
 from .ptxas import parse_ptxas
-from .toolchain import EXECUTABLE, LIBRARY, Compiler, Step, Toolchain
 
 NVCC_HINT = ("install the CUDA toolkit (nvcc), or put its bin/ folder on PATH "
              "(e.g. export PATH=/usr/local/cuda/bin:$PATH) or set CUDA_HOME")
@@ -121,7 +124,7 @@ class NvccToolchain(Toolchain):
         return (Step(CUBIN, ("kernel.cu",), command, 0),), CUBIN
 
     def why_no_device(self) -> str | None:
-        from .cuda import find_gpus
+        from ptc.runtime.cuda import find_gpus
 
         try:
             find_gpus()
@@ -132,9 +135,44 @@ class NvccToolchain(Toolchain):
     def parse(self, report: str):
         return parse_ptxas(report)
 
+    def disassemble(self, folder: Path) -> str:
+        return sass(folder)
+
 
 TOOLCHAIN = NvccToolchain(
     backend="cuda", language="CUDA", kernel_file="kernel.cu", harness_file="harness.cu",
-    harness_template="harness.cu.j2", templates="cuda", log_file="nvcc.log",
+    harness_template="harness.cu.j2", log_file="nvcc.log",
     report_file="ptxas.txt", report_name="ptxas", report_step="kernel.o", hint=NVCC_HINT,
     gpu="an NVIDIA GPU", runs=True, reads_sass=True)
+
+
+def _tail_of(text: str, lines: int = 80) -> str:
+    kept = text.rstrip().splitlines()
+    if len(kept) > lines:
+        kept = [f"... ({len(kept) - lines} lines above)"] + kept[-lines:]
+    return "\n".join(kept)
+
+
+def sass(directory: str | Path) -> str:
+    """The SASS of the built kernel (`cuobjdump --dump-sass` of kernel.o, which holds the
+    same device code as libptc_kernel.so and dumps in half its time; of kernel.cubin after
+    a `build(report_only=True)`; else of the library)."""
+    folder = Path(directory)
+    library = next((folder / name for name in ("kernel.o", "kernel.cubin")
+                    if (folder / name).is_file()), folder / LIBRARY)
+    if not library.is_file():
+        raise BuildError(f"{library} does not exist", hint="build it first (ptc build)")
+    tool = find_cuobjdump()
+    # cuobjdump runs nvdisasm, which the nvidia-cuda-nvdisasm wheel puts beside it
+    env = {**os.environ, "PATH": f"{Path(tool).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    def dump() -> str:
+        proc = subprocess.run([tool, "--dump-sass", str(library)], capture_output=True,
+                              text=True, errors="replace", env=env)
+        if proc.returncode != 0:
+            raise BuildError(f"cuobjdump failed on {library} (exit {proc.returncode}):\n"
+                             f"{_tail_of(proc.stderr + proc.stdout)}")
+        return proc.stdout
+
+    return object_cache.disassembly(tool, ("--dump-sass",), library, dump)
+

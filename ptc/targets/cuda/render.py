@@ -1,6 +1,6 @@
 """The CUDA renderer: prints a lowered kernel (ptc.lower) as kernel.cu for sm80 and later.
 
-Python here only spells what the lowering decided; `templates/cuda/kernel.cu.j2` prints
+Python here only spells what the lowering decided; `targets/cuda/templates/kernel.cu.j2` prints
 the frame, and the device headers beside it hold the instructions, named by what moves
 where: global_to_shared.cuh (cp.async tile copies), shared_to_register_ldmatrix.cuh,
 mma_sync.cuh (warp tiles of mma.sync m16n8k16), ptc_types.cuh (dtypes, 16-bit register
@@ -8,9 +8,9 @@ pairs, shared addresses).
 """
 from __future__ import annotations
 
-from ...lower import Capabilities, LoweredKernel, ir
-from ...sched.plan import Style
-from ..c_source import CSourceRenderer
+from ptc.lower import Capabilities, LoweredKernel, ir
+from ptc.sched.plan import Style
+from ptc.render.c_source import CSourceRenderer
 from .body import BodyPrinter, RenderError
 from .specialized import tensor_map_setup
 
@@ -37,7 +37,6 @@ def _specialized(low: LoweredKernel) -> bool:
 
 class CudaRenderer(CSourceRenderer):
     capabilities = CAPABILITIES
-    folder = "cuda"
     template = "kernel.cu.j2"
     suffix = ".cu"
     printer = BodyPrinter
@@ -57,4 +56,6 @@ class CudaRenderer(CSourceRenderer):
         return tensor_map_setup(m, tensor_index, scalar_expr)
 
 
-__all__ = ["CudaRenderer", "CAPABILITIES", "RenderError"]
+RENDERER = CudaRenderer
+
+__all__ = ["CudaRenderer", "CAPABILITIES", "RENDERER", "RenderError"]

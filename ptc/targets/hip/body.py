@@ -1,14 +1,14 @@
 """The ops of a lowered kernel (ptc.lower.ir) that HIP spells its own way (gfx90a, gfx942):
 register-staged tile copies landing at the plan's waits, MFMA tiles with operands from LDS
 or registers, wave64 lane exchanges, and clang builtins in place of HIP's device library
-(templates/hip; the rest: ptc.render.c_body)."""
+(targets/hip/templates; the rest: ptc.render.c_body)."""
 from __future__ import annotations
 
-from ...lower import ir
-from ..c_body import CBodyPrinter, RenderError
-from ...sema.dtypes import DTYPE_BYTES
-from ..cexpr import CTYPES, literal
-from ..layouts import SIXTEEN_BIT
+from ptc.lower import ir
+from ptc.render.c_body import CBodyPrinter, RenderError
+from ptc.sema.dtypes import DTYPE_BYTES
+from ptc.render.cexpr import CTYPES, literal
+from ptc.render.layouts import SIXTEEN_BIT
 
 HIP_CTYPES = {**CTYPES, "f16": "ptc::f16", "bf16": "ptc::bf16"}
 

@@ -1,6 +1,6 @@
 """The HIP toolchain (gfx90a, gfx942): kernel.hip, harness.hip and signature.cc build into
 libptc_kernel.so and ptc_run, and a device-only compile of kernel.hip leaves its assembly,
-kernel.s, which ptc.runtime.amdgpu_isa reads (registers, LDS, scratch, spills, occupancy,
+kernel.s, which ptc.targets.hip.isa reads (registers, LDS, scratch, spills, occupancy,
 instructions).
 
 The compiler (docs/hip.md, "Build commands"): $PTC_HIPCC if set; else the first of hipcc
@@ -19,10 +19,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .amdgpu_isa import parse_isa
-from .errors import BuildError
-from .hip_prelude import with_prelude
-from .toolchain import EXECUTABLE, LIBRARY, Compiler, Step, Toolchain
+from ptc.runtime.errors import BuildError
+from ptc.runtime.toolchain import EXECUTABLE, LIBRARY, Compiler, Step, Toolchain
+
+from .isa import parse_isa
+from .prelude import with_prelude
 
 HIP_HINT = ("install ROCm (hipcc), or Debian's HIP headers and clang 19: `apt-get install -y "
             "--no-install-recommends hipcc clang-19 clang-tools-19 lld-19 llvm-19` "
@@ -177,7 +178,7 @@ class HipToolchain(Toolchain):
     def check(self, arch: str, compiler: Compiler,
               folder: Path | None = None) -> tuple[tuple[Step, ...], str]:
         """kernel.s, its system headers read from a precompiled prelude where one can be
-        built (ptc.runtime.hip_prelude: the same assembly, a third less time)."""
+        built (ptc.targets.hip.prelude: the same assembly, a third less time)."""
         steps, report = super().check(arch, compiler, folder)
         if folder is None:
             return steps, report
@@ -193,6 +194,6 @@ class HipToolchain(Toolchain):
 
 TOOLCHAIN = HipToolchain(
     backend="hip", language="HIP", kernel_file="kernel.hip", harness_file="harness.hip",
-    harness_template="harness.hip.j2", templates="hip", log_file="hip.log",
+    harness_template="harness.hip.j2", log_file="hip.log",
     report_file="kernel.s", report_name="isa", report_step="", hint=HIP_HINT,
     gpu="an AMD GPU")
