@@ -6,14 +6,19 @@ so their names are unique across the two."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SHARED = TEMPLATES / "common"
 SUFFIXES = (".cuh", ".h", ".hpp")
 
 
-def device_headers(folder: Path) -> list[Path]:
-    """The headers of a backend's templates `folder` and of templates/common, by name."""
-    found = [p for d in (folder, SHARED) for p in d.iterdir()
-             if p.suffix in SUFFIXES and p.is_file()]
-    return sorted(found, key=lambda p: p.name)
+def device_headers(folders: Sequence[Path]) -> list[Path]:
+    """The headers of a backend's templates `folders` (its own, then its base's: the first
+    of a name wins) and of templates/common, by name."""
+    found: dict[str, Path] = {}
+    for d in (*folders, SHARED):
+        for p in sorted(d.iterdir()):
+            if p.suffix in SUFFIXES and p.is_file():
+                found.setdefault(p.name, p)
+    return sorted(found.values(), key=lambda p: p.name)

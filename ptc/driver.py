@@ -157,11 +157,15 @@ def schedule(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | No
     YAML path)."""
     from .devices import get_device
     from .sched.search import SearchRecord, search, search_for_cli
+    from .render import capabilities
     from .stage_cache import STAGES, content_key
     from .stask.propagate import resolve_tiles
 
     _one_grid(kernel)
     device = get_device(target)
+    # what the backend builds is part of the key: a backend outside ptc (a test's, a
+    # user's package) is not in ptc's fingerprint
+    builds = capabilities(device)
     dims = problem_dims(kernel, shapes)
     fixed = dict(tiles or {})
     # --tile names a tile size of the kernel; some choice keeps its `divides` lines
@@ -171,7 +175,7 @@ def schedule(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | No
     ran = []
 
     def searched() -> SearchRecord:
-        key = content_key("candidates", kernel, device)
+        key = content_key("candidates", kernel, device, builds)
         made = candidates_made(key)
         known = len(made)
         ran.append(run(kernel, device, dims, fixed_tiles=fixed, made=made,
@@ -182,8 +186,8 @@ def schedule(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | No
                        else made)     # with what another process stored meanwhile
         return SearchRecord.of(ran[0])
     # memoized on disk: the same search is done once per machine (ptc.stage_cache)
-    record = STAGES.get_or_compute("search", content_key("search", kernel, device, dims, fixed),
-                                   searched)
+    key = content_key("search", kernel, device, builds, dims, fixed)
+    record = STAGES.get_or_compute("search", key, searched)
     return ran[0] if ran else record.result(kernel, device)
 
 

@@ -82,6 +82,6 @@ def test_every_build_has_the_shared_header(backend):
     names = [h.name for h in backend_headers(backend)]
     assert "ptc_numerics.h" in names and len(names) == len(set(names))
     assert [h.name for h in build_headers(backend)] == names == \
-        [h.name for h in device_headers(targets.backend(backend).templates)]
+        [h.name for h in device_headers(targets.backend(backend).template_folders())]
     types = "ptc_types.cuh" if backend == "cuda" else "ptc_types.h"
     assert '#include "ptc_numerics.h"' in (targets.backend(backend).templates / types).read_text()

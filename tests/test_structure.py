@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from ptc import targets
+
 PTC = Path(__file__).resolve().parent.parent / "ptc"
 
 
@@ -217,6 +219,36 @@ def test_passes_do_not_branch_on_a_vendor_or_a_unit_name(module):
     path, _ = MODULES[module]
     found = _target_branches(path.read_text())
     assert not found, f"{module} branches on a vendor or unit name: " + "; ".join(found)
+
+
+# modules outside ptc/targets that still import a backend package, with why (issue 24: left)
+BACKEND_IMPORTS = {
+    "ptc.tune.key": {"ptc.targets.cuda.toolchain"},    # the tuning key names nvcc's release
+}
+
+
+def test_only_a_backends_own_package_imports_it():
+    """ptc reaches a backend through ptc.targets (its registry line), never by importing
+    its package: a new backend is one folder (tests/test_toy_backend.py)."""
+    found = {}
+    for module, imported in GRAPH.items():
+        if module.startswith("ptc.targets"):
+            continue
+        named = {t for t in imported if t.startswith("ptc.targets.")}
+        if named:
+            found[module] = named
+    assert found == BACKEND_IMPORTS
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith("ptc.targets")))
+def test_no_branch_on_a_backend_outside_its_package(module):
+    """`device.backend != "cuda"` and the like: a backend's difference is what its package
+    declares (capabilities, toolchain, emulation), read through ptc.targets."""
+    path, _ = MODULES[module]
+    names = [*targets.names(), *(b.vendor for b in targets.backends())]
+    found = [f for f in _target_branches(path.read_text())
+             if any(repr(name) in f for name in names)]
+    assert not found, f"{module} branches on a backend: " + "; ".join(found)
 
 
 def test_importing_ptc_loads_only_itself():

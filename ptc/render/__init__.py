@@ -35,10 +35,10 @@ def renderer(backend: str):
 
 
 @functools.lru_cache(maxsize=None)
-def _environment(folder: Path) -> jinja2.Environment:
+def _environment(folders: tuple[Path, ...]) -> jinja2.Environment:
     """One per folder and process: an Environment keeps its compiled templates (compiling
     the kernel template took 70 ms, as long as lowering a kernel)."""
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(folder),
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(list(folders)),
                               trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                               undefined=jinja2.StrictUndefined)
 
@@ -64,8 +64,8 @@ def render(lows: Sequence[LoweredKernel], kernel: TypedKernel, plans: Sequence[P
     if found is None:
         raise RenderError(f"no renderer for the {device.backend} backend yet")
     context = found(lows, kernel, plans, device).context()
-    folder = targets.backend(device.backend).templates
-    return _environment(folder).get_template(found.template).render(c=context)
+    folders = targets.backend(device.backend).template_folders()
+    return _environment(folders).get_template(found.template).render(c=context)
 
 
 def render_kernel(kernel: TypedKernel, plan: Plan, graph: STaskGraph, device: Device) -> str:
@@ -91,7 +91,7 @@ def headers(device: Device) -> list[Path]:
 def backend_headers(backend: str) -> list[Path]:
     """The device headers of a backend's renderer: its templates folder's and the ones every
     backend shares (ptc.device_headers)."""
-    return device_headers(targets.backend(backend).templates)
+    return device_headers(targets.backend(backend).template_folders())
 
 
 __all__ = ["render", "render_kernel", "can_render", "capabilities", "headers", "RenderError",

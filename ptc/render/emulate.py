@@ -85,18 +85,19 @@ class Emulation:
         return "kernel" + targets.renderer(self.name).suffix
 
     @property
-    def templates(self) -> Path:
-        return targets.backend(self.name).templates
+    def templates(self) -> tuple[Path, ...]:
+        """Its backend's template folders, its own first (ptc.targets.Backend.base)."""
+        return targets.backend(self.name).template_folders()
 
     @property
-    def emulate_headers(self) -> Path:
-        return targets.backend(self.name).emulate_headers
+    def emulate_headers(self) -> tuple[Path, ...]:
+        return targets.backend(self.name).emulate_folders()
 
     def device_headers(self) -> list[Path]:
         return backend_headers(self.name)
 
     def include_dirs(self) -> list[Path]:
-        return [self.emulate_headers, self.templates, SHARED_DEVICE_CODE, CORE_HEADERS]
+        return [*self.emulate_headers, *self.templates, SHARED_DEVICE_CODE, CORE_HEADERS]
 
 
 def system_includes(*folders: Path) -> str:
@@ -214,7 +215,7 @@ def _compile(source: str, back: Emulation, cxx: str, flags: Sequence[str],
         # searched first and not from the precompiled prelude (the override reaches what
         # the kernel's unit compiles, its templates and inline functions; the runtime
         # object keeps the shipped definitions)
-        emulation = [d for d in (back.emulate_headers, CORE_HEADERS)
+        emulation = [d for d in (*back.emulate_headers, CORE_HEADERS)
                      if any((d / name).is_file() for name in overrides)]
         for folder in emulation:
             for header in folder.iterdir():

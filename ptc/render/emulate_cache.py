@@ -65,7 +65,7 @@ def runtime_cache_dir() -> Path:
 def headers(backend) -> dict[str, str]:
     """Every header (and runtime definition file) a build of `backend` may read, by a name
     unique among them."""
-    files = backend.device_headers() + [p for folder in (backend.emulate_headers, CORE_HEADERS)
+    files = backend.device_headers() + [p for folder in (*backend.emulate_headers, CORE_HEADERS)
                                         for pattern in ("*.h", "*.cc")
                                         for p in sorted(folder.glob(pattern))]
     return {_header_name(p, backend): p.read_text() for p in files}
@@ -76,7 +76,8 @@ def _header_name(path: Path, backend) -> str:
     -> hip/mfma.h: the names the build key hashes, unique across the folders."""
     if TEMPLATES in path.parents:
         return str(path.relative_to(TEMPLATES))
-    return f"{backend.name}/{path.relative_to(backend.templates)}"
+    folder = next(f for f in backend.templates if f in path.parents)
+    return f"{folder.parent.name}/{path.relative_to(folder)}"
 
 
 PRELUDE_FAILED = "failed.txt"    # a prelude that did not precompile: what the compiler said

@@ -66,7 +66,7 @@ def backend_of(directory: Path) -> str:
 def device_headers(backend: str = "cuda") -> list[Path]:
     """The headers the kernel may include: its backend's templates folder's and the shared
     ones."""
-    return shared_device_headers(targets.backend(backend).templates)
+    return shared_device_headers(targets.backend(backend).template_folders())
 
 
 def host_headers() -> list[Path]:

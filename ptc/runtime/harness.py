@@ -26,14 +26,13 @@ DTYPE_ENUM = {"f16": "F16", "bf16": "BF16", "f32": "F32", "i32": "I32", "bool": 
 
 
 @functools.lru_cache(maxsize=None)
-def environment(folder: Path | None = None):
-    """Templates from a backend's templates `folder` (none: only the shared ones), then the
+def environment(folders: tuple[Path, ...] = ()):
+    """Templates from a backend's template folders (none: only the shared ones), then the
     shared ones of templates/host."""
     import jinja2
 
-    folders = ([str(folder)] if folder is not None else []) + [str(TEMPLATES / "host")]
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(folders),
+        loader=jinja2.FileSystemLoader([str(f) for f in folders] + [str(TEMPLATES / "host")]),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
         keep_trailing_newline=True, autoescape=False)
 
@@ -80,8 +79,8 @@ def render_harness(backend: str = "cuda") -> str:
     from .toolchains import toolchain
 
     chain = toolchain(backend)
-    folder = targets.backend(backend).templates
-    template = environment(folder).get_template(chain.harness_template)
+    folders = targets.backend(backend).template_folders()
+    template = environment(folders).get_template(chain.harness_template)
     return template.render(generator=f"ptc {__version__}")
 
 

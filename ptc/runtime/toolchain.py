@@ -1,6 +1,6 @@
-"""What a build directory is built with: one Toolchain per backend (ptc.targets.cuda.toolchain for
-CUDA, ptc.targets.hip.toolchain for HIP; ptc.runtime.toolchains holds the registry), chosen by the
-device description's `backend`. A toolchain finds its compiler (with a hint when there is
+"""What a build directory is built with: one Toolchain per backend (each backend package's
+toolchain.py, ptc.targets; ptc.runtime.toolchains finds it), chosen by the device
+description's `backend`. A toolchain finds its compiler (with a hint when there is
 none), spells the build as Steps -- which build.sh, the Makefile and `ptc build` all run --
 and says where the resource report comes from and how to read it. ptc.runtime.build knows
 no backend by name.

@@ -43,11 +43,22 @@ class Backend:
     arch_example: str            # for messages: "sm_NN, e.g. sm_90a"
     features: tuple[str, ...]    # the instruction families a device may state (`features`)
     templates: Path              # kernel and harness templates, device headers, emulate/
-    gpu_runtime: bool = False    # ptc bench, ptc tune and ptc.compile() run its kernels
+    # a backend whose templates, device headers and emulation headers this one builds on:
+    # found after its own, so a header of the same name here replaces the base's
+    base: str | None = None
 
     @property
     def emulate_headers(self) -> Path:
         return self.templates / "emulate"
+
+    def template_folders(self) -> tuple[Path, ...]:
+        """Its templates folder, then its base's (and theirs), searched in that order."""
+        return (self.templates,) + (backend(self.base).template_folders() if self.base else ())
+
+    def emulate_folders(self) -> tuple[Path, ...]:
+        """The emulation shims of its template folders (those that have one), in order."""
+        return tuple(folder / "emulate" for folder in self.template_folders()
+                     if (folder / "emulate").is_dir())
 
 
 def names() -> tuple[str, ...]:

@@ -17,5 +17,4 @@ BACKEND = Backend(
               "tma", "wgmma", "setmaxnreg", "cluster",
               # cvt_fp8: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (sm89+; LoweredKernel.fp8_cvt)
               "cvt_fp8"),
-    templates=Path(__file__).resolve().parent / "templates",
-    gpu_runtime=True)
+    templates=Path(__file__).resolve().parent / "templates")
