@@ -4,8 +4,8 @@ ptc_types header includes it after its own primitives, and every build folder an
 build has it beside the backend's headers.
 
 The duplicate finder compares the code lines (comments, preprocessor lines and lone braces
-left out) of targets/cuda/templates and targets/hip/templates: a run of RUN identical lines in both is code
-written twice. What is still duplicated is listed in KNOWN, per pair of files, with why it is
+left out) of ptc/targets/cuda/templates and ptc/targets/hip/templates: a run of RUN
+identical lines in both is code written twice. What is still duplicated is listed in KNOWN, per pair of files, with why it is
 not shared yet; the count is strict, so moving code into templates/common shows as a failure
 until the entry shrinks, and a new copy fails at once."""
 from __future__ import annotations

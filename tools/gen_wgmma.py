@@ -15,7 +15,8 @@ N_VALUES = tuple(range(8, 257, 8))
 # .m64nNk32.s32.s8.s8: the PTX ISA's shapes for integer types (ptxas 13 rejects the others,
 # 'Illegal matrix shape'); atoms.wgmma_widths("i8") is the same list
 N_S8 = (8, 16, 24) + tuple(range(32, 257, 16))
-OUT = Path(__file__).resolve().parent.parent / "ptc" / "targets" / "cuda" / "templates" / "wgmma_instructions.cuh"
+OUT = (Path(__file__).resolve().parent.parent / "ptc" / "targets" / "cuda" / "templates"
+       / "wgmma_instructions.cuh")
 
 
 def wrapper(n: int, rs: bool) -> str:

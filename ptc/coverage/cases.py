@@ -551,6 +551,20 @@ def _specialized(t: str) -> tuple[Case, ...]:
         # BN 32: a lane per column, B staged value by value (wgmma_layouts)
         case(f"chain_b.{t}.ws32", COV + "chain_b.pt", "chain_b", t, "BM=64 BN=32 BK=32", WS,
              "M=128 K=64 N=96 R=64"),
+        # B computed from a loaded tile: out^T = b^T a^T (N: the consumer's 64, 256 rows;
+        # two consumers, each its rows of A); both computed: B staged by column pairs
+        case(f"swapped_b.{t}.ws", COV + "swapped.pt", "swapped_b", t, "BM=64 BN=64 BK=32",
+             WS, "M=128 N=128 K=64", "M=70 N=130 K=90"),
+        case(f"swapped_b.{t}.ws256", COV + "swapped.pt", "swapped_b", t, "BM=256 BN=64 BK=16",
+             WS, "M=256 N=64 K=64", "M=250 N=70 K=40"),
+        case(f"swapped_b.{t}.ws2c", COV + "swapped.pt", "swapped_b", t, "BM=128 BN=64 BK=32",
+             WS2C, "M=256 N=128 K=64", "M=130 N=66 K=70"),
+        case(f"swapped_bf16.{t}.ws", COV + "swapped.pt", "swapped_bf16", t, "BM=64", WS,
+             "M=64 N=128 K=64"),
+        case(f"swapped_bf16.{t}.ws2c", COV + "swapped.pt", "swapped_bf16", t, "BM=128", WS2C,
+             "M=130 N=70 K=64"),
+        case(f"computed_ab.{t}.ws", COV + "swapped.pt", "computed_ab", t, "", WS,
+             "M=128 N=128 K=64"),
     ) + tuple(
         # the producer's threads copy gathered and strided rows: aligned and unaligned K
         case(f"{name}.{t}.ws", COV + "producer_rows.pt", name, t, "", WS, *shapes)

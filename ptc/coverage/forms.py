@@ -11,7 +11,8 @@ copy and store widths (`vector` x the element size), the swizzles of TMA boxes, 
 the plan's structure (the loops' stages, the roles, ping-pong barriers, rotated loops). Two
 families are the renderer's spelling of an IR choice, derived from the IR by the rule the
 renderer's headers apply, named by the renderer's declared `operand_reads` and
-`lane_exchanges` (ptc/targets/cuda/render.py, ptc/targets/hip/render.py), not grepped from the source:
+`lane_exchanges` (ptc/targets/cuda/render.py, ptc/targets/hip/render.py), not grepped from
+the source:
 - `ldmatrix`: a shared A operand is one ldmatrix.x4 per atom and k-step (.trans when the
   tile holds A transposed); a shared B operand one .x4 per pair of 8-column atoms and an
   .x2 for an odd last one (.trans unless the tile holds B transposed); hoisted fragments
@@ -71,6 +72,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "wgmma": ("n", "a", "dtype"),
     "wgmma.operand": ("operand", "major", "span", "bytes"),
     "wgmma.stage_b": ("via",),
+    "wgmma.swapped": ("dtype", "split"),                # out^T = b^T a^T, B computed
     "wgmma.wait": ("pending",),
     "tma.load": ("layout", "boxes"),
     "tma.load.elementwise": ("layout",),
@@ -315,6 +317,8 @@ def exchange(renderer, mask: int) -> str:
 def _wgmma(ctx: _Context, op: ir.Wgmma):
     yield ctx.form("wgmma", n=op.n, a="registers" if op.a.in_registers else "shared",
                    dtype=op.dtype)
+    if op.swapped:
+        yield ctx.form("wgmma.swapped", dtype=op.dtype, split=op.b.split)
     for which, o in (("a", op.a), ("b", op.b)):
         if not o.in_registers:
             span = ctx.buffer_of(o.value).layout.span

@@ -298,6 +298,9 @@ def _specialized(device, t: str):
     vias = (("stmatrix",) if "stmatrix" in device.features else ()) + ("st.shared",)
     for via in vias + ("st.shared.pairs",):
         yield form(t, "wgmma.stage_b", via=via)
+    for dtype in atom.dtypes:           # 16-bit: the swap reads b^T from registers
+        for split in (False, True):
+            yield form(t, "wgmma.swapped", dtype=dtype, split=split)
     for pending in (0, 1):
         yield form(t, "wgmma.wait", pending=pending)
     layouts = tuple(f"tma{s}" for s in SPANS) + ("rows",)

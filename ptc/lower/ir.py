@@ -394,9 +394,8 @@ class MbarrierArrive:
 
 @dataclass(frozen=True)
 class WgmmaOperand:
-    """A wgmma operand: registers in the A-fragment layout, or a shared tile read by
-    descriptor (`mn_major`: contiguous along m or n, i.e. the tile holds the operand's
-    transpose for A and the operand itself for B; `split`: the instance's rows of it)."""
+    """A wgmma operand: A-fragment registers, or a shared tile read by descriptor (`mn_major`:
+    along m or n, i.e. A's transpose or B itself; `split`: the instance's rows of it)."""
 
     value: str
     in_registers: bool
@@ -407,7 +406,7 @@ class WgmmaOperand:
 @dataclass(frozen=True)
 class Wgmma:
     """out = addend + a @ b on the warpgroup: `mi` m64nNk16 atoms along m, `ks` k-steps,
-    fenced before and committed after (the wait is its own op)."""
+    fenced before, committed after (the wait is its own op)."""
 
     task: str
     out: str
@@ -418,7 +417,7 @@ class Wgmma:
     mi: int
     ks: int
     dtype: str
-
+    swapped: bool = False    # out = a' @ b' as out^T = b'^T a'^T: a = b'^T, b = a'^T (rs_swap)
 
 @dataclass(frozen=True)
 class WgmmaWait:

@@ -206,6 +206,10 @@ def _specialized_op(op) -> str:
                 return f"{o.value} (registers)"
             return f"{o.value} (shared{', mn-major' if o.mn_major else ''})"
         add = f"{op.addend} + " if op.addend else ""
+        if op.swapped:      # the instruction multiplies the statement's b^T and a^T
+            return (f"{op.out} = {add}{operand(op.b)} @ {operand(op.a)} on wgmma "
+                    f"m64n{op.n}k{wgmma_k(op.dtype)} as out^T = b^T a^T, {op.mi} atom(s) "
+                    f"along n, {op.ks} k-steps  # {op.task}")
         return (f"{op.out} = {add}{operand(op.a)} @ {operand(op.b)} on wgmma "
                 f"m64n{op.n}k{wgmma_k(op.dtype)}, "
                 f"{op.mi} atom(s) along m, {op.ks} k-steps  # {op.task}")

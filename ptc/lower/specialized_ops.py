@@ -199,6 +199,8 @@ class SpecializedBuilder(Builder):
         if unit.kind != UnitKind.MMA:
             return [self.mma(s, step)]          # CUDA cores: the single role's SIMT matmul
         add_name = addend.name if isinstance(addend, T.Var) else None
+        if s.task in self.low.swapped:
+            return self.swapped_wgmma(s, mm, add_name)
         c, a_lay, _ = self.low.mma_layouts[s.task]
         m, n = c.shape
         k = a_lay.shape[1]
@@ -237,6 +239,31 @@ class SpecializedBuilder(Builder):
                                   mm.lhs.type.dtype),
                          ir.WgmmaWait(0, (s.stmt.name,) + tuple(
                              o.value for o in operands if o.in_registers))]
+
+    def swapped_wgmma(self, s: Stmt, mm, add_name: str | None) -> list:
+        """out = a @ b multiplied as out^T = b^T a^T (SpecializedPlan.rs_swap): the
+        instruction's A is b^T from its fragment registers, its B a's shared tile read
+        K-major (the consumer's rows of it where they divide them), its N a's rows."""
+        c, a_lay, b_lay = self.low.mma_layouts[s.task]
+        m, n = c.shape
+        k = a_lay.shape[1]
+        a_name = self.renames.get(mma_operand_var(mm.lhs)[0], mma_operand_var(mm.lhs)[0])
+        b_name = self.renames.get(mma_operand_var(mm.rhs)[0], mma_operand_var(mm.rhs)[0])
+        home = self.values.get(b_name)
+        if not (isinstance(home, ir.RegTile) and self.layouts[home.layout].same_map(b_lay)):
+            raise LoweringError(f"{s.task}: the swapped wgmma reads {b_name} from registers "
+                                "in its A-fragment layout, which it is not in")
+        tile = self.values.get(a_name)
+        if not isinstance(tile, ir.InShared) or \
+                self.buffers[tile.buffer].layout.swizzle != "tma":
+            raise LoweringError(f"{s.task}: the swapped wgmma reads {a_name} from shared "
+                                "memory in a layout TMA writes")
+        instruction_a = ir.WgmmaOperand(b_name, True)
+        instruction_b = ir.WgmmaOperand(a_name, False, False, self.split_rows(mm.lhs))
+        return [ir.Wgmma(s.task, s.stmt.name, add_name, instruction_a, instruction_b, m,
+                         n // 64, k // wgmma_k(mm.lhs.type.dtype), mm.lhs.type.dtype,
+                         swapped=True),
+                ir.WgmmaWait(0, (s.stmt.name, b_name))]
 
     def stage(self, task: str, name: str, home: ir.RegTile) -> list:
         """B computed in registers: written to shared memory where wgmma reads it (each

@@ -11,6 +11,7 @@ from .assign import assign_layouts, layout_problem
 from .atoms import wgmma_k, why_no_wgmma
 from .layout import Layout, digits
 from .capabilities import LoweringError
+from .conversions import mma_operand_var
 from .passes import PassTrace
 from .program import flatten, mma_parts
 from .tiles import TileError, extent_value
@@ -76,6 +77,7 @@ class RoleView:
         self.notes: list[str] = []
         self.tiling: dict = {}
         self.mma_layouts: dict = {}
+        self.swapped: frozenset[str] = frozenset()    # mmas multiplied as out^T = b^T a^T
         self.solution = None
 
     def extent(self, e) -> int:
@@ -147,12 +149,16 @@ class SpecializedPlan:
         shared = {b.value for b in self.plan.buffers}
         consumer.mma_layouts = layouts
         consumer.tiling = {t: True for t in layouts}
+        consumer.swapped = frozenset(self.swapped)
         consumer.solution = assign_layouts(layout_problem(
             consumer.stmts, shared, layouts, WARPGROUP, consumer.warp_size, consumer.extent))
         return consumer
 
     def tilings(self, view: RoleView) -> dict[str, tuple[Layout, Layout, Layout]]:
+        """Per tensor-core mma, the layouts of (its result, a, b): wgmma's accumulator and
+        A fragments; swapped (`rs_swap`), the transposes of out^T = b^T a^T's."""
         out = {}
+        self.swapped = set()
         for s in view.stmts:
             if s.kind != TaskOp.MMA:
                 continue
@@ -165,9 +171,32 @@ class SpecializedPlan:
             why = why_no_wgmma(mm.lhs.type.dtype, m, n, k)
             if why:
                 raise LoweringError(f"{s.task}: the plan puts it on the tensor cores, but {why}")
-            out[s.task] = wgmma_layouts(s.task.removeprefix("mma_"), m, n, k,
-                                        mm.lhs.type.dtype)
+            name = s.task.removeprefix("mma_")
+            if self.rs_swap(mm, m, n, k):
+                self.swapped.add(s.task)
+                c, a, b = wgmma_layouts(name, n, m, k, mm.lhs.type.dtype)
+                out[s.task] = (c.transposed(f"{name}_c", f"{c.note}, of out^T = b^T a^T"),
+                               b.transposed(f"{name}_a", "wgmma B (the swapped product's)"),
+                               a.transposed(f"{name}_b", "wgmma A from registers (the "
+                                                         "swapped product's)"))
+            else:
+                out[s.task] = wgmma_layouts(name, m, n, k, mm.lhs.type.dtype)
         return out
+
+    def rs_swap(self, mm, m: int, n: int, k: int) -> bool:
+        """Whether to multiply out^T = b^T a^T: where b is computed in registers (not a
+        loaded tile) and a is loaded, b^T is the instruction's A read from registers in its
+        fragment layout, and a's shared tile its B (K-major), so b is not staged in shared
+        memory (a store, a fence and a barrier per product) -- the dequantized weights of a
+        W4A16 GEMM. wgmma's rows are then n (64 each) and its N the consumer's m."""
+        dtype = mm.lhs.type.dtype
+        if dtype not in ("f16", "bf16") or n % 64:
+            return False
+        a, a_transposed = mma_operand_var(mm.lhs)
+        b, b_transposed = mma_operand_var(mm.rhs)
+        loaded = {buf.value for buf in self.plan.buffers}
+        return a in loaded and b not in loaded and not b_transposed and not a_transposed \
+            and why_no_wgmma(dtype, n, m, k) is None
 
     def check_rows(self, view: RoleView) -> None:
         """With divided rows, every consumer value must be computed row by row: an operand

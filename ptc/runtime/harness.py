@@ -1,8 +1,8 @@
 """harness.cu / harness.hip and signature.cc: the host side of a built kernel.
 
 The harness is rendered from `templates/host/harness.j2` through the backend's own template
-(ptc/targets/cuda/templates/harness.cu.j2, ptc/targets/hip/templates/harness.hip.j2), which names its runtime's API
-(cudaMalloc, hipMalloc, ...). It gives a C ABI (ptc_malloc, ptc_memcpy_*, ptc_memset,
+(harness.cu.j2 and harness.hip.j2 in ptc/targets/cuda/templates and ptc/targets/hip/
+templates), which names its runtime's API (cudaMalloc, hipMalloc, ...). It gives a C ABI (ptc_malloc, ptc_memcpy_*, ptc_memset,
 ptc_run_once, ptc_time, ...) for ctypes, and a `main` that runs the kernel on .npy files
 (see the template's head comment). It is the same text for every kernel: what it needs to
 know of one (its tensors, scalars, dims) are the tables of signature.cc

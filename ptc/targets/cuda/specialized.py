@@ -320,10 +320,11 @@ class SpecializedOps:
 
     def Wgmma(self, op: ir.Wgmma) -> None:
         out, _ = self.register_tile(op.out)
+        product = f"{op.b.value} @ {op.a.value}" if op.swapped else f"{op.a.value} @ {op.b.value}"
+        swap = " as out^T = b^T a^T" if op.swapped else ""
         self.emit(f"// {op.task}: {op.out} {'= ' + op.addend + ' +' if op.addend else '='} "
-                  f"{op.a.value} @ {op.b.value} on wgmma m64n{op.n}k{wgmma_k(op.dtype)}, {op.mi} "
-                  f"atom(s) along "
-                  f"m, {op.ks} k-steps")
+                  f"{product} on wgmma m64n{op.n}k{wgmma_k(op.dtype)}{swap}, {op.mi} "
+                  f"atom(s) along {'n' if op.swapped else 'm'}, {op.ks} k-steps")
         if op.addend is not None:
             self.copy_addend(op.addend, out)
         bf16 = "true" if op.dtype == "bf16" else "false"
