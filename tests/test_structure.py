@@ -221,10 +221,6 @@ def test_passes_do_not_branch_on_a_vendor_or_a_unit_name(module):
     assert not found, f"{module} branches on a vendor or unit name: " + "; ".join(found)
 
 
-# modules outside ptc/targets that still import a backend package, with why (issue 24: left)
-BACKEND_IMPORTS = {
-    "ptc.tune.key": {"ptc.targets.cuda.toolchain"},    # the tuning key names nvcc's release
-}
 
 
 def test_only_a_backends_own_package_imports_it():
@@ -237,7 +233,7 @@ def test_only_a_backends_own_package_imports_it():
         named = {t for t in imported if t.startswith("ptc.targets.")}
         if named:
             found[module] = named
-    assert found == BACKEND_IMPORTS
+    assert found == {}
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith("ptc.targets")))

@@ -21,7 +21,8 @@ from ptc.runtime.errors import NoDevice
 from ptc.tune import (Candidate, Measurement, TuningError, TuningKey, db as D, make_key,
                       select_trials, source_sha256)
 from ptc.tune.checkshape import check_dims
-from ptc.tune.key import device_sha256, nvcc_release, parse_nvcc_release
+from ptc.targets.cuda.toolchain import parse_nvcc_release
+from ptc.tune.key import compiler_release, device_sha256
 from ptc.tune.measure import Measured
 from ptc.tune.tuner import run_trials
 
@@ -363,7 +364,7 @@ def test_an_entry_whose_plan_no_longer_builds_falls_back_to_the_search(gemm, gem
     _, results = gemm_search
     broken = json.loads(plans_to_json([results[0].ranked[2].plan]))
     broken["buffers"][0]["stages"] += 5             # no longer what its barriers say
-    key = key_of(gemm, nvcc=nvcc_release())
+    key = key_of(gemm, nvcc=compiler_release("cuda"))
     D.save(D.TuningDatabase(str(gemm.parent / D.DEFAULT_NAME),
                             (an_entry(key, json.dumps(broken)),)))
     code, out, err = ptc("compile", gemm, "-t", "sm90", "--emit", "plan")

@@ -191,7 +191,7 @@ def tune(file, target, device_file, kernel_name, shapes, top, neighbours, check_
     from ..devices import get_device
     from ..runtime.toolchains import toolchain
     from ..tune import db as D
-    from ..tune import make_key, nvcc_release, select_trials
+    from ..tune import compiler_release, make_key, select_trials
     from ..tune.tuner import run_trials
     from .common import Assignments
 
@@ -217,7 +217,8 @@ def tune(file, target, device_file, kernel_name, shapes, top, neighbours, check_
     dims = user_errors(lambda: driver.problem_dims(kernel, shapes), file, text)
     module = user_errors(lambda: driver.parse_file(file), file, text)
     kernel_ast = next(k for k in module.kernels if k.name == kernel.name)
-    key = make_key(kernel_ast, kernel.name, dims, device, nvcc_release(nvcc))
+    key = make_key(kernel_ast, kernel.name, dims, device,
+                   compiler_release(device.backend, nvcc))
     measure = make_measurer(file=str(file), kernel=kernel.name, target=chosen,
                             shapes=dict(shapes), dims=dims, check_shapes=checks or None,
                             gpu_name=gpu.name, peaks=peaks_device(gpu, device),

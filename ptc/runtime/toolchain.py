@@ -47,6 +47,11 @@ class Toolchain:
     runs: bool = False           # ptc bench and ptc.compile()'s kernels run them on that GPU
     reads_sass: bool = False     # the built library's SASS can be read (cuobjdump)
 
+    def release(self, path: str | None = None) -> str:
+        """The release of its compiler (`path`, else the one it finds), for keys that a new
+        compiler must invalidate (ptc.tune's); "" where there is none or it does not say."""
+        return ""
+
     def disassemble(self, folder: Path) -> str:
         """The machine code of the kernel built in `folder` (where `reads_sass`)."""
         raise BuildError(f"ptc reads no {self.language} machine code here")

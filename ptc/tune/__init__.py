@@ -17,7 +17,7 @@ docs/gpu.md describes the file format and the rules.
 from .db import (DEFAULT_NAME, FORMAT, Candidate, Entry, Lookup, Measurement, TuningDatabase,
                  TuningError, default_path, dumps, load, loads, lookup, save, stale_reason,
                  with_entry)
-from .key import TuningKey, device_sha256, make_key, nvcc_release, source_sha256
+from .key import TuningKey, compiler_release, device_sha256, make_key, source_sha256
 from .select import Trial, select_trials
 from .tuner import Outcome, TuneResult, run_trials
 from .use import TuningChoice, choose
@@ -25,5 +25,5 @@ from .use import TuningChoice, choose
 __all__ = ["DEFAULT_NAME", "FORMAT", "Candidate", "Entry", "Lookup", "Measurement",
            "TuningDatabase", "TuningError", "default_path", "dumps", "load", "loads",
            "lookup", "save", "stale_reason", "with_entry", "TuningKey", "device_sha256",
-           "make_key", "nvcc_release", "source_sha256", "Trial", "select_trials", "Outcome",
+           "make_key", "compiler_release", "source_sha256", "Trial", "select_trials", "Outcome",
            "TuneResult", "run_trials", "TuningChoice", "choose"]

@@ -18,8 +18,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import re
-import subprocess
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -83,30 +81,18 @@ def device_sha256(device) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def nvcc_release(nvcc: str | None = None) -> str:
-    """The nvcc release (`13.0.88`), or "" where there is no nvcc or it does not say."""
-    from ..runtime.errors import BuildError
-    from ..targets.cuda.toolchain import find_nvcc
+def compiler_release(backend: str, path: str | None = None) -> str:
+    """The release of the compiler that builds `backend`'s kernels (nvcc's `13.0.88`; the
+    compiler at `path`, else the one its toolchain finds), "" where there is none."""
+    from ..runtime.toolchains import toolchain
 
-    try:
-        path = nvcc or find_nvcc()
-        out = subprocess.run([path, "--version"], capture_output=True, text=True,
-                             timeout=60).stdout
-    except (BuildError, OSError, subprocess.SubprocessError):
-        return ""
-    return parse_nvcc_release(out)
-
-
-def parse_nvcc_release(text: str) -> str:
-    """`Cuda compilation tools, release 13.0, V13.0.88` -> `13.0.88`."""
-    m = re.search(r"\bV(\d+\.\d+\.\d+)", text) or re.search(r"release (\d+\.\d+)", text)
-    return m.group(1) if m else ""
+    return toolchain(backend).release(path)
 
 
 def make_key(kernel_ast, kernel_name: str, dims: Mapping[str, int], device,
              nvcc: str | None = None) -> TuningKey:
     """The key of `kernel_name` (whose ast.Kernel is `kernel_ast`) at `dims` on `device`;
-    `nvcc`: the toolchain release (default: ask the nvcc on PATH)."""
+    `nvcc`: the toolchain release (default: ask the device's toolchain)."""
     return TuningKey(kernel_name, source_sha256(kernel_ast), tuple(sorted(dims.items())),
                      device.name, device_sha256(device), __version__,
-                     nvcc_release() if nvcc is None else nvcc)
+                     compiler_release(device.backend) if nvcc is None else nvcc)

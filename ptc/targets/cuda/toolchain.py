@@ -5,6 +5,7 @@ and spills; cuobjdump reads the SASS.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -137,6 +138,21 @@ class NvccToolchain(Toolchain):
 
     def disassemble(self, folder: Path) -> str:
         return sass(folder)
+
+    def release(self, path: str | None = None) -> str:
+        try:
+            path = path or find_nvcc()
+            out = subprocess.run([path, "--version"], capture_output=True, text=True,
+                                 timeout=60).stdout
+        except (BuildError, OSError, subprocess.SubprocessError):
+            return ""
+        return parse_nvcc_release(out)
+
+
+def parse_nvcc_release(text: str) -> str:
+    """`Cuda compilation tools, release 13.0, V13.0.88` -> `13.0.88`."""
+    m = re.search(r"\bV(\d+\.\d+\.\d+)", text) or re.search(r"release (\d+\.\d+)", text)
+    return m.group(1) if m else ""
 
 
 TOOLCHAIN = NvccToolchain(
