@@ -22,7 +22,7 @@ import pytest
 import formulas as F
 from ptc.devices import get_device
 from ptc.interp import run_kernel
-from ptc.lower.atoms import MFMA_16x16x16, MFMA_32x32x8
+from ptc.targets.hip.atoms import MFMA_16x16x16, MFMA_32x32x8
 from ptc.lower.layout import Layout
 from ptc.render import RenderError
 from ptc import targets

@@ -129,7 +129,8 @@ def test_accumulators_the_alu_reads_in_the_loop_get_a_budget_of_alu_registers(ta
 
 def test_a_transposed_layout_holds_each_element_where_the_original_held_its_mirror():
     from ptc.lower.assign import tiling_layouts
-    from ptc.lower.atoms import MFMA_16x16x16, tilings
+    from ptc.lower.atoms import tilings
+    from ptc.targets.hip.atoms import MFMA_16x16x16
     (t,) = [t for t in tilings(MFMA_16x16x16, 32, 64, 16, 4) if (t.wm, t.wn) == (1, 4)]
     c, a, b = tiling_layouts(t, "x")
     for lay in (c, a, b):

@@ -7,7 +7,8 @@ import pytest
 from ptc.devices import get_device
 from ptc.driver import check_file, lowered, schedule
 from ptc.lower import ir
-from ptc.lower.atoms import MMA_SYNC_16816, Tiling
+from ptc.lower.atoms import Tiling
+from ptc.targets.cuda.atoms import MMA_SYNC_16816
 from ptc.lower.assign import tiling_layouts
 from ptc.lower.layout import Layout
 from ptc.lower.swizzle import SmemLayout, bank_conflicts, smem_layout

@@ -11,8 +11,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from ptc.lower.atoms import (MFMA_16x16x16, NARROW_ATOMS, fitting_atoms, mma_tilings,
-                             narrowed)
+from ptc.lower.atoms import fitting_atoms, mma_tilings, narrowed
+from ptc.targets.hip.atoms import MFMA_16x16x16, NARROW_ATOMS
 from ptc.devices import get_device
 from ptc.lower.layout import Layout
 from ptc import targets

@@ -26,7 +26,7 @@ import ptc.lower.lowering as lowering_module
 from ptc.devices import get_device
 from ptc.driver import build_options, check_file, grids, problem_dims
 from ptc.lower.assign import assign_layouts, solve_layouts
-from ptc.lower.atoms import ATOMS, tilings
+from ptc.lower.atoms import all_atoms, tilings
 from ptc.lower.swizzle import bank_conflicts, word_conflicts
 from ptc.lower.tiling_choice import NOTHING, score, tiling_cost
 from ptc.sched.search import search
@@ -134,7 +134,7 @@ def test_chosen_tilings_are_the_exhaustive_searchs(name, target, monkeypatch, tm
 
 def test_a_tilings_own_cost_is_the_float_formula_it_replaces():
     """loads and instructions per multiply-add, as the lowering scored them in floats."""
-    for atom in ATOMS:
+    for atom in all_atoms():
         for m, n, k in itertools.product((16, 32, 64, 128), (8, 16, 32, 64, 128), (16, 32, 64)):
             for warps in (4, 8):
                 for t in tilings(atom, m, n, k, warps) + tilings(atom, m, n, k, warps, True):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..devices.model import UnitKind
 from ..lower import pairs
-from ..lower.atoms import ATOMS, atoms_for, wgmma, wgmma_widths, why_no_wgmma
+from ..lower.atoms import all_atoms, atoms_for, wgmma, wgmma_widths, why_no_wgmma
 from ..sched.plan import Style
 from ..sema.dtypes import ATOMIC_DTYPES, DTYPE_BYTES, DTYPES
 from .forms import RING_STYLES, Form, exchange, form, fragment_reads, narrowed_axis
@@ -60,11 +60,11 @@ UNREACHABLE = (
     Rule("wgmma.operand", dict(operand="a", major="MN", span=(16, 32, 64)),
          "an MN-major A tile's rows run along m, a multiple of 64 elements (wgmma is m64): "
          "rows of 128 bytes and more, so 128-byte panels"),
-    Rule("mma.operand", dict(atom=tuple(a.name for a in ATOMS if "tf32" in a.dtypes),
+    Rule("mma.operand", dict(atom=tuple(a.name for a in all_atoms() if "tf32" in a.dtypes),
                              source=("shared", "hoisted")),
          "tf32 operands are `x as tf32` conversions, computed in registers: no tile in shared "
          "memory holds tf32"),
-    Rule("mma.operand", dict(atom=tuple(a.name for a in ATOMS
+    Rule("mma.operand", dict(atom=tuple(a.name for a in all_atoms()
                                         if {"i8", "f8e4m3"} & set(a.dtypes)),
                              source="hoisted"),
          "loop-invariant operands are read into registers before their loop for f16 and "

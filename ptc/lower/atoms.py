@@ -6,11 +6,14 @@ instruction's tile (ptc.lower.layout digits, innermost first): the register digi
 a thread's values in the order the instruction's registers hold them, two 16-bit values
 per 32-bit register, low half first.
 
-Sources, per atom:
-- mma.sync.m16n8k16 (sm80+): PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating
-  point type": groupID g = lane / 4, threadID_in_group t = lane % 4; A a0..a7 at row g
-  (+8 for a2,a3,a6,a7), col 2t + (i & 1) (+8 for i >= 4); B b0..b3 at row 2t + (i & 1)
-  (+8 for i >= 2), col g; C/D c0..c3 at row g (+8 for i >= 2), col 2t + (i & 1).
+The atoms themselves are each backend's data: ptc/targets/<backend>/atoms.py (ATOMS, with
+the vendors' documented layouts and their sources); `all_atoms()` gathers the registered
+backends'. wgmma (sm90a) is laid out by the warp-specialized lowering
+(ptc.lower.specialized_plan); `wgmma(n)` and the wgmma rules below are its.
+
+Integer atoms (i8 operands, s32 accumulators that wrap modulo 2^32) count bytes in their
+register digits: four 8-bit values per 32-bit register, lowest byte first.
+
 - wgmma.mma_async.m64nNk16 (sm90a): PTX ISA, "Register Fragments and Shared Memory Matrix
   Layouts" for wgmma: the accumulator of warp w of the warpgroup covers rows 16w..16w+15
   like mma.sync's C, repeated every 8 columns; A from registers has mma.sync's A layout
@@ -20,40 +23,10 @@ Sources, per atom:
   the accumulator as above (s32 for f32); A from registers is m16n8k32's A per warp (four
   consecutive k per register); both operands K-major (the 8-bit forms have no transposes);
   N = 8, 16, 24, 32, 48, ..., 256 for .s8, every multiple of 8 for FP8 (`wgmma_widths`).
-- MFMA (CDNA2/CDNA3, wave64): AMD's "AMD Instinct MI200/MI300 ISA" matrix-instruction
-  operand tables (also the AMD matrix instruction calculator): v_mfma_f32_32x32x8{f16,bf16_1k}:
-  A[i][k] in lane i + 32 * (k / 4), register k % 4; B[k][j] in lane j + 32 * (k / 4);
-  D[i][j] in lane j + 32 * ((i / 4) % 2), register (i % 4) + 4 * (i / 8).
-  v_mfma_f32_16x16x16{f16,bf16_1k}: A[i][k] in lane i + 16 * (k / 4), register k % 4;
-  B[k][j] in lane j + 16 * (k / 4); D[i][j] in lane j + 16 * (i / 4), register i % 4.
-
-Integer atoms (i8 operands, s32 accumulators that wrap modulo 2^32; issue 21 part 3a). Their
-register digits count bytes: four 8-bit values per 32-bit register, lowest byte first.
-- mma.sync.m16n8k32 .s32.s8.s8.s32 (sm80+): PTX ISA, "Matrix Fragments for mma.m16n8k32"
-  (.s8/.u8): A a0..a15 in four registers, row g for a0-a3 and a8-a11, g + 8 for the others,
-  col 4t + (i & 3), + 16 for i >= 8; B b0..b7 in two registers, row 4t + (i & 3), + 16 for
-  i >= 4, col g; C/D (.s32) as m16n8k16's f32 c0..c3. (Byte for byte, A and B are the
-  m16n8k16 f16 fragments of the same 32-byte rows: ldmatrix reads them as it reads f16.)
-- v_mfma_i32_{16x16x16,32x32x8}i8 (CDNA1/2: gfx908, gfx90a; LLVM's isGFX908orGFX90A, no
-  longer on gfx940+): one 32-bit register of four i8 per operand, laid out as the f16
-  instructions of the same M x N x K: A[i][k] in lane i + M * (k / 4), byte k % 4; B[k][j] in
-  lane j + M * (k / 4); D as v_mfma_f32_{16x16x16,32x32x8}'s (composable_kernel
-  xdlops_gemm.hpp: k_per_blk 4; the AMD matrix instruction calculator).
-- v_mfma_i32_{16x16x32,32x32x16}_i8 (CDNA3: gfx940+, clang's
-  __builtin_amdgcn_mfma_i32_16x16x32_i8 with 64-bit operands): eight i8 per lane, A[i][k] in
-  lane i + M * (k / 8), byte k % 8 (two registers, low first); B[k][j] in lane
-  j + M * (k / 8); D as the f32 instructions' (xdlops_gemm.hpp: k_per_blk 8, num_input_blks
-  4 and 2; AMD CDNA3 ISA, "Dependent Arithmetic / MFMA" operand tables).
-- v_mfma_f32_{32x32x16,16x16x32}_{fp8,bf8}_{fp8,bf8} (CDNA3: gfx940+, clang's
-  __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8 etc. with 64-bit operands): the i8 instructions'
-  lanes and bytes (CK's xdlops_gemm.hpp: mfma_f32_32x32x16f8f8 and the other three pairs have
-  k_per_blk 8, as mfma_i32_32x32x16i8; CK's amd_xdlops.hpp passes eight FP8 as one `long`),
-  f32 accumulators as the f32 instructions'. Their operands are the FNUZ formats (e4m3fnuz:
-  bias 8, e5m2fnuz: bias 16; NaN only 0x80, no -0, no infinities), so the renderer rebiases
-  OCP codes in registers (`Atom.fnuz`; targets/hip/templates/mfma.h, MfmaFnuz).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 from .layout import Digit, digits
@@ -103,25 +76,6 @@ class Atom:
                             if self.full else "")
 
 
-MMA_SYNC_16816 = Atom(
-    "mma.sync.m16n8k16", "mma_sync", 16, 8, 16, 32,
-    a=Fragment(digits((2, (0, 1)), (2, (8, 0)), (2, (0, 8))), digits((4, (0, 2)), (8, (1, 0)))),
-    b=Fragment(digits((2, (1, 0)), (2, (8, 0))), digits((4, (2, 0)), (8, (0, 1)))),
-    c=Fragment(digits((2, (0, 1)), (2, (8, 0))), digits((4, (0, 2)), (8, (1, 0)))),
-    dtypes=("f16", "bf16"))
-
-
-# tf32 operands, one f32 per register (PTX ISA, "Matrix Fragments for mma.m16n8k8", .tf32):
-# A a0..a3 at (g, t) (g + 8, t) (g, t + 4) (g + 8, t + 4); B b0, b1 at (t, g) (t + 4, g);
-# C as m16n8k16's. Its operands are register tiles (the values `as tf32` rounds).
-MMA_SYNC_1688_TF32 = Atom(
-    "mma.sync.m16n8k8", "mma_sync", 16, 8, 8, 32,
-    a=Fragment(digits((2, (8, 0)), (2, (0, 4))), digits((4, (0, 1)), (8, (1, 0)))),
-    b=Fragment(digits((2, (4, 0))), digits((4, (1, 0)), (8, (0, 1)))),
-    c=Fragment(digits((2, (0, 1)), (2, (8, 0))), digits((4, (0, 2)), (8, (1, 0)))),
-    dtypes=("tf32",))
-
-
 def wgmma(n: int) -> Atom:
     """wgmma.mma_async.m64nNk16 for a warpgroup (4 warps); the fourth lane digit of the
     accumulator is the warp within the warpgroup."""
@@ -133,92 +87,6 @@ def wgmma(n: int) -> Atom:
         c=Fragment(digits((2, (0, 1)), (2, (8, 0)), (n // 8, (0, 8))),
                    digits((4, (0, 2)), (8, (1, 0)), (4, (16, 0)))),
         dtypes=("f16", "bf16"), b_from_shared=True)
-
-
-MFMA_32x32x8 = Atom(
-    "mfma.f32.32x32x8", "mfma", 32, 32, 8, 64,
-    a=Fragment(digits((4, (0, 1))), digits((32, (1, 0)), (2, (0, 4)))),
-    b=Fragment(digits((4, (1, 0))), digits((32, (0, 1)), (2, (4, 0)))),
-    c=Fragment(digits((4, (1, 0)), (4, (8, 0))), digits((32, (0, 1)), (2, (4, 0)))),
-    dtypes=("f16", "bf16"), a_loads=(1.0, 4.0), b_loads=(1.0, 4.0))
-
-MFMA_16x16x16 = Atom(
-    "mfma.f32.16x16x16", "mfma", 16, 16, 16, 64,
-    a=Fragment(digits((4, (0, 1))), digits((16, (1, 0)), (4, (0, 4)))),
-    b=Fragment(digits((4, (1, 0))), digits((16, (0, 1)), (4, (4, 0)))),
-    c=Fragment(digits((4, (1, 0))), digits((16, (0, 1)), (4, (4, 0)))),
-    dtypes=("f16", "bf16"), a_loads=(1.0, 4.0), b_loads=(1.0, 4.0))
-
-# i8 operands, s32 accumulators. ldmatrix takes an operand stored with k contiguous (A
-# [m][k], B [n][k]): its 16-bit units are pairs of bytes, and the fragments are byte for byte
-# those of m16n8k16 f16. ldmatrix has no 8-bit transpose: an operand stored the other way
-# (B [k][n], A [k][m]) is read byte by byte, 4 bytes packed per register: 16 byte loads per
-# A block and 8 per B block, about a quarter of an ldmatrix.x4's time each (one wavefront).
-MMA_SYNC_16832_S8 = Atom(
-    "mma.sync.m16n8k32", "mma_sync", 16, 8, 32, 32,
-    a=Fragment(digits((4, (0, 1)), (2, (8, 0)), (2, (0, 16))),
-               digits((4, (0, 4)), (8, (1, 0)))),
-    b=Fragment(digits((4, (1, 0)), (2, (16, 0))), digits((4, (4, 0)), (8, (0, 1)))),
-    c=Fragment(digits((2, (0, 1)), (2, (8, 0))), digits((4, (0, 2)), (8, (1, 0)))),
-    dtypes=("i8",), a_loads=(1.0, 4.0), b_loads=(0.5, 2.0), accumulator="i32")
-
-# FP8 (e4m3, e5m2, mixed) where mma.sync has no FP8 form (sm80; sm90's mma.sync plans): the
-# m16n8k32 .s8 byte fragments, so the 8-bit operand reads serve unchanged; the renderer
-# widens each register of 4 bytes to two f16x2 registers and issues two m16n8k16 f16
-# instructions (mma_sync.cuh, Mma16832F8, says why the sum over k is the product's).
-MMA_SYNC_16832_F8 = replace(MMA_SYNC_16832_S8, dtypes=("f8e4m3", "f8e5m2"), accumulator="f32",
-                            widens_to="f16")
-
-# CDNA2: four i8 (one register) per lane, the f16 instructions' layouts; a lane's bytes of a
-# k-contiguous tile are one 4-byte read, else four 1-byte reads
-MFMA_I8_32x32x8 = Atom(
-    "mfma.i32.32x32x8i8", "mfma_i8", 32, 32, 8, 64,
-    a=Fragment(digits((4, (0, 1))), digits((32, (1, 0)), (2, (0, 4)))),
-    b=Fragment(digits((4, (1, 0))), digits((32, (0, 1)), (2, (4, 0)))),
-    c=Fragment(digits((4, (1, 0)), (4, (8, 0))), digits((32, (0, 1)), (2, (4, 0)))),
-    dtypes=("i8",), a_loads=(1.0, 4.0), b_loads=(1.0, 4.0), accumulator="i32")
-
-MFMA_I8_16x16x16 = Atom(
-    "mfma.i32.16x16x16i8", "mfma_i8", 16, 16, 16, 64,
-    a=Fragment(digits((4, (0, 1))), digits((16, (1, 0)), (4, (0, 4)))),
-    b=Fragment(digits((4, (1, 0))), digits((16, (0, 1)), (4, (4, 0)))),
-    c=Fragment(digits((4, (1, 0))), digits((16, (0, 1)), (4, (4, 0)))),
-    dtypes=("i8",), a_loads=(1.0, 4.0), b_loads=(1.0, 4.0), accumulator="i32")
-
-# FP8 on CDNA2 (no FP8 MFMA): the i8 atoms' byte layouts, which are the f16 ones; the
-# renderer widens a lane's register of 4 bytes to f16 and issues the f16 instruction
-MFMA_F8_32x32x8 = replace(MFMA_I8_32x32x8, dtypes=("f8e4m3", "f8e5m2"), accumulator="f32",
-                          widens_to="f16")
-MFMA_F8_16x16x16 = replace(MFMA_I8_16x16x16, dtypes=("f8e4m3", "f8e5m2"), accumulator="f32",
-                           widens_to="f16")
-
-# CDNA3: eight i8 (two registers) per lane; one 8-byte read of a k-contiguous tile, else eight
-# 1-byte reads
-MFMA_I8_32x32x16 = Atom(
-    "mfma.i32.32x32x16i8", "mfma_i8_k8", 32, 32, 16, 64,
-    a=Fragment(digits((8, (0, 1))), digits((32, (1, 0)), (2, (0, 8)))),
-    b=Fragment(digits((8, (1, 0))), digits((32, (0, 1)), (2, (8, 0)))),
-    c=Fragment(digits((4, (1, 0)), (4, (8, 0))), digits((32, (0, 1)), (2, (4, 0)))),
-    dtypes=("i8",), a_loads=(1.0, 8.0), b_loads=(1.0, 8.0), accumulator="i32")
-
-MFMA_I8_16x16x32 = Atom(
-    "mfma.i32.16x16x32i8", "mfma_i8_k8", 16, 16, 32, 64,
-    a=Fragment(digits((8, (0, 1))), digits((16, (1, 0)), (4, (0, 8)))),
-    b=Fragment(digits((8, (1, 0))), digits((16, (0, 1)), (4, (8, 0)))),
-    c=Fragment(digits((4, (1, 0))), digits((16, (0, 1)), (4, (4, 0)))),
-    dtypes=("i8",), a_loads=(1.0, 8.0), b_loads=(1.0, 8.0), accumulator="i32")
-
-# FP8 on CDNA3's FP8 matrix unit: the i8 atoms' lanes and bytes, f32 accumulators
-MFMA_F8_32x32x16 = replace(MFMA_I8_32x32x16, name="mfma.f32.32x32x16f8", feature="mfma_f8",
-                           dtypes=("f8e4m3", "f8e5m2"), accumulator="f32", fnuz=True)
-MFMA_F8_16x16x32 = replace(MFMA_I8_16x16x32, name="mfma.f32.16x16x32f8", feature="mfma_f8",
-                           dtypes=("f8e4m3", "f8e5m2"), accumulator="f32", fnuz=True)
-
-# in order of preference where a device offers several
-ATOMS = (MMA_SYNC_16816, MMA_SYNC_1688_TF32, MMA_SYNC_16832_S8, MMA_SYNC_16832_F8,
-         MFMA_16x16x16, MFMA_32x32x8,
-         MFMA_I8_16x16x32, MFMA_I8_32x32x16, MFMA_I8_16x16x16, MFMA_I8_32x32x8,
-         MFMA_F8_16x16x16, MFMA_F8_32x32x8, MFMA_F8_16x16x32, MFMA_F8_32x32x16)
 
 
 def _halved(fragment: Fragment, axis: int) -> Fragment:
@@ -245,17 +113,24 @@ def narrowed(atom: Atom, axis: int) -> Atom:
                    full=(atom.m, atom.n))
 
 
-# the 16 x 16 MFMAs for 8 rows or 8 columns: taken only where no whole atom tiles a product
-NARROW_ATOMS = tuple(narrowed(a, axis) for axis in (1, 0)
-                     for a in (MFMA_16x16x16, MFMA_I8_16x16x32, MFMA_I8_16x16x16,
-                               MFMA_F8_16x16x16, MFMA_F8_16x16x32))
-ATOMS += NARROW_ATOMS
+def all_atoms() -> tuple[Atom, ...]:
+    """Every registered backend's matrix instructions (ptc.targets: its atoms.py's ATOMS)."""
+    from .. import targets
+
+    return _gathered(tuple(targets.BACKENDS.items()))
+
+
+@functools.lru_cache(maxsize=8)
+def _gathered(registry: tuple) -> tuple[Atom, ...]:
+    from .. import targets
+
+    return tuple(a for name, _ in registry for a in targets.atoms(name))
 
 
 def atoms_for(features, supported: frozenset[str] | None = None) -> tuple[Atom, ...]:
     """The atoms a device offers (by its features) and a renderer can print (by name;
     None: no renderer restricts it)."""
-    return tuple(a for a in ATOMS if a.feature in features
+    return tuple(a for a in all_atoms() if a.feature in features
                  and (supported is None or a.name in supported))
 
 

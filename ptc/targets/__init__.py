@@ -8,6 +8,8 @@ test's) holds everything that names its target:
                    heavy, since the device loader reads it.
     render.py      RENDERER: its renderer (ptc.render.c_source.CSourceRenderer) with the
                    capabilities the lowering builds plans for
+    atoms.py       ATOMS: its matrix instructions and their fragment layouts (ptc.lower.atoms;
+                   optional: a backend without its own matrix unit has none)
     toolchain.py   TOOLCHAIN: how its build folders are built (ptc.runtime.toolchain.Toolchain)
     emulation.py   EMULATION: how the CPU emulator builds its kernels (ptc.render.emulate)
     templates/     its kernel and harness templates and device headers; templates/emulate
@@ -96,10 +98,20 @@ def toolchain(name: str):
     return _part(name, "toolchain").TOOLCHAIN
 
 
+def atoms(name: str) -> tuple:
+    """The matrix instructions of backend `name` (its atoms.py's ATOMS; () without one)."""
+    try:
+        return _part(name, "atoms").ATOMS
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{_package(name)}.atoms":
+            raise
+        return ()
+
+
 def emulation(name: str):
     """How the CPU emulator builds backend `name`'s kernels (its emulation.py's EMULATION)."""
     return _part(name, "emulation").EMULATION
 
 
-__all__ = ["BACKENDS", "Backend", "UnknownBackend", "backend", "backends", "emulation",
+__all__ = ["BACKENDS", "Backend", "UnknownBackend", "atoms", "backend", "backends", "emulation",
            "names", "renderer", "toolchain"]

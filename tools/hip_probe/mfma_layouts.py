@@ -61,7 +61,7 @@ def check_atoms(ok: list[bool]) -> None:
     root = Path(__file__).resolve().parents[2]
     sys.path.insert(0, str(root))
     try:
-        from ptc.lower.atoms import MFMA_16x16x16, MFMA_32x32x8
+        from ptc.targets.hip.atoms import MFMA_16x16x16, MFMA_32x32x8
         from ptc.lower.layout import Layout
     except ImportError as exc:      # ptc's dependencies missing: run with the project's venv
         print(f"skip the atoms.py comparison ({exc})")
