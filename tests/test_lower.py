@@ -7,11 +7,11 @@ import pytest
 from ptc.devices import get_device
 from ptc.driver import check_file, lowered, schedule
 from ptc.lower import ir
-from ptc.lower.atoms import Tiling
-from ptc.targets.cuda.atoms import MMA_SYNC_16816
 from ptc.lower.assign import tiling_layouts
+from ptc.lower.atoms import Tiling
 from ptc.lower.layout import Layout
 from ptc.lower.swizzle import SmemLayout, bank_conflicts, smem_layout
+from ptc.targets.cuda.atoms import MMA_SYNC_16816
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
@@ -285,3 +285,23 @@ def test_a_named_mask_is_computed_where_the_reduction_reads_it(tmp_path):
     source = low.layout(reduce.source_layout)
     assert low.layout(homes["valid"].layout).same_map(source.collapsed(0))
     assert not any(isinstance(op, (ir.SpillTile, ir.FillTile)) for op in ir.walk(low.body))
+
+
+def test_a_computed_b_with_a_loaded_a_is_multiplied_swapped_and_said_so():
+    """sm90: B computed in registers and A loaded -> wgmma multiplies out^T = b^T a^T with
+    b^T from registers (SpecializedPlan.rs_swap): no staging buffer, the Wgmma op marked
+    swapped with N = A's rows, and a note saying so; with A computed too, B is staged."""
+    from ptc.lower.printer import print_lowered
+
+    path = SAMPLES.parent / "tests" / "coverage" / "swapped.pt"
+    dims = {"M": 256, "N": 256, "K": 256}
+    for name, swapped in (("swapped_b", True), ("computed_ab", False)):
+        kernel = next(k for k in check_file(path, dims).kernels if k.name == name)
+        (low,), *_ = lowered(kernel, "sm90", shapes=dims, tiles={"BM": 64, "BN": 64, "BK": 32})
+        (mma,) = [op for op in ir.walk(low.body) if isinstance(op, ir.Wgmma)]
+        staged = [b for b in low.buffers if "staged for wgmma" in b.purpose]
+        text = print_lowered(low)
+        assert mma.swapped == swapped and (not staged) == swapped, name
+        assert ("wgmma multiplies out^T = b^T a^T" in text) == swapped, name
+        if swapped:
+            assert mma.a.in_registers and not mma.b.in_registers and mma.n == 64

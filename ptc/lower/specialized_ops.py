@@ -258,12 +258,24 @@ class SpecializedBuilder(Builder):
                 self.buffers[tile.buffer].layout.swizzle != "tma":
             raise LoweringError(f"{s.task}: the swapped wgmma reads {a_name} from shared "
                                 "memory in a layout TMA writes")
+        self.note_swapped(s.task)
         instruction_a = ir.WgmmaOperand(b_name, True)
         instruction_b = ir.WgmmaOperand(a_name, False, False, self.split_rows(mm.lhs))
         return [ir.Wgmma(s.task, s.stmt.name, add_name, instruction_a, instruction_b, m,
                          n // 64, k // wgmma_k(mm.lhs.type.dtype), mm.lhs.type.dtype,
                          swapped=True),
                 ir.WgmmaWait(0, (s.stmt.name, b_name))]
+
+    def note_swapped(self, task: str) -> None:
+        """One note for the kernel's swapped products (a rotated loop lowers a step twice)."""
+        said = " (B computed in registers, A loaded): wgmma multiplies out^T = b^T a^T, " \
+               "b^T from registers, nothing staged in shared memory"
+        old = next((n for n in self.low.notes if n.endswith(said)), None)
+        tasks = old[:-len(said)].split(", ") if old else []
+        if task not in tasks:
+            note = ", ".join(tasks + [task]) + said
+            self.low.notes[:] = [note if n is old else n for n in self.low.notes] \
+                if old else self.low.notes + [note]
 
     def stage(self, task: str, name: str, home: ir.RegTile) -> list:
         """B computed in registers: written to shared memory where wgmma reads it (each

@@ -2,6 +2,7 @@
 // plan: warp-specialized, 2 stages, 1 consumer warpgroup(s); device sm90
 // tiles: BK=32, BM=128, BN=128
 // launch: 256 threads, 230176 bytes of shared memory, ~255 registers per thread
+// note: mma_acc, mma_acc2, mma_acc3, mma_acc4, mma_acc5, mma_acc6, mma_acc7, mma_acc8 (B computed in registers, A loaded): wgmma multiplies out^T = b^T a^T, b^T from registers, nothing staged in shared memory
 // shared S_smem: f16[128] x 2 at 0..2048 (ring of load_S)
 // shared Z_smem: u8[128] x 2 at 2048..4096 (ring of load_Z)
 // shared w_smem: i32[32, 128] x 2 at 4096..36864 (ring of load_W)
