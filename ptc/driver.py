@@ -241,7 +241,7 @@ def build_options(device) -> dict:
     if caps is None:
         return {}
     return dict(buildable=lambda plan, graph: built_plan(plan, graph, device),
-                persistent=caps.persistent)
+                persistent=caps.persistent, atoms=caps.atoms)
 
 
 def built_plan(plan, graph, device):

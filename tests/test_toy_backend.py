@@ -119,3 +119,30 @@ def test_its_kernels_emulate_to_the_interpreter(toy, sample, dims):
             ref, out = np.asarray(ref, np.float64), np.asarray(got[name], np.float64)
             error = np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-12)
             assert error <= 1e-2, (sample, name, config, error)
+
+
+@pytest.mark.cxx
+def test_an_mma_its_renderer_cannot_issue_goes_to_cuda_cores(toy, tmp_path):
+    """toy1's matrix unit multiplies i8 and its features offer mma.sync's m16n8k32, but the
+    toy's renderer prints only m16n8k16: the plan puts an i8 GEMM on its ALUs (the unit
+    placement reads the renderer's atoms), builds, emulates to the interpreter, and
+    explain says why. Before, every single-role plan put it on the tensor cores and the
+    lowering refused them all: no plan fit."""
+    yaml = tmp_path / "toy1_i8.yaml"
+    yaml.write_text(YAML.read_text().replace("throughput: {f16: 512, bf16: 512}",
+                                             "throughput: {f16: 512, bf16: 512, i8: 1024}"))
+    dims = {"M": 72, "N": 40, "K": 96}
+    path = ROOT / "tests" / "coverage" / "igemm.pt"
+    kernel = next(k for k in driver.check_file(path, dims).kernels if k.name == "igemm_nn")
+    source, plans, _, device, _ = driver.render(kernel, str(yaml), shapes=dims)
+    (mma,) = [step for _, step in plans[0].steps() if step.task.startswith("mma")]
+    assert mma.unit == "alu"
+    inputs = random_inputs(kernel, dims, seed=3)
+    tiles = {k: v for plan in plans for k, v in plan.tiles}
+    want = run_kernel(kernel, inputs, shapes=dims, tiles=tiles)
+    got = build_emulated(source, backend=device)(kernel, inputs, dims)
+    np.testing.assert_array_equal(got["C"], want["C"])
+    code, text = ptc("explain", path, "--kernel", "igemm_nn", "-t", yaml,
+                     "--shape", "M=1024,N=1024,K=1024")
+    assert code == 0 and "mma.sync.m16n8k32 for i8, which this renderer does not issue" in \
+        " ".join(text.split())

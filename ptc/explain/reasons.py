@@ -263,17 +263,20 @@ def _launch_reasons(ctx: Context) -> list[Reason]:
 
 def _matmul_unit_reasons(ctx: Context) -> list[Reason]:
     """An mma task placed on CUDA cores, and why the tensor cores do not take it."""
+    from ..render import capabilities
     from ..sched.construct import why_on_cuda_cores
 
     w = ctx.best
     device = ctx.result.device
+    caps = capabilities(device)
     out = []
     for role, step in w.plan.steps():
         if step.is_sync:
             continue
         task = w.graph.task(step.task)
         if task.kind == TaskKind.MMA and device.unit(step.unit).kind != UnitKind.MMA:
-            why_not = why_on_cuda_cores(w.graph, device, task, role.warps)
+            why_not = why_on_cuda_cores(w.graph, device, task, role.warps,
+                                        caps.atoms if caps is not None else None)
             how = "integer multiply-add" if task.mma_dtype == "i8" else "f32 FMA"
             out.append(Reason("unit", f"{task.name} runs on CUDA cores ({how}): {why_not}"))
         elif task.kind == TaskKind.MMA and task.mma_dtype == "i8":

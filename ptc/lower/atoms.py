@@ -317,6 +317,11 @@ def why_no_atom(device, dtype: str, m: int, n: int, k: int, warps: int,
     if not atoms:
         return f"{device.name} offers no matrix instruction this renderer issues"
     takes = sorted({d for a in atoms for d in a.dtypes})
+    offered = [a.name for a in atoms_for(device.features)
+               if a.threads == device.resources.warp_size and dtype in a.dtypes]
+    if supported is not None and offered and not any(dtype in a.dtypes for a in atoms):
+        return (f"{device.name} has {offered[0]} for {dtype}, which this renderer does not "
+                f"issue (it issues {', '.join(sorted({a.name for a in atoms}))})")
     if not any(dtype in a.dtypes for a in atoms):
         contract = ("; f32 @ f32 is computed in f32, never silently as TF32 (write "
                     "`(a as tf32) @ (b as tf32)` to ask for it)") \

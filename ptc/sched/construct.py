@@ -97,13 +97,17 @@ def unit_for(device: Device, kind: UnitKind) -> Unit:
     return units[0]
 
 
-def construct(graph: STaskGraph, device: Device, choice: Choice) -> Plan:
+def construct(graph: STaskGraph, device: Device, choice: Choice,
+              atoms: frozenset[str] | None = None) -> Plan:
+    """The plan of `choice`. `atoms`: the matrix instructions the target's renderer prints
+    (its capabilities; None: every one the device offers), which decide whether an mma
+    goes to the tensor cores or to CUDA cores."""
     loop = pipelined_loop(graph)
     if choice.style != Style.SEQUENTIAL and not loop:
         raise Unfit("no tile loop to pipeline")
     if choice.style == Style.WARP_SPECIALIZED:
         return _warp_specialized(graph, device, choice, loop)
-    return _single_role(graph, device, choice, loop)
+    return _single_role(graph, device, choice, loop, atoms)
 
 
 def _threads_copy(graph: STaskGraph, t, why: str) -> str:
@@ -136,11 +140,13 @@ def _mma_dtype_ok(graph: STaskGraph, device: Device) -> None:
                 raise Unfit(why)
 
 
-def mma_unit(graph: STaskGraph, device: Device, task, warps: int) -> Unit:
-    """Tensor cores when one of the device's matrix instructions tiles this mma over
-    `warps` warps (ptc.lower.atoms.mma_atom, which the lowering tiles it by), else CUDA
-    cores: the plan says which, and the renderer builds exactly that."""
-    if mma_atom(device, task.mma_dtype, *mma_extents(graph, task), warps) is not None:
+def mma_unit(graph: STaskGraph, device: Device, task, warps: int,
+             atoms: frozenset[str] | None = None) -> Unit:
+    """Tensor cores when one of the device's matrix instructions that the renderer prints
+    (`atoms`; None: any) tiles this mma over `warps` warps (ptc.lower.atoms.mma_atom, which
+    the lowering tiles it by), else CUDA cores: the plan says which, and the renderer
+    builds exactly that."""
+    if mma_atom(device, task.mma_dtype, *mma_extents(graph, task), warps, atoms) is not None:
         return unit_for(device, UnitKind.MMA)
     return unit_for(device, UnitKind.SIMT)
 
@@ -153,9 +159,10 @@ def mma_extents(graph: STaskGraph, task) -> tuple[int, int, int]:
     return m, n, k
 
 
-def why_on_cuda_cores(graph: STaskGraph, device: Device, task, warps: int) -> str:
+def why_on_cuda_cores(graph: STaskGraph, device: Device, task, warps: int,
+                      atoms: frozenset[str] | None = None) -> str:
     """Why mma_unit puts `task` on CUDA cores (for explain)."""
-    return why_no_atom(device, task.mma_dtype, *mma_extents(graph, task), warps)
+    return why_no_atom(device, task.mma_dtype, *mma_extents(graph, task), warps, atoms)
 
 
 def _warp_specialized(graph, device, choice, loop) -> Plan:
@@ -325,7 +332,7 @@ def _vars(e: T.TExpr) -> set[str]:
     return set().union(*(_vars(c) for c in T.children(e)))
 
 
-def _single_role(graph, device, choice, loop) -> Plan:
+def _single_role(graph, device, choice, loop, atoms=None) -> Plan:
     copy = copy_unit(device, choice.style)
     res = device.resources
     threads = choice.warps * res.warp_size
@@ -352,14 +359,15 @@ def _single_role(graph, device, choice, loop) -> Plan:
                 offset = issue_before[t.name][1]
             b.Append(t.name, ("main", copy.name), offset=offset)
         elif t.kind == TaskKind.MMA:
-            b.Append(t.name, ("main", mma_unit(graph, device, t, choice.warps).name))
+            b.Append(t.name, ("main", mma_unit(graph, device, t, choice.warps, atoms).name))
         elif t.op in (TaskOp.STORE, TaskOp.ATOMIC_ADD):
             b.Append(t.name, ("main", copy.name))
         else:
             b.Append(t.name, ("main", simt.name))
 
     def on_async_unit(t) -> bool:
-        return t.kind == TaskKind.MMA and mma_unit(graph, device, t, choice.warps).is_async
+        return t.kind == TaskKind.MMA and \
+            mma_unit(graph, device, t, choice.warps, atoms).is_async
 
     for t in program_order(graph, on_async_unit):
         if t.name in issue_before:

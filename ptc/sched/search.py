@@ -157,12 +157,14 @@ def search(kernel: T.TypedKernel, device: Device, dims: Mapping[str, int], *,
            verify_plans: bool = True,
            progress: Callable[[int, int], None] | None = None,
            buildable: Callable[[Plan, STaskGraph], Plan] | None = None,
-           persistent: bool = True, made: dict | None = None) -> SearchResult:
+           persistent: bool = True, made: dict | None = None,
+           atoms: frozenset[str] | None = None) -> SearchResult:
     """Rank every plan for `kernel` on `device`. `buildable` (from the driver: the target's
     renderer and the lowering) turns a plan into the one that gets built -- its shared
     memory and registers as the lowered kernel has them -- or raises Unbuildable, so the
     search only ranks plans the renderer builds, with the resources they really use;
-    `persistent`: whether it builds persistent launches (else none is proposed). `made`:
+    `persistent`: whether it builds persistent launches (else none is proposed); `atoms`:
+    the matrix instructions it prints (ptc.sched.construct.mma_unit). `made`:
     the candidates of earlier searches of this kernel with the same device and options,
     (tiles, choice) -> the plan as built or why none, which this search reuses and adds
     to: making a plan reads no dims, only the estimate does."""
@@ -184,7 +186,7 @@ def search(kernel: T.TypedKernel, device: Device, dims: Mapping[str, int], *,
                 progress(done, total)
             plan = made.get((tkey, choice)) if made is not None else None
             if plan is None:
-                plan = _made(graph, device, choice, verify_plans, buildable)
+                plan = _made(graph, device, choice, verify_plans, buildable, atoms)
                 if made is not None:
                     made[(tkey, choice)] = plan
             if isinstance(plan, str):
@@ -207,10 +209,11 @@ def search(kernel: T.TypedKernel, device: Device, dims: Mapping[str, int], *,
 
 
 def _made(graph: STaskGraph, device: Device, choice: Choice, verify_plans: bool,
-          buildable: Callable[[Plan, STaskGraph], Plan] | None) -> Plan | str:
+          buildable: Callable[[Plan, STaskGraph], Plan] | None,
+          atoms: frozenset[str] | None = None) -> Plan | str:
     """The plan of `choice` as built, or why there is none."""
     try:
-        plan = construct(graph, device, choice)
+        plan = construct(graph, device, choice, atoms)
     except Unfit as why:
         return str(why)
     if verify_plans:
