@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from ..sched.turns import Turns
 from . import ir
+from .rewrite import rewrite
 from .specialized_plan import WARPGROUP
 
 
@@ -16,13 +17,8 @@ def one_group_in_flight(ops) -> tuple:
     it waits for all but the newest group and releases the slots of the use before; after
     the loop it waits for the last and releases its slots (FlashAttention-3 and CUTLASS's
     mainloops). The tensor cores then never wait for the issue of the next wgmma."""
-    out = []
-    for op in ops:
-        if isinstance(op, ir.Loop):
-            op = replace(op, body=one_group_in_flight(op.body))
-            op = _deferred_release(op) or op
-        out.append(op)
-    return tuple(out)
+    return rewrite(ops, lambda op: (_deferred_release(op) or op) if isinstance(op, ir.Loop)
+                   else op)
 
 
 def _deferred_release(loop: ir.Loop) -> ir.Loop | None:
@@ -59,12 +55,8 @@ def overlapped_wgmmas(ops, values: dict) -> tuple:
     accumulator nor writes the shared tiles it reads (the next wgmma may accumulate into
     the same registers: wgmmas of one accumulator run in issue order). The tensor cores
     then multiply one plane while the CUDA cores dequantize the next."""
-    out = []
-    for op in ops:
-        if isinstance(op, ir.Loop):
-            op = replace(op, body=_overlapped(overlapped_wgmmas(op.body, values), values))
-        out.append(op)
-    return tuple(out)
+    return rewrite(ops, lambda op: replace(op, body=_overlapped(op.body, values))
+                   if isinstance(op, ir.Loop) else op)
 
 
 def _overlapped(body: tuple, values: dict) -> tuple:
@@ -126,18 +118,8 @@ def _independent(between: tuple, mma: ir.Wgmma, after: ir.Wgmma, values: dict) -
 def pin_accumulators(ops, accumulators: set[str]) -> tuple:
     """Pin a wgmma accumulator after each CUDA-core definition of it (its zero fill, a
     rescale): ir.PinAccumulators."""
-    out = []
-    for op in ops:
-        if isinstance(op, ir.Loop):
-            op = replace(op, body=pin_accumulators(op.body, accumulators),
-                         fill=pin_accumulators(op.fill, accumulators),
-                         drain=pin_accumulators(op.drain, accumulators))
-        elif isinstance(op, ir.Iteration):
-            op = replace(op, body=pin_accumulators(op.body, accumulators))
-        out.append(op)
-        if isinstance(op, ir.Compute) and op.target in accumulators:
-            out.append(ir.PinAccumulators((op.target,)))
-    return tuple(out)
+    return rewrite(ops, lambda op: (op, ir.PinAccumulators((op.target,)))
+                   if isinstance(op, ir.Compute) and op.target in accumulators else op)
 
 
 TURN_BARRIER = 3       # instance p's turn barrier is 3 + p (1 + p: its own; 15: producer)
@@ -151,8 +133,8 @@ def take_turns(ops, where: Turns, parts: int) -> tuple:
     waits once after it for that last hand-over, so every barrier completes as often as it
     is used, whatever the trip count."""
     threads = 2 * WARPGROUP * 32
-    out = []
-    for op in ops:
+
+    def turns(op):
         if isinstance(op, ir.Loop) and op.var == where.loop:
             body = []
             # in a rotated loop the first wgmma is issued for the next iteration, inside an
@@ -169,17 +151,13 @@ def take_turns(ops, where: Turns, parts: int) -> tuple:
                                                 "under this one's CUDA-core work",
                                                 TURN_BARRIER, threads, arrive=True,
                                                 next_instance=True))
-            out.append(ir.NamedBarrier("warpgroup 0 takes the first turn", TURN_BARRIER,
-                                       threads, arrive=True, next_instance=True,
-                                       only=parts - 1))
-            out.append(replace(op, body=tuple(body)))
-            out.append(ir.NamedBarrier(f"the turn warpgroup {parts - 1} handed over last",
-                                       TURN_BARRIER, threads, only=0))
-            continue
-        if isinstance(op, ir.Loop):
-            op = replace(op, body=take_turns(op.body, where, parts))
-        out.append(op)
-    return tuple(out)
+            return (ir.NamedBarrier("warpgroup 0 takes the first turn", TURN_BARRIER,
+                                    threads, arrive=True, next_instance=True, only=parts - 1),
+                    replace(op, body=tuple(body)),
+                    ir.NamedBarrier(f"the turn warpgroup {parts - 1} handed over last",
+                                    TURN_BARRIER, threads, only=0))
+        return op
+    return rewrite(ops, turns)
 
 
 def _issues(op, task: str) -> bool:
@@ -189,13 +167,5 @@ def _issues(op, task: str) -> bool:
 
 def named_barriers(ops) -> tuple:
     """A consumer warpgroup's barriers are among its own threads."""
-    out = []
-    for op in ops:
-        if isinstance(op, ir.Barrier):
-            op = ir.NamedBarrier(op.why)
-        elif isinstance(op, ir.Loop):
-            op = replace(op, body=named_barriers(op.body), fill=named_barriers(op.fill))
-        elif isinstance(op, ir.Iteration):
-            op = replace(op, body=named_barriers(op.body))
-        out.append(op)
-    return tuple(out)
+    return rewrite(ops, lambda op: ir.NamedBarrier(op.why) if isinstance(op, ir.Barrier)
+                   else op)

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from . import ir
 from .capabilities import LoweringError
+from .rewrite import rewrite
 
 
 def staged_waits(body) -> tuple:
@@ -49,18 +50,6 @@ def staged_waits(body) -> tuple:
                                         "copy: copies staged in registers keep one in flight")
                 open_group.add(op.task)
 
-    def rebuild(ops) -> tuple:
-        out = []
-        for op in ops:
-            if isinstance(op, ir.Loop):
-                op = replace(op, fill=rebuild(op.fill), body=rebuild(op.body),
-                             drain=rebuild(op.drain))
-            elif isinstance(op, ir.Iteration):
-                op = replace(op, body=rebuild(op.body))
-            elif isinstance(op, ir.WaitGroups) and lands.get(id(op)):
-                op = replace(op, lands=tuple(sorted(lands[id(op)])))
-            out.append(op)
-        return tuple(out)
-
     run(body)
-    return rebuild(body)
+    return rewrite(body, lambda op: replace(op, lands=tuple(sorted(lands[id(op)])))
+                   if isinstance(op, ir.WaitGroups) and lands.get(id(op)) else op)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 
 from . import ir
 from .program import reads
+from .rewrite import rewrite
 
 
 class SyncError(Exception):
@@ -409,16 +410,7 @@ def _apply(ops: tuple, decisions: tuple, at) -> tuple:
 
 
 def _without(ops, gone) -> tuple:
-    out = []
-    for op in ops:
-        if op is gone:
-            continue
-        if isinstance(op, ir.Loop):
-            op = replace(op, fill=_without(op.fill, gone), body=_without(op.body, gone))
-        elif isinstance(op, ir.Iteration):
-            op = replace(op, body=_without(op.body, gone))
-        out.append(op)
-    return tuple(out)
+    return rewrite(ops, lambda op: None if op is gone else op)
 
 
 def _insert_barriers(ops, marks: set[int]) -> tuple:
