@@ -415,3 +415,17 @@ def test_a_tf32_matmul_says_its_numerics(tmp_path):
     assert unit == ["mma_acc runs on tensor cores in TF32, as the program asks (`as tf32`): "
                     "operands rounded to 10 mantissa bits, products summed in f32"]
     assert expl.performance.peak_label == "tf32 mma peak"
+
+
+def test_why_says_what_the_lowering_decided_beyond_the_plan():
+    """The winner's lowered kernel's notes are reasons too (aspect "lowering"): sm90's
+    W4A16 multiplies its planes swapped, gfx942's flash attention asks the register
+    allocator for 2 blocks per CU; a kernel whose lowering notes nothing has none."""
+    w4a16 = [r.text for r in explained("w4a16_gemm", "sm90").why if r.aspect == "lowering"]
+    assert w4a16 == ["mma_acc, mma_acc2, mma_acc3, mma_acc4, mma_acc5, mma_acc6, mma_acc7, "
+                     "mma_acc8 (B computed in registers, A loaded): wgmma multiplies "
+                     "out^T = b^T a^T, b^T from registers, nothing staged in shared memory"]
+    attention = [r.text for r in explained("flash_attn", "gfx942").why
+                 if r.aspect == "lowering"]
+    assert len(attention) == 1 and "for the register allocator" in attention[0]
+    assert not [r for r in explained("gemm", "sm80").why if r.aspect == "lowering"]

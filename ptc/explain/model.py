@@ -154,7 +154,8 @@ class RunnerUp:
 
 @dataclass(frozen=True)
 class Reason:
-    aspect: str     # bound | stages | consumers | pingpong | warps | style | pipelining | tiles | launch
+    aspect: str     # bound | unit | lowering | stages | consumers | pingpong | warps | style |
+                    # pipelining | tiles | launch
     text: str
     other: str = ""             # the candidate it compares with ("" when none)
     ratio: float | None = None  # the other's time / the winner's

@@ -313,7 +313,22 @@ def _matmul_unit_reasons(ctx: Context) -> list[Reason]:
     return out
 
 
+def _lowering_reasons(ctx: Context) -> list[Reason]:
+    """What the lowering of the winner decided beyond the plan, in its notes (the kernel's
+    `note:` lines): products multiplied swapped, the occupancy the register allocator is
+    asked for, ..."""
+    from ..lower import LoweringError, lower
+    from ..render import capabilities
+
+    device = ctx.result.device
+    try:
+        low = lower(ctx.best.plan, ctx.best.graph, device, capabilities(device))
+    except LoweringError:
+        return []
+    return [Reason("lowering", note) for note in low.notes]
+
+
 RULES: tuple[Callable[[Context], list[Reason]], ...] = (
-    _matmul_unit_reasons, _stages_reasons, _consumers_reasons, _pingpong_reasons,
+    _matmul_unit_reasons, _lowering_reasons, _stages_reasons, _consumers_reasons, _pingpong_reasons,
     _overlap_reasons, _warps_reasons, _style_reasons,
     _pipelining_reasons, tiles_reasons, _launch_reasons)
