@@ -90,6 +90,8 @@ def canonical(value: Any) -> Any:
         return tuple(canonical(v) for v in value)
     if isinstance(value, Path):
         return str(value)
+    if callable(value) and hasattr(value, "__qualname__"):    # a rule a backend declares
+        return ("function", value.__module__, value.__qualname__)
     return value
 
 

@@ -191,3 +191,14 @@ def test_one_plan_rendered_at_two_shapes_is_one_compile_key():
     b = driver.render(kernel, "sm80", shapes=dict(M=4096, N=4096, K=72), tiles=tiles)[0]
     assert a != b and "estimate:" in a
     assert stage_cache.code_text(a) == stage_cache.code_text(b)
+
+
+def test_a_rule_a_backend_declares_keys_by_its_name_not_its_address():
+    """Capabilities carry functions (HIP's buffer_rule): a key names them by module and
+    name, so two processes key the same search alike."""
+    from ptc.render import capabilities
+
+    caps = capabilities(get_device("gfx942"))
+    text = repr(stage_cache.canonical(caps))
+    assert "('function', 'ptc.targets.hip.buffers', 'buffer_rule')" in text
+    assert " at 0x" not in text

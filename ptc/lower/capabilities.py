@@ -3,11 +3,11 @@ launches), and the error the lowering raises for a plan it cannot build for a de
 renderer (`LoweringError`; ptc.lower.stage turns a refusal into one)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 from ..devices import Device, UnitKind
 from ..sched.plan import Plan, Style
-from ..sema import typed as T
 
 
 # the bytes a buffer resource's 32-bit offsets reach (a chunk outside the tensor is read at
@@ -39,8 +39,10 @@ class Capabilities:
     swapped_operands: bool = False
     # staged copies read through a buffer resource over the tensor (HIP: a MUBUF load past its
     # range returns zeros, so a chunk outside the tensor costs no branch); its 32-bit offsets
-    # need the tensor below BUFFER_BYTES, a launch-time condition of the vector copies
+    # need the tensor below BUFFER_BYTES, a launch-time condition of the vector copies.
+    # `buffer_rule(tile)`: which tiles do, and over what ("tile", "tensor", "": none)
     buffer_loads: bool = False
+    buffer_rule: Callable | None = field(default=None, compare=False)
     # the 16-bit float dtypes whose +, - and * (and integer -> 16-bit conversions) the target
     # computes in 16 bits (LoweredKernel.arith16); the others compute in f32 and round
     native16: frozenset[str] = frozenset()
@@ -53,23 +55,9 @@ class Capabilities:
 
     def buffers(self, tile) -> str:
         """How a staged copy of `tile` (a GlobalTile) loads through a buffer resource
-        (ir.CopyTile.resource): where the renderer can, for tiles of several rows read in
-        place (gathered rows are addressed per row, in 64 bits); "" for the rest. A
-        one-row tile keeps its guarded loads: its chunks are few, and a buffer resource of
-        4 scalar registers per tensor spilled the W4A16 GEMM's scalar registers on gfx942
-        (its scales and zero points are one-row tiles of two more tensors). A tile whose
-        columns are whole (known when compiling) gets a buffer of its own that ends with
-        its last row inside the tensor, so its rows need no compare (flash attention's K
-        and V, which a compare per chunk pushed past 256 VGPRs on gfx942); the others share
-        one buffer over their tensor (a buffer per copy and iteration took gfx942's GEMM
-        from 164 to 251 instructions per iteration), and so does a tile whose place is read
-        from a tensor (a page of a block table: the end computed from the read each
-        iteration spilled the paged decoding kernel's scalar registers, 102 before)."""
-        if not (self.buffer_loads and tile.rows > 1 and tile.gather is None):
-            return ""
-        whole = isinstance(tile.col_bound, T.Const) and isinstance(tile.col_start, T.Const) \
-            and tile.col_bound.value - tile.col_start.value >= tile.cols * tile.col_step
-        return "tile" if whole and not T.reads_memory(tile.origin) else "tensor"
+        (ir.CopyTile.resource): the renderer's rule (`buffer_rule`, its backend's), ""
+        where it has none."""
+        return self.buffer_rule(tile) if self.buffer_loads and self.buffer_rule else ""
 
     def arith16(self) -> tuple[str, ...]:
         return tuple(sorted(self.native16))

@@ -14,6 +14,7 @@ from ptc.lower import Capabilities, LoweredKernel
 from ptc.sched.plan import Style
 from ptc.render.c_source import CSourceRenderer
 from .body import HipBodyPrinter, RenderError
+from .buffers import buffer_rule
 
 CAPABILITIES = Capabilities(
     backend="hip",
@@ -27,6 +28,7 @@ CAPABILITIES = Capabilities(
     transposed_operands=True,
     swapped_operands=True,
     buffer_loads=True,
+    buffer_rule=buffer_rule,
     native16=frozenset({"f16"}),     # v_add_f16 / v_mul_f16; CDNA2/3 have no bf16 arithmetic
     packed16=frozenset({"f16"}),     # v_pk_add_f16 / v_pk_mul_f16, v_perm_b32 (ptc_types.h)
     hoisted_copies=True,             # c_tiles.hoist_copies (the copies' frame is shared)
