@@ -11,6 +11,8 @@ The functions extend the Builder's values, layouts and scratch buffers, and set 
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 from ..sema import typed as T
 from ..stask.graph import TaskOp
 from . import ir
@@ -141,13 +143,14 @@ def scratch_dtype(dtype: str) -> str:
     return "i32" if dtype in ("i32", "i8", "u8", "bool") else "f32"
 
 
-def mma_operand_var(e: T.TExpr) -> tuple[str, bool]:
-    """(the value an mma operand reads, whether it reads it transposed)."""
+def mma_operand_var(e: T.TExpr, renames: Mapping[str, str] = {}) -> tuple[str, bool]:
+    """(the value an mma operand reads, under its name in `renames` where it has one;
+    whether it reads it transposed)."""
     if isinstance(e, T.Transpose):
-        name, t = mma_operand_var(e.arg)
+        name, t = mma_operand_var(e.arg, renames)
         return name, not t
     if isinstance(e, T.Var):
-        return e.name, False
+        return renames.get(e.name, e.name), False
     raise LoweringError(f"an mma operand is an expression, not a value: {e}")
 
 

@@ -535,8 +535,7 @@ class Builder:
         c, a_lay, b_lay = self.low.mma_layouts[s.task]
         ops = []
         for operand, lay in ((mm.lhs, a_lay), (mm.rhs, b_lay)):
-            name, transposed = mma_operand_var(operand)
-            name = self.renames.get(name, name)
+            name, transposed = mma_operand_var(operand, self.renames)
             transposed = transposed and name not in self.pre_transposed
             home = self.values.get(name)
             if isinstance(home, ir.InShared):

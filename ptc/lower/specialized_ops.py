@@ -206,8 +206,7 @@ class SpecializedBuilder(Builder):
         k = a_lay.shape[1]
         operands, staged = [], []
         for which, operand in (("a", mm.lhs), ("b", mm.rhs)):
-            name, transposed = mma_operand_var(operand)
-            name = self.renames.get(name, name)
+            name, transposed = mma_operand_var(operand, self.renames)
             transposed = transposed and name not in self.pre_transposed
             home = self.values.get(name)
             if isinstance(home, ir.InShared) and \
@@ -247,8 +246,8 @@ class SpecializedBuilder(Builder):
         c, a_lay, b_lay = self.low.mma_layouts[s.task]
         m, n = c.shape
         k = a_lay.shape[1]
-        a_name = self.renames.get(mma_operand_var(mm.lhs)[0], mma_operand_var(mm.lhs)[0])
-        b_name = self.renames.get(mma_operand_var(mm.rhs)[0], mma_operand_var(mm.rhs)[0])
+        a_name = mma_operand_var(mm.lhs, self.renames)[0]
+        b_name = mma_operand_var(mm.rhs, self.renames)[0]
         home = self.values.get(b_name)
         if not (isinstance(home, ir.RegTile) and self.layouts[home.layout].same_map(b_lay)):
             raise LoweringError(f"{s.task}: the swapped wgmma reads {b_name} from registers "
