@@ -40,8 +40,8 @@ class Capabilities:
     # staged copies read through a buffer resource over the tensor (HIP: a MUBUF load past its
     # range returns zeros, so a chunk outside the tensor costs no branch); its 32-bit offsets
     # need the tensor below BUFFER_BYTES, a launch-time condition of the vector copies.
-    # `buffer_rule(tile)`: which tiles do, and over what ("tile", "tensor", "": none)
-    buffer_loads: bool = False
+    # `buffer_rule(tile)`: which tiles do, and over what ("tile", "tensor", "": none); None:
+    # the renderer loads through no buffer resource
     buffer_rule: Callable | None = field(default=None, compare=False)
     # the 16-bit float dtypes whose +, - and * (and integer -> 16-bit conversions) the target
     # computes in 16 bits (LoweredKernel.arith16); the others compute in f32 and round
@@ -57,7 +57,13 @@ class Capabilities:
         """How a staged copy of `tile` (a GlobalTile) loads through a buffer resource
         (ir.CopyTile.resource): the renderer's rule (`buffer_rule`, its backend's), ""
         where it has none."""
-        return self.buffer_rule(tile) if self.buffer_loads and self.buffer_rule else ""
+        return self.buffer_rule(tile) if self.buffer_loads else ""
+
+    @property
+    def buffer_loads(self) -> bool:
+        """Whether staged copies may read through a buffer resource (the renderer has a
+        rule for which)."""
+        return self.buffer_rule is not None
 
     def arith16(self) -> tuple[str, ...]:
         return tuple(sorted(self.native16))

@@ -27,7 +27,6 @@ CAPABILITIES = Capabilities(
     staged_copies=True,
     transposed_operands=True,
     swapped_operands=True,
-    buffer_loads=True,
     buffer_rule=buffer_rule,
     native16=frozenset({"f16"}),     # v_add_f16 / v_mul_f16; CDNA2/3 have no bf16 arithmetic
     packed16=frozenset({"f16"}),     # v_pk_add_f16 / v_pk_mul_f16, v_perm_b32 (ptc_types.h)
