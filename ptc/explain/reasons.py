@@ -329,6 +329,6 @@ def _lowering_reasons(ctx: Context) -> list[Reason]:
 
 
 RULES: tuple[Callable[[Context], list[Reason]], ...] = (
-    _matmul_unit_reasons, _lowering_reasons, _stages_reasons, _consumers_reasons, _pingpong_reasons,
-    _overlap_reasons, _warps_reasons, _style_reasons,
+    _matmul_unit_reasons, _lowering_reasons, _stages_reasons, _consumers_reasons,
+    _pingpong_reasons, _overlap_reasons, _warps_reasons, _style_reasons,
     _pipelining_reasons, tiles_reasons, _launch_reasons)

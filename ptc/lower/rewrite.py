@@ -9,6 +9,7 @@ from typing import Callable
 
 from . import ir
 
+
 def rewrite(ops, fn: Callable[[object], object]) -> tuple:
     """`ops` with each op replaced by `fn(op)` (an op, a tuple of ops, or None: dropped),
     its nested blocks rewritten first."""
