@@ -79,6 +79,14 @@ class Known(NamedTuple):
 
 
 XFAIL: dict[tuple[str, str], Known] = {
+    ("cross_entropy", "nvcc"): Known(
+        "ptxas spills 8 bytes: the plan's 5 blocks of 128 threads are bound by shared memory "
+        "(32,832 bytes at the odd shape), so the lowering tells ptxas no count "
+        "(registers.register_bound_blocks), and left to its own heuristic ptxas takes 64 "
+        "registers for the aligned variant; told 5 (the blocks that run) it takes 92 and "
+        "none. Since the swizzled reads share their addresses (tile_offset_at) the kernel "
+        "needs fewer registers and ptxas's heuristic went below them (issue 24: ptxas told "
+        "the plan's blocks)", AssertionError),
 }
 
 

@@ -251,8 +251,9 @@ def test_the_sm90_w4a16_planes_reach_the_tensor_cores_from_registers(tmp_path):
     with a register operand), so nothing is staged in shared memory (no STS, no named
     barrier in the loop), and the consumer reads the tile of packed words once for the
     eight planes (nvcc merges the planes' reads). At the tiles of the staged version (BM
-    128, BN 64, BK 32): 1.71x the f16 GEMM's instructions per MFLOP (2.09x staged, 3.9x
-    before the pairs)."""
+    128, BN 64, BK 32), issue 21's bar: 1.45x the f16 GEMM's instructions per MFLOP (1.71x
+    before the words' swizzled addresses were shared by the registers 8 rows apart and
+    each nibble's mask and bias were one LOP3; 2.09x staged, 3.9x before the pairs)."""
     from ptc.runtime.mainloop import functions
 
     w4a16, tiles = sass_main_loop(tmp_path, "w4a16_gemm", "sm90",
@@ -263,7 +264,9 @@ def test_the_sm90_w4a16_planes_reach_the_tensor_cores_from_registers(tmp_path):
     # the words once (16 a thread), and per plane the scale and zero point of the thread's
     # two columns of the fragment (n and n + 8: not adjacent, two loads each)
     assert w4a16.count("LDS") <= 48, ops
-    assert w4a16.per_mflop <= 1.8 * gemm.per_mflop, (tiles, w4a16.per_mflop, gemm.per_mflop)
+    assert w4a16.per_mflop <= 1.5 * gemm.per_mflop, (tiles, w4a16.per_mflop, gemm.per_mflop)
+    # a nibble's mask and bias in one LOP3 (two where the compiler chose): one per pair
+    assert w4a16.count("LOP3.LUT") <= w4a16.count("HMUL2") + 48, ops
     build = importlib.import_module("ptc.runtime.build")
     (true,) = [lines for name, lines in functions(build.sass(tmp_path / "w4a16_gemm.sm90"))
                .items() if "ILb1E" in name]

@@ -199,13 +199,18 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
         rows = math.prod(b.shape[:-1]) if len(b.shape) > 1 else 1
         return rows, cols, cols * esize, False
 
-    def shared_read(self, home: ir.InShared, name: str, coords: list[str]) -> str:
+    def shared_read(self, home: ir.InShared, name: str, coords: list[str],
+                    row_step: tuple[str, str] | None = None) -> str:
+        """A read of `home` at `coords`; `row_step`: the row as (a base, a constant of the
+        unrolled register loop), where the row is a register's own coordinate."""
         b = self.buffers[home.buffer]
         rows, cols, row_bytes, swz = self.tile_shape(b)
         esize = DTYPE_BYTES[b.dtype]
         coords = list(coords)
         if home.split and coords:   # the consumer warpgroup's rows of the tile
             coords[0] = f"({coords[0]}) + {self.index_override['%row0']}"
+            if row_step:
+                row_step = (f"{row_step[0]} + {self.index_override['%row0']}", row_step[1])
         if len(b.shape) == 2:
             row, col = coords
         elif len(b.shape) == 1:
@@ -213,13 +218,15 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
         else:
             row, col = "0", "0"
         if b.layout is not None and b.layout.swizzle == "tma":
-            addr = (f"{self.slot_address(home.buffer, home.loop)} + "
-                    f"ptc::tma_offset<{b.layout.span}, {b.layout.panel_bytes}>({row}, "
-                    f"({col}) * {esize})")
+            at = (f"tma_offset_at<{b.layout.span}, {b.layout.panel_bytes}>({row_step[0]}, "
+                  f"{row_step[1]}, " if row_step and len(b.shape) == 2 else
+                  f"tma_offset<{b.layout.span}, {b.layout.panel_bytes}>({row}, ")
+            addr = f"{self.slot_address(home.buffer, home.loop)} + ptc::{at}({col}) * {esize})"
             return f"ptc::ld_shared<{self.ctypes[b.dtype]}>({addr})"
-        addr = (f"{self.slot_address(home.buffer, home.loop)} + "
-                f"ptc::tile_offset<{row_bytes}, {'true' if swz else 'false'}>({row}, "
-                f"({col}) * {esize})")
+        at = (f"tile_offset_at<{row_bytes}, {'true' if swz else 'false'}>({row_step[0]}, "
+              f"{row_step[1]}, " if row_step and len(b.shape) == 2 else
+              f"tile_offset<{row_bytes}, {'true' if swz else 'false'}>({row}, ")
+        addr = f"{self.slot_address(home.buffer, home.loop)} + ptc::{at}({col}) * {esize})"
         return f"ptc::ld_shared<{self.ctypes[b.dtype]}>({addr})"
 
     # ---- expressions over a layout's elements -------------------------------------------------
@@ -231,7 +238,8 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
         def read(name: str, idx: list[str]) -> str:
             home = self.values.get(name)
             if isinstance(home, ir.InShared):
-                return self.shared_read(home, name, idx)
+                own_row = self.row_step(layout, r) if idx and idx[0] == "c0" else None
+                return self.shared_read(home, name, idx, own_row)
             if isinstance(home, ir.RegTile):
                 vlay = self.layouts[home.layout]
                 ctype, _, packed = c_storage(home, vlay)
@@ -271,6 +279,12 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
         for a in range(lay.rank):
             if not used or any(re.search(rf"\bc{a}\b", text) for text in used):
                 self.emit(f"const int c{a} = {s}::base{a}(lane, warp) + {s}::off{a}({s}::slot{a}(r));")
+
+    def row_step(self, layout: str, r: str = "r") -> tuple[str, str]:
+        """c0 of register `r` as (its base: the thread's, its step: a constant of the
+        unrolled register loop), as `coords` sums them."""
+        s = struct_name(layout)
+        return f"{s}::base0(lane, warp)", f"{s}::off0({s}::slot0({r}))"
 
     def inside(self, layout: str, mask: tuple[bool, ...], shape: tuple[int, ...]) -> str:
         conds = [f"c{a} < {shape[a]}" for a, m in enumerate(mask) if m]

@@ -155,9 +155,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           // acc = ...  (simt_acc2)
           #pragma unroll
           for (int r = 0; r < L_blocked_64x128::SIZE; ++r) {
-            const int c0 = L_blocked_64x128::base0(lane, warp) + L_blocked_64x128::off0(L_blocked_64x128::slot0(r));
             const int c1 = L_blocked_64x128::base1(lane, warp) + L_blocked_64x128::off1(L_blocked_64x128::slot1(r));
-            v_acc[r] = (ptc::f32(v_acc[r]) + (((float)(ptc::f32(ptc::ld_shared<__half>(smem + (i_s % 4) * 16384u + ptc::tile_offset<256, true>(c0, (c1) * 2))))) * ptc::f32(ptc::ld_shared<float>(smem + 65536u + (i_s % 4) * 512u + ptc::tile_offset<512, false>(0, (c1) * 4)))));
+            v_acc[r] = (ptc::f32(v_acc[r]) + (((float)(ptc::f32(ptc::ld_shared<__half>(smem + (i_s % 4) * 16384u + ptc::tile_offset_at<256, true>(L_blocked_64x128::base0(lane, warp), L_blocked_64x128::off0(L_blocked_64x128::slot0(r)), (c1) * 2))))) * ptc::f32(ptc::ld_shared<float>(smem + 65536u + (i_s % 4) * 512u + ptc::tile_offset<512, false>(0, (c1) * 4)))));
           }
         }
       }

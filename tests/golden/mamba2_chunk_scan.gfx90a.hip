@@ -204,9 +204,8 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       // w = ...  (simt_w)
       #pragma unroll
       for (int r = 0; r < L_acc_a::SIZE; ++r) {
-        const int c0 = L_acc_a::base0(lane, warp) + L_acc_a::off0(L_acc_a::slot0(r));
         const int c1 = L_acc_a::base1(lane, warp) + L_acc_a::off1(L_acc_a::slot1(r));
-        v_w[r] = ((((float)(ptc::f32(ptc::ld_shared<ptc::f16>(smem + ptc::tile_offset<128, true>(c0, (c1) * 2))))) * ptc::f32(v_decay[r])) * ptc::f32(ptc::ld_shared<float>(smem + 16640u + ptc::tile_offset<256, false>(0, (c1) * 4))));
+        v_w[r] = ((((float)(ptc::f32(ptc::ld_shared<ptc::f16>(smem + ptc::tile_offset_at<128, true>(L_acc_a::base0(lane, warp), L_acc_a::off0(L_acc_a::slot0(r)), (c1) * 2))))) * ptc::f32(v_decay[r])) * ptc::f32(ptc::ld_shared<float>(smem + 16640u + ptc::tile_offset<256, false>(0, (c1) * 4))));
       }
       // w = ...  (simt_w)
       #pragma unroll
@@ -260,9 +259,8 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   // acc = ...  (simt_acc2)
   #pragma unroll
   for (int r = 0; r < L_carried_c::SIZE; ++r) {
-    const int c0 = L_carried_c::base0(lane, warp) + L_carried_c::off0(L_carried_c::slot0(r));
     const int c1 = L_carried_c::base1(lane, warp) + L_carried_c::off1(L_carried_c::slot1(r));
-    v_acc[r] = (ptc::f32(v_acc[r]) + (((float)(ptc::f32(ptc::ld_shared<ptc::f16>(smem + 8192u + ptc::tile_offset<64, true>(c0, (c1) * 2))))) * ptc::f32(ptc::ld_shared<float>(smem + ptc::tile_offset<4, false>(0, (0) * 4)))));
+    v_acc[r] = (ptc::f32(v_acc[r]) + (((float)(ptc::f32(ptc::ld_shared<ptc::f16>(smem + 8192u + ptc::tile_offset_at<64, true>(L_carried_c::base0(lane, warp), L_carried_c::off0(L_carried_c::slot0(r)), (c1) * 2))))) * ptc::f32(ptc::ld_shared<float>(smem + ptc::tile_offset<4, false>(0, (0) * 4)))));
   }
   // %out = ...  (simt_acc2)
   #pragma unroll

@@ -288,9 +288,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         // w = ...  (simt_w)
         #pragma unroll
         for (int r = 0; r < L_carried_c::SIZE; ++r) {
-          const int c0 = L_carried_c::base0(lane, warp) + L_carried_c::off0(L_carried_c::slot0(r));
           const int c1 = L_carried_c::base1(lane, warp) + L_carried_c::off1(L_carried_c::slot1(r));
-          v_w[r] = ((((float)(ptc::f32(ptc::ld_shared<__half>(smem + 52224u + (u_s % 2) * 16384u + ptc::tma_offset<128, 16384>(c0, (c1) * 2))))) * ptc::f32(v_decay[r])) * ptc::f32(ptc::ld_shared<float>(smem + 84992u + (u_s % 2) * 1024u + ptc::tile_offset<256, false>(0, (c1) * 4))));
+          v_w[r] = ((((float)(ptc::f32(ptc::ld_shared<__half>(smem + 52224u + (u_s % 2) * 16384u + ptc::tma_offset_at<128, 16384>(L_carried_c::base0(lane, warp), L_carried_c::off0(L_carried_c::slot0(r)), (c1) * 2))))) * ptc::f32(v_decay[r])) * ptc::f32(ptc::ld_shared<float>(smem + 84992u + (u_s % 2) * 1024u + ptc::tile_offset<256, false>(0, (c1) * 4))));
         }
         // w = ...  (simt_w)
         #pragma unroll
@@ -329,9 +328,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
     // acc = ...  (simt_acc2)
     #pragma unroll
     for (int r = 0; r < L_carried_c::SIZE; ++r) {
-      const int c0 = L_carried_c::base0(lane, warp) + L_carried_c::off0(L_carried_c::slot0(r));
       const int c1 = L_carried_c::base1(lane, warp) + L_carried_c::off1(L_carried_c::slot1(r));
-      v_acc[r] = (ptc::f32(v_acc[r]) + (((float)(ptc::f32(ptc::ld_shared<__half>(smem + 104448u + ptc::tma_offset<128, 16384>(c0, (c1) * 2))))) * ptc::f32(ptc::ld_shared<float>(smem + 103424u + ptc::tile_offset<4, false>(0, (0) * 4)))));
+      v_acc[r] = (ptc::f32(v_acc[r]) + (((float)(ptc::f32(ptc::ld_shared<__half>(smem + 104448u + ptc::tma_offset_at<128, 16384>(L_carried_c::base0(lane, warp), L_carried_c::off0(L_carried_c::slot0(r)), (c1) * 2))))) * ptc::f32(ptc::ld_shared<float>(smem + 103424u + ptc::tile_offset<4, false>(0, (0) * 4)))));
     }
     ptc::wgmma_fence_operands<64>(v_acc);  // acc stays in its registers here
     // %out = ...  (simt_acc2)

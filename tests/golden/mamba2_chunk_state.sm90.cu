@@ -197,9 +197,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
-          const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          x[h] = (((float)(ptc::f32(ptc::ld_shared<__half>(smem + (i_l % 2) * 8192u + ptc::tile_offset<256, true>(c0, (c1) * 2))))) * ptc::f32(v_w[L_acc_b_s1::reg(L_acc_b::slot0(r))]));
+          x[h] = (((float)(ptc::f32(ptc::ld_shared<__half>(smem + (i_l % 2) * 8192u + ptc::tile_offset_at<256, true>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 2))))) * ptc::f32(v_w[L_acc_b_s1::reg(L_acc_b::slot0(r))]));
         }
         t_acc[j] = ptc::Half16<__half>::pack(x[0], x[1]);
       }

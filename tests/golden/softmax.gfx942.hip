@@ -84,9 +84,8 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
   // x = ...  (simt_x)
   #pragma unroll
   for (int r = 0; r < L_blocked_1x4096::SIZE; ++r) {
-    const int c0 = L_blocked_1x4096::base0(lane, warp) + L_blocked_1x4096::off0(L_blocked_1x4096::slot0(r));
     const int c1 = L_blocked_1x4096::base1(lane, warp) + L_blocked_1x4096::off1(L_blocked_1x4096::slot1(r));
-    v_x[r] = ((float)(ptc::f32(ptc::ld_shared<ptc::f16>(smem + ptc::tile_offset<8192, false>(c0, (c1) * 2)))));
+    v_x[r] = ((float)(ptc::f32(ptc::ld_shared<ptc::f16>(smem + ptc::tile_offset_at<8192, false>(L_blocked_1x4096::base0(lane, warp), L_blocked_1x4096::off0(L_blocked_1x4096::slot0(r)), (c1) * 2)))));
   }
   ptc::syncthreads();  // Reduce of simt_x reads what other threads wrote
   // %r1 = max over axis 1  (simt_x)

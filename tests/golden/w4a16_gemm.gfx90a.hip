@@ -205,9 +205,8 @@ __global__ void PTC_BOUNDS(THREADS, ALIGNED ? WAVES_PER_SIMD : WAVES_PER_SIMD_EL
       // w@regs = ...  (simt_acc2)
       #pragma unroll
       for (int r = 0; r < L_acc_b::SIZE; ++r) {
-        const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
         const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-        v_w_regs[r] = (int)((ptc::ld_shared<int>(smem + ptc::tile_offset<512, true>(c0, (c1) * 4))));
+        v_w_regs[r] = (int)((ptc::ld_shared<int>(smem + ptc::tile_offset_at<512, true>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
       }
       // %acc = ...  (simt_acc2)
       #pragma unroll

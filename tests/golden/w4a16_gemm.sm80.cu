@@ -183,9 +183,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
-          const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset_at<256, true>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
           l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 75200u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
           l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74624u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }
@@ -229,9 +228,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
-          const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset_at<256, true>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
           l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 74752u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
           l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73728u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }
@@ -275,9 +273,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
-          const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset_at<256, true>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
           l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 74816u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
           l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73856u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }
@@ -321,9 +318,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
-          const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset_at<256, true>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
           l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 74880u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
           l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73984u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }
@@ -367,9 +363,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
-          const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset_at<256, true>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
           l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 74944u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
           l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74112u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }
@@ -413,9 +408,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
-          const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset_at<256, true>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
           l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 75008u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
           l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74240u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }
@@ -459,9 +453,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
-          const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset_at<256, true>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
           l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 75072u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
           l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74368u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }
@@ -505,9 +498,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = 2 * j + h;
-          const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
           const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset<256, true>(c0, (c1) * 4))));
+          l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 65536u + ptc::tile_offset_at<256, true>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
           l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 75136u + ptc::tile_offset<64, false>(0, (c1) * 1))))));
           l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 74496u + ptc::tile_offset<128, false>(0, (c1) * 2)));
         }

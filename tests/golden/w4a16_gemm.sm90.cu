@@ -616,9 +616,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset_at<128, 4096>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 2048u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + (u_k % 2) * 1024u + ptc::tile_offset<256, false>(0, (c1) * 2)));
           }
@@ -642,9 +641,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset_at<128, 4096>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 55296u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 53248u + (u_k % 2) * 1024u + ptc::tile_offset<256, false>(0, (c1) * 2)));
           }
@@ -672,9 +670,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset_at<128, 4096>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 75776u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 73728u + (u_k % 2) * 1024u + ptc::tile_offset<256, false>(0, (c1) * 2)));
           }
@@ -702,9 +699,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset_at<128, 4096>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 96256u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 94208u + (u_k % 2) * 1024u + ptc::tile_offset<256, false>(0, (c1) * 2)));
           }
@@ -732,9 +728,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset_at<128, 4096>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 116736u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 114688u + (u_k % 2) * 1024u + ptc::tile_offset<256, false>(0, (c1) * 2)));
           }
@@ -762,9 +757,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset_at<128, 4096>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 137216u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 135168u + (u_k % 2) * 1024u + ptc::tile_offset<256, false>(0, (c1) * 2)));
           }
@@ -792,9 +786,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset_at<128, 4096>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 157696u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 155648u + (u_k % 2) * 1024u + ptc::tile_offset<256, false>(0, (c1) * 2)));
           }
@@ -822,9 +815,8 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = 2 * j + h;
-            const int c0 = L_acc_b::base0(lane, warp) + L_acc_b::off0(L_acc_b::slot0(r));
             const int c1 = L_acc_b::base1(lane, warp) + L_acc_b::off1(L_acc_b::slot1(r));
-            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset<128, 4096>(c0, (c1) * 4))));
+            l0[h] = (uint32_t)((ptc::ld_shared<int>(smem + 4096u + (u_k % 2) * 16384u + ptc::tma_offset_at<128, 4096>(L_acc_b::base0(lane, warp), L_acc_b::off0(L_acc_b::slot0(r)), (c1) * 4))));
             l1[h] = (uint32_t)(((int)((ptc::ld_shared<uint8_t>(smem + 178176u + (u_k % 2) * 1024u + ptc::tile_offset<128, false>(0, (c1) * 1))))));
             l2[h] = ptc::as16<__half>(ptc::ld_shared<__half>(smem + 176128u + (u_k % 2) * 1024u + ptc::tile_offset<256, false>(0, (c1) * 2)));
           }
@@ -868,7 +860,7 @@ __global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELE
       for (int r = 0; r < L_acc_c::SIZE; ++r) {
         const int c0 = L_acc_c::base0(lane, warp) + L_acc_c::off0(L_acc_c::slot0(r));
         const int c1 = L_acc_c::base1(lane, warp) + L_acc_c::off1(L_acc_c::slot1(r));
-        ptc::st_shared<__half>(smem + 196608u + ptc::tma_offset<128, 16384>(c0, c1 * 2), ptc::half_at<__half>(t_C, r));
+        ptc::st_shared<__half>(smem + 196608u + ptc::tma_offset_at<128, 16384>(L_acc_c::base0(lane, warp), L_acc_c::off0(L_acc_c::slot0(r)), c1 * 2), ptc::half_at<__half>(t_C, r));
       }
       ptc::fence_proxy_async();  // generic stores, read by the tensor cores
       ptc::named_barrier(1 + part, 128);  // the tile is in shared memory

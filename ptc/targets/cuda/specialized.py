@@ -226,7 +226,9 @@ class SpecializedOps:
         if c_storage(home, lay)[2]:          # a packed 16-bit tile: its halves' bits as they are
             value = f"ptc::half_at<{ctype}>({home.name}, r)"
         self.emit(f"// {op.task}: {op.value} to {op.buffer}, where wgmma reads it")
-        offset = (f"ptc::tma_offset<{sl.span}, {sl.panel_bytes}>(c0, c1 * {sl.elem_bytes})"
+        base, step = self.row_step(home.layout)
+        offset = (f"ptc::tma_offset_at<{sl.span}, {sl.panel_bytes}>({base}, {step}, "
+                  f"c1 * {sl.elem_bytes})"
                   if sl.swizzle == "tma" else f"(c0 * {sl.row_bytes} + c1 * {sl.elem_bytes})")
         extra = [f"c{a} < {home.shape[a]}" for a, m in enumerate(lay.exceeds(home.shape)) if m]
         if op.pairs:      # a register's two values are neighbours in a row: one 4-byte store

@@ -14,6 +14,23 @@ __device__ __forceinline__ uint32_t tile_offset(int row, int byte) {
   constexpr int LINES = ROW_BYTES > 128 ? ROW_BYTES / 128 : 1;   // 128-byte lines per row
   return o ^ ((((o >> 7) / LINES) & 7u) << 4);
 }
+// tile_offset(row + step, byte) where `step` is a constant of an unrolled register loop (a
+// layout's offset of register r): the swizzle reads a row modulo PERIOD rows (8 rows of
+// 128-byte lines or longer, 1024 bytes of shorter ones), and a period of rows moves the
+// offset by a multiple of 1024 bytes, which leaves the bits it reads and flips as they are;
+// so the step's whole periods are added after the swizzle, and registers a period apart
+// share one swizzled address. Rows of other lengths are not split.
+template <int ROW_BYTES, bool SWIZZLE>
+__device__ __forceinline__ uint32_t tile_offset_at(int row, int step, int byte) {
+  constexpr int PERIOD = !SWIZZLE ? 1 : (ROW_BYTES & (ROW_BYTES - 1)) ? 0
+                         : ROW_BYTES >= 128 ? 8 : 1024 / ROW_BYTES;
+  if constexpr (PERIOD == 0) {
+    return tile_offset<ROW_BYTES, SWIZZLE>(row + step, byte);
+  } else {
+    return tile_offset<ROW_BYTES, SWIZZLE>(row + step % PERIOD, byte) +
+           static_cast<uint32_t>((step - step % PERIOD) * ROW_BYTES);
+  }
+}
 
 // Synchronous copy, one element per load: any strides, `pad` where the tile leaves the tensor.
 // A cold path: little unrolling leaves the registers to the hot one, none in the kernel's

@@ -55,6 +55,16 @@ __device__ __forceinline__ uint32_t tma_offset(int row, int byte) {
   constexpr uint32_t BITS = SPAN == 128 ? 7u : SPAN == 64 ? 3u : SPAN == 32 ? 1u : 0u;
   return o ^ (((o >> 7) & BITS) << 4);
 }
+// tma_offset(row + step, byte) where `step` is a constant of an unrolled register loop (a
+// layout's offset of register r): 8 rows are 8 * SPAN bytes, which leave the bits the
+// swizzle reads (7 to 9) and the bits it flips (4 to 6) as they are, so the step's whole
+// eights are added after the swizzle, and registers 8, 16, ... rows apart share one
+// swizzled address (the W4A16 words: 4 where there were 16)
+template <int SPAN, int PANEL_BYTES>
+__device__ __forceinline__ uint32_t tma_offset_at(int row, int step, int byte) {
+  return tma_offset<SPAN, PANEL_BYTES>(row + step % 8, byte) +
+         static_cast<uint32_t>((step - step % 8) * SPAN);
+}
 
 // Without a tensor map (the launch found a stride that is not a 16-byte multiple): the
 // threads of a warpgroup copy the tile element by element into the layout TMA would have

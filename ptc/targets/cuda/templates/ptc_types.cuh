@@ -258,7 +258,14 @@ template <typename T, int S> __device__ __forceinline__ uint32_t nibbles16(uint3
   constexpr uint32_t b = S / 8;
   uint32_t t = __byte_perm(w0, w1, b | (b << 4) | ((4u + b) << 8) | ((4u + b) << 12));
   if (S % 8 == 4) t >>= 4;
+#ifdef PTC_EMULATE
   return (t & 0x000f000fu) | Bias16<T>::pair;
+#else
+  // one LOP3 for the mask and the bias: left to the compiler, (t & m) | b was two
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(r) : "r"(t), "n"(0x000f000fu), "n"(Bias16<T>::pair));
+  return r;
+#endif
 }
 // + - * of two pairs (HADD2 / HMUL2 and their bf16 forms, .rn: each half rounded once, as
 // add_rn etc.)
