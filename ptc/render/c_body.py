@@ -218,14 +218,11 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
         else:
             row, col = "0", "0"
         if b.layout is not None and b.layout.swizzle == "tma":
-            at = (f"tma_offset_at<{b.layout.span}, {b.layout.panel_bytes}>({row_step[0]}, "
-                  f"{row_step[1]}, " if row_step and len(b.shape) == 2 else
-                  f"tma_offset<{b.layout.span}, {b.layout.panel_bytes}>({row}, ")
-            addr = f"{self.slot_address(home.buffer, home.loop)} + ptc::{at}({col}) * {esize})"
-            return f"ptc::ld_shared<{self.ctypes[b.dtype]}>({addr})"
-        at = (f"tile_offset_at<{row_bytes}, {'true' if swz else 'false'}>({row_step[0]}, "
-              f"{row_step[1]}, " if row_step and len(b.shape) == 2 else
-              f"tile_offset<{row_bytes}, {'true' if swz else 'false'}>({row}, ")
+            offset, shape = "tma_offset", f"{b.layout.span}, {b.layout.panel_bytes}"
+        else:
+            offset, shape = "tile_offset", f"{row_bytes}, {'true' if swz else 'false'}"
+        at = (f"{offset}_at<{shape}>({row_step[0]}, {row_step[1]}, "
+              if row_step and len(b.shape) == 2 else f"{offset}<{shape}>({row}, ")
         addr = f"{self.slot_address(home.buffer, home.loop)} + ptc::{at}({col}) * {esize})"
         return f"ptc::ld_shared<{self.ctypes[b.dtype]}>({addr})"
 
