@@ -68,6 +68,15 @@ def test_a_producer_that_does_not_wait_for_a_free_slot_is_caught():
         run(("WAIT_EMPTY=0",), dict(M=256, N=128, K=512), {})
 
 
+@needs_cxx
+def test_a_wgmma_operand_read_outside_shared_memory_is_caught():
+    """A descriptor whose rows run past the block's shared memory: the warpgroup's operand
+    is decoded once for all its threads (the emulator's DecodedOperand), and the first row
+    outside is an error, not a value."""
+    with pytest.raises(EmulationError, match=r"wgmma reads shared offset \d+, outside the"):
+        run(("SBO_A=65536",), dict(M=256, N=128, K=256), {})
+
+
 DESCRIPTOR_PROGRAM = backend_of("cuda").runtime + r"""
 #include "wgmma.cuh"
 #include <cstdio>

@@ -747,18 +747,52 @@ struct Operands8 {
   int8_t b[64][32];                      // N <= 256
 };
 
+// A shared-memory operand of one wgmma as its warpgroup reads it, every row decoded once:
+// the 128 threads' ops of one wgmma hold the same descriptor, and a thread reads 2 of A's
+// 64 rows and N / 4 of B's N (A read 4 times over, B 32 times over, by each thread alone).
+// A wait computes its warpgroup's ops with nothing writing shared memory in between, so a
+// decoded operand serves the ops whose key matches until the wait ends; an op with another
+// descriptor (threads that disagree) is decoded for itself.
+struct DecodedOperand {
+  bool valid = false;
+  uint64_t desc = 0;
+  int rows = 0, trans = 0, kind = 0;     // kind: 0 f16, 1 bf16, 2 bytes (8-bit, K-major)
+  float f[256][16];
+  int8_t b[256][32];
+};
+static DecodedOperand decoded[2];        // A, B
+
+static const DecodedOperand& decode_operand(int which, uint64_t desc, int rows, int trans,
+                                            int kind) {
+  DecodedOperand& c = decoded[which];
+  if (c.valid && c.desc == desc && c.rows == rows && c.trans == trans && c.kind == kind)
+    return c;
+  const Desc d = decode_desc(desc);
+  for (int mn = 0; mn < rows; ++mn) {
+    if (kind == 2)
+      for (int k = 0; k < 32; ++k) c.b[mn][k] = operand_byte(d, mn, k);
+    else
+      for (int k = 0; k < 16; ++k) c.f[mn][k] = operand_element(d, mn, k, trans != 0, kind == 1);
+  }
+  c.valid = true;
+  c.desc = desc;
+  c.rows = rows;
+  c.trans = trans;
+  c.kind = kind;
+  return c;
+}
+
 void gather8(const WgmmaOp& op, int tid, Operands8& o) {
   const int t = tid % 128;
   const int w = t / 32, l = t % 32;
-  const Desc da = decode_desc(op.desc_a), db = decode_desc(op.desc_b);
-  if (op.a_in_regs)
+  if (op.a_in_regs) {
     memcpy(o.a, op.a_bytes, sizeof o.a);
-  else
-    for (int h = 0; h < 2; ++h)
-      for (int k = 0; k < 32; ++k) o.a[h][k] = operand_byte(da, 16 * w + l / 4 + 8 * h, k);
-  for (int j = 0; j < op.n / 4; ++j)
-    for (int k = 0; k < 32; ++k)
-      o.b[j][k] = operand_byte(db, 8 * (j / 2) + 2 * (l % 4) + j % 2, k);
+  } else {
+    const DecodedOperand& a = decode_operand(0, op.desc_a, 64, 0, 2);
+    for (int h = 0; h < 2; ++h) memcpy(o.a[h], a.b[16 * w + l / 4 + 8 * h], 32);
+  }
+  const DecodedOperand& b = decode_operand(1, op.desc_b, op.n, 0, 2);
+  for (int j = 0; j < op.n / 4; ++j) memcpy(o.b[j], b.b[8 * (j / 2) + 2 * (l % 4) + j % 2], 32);
 }
 
 void wgmma8_compute(WgmmaOp& op, RegSet* s, int tid) {
@@ -849,19 +883,16 @@ void wgmma_compute(WgmmaOp& op, int tid) {
   // r % 2); then each accumulator sums over k in order, as before (the same float result).
   float a[2][16];
   float b[64][16];                       // N <= 256
+  const int kind = op.bf16 ? 1 : 0;
   if (op.a_in_regs) {
     memcpy(a, op.a_rows, sizeof a);
   } else {
-    const Desc da = decode_desc(op.desc_a);
-    for (int h = 0; h < 2; ++h)
-      for (int k = 0; k < 16; ++k)
-        a[h][k] = operand_element(da, 16 * w + l / 4 + 8 * h, k, op.trans_a != 0, op.bf16);
+    const DecodedOperand& da = decode_operand(0, op.desc_a, 64, op.trans_a, kind);
+    for (int h = 0; h < 2; ++h) memcpy(a[h], da.f[16 * w + l / 4 + 8 * h], sizeof a[h]);
   }
-  const Desc db = decode_desc(op.desc_b);
+  const DecodedOperand& db = decode_operand(1, op.desc_b, op.n, op.trans_b, kind);
   for (int j = 0; j < op.n / 4; ++j)
-    for (int k = 0; k < 16; ++k)
-      b[j][k] = operand_element(db, 8 * (j / 2) + 2 * (l % 4) + j % 2, k, op.trans_b != 0,
-                                op.bf16);
+    memcpy(b[j], db.f[8 * (j / 2) + 2 * (l % 4) + j % 2], sizeof b[j]);
   for (int r = 0; r < op.n / 2; ++r) {
     const float* ar = a[(r / 2) % 2];
     const float* bc = b[(r / 4) * 2 + r % 2];
@@ -881,9 +912,17 @@ void wgmma_wait(int n) {
     if (op.group < f.wgmma_commits - n) last = std::max(last, op.seq);
   if (last < 0) return;
   const int first = (f.tid / 128) * 128;
+  // the warpgroup's wgmmas one at a time, each for all its threads (a thread's own in
+  // order), so that each is decoded once (DecodedOperand)
+  decoded[0].valid = decoded[1].valid = false;     // shared memory may have changed
+  long long next = last + 1;
   for (int t = first; t < first + 128 && t < rt.threads; ++t)
-    for (WgmmaOp& op : sm90.wgmma[t])
-      if (op.seq <= last && !op.computed) wgmma_compute(op, t);
+    for (const WgmmaOp& op : sm90.wgmma[t])
+      if (!op.computed) next = std::min(next, op.seq);
+  for (long long q = next; q <= last; ++q)
+    for (int t = first; t < first + 128 && t < rt.threads; ++t)
+      for (WgmmaOp& op : sm90.wgmma[t])
+        if (op.seq == q && !op.computed) wgmma_compute(op, t);
   // this thread's registers of the retired wgmmas come back from the async proxy
   std::vector<WgmmaOp> keep;
   for (const WgmmaOp& op : sm90.wgmma[f.tid]) {
