@@ -202,3 +202,46 @@ def test_a_rule_a_backend_declares_keys_by_its_name_not_its_address():
     text = repr(stage_cache.canonical(caps))
     assert "('function', 'ptc.targets.hip.buffers', 'buffer_rule')" in text
     assert " at 0x" not in text
+
+
+def test_an_entry_is_stored_with_its_equal_parts_shared(searches):
+    """A search's plans repeat the same steps, buffers and issue counts: stored with each
+    equal immutable part made one object, the entry is the same value, smaller, and what
+    was shared in memory stays one object when read back."""
+    from ptc.sched.search import SearchRecord
+
+    result = driver.schedule(gemm(), "sm90", shapes=SMALL)
+    record = SearchRecord.of(result)
+    shared = stage_cache.shared_parts(record)
+    assert shared == record
+    assert len(pickle.dumps(shared)) < len(pickle.dumps(record)) / 2
+    launches = [plan.launch for _, _, plan in shared.ranked]
+    equal = [b for b in launches[1:] if b == launches[0]]
+    assert equal and all(b is launches[0] for b in equal)
+    (path,) = (Path(stage_cache.cache_root()) / "stages" / "search").glob("*/*.pickle")
+    stored = pickle.loads(path.read_bytes())
+    assert stored == record
+    launches = [plan.launch for _, _, plan in stored.ranked]
+    assert all(b is launches[0] for b in launches[1:] if b == launches[0])
+
+
+def test_only_parts_that_are_the_same_in_every_attribute_are_merged():
+    """Equal under == is not enough: a field left out of == (a layout's note), -0.0 beside
+    0.0, 1 beside 1.0 and True stay apart; lists and dicts are copied, never merged, and a
+    list that was one object stays one."""
+    from ptc.lower.layout import Layout, digits
+
+    def layout(note):
+        return Layout("L", (16, 16), digits((2, (0, 1))), digits((32, (1, 0))), (), note)
+
+    a, b = layout("a"), layout("b")
+    assert a == b
+    out = stage_cache.shared_parts((a, b, layout("a")))
+    assert out[0] is out[2] and out[0] is not out[1] and out[1].note == "b"
+    signs = stage_cache.shared_parts(((0.0,), (-0.0,), (1,), (1.0,), (True,)))
+    assert [repr(t[0]) for t in signs] == ["0.0", "-0.0", "1", "1.0", "True"]
+    assert len({id(t) for t in signs}) == 5
+    xs = [1, 2]
+    lists = stage_cache.shared_parts(([1, 2], [1, 2], xs, xs, {"k": 1}, {"k": 1}))
+    assert lists[0] == lists[1] and lists[0] is not lists[1] and lists[2] is lists[3]
+    assert lists[4] is not lists[5] and lists[0] is not xs
