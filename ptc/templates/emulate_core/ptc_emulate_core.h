@@ -127,6 +127,11 @@ struct WarpScratch {            // two alternating buffers, one slot per lane
   unsigned a[2][WARP][4];
   unsigned b[2][WARP][2];
   unsigned long long v[2][WARP];  // shuffles, votes, lane exchanges: each lane's value
+  int same[2] = {-1, -1};         // the kind every lane deposited, once a lane checked it
+  // a matrix instruction's A operand as values, decoded by the first lane that needs it
+  // (`decoded` is the kind it was decoded for; every lane reads rows the others read too)
+  int decoded[2] = {-1, -1};
+  float a_values[2][512];
 };
 
 // Shared-memory bank conflicts (see "bank conflicts" below): the accesses of one source
@@ -311,11 +316,17 @@ inline void shared_store(T* p, const T& v, const std::source_location& where) {
 inline int deposit(int kind) {
   Fiber& f = cur();
   const int buf = static_cast<int>(f.collectives++ & 1);
-  rt.warps[warp_of(f)].kind[buf][lane_of(f)] = kind;
+  WarpScratch& s = rt.warps[warp_of(f)];
+  s.kind[buf][lane_of(f)] = kind;
+  s.same[buf] = s.decoded[buf] = -1;
   return buf;
 }
 
-inline bool same_kind(const WarpScratch& s, int buf, int kind, const char* what) {
+// After the warp met: did every lane deposit `kind`? The first lane to ask checks all of
+// them; the others, at the same meeting, take its answer (a lane deposits in this buffer
+// again only after every lane has passed the next meeting, so the deposits are the same).
+inline bool same_kind(WarpScratch& s, int buf, int kind, const char* what) {
+  if (s.same[buf] == kind) return true;
   for (int l = 0; l < WARP; ++l) {
     if (s.kind[buf][l] != kind) {
       fail("%s: lane %d of the %s executes a different %s-collective instruction", what, l,
@@ -323,6 +334,7 @@ inline bool same_kind(const WarpScratch& s, int buf, int kind, const char* what)
       return false;
     }
   }
+  s.same[buf] = kind;
   return true;
 }
 

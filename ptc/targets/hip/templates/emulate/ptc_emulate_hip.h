@@ -277,7 +277,8 @@ inline int mfma_meet(int kind, uint64_t a, uint64_t b, int cbsz, int abid, int b
 template <int M, int K, typename VA, typename VB>
 inline void mfma_f32_sums(float* d, int buf, VA a_value, VB b_value) {
   constexpr int REGS = M * M / WARP, KPL = K * M / WARP;
-  const WarpScratch& s = rt.warps[warp_of(cur())];
+  static_assert(M * K <= 512, "WarpScratch::a_values holds A");
+  WarpScratch& s = rt.warps[warp_of(cur())];
   const int lane = lane_of(cur());
   const bool broken = config.break_layout != 0;
   auto A = [&](int i, int k) {
@@ -286,13 +287,19 @@ inline void mfma_f32_sums(float* d, int buf, VA a_value, VB b_value) {
     return a_value(s.a[buf][i + M * (k / KPL)], r);
   };
   auto B = [&](int k, int j) { return b_value(s.b[buf][j + M * (k / KPL)], k % KPL); };
+  float* a = s.a_values[buf];       // A, decoded once for the wave (same_kind checked it)
+  if (s.decoded[buf] != s.same[buf] || s.same[buf] < 0) {
+    for (int i = 0; i < M; ++i)
+      for (int k = 0; k < K; ++k) a[i * K + k] = A(i, k);
+    s.decoded[buf] = s.same[buf];
+  }
   const int j = lane % M, block = lane / M;
   float column[K];                  // the lane's column of B, decoded once for every row
   for (int k = 0; k < K; ++k) column[k] = B(k, j);
   for (int r = 0; r < REGS; ++r) {
     const int i = M == 16 ? 4 * block + r : 8 * (r / 4) + 4 * block + r % 4;
     float acc = d[r];
-    for (int k = 0; k < K; ++k) acc += A(i, k) * column[k];
+    for (int k = 0; k < K; ++k) acc += a[i * K + k] * column[k];
     d[r] = acc;
   }
 }
