@@ -15,6 +15,7 @@ none it calls unreachable. The cxx ones build and run it, one target per test.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from functools import lru_cache
@@ -30,6 +31,8 @@ from ptc.coverage.forms import form
 from ptc.coverage.universe import UNREACHABLE
 from ptc.devices import get_device
 from ptc import targets
+from ptc.runtime.object_cache import tool_identity
+from ptc.stage_cache import STAGES
 
 CUDA_TEMPLATES = targets.backend("cuda").templates
 
@@ -252,29 +255,41 @@ def test_nvcc_builds_a_wgmma_of_every_reachable_width(tmp_path):
            "}"]
         + [f"template __global__ void widths_fp8<{n}>(float*, unsigned);"
            for n in widths_fp8]) + "\n")
-    # one compile: ptxas takes the cubin, and -keep leaves the PTX it was made from
-    keep = tmp_path / "keep"
-    keep.mkdir()
-    done = subprocess.run([find_nvcc(), "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a",
-                           "-I", str(CUDA_TEMPLATES), "-I", str(SHARED), "-cubin", "-keep", "-keep-dir", str(keep),
-                           str(source), "-o", str(tmp_path / "widths.cubin")],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    (ptx,) = keep.glob("*.ptx")
-    issued = set(map(int, re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16",
-                                     ptx.read_text())))
+    # one compile: ptxas takes the cubin, and -keep leaves the PTX it was made from; kept
+    # in the stage cache under the compiler, the source and the headers (a warm suite
+    # compiles it no more than the samples' kernels)
+    flags = ["-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "-cubin"]
+    key = hashlib.sha256()
+    tool_identity(key, find_nvcc())
+    key.update("\0".join(flags + [source.read_text()]).encode())
+    for folder in (CUDA_TEMPLATES, SHARED):
+        for header in sorted(h for h in folder.rglob("*") if h.suffix in (".h", ".cuh")):
+            key.update(f"{header.relative_to(folder)}".encode() + b"\0" + header.read_bytes())
+
+    def compiled() -> str:
+        keep = tmp_path / "keep"
+        keep.mkdir()
+        done = subprocess.run([find_nvcc(), *flags, "-I", str(CUDA_TEMPLATES), "-I", str(SHARED),
+                               "-keep", "-keep-dir", str(keep), str(source),
+                               "-o", str(tmp_path / "widths.cubin")],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+        (ptx,) = keep.glob("*.ptx")
+        return ptx.read_text()
+
+    ptx = STAGES.get_or_compute("test-ptx", key.hexdigest(), compiled)
+    issued = set(map(int, re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16", ptx)))
     assert issued == set(widths)
-    issued8 = set(map(int, re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k32\.s32\.s8",
-                                      ptx.read_text())))
+    issued8 = set(map(int, re.findall(
+        r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k32\.s32\.s8", ptx)))
     assert widths8 and issued8 == set(widths8)
     issued_fp8 = set(map(int, re.findall(
-        r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k32\.f32\.e4m3\.e5m2", ptx.read_text())))
+        r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k32\.f32\.e4m3\.e5m2", ptx)))
     assert widths_fp8 and issued_fp8 == set(widths_fp8)
     # A from registers: a brace list of four registers after the accumulators'
-    rs8 = set(map(int, re.findall(r"m64n(\d+)k32\.s32\.s8\.s8\s+\{[^}]*\},\s*\{%r",
-                                  ptx.read_text())))
+    rs8 = set(map(int, re.findall(r"m64n(\d+)k32\.s32\.s8\.s8\s+\{[^}]*\},\s*\{%r", ptx)))
     rs_fp8 = set(map(int, re.findall(r"m64n(\d+)k32\.f32\.e5m2\.e4m3\s+\{[^}]*\},\s*\{%r",
-                                     ptx.read_text())))
+                                     ptx)))
     assert rs8 == set(widths8) and rs_fp8 == set(widths_fp8)
 
 
