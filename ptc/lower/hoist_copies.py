@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from . import ir
 from .affine import mentions, step
+from .rewrite import rewrite
 
 HOISTED_WORDS = 4        # registers a hoisted copy keeps across its loop
 HEADROOM = 0.9           # of a thread's registers at the plan's occupancy
@@ -44,15 +45,14 @@ def hoistable(op, loop: ir.Loop) -> tuple | None:
     return None if None in steps else steps
 
 
-def _hoisted(ops: tuple, loop: ir.Loop | None) -> tuple:
-    out = []
-    for op in ops:
-        if isinstance(op, ir.Loop):
-            op = replace(op, body=_hoisted(op.body, op))
-        elif loop is not None and (steps := hoistable(op, loop)) is not None:
-            op = replace(op, hoisted=steps)
-        out.append(op)
-    return tuple(out)
+def _hoisted_in(op):
+    """A loop with the hoistable copies of its own body hoisted (its nested blocks are the
+    rewrite's: ptc.lower.rewrite)."""
+    if not isinstance(op, ir.Loop):
+        return op
+    body = tuple(c if (steps := hoistable(c, op)) is None else replace(c, hoisted=steps)
+                 for c in op.body)
+    return op if all(a is b for a, b in zip(body, op.body)) else replace(op, body=body)
 
 
 def hoist_copies(body: tuple, registers: int, cap: int, most: int,
@@ -63,7 +63,7 @@ def hoist_copies(body: tuple, registers: int, cap: int, most: int,
     `most`, the most it may have; else (body, registers) unchanged."""
     if caps is None or not caps.hoisted_copies:
         return body, registers
-    hoisted = _hoisted(body, None)
+    hoisted = rewrite(body, _hoisted_in)
     count = sum(1 for op in ir.walk(hoisted) if isinstance(op, ir.CopyTile) and op.hoisted)
     need = registers + HOISTED_WORDS * count
     if not count or need > HEADROOM * cap or need > TRUSTED * most:
