@@ -163,8 +163,8 @@ def shared_parts(value: Any) -> Any:
     """`value` with its equal immutable parts made one object each: numbers, strings, tuples,
     frozensets and frozen dataclasses equal in every field (those that do not take part in
     `==` too) and every attribute. Lists and dicts are copied (each once), never merged;
-    anything else (booleans, None, enums, arrays) is kept as it is. A search's record of 150 plans
-    pickles to 72 KB instead of 534 KB, and reads in 2.4 ms instead of 38."""
+    anything else (booleans, None, enums, arrays) is kept as it is. A search's record of
+    150 plans pickles to 72 KB instead of 534 KB, and reads in 2.4 ms instead of 38."""
     memo: dict = {}
     copies: dict = {}    # id of an object walked -> what it became (one object stays one)
     alive: list = []     # every object whose id is in a key, kept until the walk ends
