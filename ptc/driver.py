@@ -120,7 +120,7 @@ def stask_graph(kernel: TypedKernel, tiles: Mapping[str, int] | None = None):
     size's first candidate)."""
     from .stask import build_graph, propagate
 
-    _one_grid(kernel)
+    kernel = _one_grid(kernel)
     return propagate(build_graph(kernel, kernel.body[0]), _tiles_of(kernel, tiles))
 
 
@@ -132,10 +132,12 @@ def stask_graphs(kernel: TypedKernel, tiles: Mapping[str, int] | None = None) ->
     return tuple(stask_graph(g, tiles) for g in grids(kernel))
 
 
-def _one_grid(kernel: TypedKernel) -> None:
+def _one_grid(kernel: TypedKernel) -> TypedKernel:
+    """A one-grid kernel as the back end builds it (grids(): tiles of rank 3 as rows)."""
     if len(kernel.body) != 1:   # a caller's mistake, not the user's: never drop a grid
         raise ValueError(f"kernel {kernel.name} has {len(kernel.body)} grids; take them "
                          "one by one (ptc.driver.grids)")
+    return grids(kernel)[0]
 
 
 def _tiles_of(kernel: TypedKernel, tiles: Mapping[str, int] | None) -> dict[str, int]:
@@ -161,7 +163,7 @@ def schedule(kernel: TypedKernel, target: str, *, shapes: Mapping[str, int] | No
     from .stage_cache import STAGES, content_key
     from .stask.propagate import resolve_tiles
 
-    _one_grid(kernel)
+    kernel = _one_grid(kernel)
     device = get_device(target)
     # what the backend builds is part of the key: a backend outside ptc (a test's, a
     # user's package) is not in ptc's fingerprint

@@ -229,6 +229,8 @@ class Machine:
         self.env: dict[str, np.ndarray] = {}
 
     def extent(self, e: T.Extent) -> int:
+        if len(T.extent_factors(e)) > 1:      # the rows of a tile of rank 3 (simulated plans)
+            return math.prod(self.extent(f) for f in T.extent_factors(e))
         if isinstance(e, int):
             return e
         return self.tiles[e] if e in self.tiles else self.dims[e]

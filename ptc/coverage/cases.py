@@ -565,16 +565,21 @@ def _specialized(t: str) -> tuple[Case, ...]:
              "M=130 N=70 K=64"),
         case(f"computed_ab.{t}.ws", COV + "swapped.pt", "computed_ab", t, "", WS,
              "M=128 N=128 K=64"),
-    ) + tuple(
-        # the producer's threads copy gathered and strided rows: aligned and unaligned K
-        case(f"{name}.{t}.ws", COV + "producer_rows.pt", name, t, "", WS, *shapes)
-        for name, shapes in (
-            ("gathered_f16", ("M=70 N=64 K=64", "M=70 N=64 K=60")),
-            ("strided_f16", ("M=70 N=64 K=64", "M=70 N=64 K=60")),
-            ("gathered_i8", ("M=70 N=64 K=128", "M=70 N=64 K=120")),
-            ("strided_i8", ("M=70 N=64 K=128", "M=70 N=64 K=120")),
-            ("gathered_f32", ("M=70 K=64", "M=70 K=62")),
-            ("strided_f32", ("M=70 K=64", "M=70 K=62"))))
+    ) + tuple(case(f"{name}.{t}.ws", COV + "producer_rows.pt", name, t, "", WS, *shapes)
+              for name, shapes in PRODUCER_ROWS)
+
+
+# the producer's threads copy gathered, strided and rank-3 rows: aligned and unaligned K
+PRODUCER_ROWS = (
+    ("gathered_f16", ("M=70 N=64 K=64", "M=70 N=64 K=60")),
+    ("strided_f16", ("M=70 N=64 K=64", "M=70 N=64 K=60")),
+    ("gathered_i8", ("M=70 N=64 K=128", "M=70 N=64 K=120")),
+    ("strided_i8", ("M=70 N=64 K=128", "M=70 N=64 K=120")),
+    ("gathered_f32", ("M=70 K=64", "M=70 K=62")),
+    ("strided_f32", ("M=70 K=64", "M=70 K=62")),
+    ("rank3_f16", ("H=4 M=40 N=64 K=64", "H=3 M=20 N=64 K=60")),
+    ("rank3_i8", ("H=4 M=40 N=64 K=128", "H=3 M=20 N=64 K=120")),
+    ("rank3_f32", ("H=4 M=40 K=64", "H=3 M=20 K=62")))
 
 
 CATALOGUE: tuple[Case, ...] = (_single_role("sm80") + _single_role("sm90") + _specialized("sm90")

@@ -76,8 +76,9 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "wgmma.wait": ("pending",),
     "tma.load": ("layout", "boxes"),
     "tma.load.elementwise": ("layout",),
-    # rows: consecutive (one element a copy), gathered or strided (16-byte chunks of each
-    # row into the layout TMA writes; "elements": the fallback where a row is unaligned)
+    # rows: consecutive (one element a copy), gathered, strided or a tile of rank 3's (16-byte
+    # chunks of each row into the layout TMA writes; "elements": the fallback where a row is
+    # unaligned)
     "producer.cp_async": ("bytes", "rows", "chunks"),
     "tma.store": ("layout", "boxes", "via"),
     "stmatrix.x4": ("purpose",),
@@ -348,7 +349,8 @@ def _tma_load(ctx: _Context, op: ir.TmaLoad):
 
 def _producer_copy(ctx: _Context, op: ir.ProducerCopy):
     tile = op.tile
-    rows = "gathered" if tile.gather is not None else \
+    rows = "rank3" if isinstance(tile.gather, ir.BatchRows) else \
+        "gathered" if tile.gather is not None else \
         "strided" if tile.row_step > 1 else "consecutive"
     for vector in ctx.variants(op.vector > 1):
         yield ctx.form("producer.cp_async", bytes=DTYPE_BYTES[tile.dtype], rows=rows,

@@ -171,7 +171,10 @@ def print_op(op) -> str:
 
 
 def _gathered(t: ir.GlobalTile) -> str:
-    """ `rows gathered by idx` for a tile whose rows' positions are loaded."""
+    """ `rows gathered by idx` for a tile whose rows' positions are loaded, `rows of 4x32`
+    for a tile of rank 3's rows."""
+    if isinstance(t.gather, ir.BatchRows):
+        return f" rows of {t.rows // t.gather.inner}x{t.gather.inner}"
     return "" if t.gather is None else f" rows gathered by {t.gather.tile.tensor}"
 
 

@@ -83,7 +83,8 @@ class GlobalTile:
     col_low: bool = False        # ... its columns before column 0
     row_step: int = 1            # a strided offset tile's rows: every row_step-th
     col_step: int = 1
-    gather: "GatherRows | None" = None   # gathered rows: each row's position is loaded
+    # gathered rows (each row's position is loaded) or a tile of rank 3's rows (computed)
+    gather: "GatherRows | BatchRows | None" = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,23 @@ class GatherRows:
     tile: GlobalTile
     pad: int
     bound: T.TExpr
+
+
+@dataclass(frozen=True)
+class BatchRows:
+    """The rows of a tile of rank 3 (ptc.sema.batched): row r of the tile is element
+    r // inner of its outer axis and r % inner of its inner axis, at position
+    (outer_start + r // inner) * ratio + inner_start + r % inner counted in rows of the
+    inner axis from the GlobalTile's origin (which leaves both out, as a gathered tile's
+    does); a row either axis puts outside its dim is no row (the pad is read, a store
+    skips it). `ratio` is the outer axis's stride over the inner's."""
+
+    inner: int
+    outer_start: T.TExpr
+    outer_bound: T.TExpr
+    inner_start: T.TExpr
+    inner_bound: T.TExpr
+    ratio: T.TExpr
 
 
 def c_name(value: str) -> str:

@@ -8,8 +8,10 @@ into the origin and a validity condition.
 """
 from __future__ import annotations
 
+import math
+
 from ..sema import typed as T
-from .storage import GatherRows, GlobalTile
+from .storage import BatchRows, GatherRows, GlobalTile
 
 I32 = T.TileType("i32")
 BOOL = T.TileType("bool")
@@ -62,6 +64,8 @@ class TileError(Exception):
 
 
 def extent_value(kernel: T.TypedKernel, tiles, e: T.Extent) -> int:
+    if len(T.extent_factors(e)) > 1:
+        return math.prod(extent_value(kernel, tiles, f) for f in T.extent_factors(e))
     if isinstance(e, int):
         return e
     if e in tiles:
@@ -95,8 +99,10 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
     origin: T.TExpr = const(0)
     valid: T.TExpr | None = None
     axes: list[tuple[int, T.TExpr, T.TExpr, T.TExpr, bool, int]] = []
-    gather: GatherRows | None = None
+    gather: GatherRows | BatchRows | None = None
     # (extent, start, bound, stride, whether the start may be below 0, step)
+    if sum(not isinstance(i, T.Point) for i in items) == 3:
+        return _rank3_tile(kernel, tiles, tensor, items, dims, strides, split)
     for item, d, stride in zip(items, dims, strides):
         if isinstance(item, T.Point):
             at = point_index(kernel, item)
@@ -134,6 +140,43 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
     (rows, r0, rb, rs, rlow, rstep), (cols, c0, cb, cs, clow, cstep) = axes
     return GlobalTile(tensor, p.dtype, rows, cols, origin, rs, cs, r0, rb, c0, cb, valid,
                       rlow, clow, rstep, cstep, gather)
+
+
+def _rank3_tile(kernel: T.TypedKernel, tiles, tensor: str, items, dims, strides,
+                split) -> GlobalTile:
+    """A tile of rank 3 as its rows (ptc.sema.batched): the first two axes' elements in
+    order, addressed through BatchRows, the third the columns."""
+    p = kernel.tensor(tensor)
+    if split is not None:
+        raise TileError(f"a tile of rank 3 of {tensor} is not split over warpgroups")
+    origin: T.TExpr = const(0)
+    valid: T.TExpr | None = None
+    axes = []       # (dim position, extent, start, bound)
+    for j, (item, d, stride) in enumerate(zip(items, dims, strides)):
+        if isinstance(item, T.Point):
+            at = point_index(kernel, item)
+            origin = add(origin, mul(at, stride))
+            valid = both(both(valid, T.Elementwise("ge", (at, const(0)), BOOL)),
+                         T.Elementwise("lt", (at, d), BOOL))
+        elif isinstance(item, T.TileSlice):
+            if item.offset is not None or item.stride != 1:
+                raise TileError(f"a tile of rank 3 of {tensor} is an offset or strided tile "
+                                "(not supported yet)")
+            size = extent_value(kernel, tiles, item.size)
+            axes.append((j, size, mul(index(item.var), const(size)), d))
+        elif isinstance(item, T.WholeDim):
+            axes.append((j, extent_value(kernel, tiles, item.extent), const(0), d))
+        else:
+            raise TileError(f"a tile of rank 3 of {tensor} gathers its rows (not supported yet)")
+    (a, a_size, a_start, a_bound), (r, r_size, r_start, r_bound), (c, cols, c_start, c_bound) \
+        = axes
+    ratio: T.TExpr = const(1)
+    for d in dims[a + 1:r + 1]:
+        ratio = mul(ratio, d)
+    origin = add(origin, mul(c_start, strides[c]))
+    rows = BatchRows(r_size, a_start, a_bound, r_start, r_bound, ratio)
+    return GlobalTile(tensor, p.dtype, a_size * r_size, cols, origin, strides[r], strides[c],
+                      const(0), const(a_size * r_size), c_start, c_bound, valid, gather=rows)
 
 
 def tile_start(kernel: T.TypedKernel, item: T.TileSlice, size: int) -> T.TExpr:

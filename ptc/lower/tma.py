@@ -46,6 +46,9 @@ def tensor_strides(kernel: T.TypedKernel, tensor: str) -> tuple[T.TExpr, ...]:
 GATHERED = "its rows are gathered (each row's position is loaded; no tiled TMA box)"
 # a box of every n-th element (elementStrides) is not used: the producer's threads copy it
 STRIDED = "it takes every n-th element of a dim (a strided tile: the threads copy it)"
+# a tile of rank 3 is its rows (ptc.sema.batched); a 3-D box would land them in order, but
+# is not used yet: the producer's threads copy its rows
+BATCHED = "its rows span two dims (a tile of rank 3: the threads copy its rows)"
 
 
 def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
@@ -54,6 +57,8 @@ def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
         return f"TMA fills out-of-bounds elements with zero, not {load.pad}"
     if any(isinstance(i, T.Gather) for i in load.index):
         return GATHERED
+    if batched_rows(load):
+        return BATCHED
     if any(isinstance(i, T.TileSlice) and i.stride != 1 for i in load.index):
         return STRIDED
     inner = load.index[-1]
@@ -73,6 +78,8 @@ def tma_store_box(kernel: T.TypedKernel, tiles, store: T.Store, parts: int = 1) 
         return "it adds atomically (no TMA reduction is issued)"
     if any(isinstance(i, T.Gather) for i in store.index):
         return GATHERED
+    if batched_rows(store):
+        return BATCHED
     if len(store.value.type.shape) != 2:
         return "the epilogue stores 2-D tiles by TMA; others from the registers"
     return _box(kernel, tiles, store.tensor, store.index, store.value.type.shape, parts)
@@ -134,7 +141,8 @@ def per_thread_copy(kernel: T.TypedKernel, load: T.Load) -> str | None:
     esize = DTYPE_BYTES[kernel.tensor(load.tensor).dtype]
     if isinstance(load.index[-1], T.TileSlice) and load.index[-1].stride != 1:
         return "its columns are every n-th element of the innermost dim (a strided tile)"
-    if any(isinstance(i, T.Gather) for i in load.index) or strided_rows(load):
+    if any(isinstance(i, T.Gather) for i in load.index) or strided_rows(load) or \
+            batched_rows(load):
         # 16-byte chunks of each row (element copies where the launch finds them unaligned)
         if load.pad != 0.0:
             return f"cp.async fills rows outside the tensor with zero, not {load.pad}"
@@ -152,5 +160,11 @@ def strided_rows(load: T.Load) -> bool:
     return any(isinstance(i, T.TileSlice) and i.stride != 1 for i in load.index[:-1])
 
 
+def batched_rows(access: T.Load | T.Store) -> bool:
+    """Whether a load or store is of a tile of rank 3, computed as its rows: the copy
+    addresses each row (ptc.lower.tiles, BatchRows)."""
+    return sum(not isinstance(i, T.Point) for i in access.index) == 3
+
+
 __all__ = ["TmaBox", "tma_box", "tma_store_box", "tensor_strides", "per_thread_copy",
-           "strided_rows"]
+           "strided_rows", "batched_rows", "BATCHED"]

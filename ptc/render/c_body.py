@@ -100,6 +100,8 @@ class CBodyPrinter(GlobalTileOps, MatmulOps, ReduceOps):
         return f"i_{name}"
 
     def extent(self, e) -> int:
+        if len(T.extent_factors(e)) > 1:
+            return math.prod(self.extent(f) for f in T.extent_factors(e))
         if isinstance(e, int):
             return e
         if e in self.tiles:

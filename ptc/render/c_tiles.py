@@ -58,6 +58,9 @@ class GlobalTileOps:
         """Declare `rows`, the positions of a gathered tile's rows (GatherRows in the copy
         headers): its index tile's address, stride and length, the index load's pad and
         the gathered dim."""
+        if isinstance(tile.gather, ir.BatchRows):
+            self.batch_rows(tile.gather, ahead_var, ahead)
+            return
         index = tile.gather.tile
         if index.row_low or index.col_low or index.col_step != 1:
             raise RenderError(f"the positions of {tile.tensor}'s gathered rows are an offset "
@@ -68,6 +71,15 @@ class GlobalTileOps:
         self.emit(f"const ptc::GatherRows rows{{g_{index.tensor} + ({origin}), (int)({cs}), "
                   f"({rows_left}) > 0 ? {cols_left} : 0, {tile.gather.pad}, "
                   f"(long long)({bound})}};")
+
+    def batch_rows(self, rows: ir.BatchRows, ahead_var: str | None, ahead: int) -> None:
+        """Declare `rows`, the positions of a tile of rank 3's rows (BatchRows in the copy
+        headers): each axis's first element and end, and the outer axis's stride in rows."""
+        with self.iteration_ahead(ahead_var, ahead):
+            args = ", ".join(f"(int)({self.scalar_expr(e)})" for e in (
+                rows.outer_start, rows.outer_bound, rows.inner_start, rows.inner_bound,
+                rows.ratio))
+        self.emit(f"const ptc::BatchRows<{rows.inner}> rows{{{args}}};")
 
     @staticmethod
     def gathered_args(tile: ir.GlobalTile) -> str:

@@ -108,16 +108,17 @@ class CallChecker:
         return V(T.Elementwise(f, (v.expr,), v.type))
 
     def _row_reduce(self, call: ast.Call) -> V:
-        """`rowsum(x)`, `rowmax(x)`, `rowmin(x)`: a 2-D tile reduced along axis 1."""
+        """`rowsum(x)`, `rowmax(x)`, `rowmin(x)`: a 2-D tile (or one of rank 3) reduced
+        along its last axis."""
         f = call.func
         v = self._one_operand(call)
-        if v.type.rank != 2:
+        if v.type.rank not in (2, 3):
             op = ROW_REDUCE[f]
             self.fail(f"{f} reduces the rows of a 2-D tile; this one is {v.type}",
                       call.args[0].span,
                       f"reduce a 1-D tile with {op}(x, axis=0)" if v.type.rank == 1 else
                       f"for other ranks use {op}(x, axis=...)")
-        return self._reduce(ROW_REDUCE[f], v, 1, call)
+        return self._reduce(ROW_REDUCE[f], v, v.type.rank - 1, call)
 
     def _axis_reduce(self, call: ast.Call, axis_ast: ast.Expr) -> V:
         """`max(x, axis=1)`, `min(...)`, `sum(...)`: x reduced along one axis."""

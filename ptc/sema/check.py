@@ -16,6 +16,7 @@ from collections import Counter
 from .. import ast
 from ..diagnostics import Collector, Diagnostic, FlagError, Span
 from . import typed as T
+from .batched import HINT as RANK3_HINT, analyze as analyze_rank3
 from .tiles import implicit_tiles
 from .calls import CallChecker
 from .exprs import ExprChecker
@@ -128,8 +129,11 @@ class KernelChecker(SignatureChecker, StmtChecker, ExprChecker, CallChecker, Ind
         divides = self._tile_divides(tiles, dims)
         if len(self.col.diagnostics) > self.errors_before:
             return None
-        return T.TypedKernel(self.k.name, inputs, outputs, dims, tuple(tiles.values()),
-                             tuple(grids), self.k.span, divides)
+        kernel = T.TypedKernel(self.k.name, inputs, outputs, dims, tuple(tiles.values()),
+                               tuple(grids), self.k.span, divides)
+        for problem in analyze_rank3(kernel).errors:
+            self.error(problem.message, problem.span, RANK3_HINT)
+        return None if len(self.col.diagnostics) > self.errors_before else kernel
 
     def _implicit_tile(self, name: str, span: Span, dim: str = "") -> bool:
         """Take an undeclared name in a tile-size position as a tile size (`tile` lines

@@ -11,8 +11,9 @@ from . import typed as T
 from .shapes import broadcast_shapes, same_extent
 from .support import Abandon, V, source_text, suggest, with_article
 
-# the register layouts of the back ends (ptc.lower.layout) are 1-D and 2-D
-MAX_TILE_RANK = 2
+# the register layouts of the back ends (ptc.lower.layout) are 1-D and 2-D: a tile of rank 3
+# is computed as rows of its first two axes (ptc.sema.batched)
+MAX_TILE_RANK = 3
 
 
 class ExprChecker:
@@ -277,7 +278,8 @@ class ExprChecker:
         self._matmul_narrow_ints(a, b, lhs, rhs, lt, rt, op_span)
         self._matmul_fp8(a, b, lhs, rhs, lt, rt, op_span)
         self._matmul_dtypes(a, b, lt, rt, op_span)
-        (m, k1), (k2, n) = a.type.shape, b.type.shape
+        *batch, m, k1 = a.type.shape
+        k2, n = b.type.shape
         if not same_extent(k1, k2):
             hint = None
             if same_extent(k1, n):
@@ -286,11 +288,18 @@ class ExprChecker:
                 hint = f"transpose the left operand: `{lt}.T @ {rt}`"
             self.fail(f"`@` inner dims differ: {a.type} @ {b.type} ({k1} vs {k2})", op_span, hint)
         result = dt.MMA_RESULT.get(a.type.dtype, "f32")
-        return V(T.MatMul(a.expr, b.expr, T.TileType(result, (m, n))))
+        return V(T.MatMul(a.expr, b.expr, T.TileType(result, (*batch, m, n))))
 
     def _matmul_ranks(self, a: V, b: V, lhs, rhs, span: Span) -> None:
-        """Both `@` operands are 2-D tiles."""
+        """Both `@` operands are 2-D tiles, or the left one a tile of rank 3 (a batch of
+        row blocks against one right operand: `[G, BM, D] @ [D, BN]`)."""
+        if not a.weak and a.type.rank == 3 and not b.weak and b.type.rank == 3:
+            self.fail(f"`@` of two tiles of rank 3 ({a.type} @ {b.type}) is not supported",
+                      rhs.span if rhs is not None else span,
+                      "a tile of rank 3 multiplies a 2-D right operand: [A, R, K] @ [K, N]")
         for v, side, node in ((a, "left", lhs), (b, "right", rhs)):
+            if side == "left" and not v.weak and v.type.rank == 3:
+                continue
             if v.weak or v.type.rank != 2:
                 hint = None
                 if v.type.rank == 1:

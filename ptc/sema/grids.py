@@ -11,10 +11,13 @@ from __future__ import annotations
 from dataclasses import fields, is_dataclass, replace
 
 from . import typed as T
+from .batched import flatten
 
 
 def grid_kernels(kernel: T.TypedKernel) -> tuple[T.TypedKernel, ...]:
-    """One kernel per grid of `kernel`, in launch order (`kernel` itself when it has one)."""
+    """One kernel per grid of `kernel`, in launch order (`kernel` itself when it has one),
+    with its tiles of rank 3 computed as rows (ptc.sema.batched): what the back end builds."""
+    kernel = flatten(kernel)
     if len(kernel.body) <= 1:
         return (kernel,)
     names = {t.name for t in kernel.tiles}

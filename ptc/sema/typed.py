@@ -14,6 +14,12 @@ from ..diagnostics import Span
 Extent = Union[str, int]
 
 
+def extent_factors(e: Extent) -> tuple[Extent, ...]:
+    """The factors of an extent: `G*BM` (the rows of a tile of rank 3, ptc.sema.batched)
+    is (G, BM); any other is itself."""
+    return tuple(e.split("*")) if isinstance(e, str) and "*" in e else (e,)
+
+
 @dataclass(frozen=True)
 class TileType:
     dtype: str

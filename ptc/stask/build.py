@@ -19,10 +19,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..sema import typed as T
+from ..sema.batched import flatten, rows_extent
 from .graph import Edge, Region, STask, STaskGraph, TaskKind, TaskOp
 
 
 def build_graphs(kernel: T.TypedKernel) -> list[STaskGraph]:
+    kernel = flatten(kernel)        # tiles of rank 3 as their rows (ptc.sema.batched)
     return [build_graph(kernel, grid) for grid in kernel.body]
 
 
@@ -482,8 +484,10 @@ class _Builder:
 
 
 def _store_shape(kernel: T.TypedKernel, s: T.Store) -> tuple[T.Extent, ...]:
-    return tuple(i.size if isinstance(i, (T.TileSlice, T.Gather)) else i.extent
-                 for i in s.index if not isinstance(i, T.Point))
+    shape = tuple(i.size if isinstance(i, (T.TileSlice, T.Gather)) else i.extent
+                  for i in s.index if not isinstance(i, T.Point))
+    # a tile of rank 3 is its rows (ptc.sema.batched)
+    return (rows_extent(*shape[:2]), shape[2]) if len(shape) == 3 else shape
 
 
 # ---- 4. connect ----------------------------------------------------------------------

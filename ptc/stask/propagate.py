@@ -25,6 +25,8 @@ def resolve_tiles(kernel: T.TypedKernel, tile_shape: Mapping[str, int], *,
 
 
 def extent_of(kernel: T.TypedKernel, tiles: Mapping[str, int], e: T.Extent) -> int:
+    if len(T.extent_factors(e)) > 1:
+        return math.prod(extent_of(kernel, tiles, f) for f in T.extent_factors(e))
     if isinstance(e, int):
         return e
     if e in tiles:

@@ -401,6 +401,9 @@ KERNELS: dict[str, Entry] = {
     "gqa_attn": Entry(
         _attn_inputs(BF16, kv_heads="G", T="T"), _gqa_ref,
         dict(B=1, H=4, G=2, S=100, T=90, D=64), {"O": HALF}),
+    "gqa_packed_attn": Entry(      # a group of 4 query heads, packed 4 or 2 to a tile
+        _attn_inputs(BF16, kv_heads="G", T="T"), _gqa_ref,
+        dict(B=1, H=8, G=2, S=50, T=90, D=64), {"O": HALF}),
     "sliding_window_attn": Entry(
         _sliding_inputs, _sliding_ref,
         dict(B=1, H=2, S=200, D=64), {"O": HALF}),

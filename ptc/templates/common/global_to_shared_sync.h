@@ -66,4 +66,17 @@ struct GatherRows {
   }
 };
 
+// The rows of a tile of rank 3 (ptc/lower/storage.py, BatchRows), its first two axes'
+// elements in order: row r is element r / INNER of the outer axis and r % INNER of the
+// inner one, at position (outer0 + r / INNER) * ratio + inner0 + r % INNER in rows of the
+// inner axis; -1 (no row) where either lies past its dim. Copies take it as GatherRows.
+template <int INNER>
+struct BatchRows {
+  int outer0, outer_end, inner0, inner_end, ratio;
+  __device__ __forceinline__ int at(int r) const {
+    const int o = outer0 + r / INNER, i = inner0 + r % INNER;
+    return o < outer_end && i < inner_end ? o * ratio + i : -1;
+  }
+};
+
 }  // namespace ptc

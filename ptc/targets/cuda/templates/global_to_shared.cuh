@@ -135,9 +135,10 @@ struct TileCopy {
 
 // copy_tile_async with gathered rows: each chunk's row address is its row's position times
 // the row stride (64-bit: a row may lie anywhere in the tensor).
-template <typename T, int ROWS, int COLS, int VEC, int THREADS, int ROW_BYTES, bool SWIZZLE>
+template <typename T, int ROWS, int COLS, int VEC, int THREADS, int ROW_BYTES, bool SWIZZLE,
+          typename Rows>  // GatherRows or BatchRows
 __device__ __forceinline__ void copy_gathered_async(uint32_t smem, const T* g,
-                                                    long long row_stride, GatherRows rows,
+                                                    long long row_stride, Rows rows,
                                                     int cols_left, int tid, int cols_first) {
   constexpr int PER_ROW = COLS / VEC;
   constexpr int CHUNKS = ROWS * PER_ROW;
@@ -155,10 +156,11 @@ __device__ __forceinline__ void copy_gathered_async(uint32_t smem, const T* g,
 }
 
 // copy_tile_sync with gathered rows: `pad` where a row is none or a column outside.
-template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE>
+template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE,
+          typename Rows>  // GatherRows or BatchRows
 __device__ __forceinline__ void copy_gathered_sync(uint32_t smem, const T* g,
                                                    long long row_stride, int col_stride,
-                                                   GatherRows rows, int cols_left, float pad,
+                                                   Rows rows, int cols_left, float pad,
                                                    int tid, int cols_first) {
   const T fill = from_f32<T>(pad);
 #pragma unroll 2

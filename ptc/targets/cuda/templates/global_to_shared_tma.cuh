@@ -106,9 +106,10 @@ __device__ __forceinline__ void copy_tile_to_tma_layout_async(
 // reads them (no TMA box takes rows at loaded positions): the producer warpgroup's threads
 // copy 16-byte chunks by cp.async, zero-filled for no row; a 16-byte chunk stays whole
 // under the layout's swizzle (it XORs 16-byte units).
-template <typename T, int ROWS, int COLS, int SPAN, int PANEL_BYTES>
+template <typename T, int ROWS, int COLS, int SPAN, int PANEL_BYTES,
+          typename Rows>  // GatherRows or BatchRows
 __device__ __forceinline__ void copy_gathered_to_tma_layout_async(
-    uint32_t smem, const T* g, long long row_stride, GatherRows rows, int cols_left, int t,
+    uint32_t smem, const T* g, long long row_stride, Rows rows, int cols_left, int t,
     int cols_first) {
   constexpr int VEC = 16 / sizeof(T), PER_ROW = COLS / VEC;
   static_assert(COLS % VEC == 0, "the tile's rows are whole 16-byte chunks");
@@ -122,10 +123,11 @@ __device__ __forceinline__ void copy_gathered_to_tma_layout_async(
 }
 
 // The same element by element (the launch found a row not 16-byte aligned), zero for no row.
-template <typename T, int ROWS, int COLS, int SPAN, int PANEL_BYTES>
+template <typename T, int ROWS, int COLS, int SPAN, int PANEL_BYTES,
+          typename Rows>  // GatherRows or BatchRows
 __device__ __forceinline__ void copy_gathered_to_tma_layout(uint32_t smem, const T* g,
                                                             long long row_stride,
-                                                            int col_stride, GatherRows rows,
+                                                            int col_stride, Rows rows,
                                                             int cols_left, int t,
                                                             int cols_first) {
 #pragma unroll 1

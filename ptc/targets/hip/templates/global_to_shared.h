@@ -178,8 +178,9 @@ struct StagedTile {
   }
 
   // the same with gathered rows: each chunk's row is its position in the tensor
+  template <typename Rows>  // GatherRows or BatchRows
   __device__ __forceinline__ void load_gathered(uint32_t smem, const T* g, long long row_stride,
-                                                GatherRows rows, int cols_left, int tid,
+                                                Rows rows, int cols_left, int tid,
                                                 int cols_first) {
 #pragma unroll
     for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i) {
@@ -272,8 +273,9 @@ struct StagedTileK8 {
   }
 
   // the same with gathered rows: each of a block's 4 rows at its position in the tensor
+  template <typename Rows>  // GatherRows or BatchRows
   __device__ __forceinline__ void load_gathered(uint32_t smem, const T* g, long long row_stride,
-                                                GatherRows rows, int cols_left, int tid,
+                                                Rows rows, int cols_left, int tid,
                                                 int cols_first) {
 #pragma unroll
     for (int i = 0, r, c; i < ITERS && chunk(i, tid, r, c); ++i) {
@@ -325,10 +327,10 @@ __device__ __forceinline__ void copy_tile_sync_k8(uint32_t smem, const T* g, int
 // copy_tile_sync (K8: copy_tile_sync_k8, into a transposed tile) with gathered rows: `pad`
 // where a row is none or a column outside.
 template <typename T, int ROWS, int COLS, int THREADS, int ROW_BYTES, bool SWIZZLE,
-          bool K8 = false>
+          bool K8 = false, typename Rows = GatherRows>  // or BatchRows
 __device__ __forceinline__ void copy_gathered_sync(uint32_t smem, const T* g,
                                                    long long row_stride, int col_stride,
-                                                   GatherRows rows, int cols_left, float pad,
+                                                   Rows rows, int cols_left, float pad,
                                                    int tid, int cols_first) {
   const T fill = from_f32<T>(pad);
   for (int id = tid; id < ROWS * COLS; id += THREADS) {

@@ -1,0 +1,319 @@
+"""Tiles of rank 3 as rows: `[A, R, C]` is computed as `A * R` rows of `C` columns.
+
+The back ends hold 1-D and 2-D register tiles, so a tile of rank 3 (a GQA group of query
+heads, `q = load(Q[b, g, i, :])` as `[G, BM, D]`) is computed as the 2-D tile of its rows,
+as FlashAttention-3's PackGQA packs the heads of a group into the M dimension. Values of
+shape `[A, R]` that come from it (its row maxima and sums, what they are combined with)
+are then vectors of `A * R` rows. A `[A, R]` value is "batched" when it is such a vector,
+and a plain 2-D tile otherwise; `analyze` decides which by unification over a grid's
+statements and reports what the row form cannot compute (docs/language.md, "Tiles of rank
+3"); `flatten` rewrites a checked kernel into that form (`ptc.sema.grids`: every grid the
+back end builds is flat). The reference interpreter computes the language's own rank-3
+semantics, and nothing here is its truth.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..diagnostics import Span
+from . import typed as T
+
+HINT = ("a tile of rank 3 [A, R, C] is computed as A*R rows: it combines with tiles of its "
+        "shape, [C] rows ([1, C], [1, 1, C]), scalars, and its own row values ([A, R] "
+        "reductions along its last axis, as [A, R, 1]) (docs/language.md, \"Tiles of rank 3\")")
+
+
+@dataclass(frozen=True)
+class BatchError:
+    message: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Batched:
+    """Which 2-D values of a kernel are vectors of a rank-3 tile's rows: the variables by
+    name, and every rank-2 expression node by identity (valid while the kernel is)."""
+
+    names: frozenset[str]
+    nodes: dict
+    errors: tuple[BatchError, ...]
+
+    def of(self, e: T.TExpr) -> bool:
+        return self.nodes.get(id(e), False)
+
+
+class _Classes:
+    """Union-find over rank-2 values, each class forced batched (by a span) or plain (by a
+    span and a reason) at most once each."""
+
+    def __init__(self):
+        self.parent: dict = {}
+        self.batched: dict = {}
+        self.plain: dict = {}
+
+    def find(self, x):
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a, b) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return
+        self.parent[rb] = ra
+        for forced in (self.batched, self.plain):
+            if ra not in forced and rb in forced:
+                forced[ra] = forced[rb]
+
+    def force(self, x, batched: bool, why) -> None:
+        forced = self.batched if batched else self.plain
+        forced.setdefault(self.find(x), why)
+
+
+class _Analysis:
+    def __init__(self):
+        self.classes = _Classes()
+        self.rank2: dict[int, object] = {}     # id(expr) -> its class key
+        self.errors: list[BatchError] = []
+        self.span = Span(1, 1, 1, 1)
+
+    def fail(self, message: str) -> None:
+        self.errors.append(BatchError(message, self.span))
+
+    def plain(self, key, reason: str) -> None:
+        self.classes.force(key, False, (self.span, reason))
+
+    # ---- statements ----------------------------------------------------------------------
+    def block(self, stmts) -> None:
+        for s in stmts:
+            if isinstance(s, T.Let):
+                self.span = s.span
+                key = self.value(s.value)
+                if s.value.type.rank == 2:
+                    self.classes.union(("var", s.name), key)
+            elif isinstance(s, T.Store):
+                self.span = s.span
+                self.store(s)
+            elif isinstance(s, T.Loop):
+                self.block(s.body)
+
+    def store(self, s: T.Store) -> None:
+        axes = sum(not isinstance(i, T.Point) for i in s.index)
+        if axes == 3:
+            self.rows_of(s.tensor, s.index)
+        key = self.value(s.value)
+        if axes == 3 and s.value.type.rank == 2:
+            self.broadcast_rows(s.value, key)
+        elif s.value.type.rank == 2:
+            self.plain(key, f"the {s.value.type} value stored to a 2-D tile of {s.tensor} "
+                            "is a plain 2-D tile (storing a tile of rank 3's row values is "
+                            "not supported yet)")
+
+    # ---- expressions ---------------------------------------------------------------------
+    def value(self, e: T.TExpr):
+        """Visit e; for a rank-2 value return its class key (None for other ranks)."""
+        rank = e.type.rank
+        if rank == 3:
+            self.rank3(e)
+            return None
+        if rank == 2:
+            return self.rank2_value(e)
+        for c in T.children(e):
+            key = self.value(c)
+            if key is not None:      # a rank-2 value reduced or read into a vector/scalar
+                self.plain(key, f"the {c.type} value reduced to {e.type} is a plain 2-D "
+                                "tile (a tile of rank 3 reduces along its last axis only)")
+        return None
+
+    def rank3(self, e: T.TExpr) -> None:
+        lead = e.type.shape[:2]
+        if (lead[0] == 1) != (lead[1] == 1):
+            self.fail(f"a {e.type} tile broadcasts along one of its first two axes only; "
+                      "a tile of rank 3 is computed as rows, so both are whole or both 1")
+        if isinstance(e, T.Load):
+            self.rows_of(e.tensor, e.index)
+            for c in T.children(e):
+                self.value(c)
+        elif isinstance(e, T.Expand):
+            arg = e.arg
+            if arg.type.rank == 2 and e.axes == (2,):
+                self.classes.force(self.value(arg), True, self.span)
+            elif arg.type.rank <= 1 and (arg.type.rank == 0 or e.axes == (0, 1)):
+                self.value(arg)
+            else:
+                self.fail(f"{arg.type} expanded to {e.type}: only the row values of a tile "
+                          "of rank 3 ([A, R] as [:, :, None]) or a row ([C] as "
+                          "[None, None, :]) expand to rank 3")
+        elif isinstance(e, (T.MatMul, T.MmaAccumulate)):
+            a, b = (e.lhs, e.rhs) if isinstance(e, T.MatMul) else (e.a, e.b)
+            if isinstance(e, T.MmaAccumulate) and e.acc is not None:
+                self.value(e.acc)
+            self.value(a)
+            key = self.value(b)
+            if key is not None:
+                self.plain(key, f"the right operand of a product of rank 3 ({b.type}) is a "
+                                "plain 2-D tile")
+        elif isinstance(e, T.Elementwise):
+            for arg in e.args:
+                if arg.type.rank == 2:
+                    self.broadcast_rows(arg, self.value(arg))
+                else:
+                    self.value(arg)
+        else:
+            for c in T.children(e):
+                self.value(c)
+
+    def rows_of(self, tensor: str, index) -> None:
+        """A tile of rank 3 of a tensor: its rows are two consecutive-element axes."""
+        for item in index:
+            if isinstance(item, T.Gather) or isinstance(item, T.TileSlice) and (
+                    item.offset is not None or item.stride != 1):
+                self.fail(f"a tile of rank 3 of {tensor} is gathered, offset or strided "
+                          "(not supported yet: its axes are tiles or whole dims)")
+                return
+
+    def broadcast_rows(self, arg: T.TExpr, key) -> None:
+        """A 2-D operand of a rank-3 result: a row `[1, C]` broadcast over all the rows."""
+        if arg.type.shape[0] != 1:
+            self.fail(f"a {arg.type} tile is broadcast over the first axis of a tile of "
+                      "rank 3; a tile of rank 3 is computed as rows, which a 2-D tile "
+                      "cannot follow")
+        elif key is not None:
+            self.plain(key, f"the {arg.type} row broadcast over a tile of rank 3 is a plain "
+                            "2-D tile")
+
+    def rank2_value(self, e: T.TExpr):
+        key = ("node", id(e))
+        self.rank2[id(e)] = key
+        self.classes.find(key)
+        if isinstance(e, T.Var):
+            self.classes.union(key, ("var", e.name))
+        elif isinstance(e, T.Reduce):
+            if e.arg.type.rank == 3:
+                self.rank3(e.arg)
+                if e.axis != 2:
+                    self.fail(f"a tile of rank 3 ({e.arg.type}) reduces along its last axis "
+                              f"only, not axis {e.axis}")
+                else:
+                    self.classes.force(key, True, self.span)
+            else:
+                raise AssertionError(e)      # a rank-2 reduce comes from rank 3
+        elif isinstance(e, (T.Elementwise, T.Convert)):
+            args = e.args if isinstance(e, T.Elementwise) else (e.arg,)
+            for arg in args:
+                sub = self.value(arg)
+                if sub is not None and arg.type.shape == e.type.shape:
+                    self.classes.union(key, sub)
+                elif sub is not None or arg.type.rank == 1 and arg.type.shape != (1,):
+                    # broadcast along one axis: a plain 2-D tile's rows or columns
+                    if sub is not None:
+                        self.plain(sub, f"the {arg.type} value broadcast to {e.type} is a "
+                                        "plain 2-D tile")
+                    self.plain(key, f"the {e.type} value of a broadcast {arg.type} operand "
+                                    "is a plain 2-D tile")
+        elif isinstance(e, T.Fill):
+            self.value(e.value)
+        elif isinstance(e, (T.Load, T.IndexVec, T.Const, T.Scalar, T.ElementAt)):
+            for c in T.children(e):
+                self.value(c)
+            source = f"loaded from {e.tensor}" if isinstance(e, T.Load) else "of indices"
+            self.plain(key, f"the {e.type} tile {source} is a plain 2-D tile")
+        else:      # Transpose, MatMul, MmaAccumulate, Expand of a vector: plain 2-D tiles
+            for c in T.children(e):
+                sub = self.value(c)
+                if sub is not None:
+                    self.plain(sub, f"the {c.type} operand of a {_what(e)} is a plain 2-D "
+                                    "tile")
+            self.plain(key, f"the {e.type} {_what(e)} is a plain 2-D tile")
+        return key
+
+
+def _what(e: T.TExpr) -> str:
+    return {T.Transpose: "transposition", T.Expand: "expansion"}.get(type(e), "product")
+
+
+def analyze(kernel: T.TypedKernel) -> Batched:
+    """Which rank-2 values are a rank-3 tile's row vectors, and what cannot be computed."""
+    a = _Analysis()
+    for grid in kernel.body:
+        a.block(grid.body)
+    classes = a.classes
+    errors = list(a.errors)
+    roots = {classes.find(k) for k in classes.parent}
+    for root in roots:
+        if root in classes.batched and root in classes.plain:
+            span, reason = classes.plain[root]
+            errors.append(BatchError(
+                f"{reason}, and it meets the row values of a tile of rank 3 (line "
+                f"{classes.batched[root].line}), which are one vector of its rows", span))
+    batched_roots = {r for r in roots if r in classes.batched}
+    names = frozenset(k[1] for k in classes.parent
+                      if k[0] == "var" and classes.find(k) in batched_roots)
+    nodes = {i: classes.find(k) in batched_roots for i, k in a.rank2.items()}
+    return Batched(names, nodes, tuple(dict.fromkeys(errors)))
+
+
+# ---- the row form ------------------------------------------------------------------------
+def rows_extent(a: T.Extent, r: T.Extent) -> T.Extent:
+    """The extent of A * R rows: `G*BM` (ptc.sema.typed.extent_factors reads it back)."""
+    if isinstance(a, int) and isinstance(r, int):
+        return a * r
+    if a == 1:
+        return r
+    if r == 1:
+        return a
+    return f"{a}*{r}"
+
+
+def flatten(kernel: T.TypedKernel) -> T.TypedKernel:
+    """The kernel with every tile of rank 3 computed as its rows (`kernel` itself when it
+    has none). Loads and stores keep their subscripts: the back end addresses the rows of
+    a tile with three axes (ptc.lower.tiles)."""
+    if not _has_rank3(kernel):
+        return kernel
+    info = analyze(kernel)
+    if info.errors:      # check reported them; a caller that skipped it gets the first
+        raise ValueError(info.errors[0].message)
+    return replace(kernel, body=tuple(replace(g, body=_stmts(g.body, info))
+                                      for g in kernel.body))
+
+
+def _has_rank3(kernel: T.TypedKernel) -> bool:
+    def rank3(e) -> bool:
+        return e.type.rank == 3 or any(rank3(c) for c in T.children(e))
+
+    def block(stmts) -> bool:
+        return any(rank3(s.value) if isinstance(s, (T.Let, T.Store)) else
+                   block(s.body) for s in stmts)
+    return any(block(g.body) for g in kernel.body)
+
+
+def _stmts(stmts, info: Batched) -> tuple:
+    out = []
+    for s in stmts:
+        if isinstance(s, (T.Let, T.Store)):
+            out.append(replace(s, value=_expr(s.value, info)))
+        else:
+            out.append(replace(s, body=_stmts(s.body, info)))
+    return tuple(out)
+
+
+def _type(t: T.TileType, batched: bool) -> T.TileType:
+    if t.rank == 3:
+        return T.TileType(t.dtype, (rows_extent(*t.shape[:2]), t.shape[2]))
+    if t.rank == 2 and batched:
+        return T.TileType(t.dtype, (rows_extent(*t.shape),))
+    return t
+
+
+def _expr(e: T.TExpr, info: Batched) -> T.TExpr:
+    batched = e.type.rank == 2 and (info.of(e) or isinstance(e, T.Var) and e.name in info.names)
+    new = T.map_children(e, lambda c: _expr(c, info))
+    if isinstance(e, T.Reduce) and e.arg.type.rank == 3:
+        new = replace(new, axis=1)
+    elif isinstance(e, T.Expand) and e.type.rank == 3:
+        # [A, R] -> [A, R, 1] is [A*R] -> [A*R, 1]; [C] -> [1, 1, C] is [1, C]
+        new = replace(new, axes={2: (1,), 1: (0,), 0: (0, 1)}[e.arg.type.rank])
+    return replace(new, type=_type(e.type, batched)) if hasattr(new, "type") else new

@@ -1,0 +1,165 @@
+"""Issue 22: tiles of rank 3 (docs/language.md, "Tiles of rank 3"). A `[G, BM, BN]` tile is
+computed as its G * BM rows (ptc.sema.batched); its row values (`rowmax(x)`, `[G, BM]`) are
+one vector of those rows. The truth is NumPy written here, per head and row: row (h, m) of
+a tile of heads g*G.. and rows i*BM.. is X[h, m] where h < H and m < M (the pad elsewhere),
+and only those rows are stored.
+
+The interpreter is checked at ragged shapes (heads, rows and columns past the tensor); the
+rendered kernels of every target on the emulators, in three thread orders: element copies
+with a pad (f32) and 16-byte vector copies (f16). The tensor cores take a tile of rank 3 in
+tests/kernels/gqa_packed_attn.pt (every target, and sm90's warp-specialized plan) and in the
+coverage catalogue (tests/coverage/producer_rows.pt: the sm90 producer's copies of its rows).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ptc import driver
+from ptc.interp import run_kernel
+from ptc.lower.printer import print_lowered
+from ptc.sema.batched import analyze, flatten
+from ptc.sema.printer import print_kernel
+from test_offset_tiles import emulated, rendered, typed
+
+TARGETS = ("sm80", "sm90", "gfx90a", "gfx942")
+ORDERS = (dict(), dict(order="reverse"), dict(order="random", seed=5))
+
+# f32 with a pad that is not 0: element copies; the pad reaches the stored rows through the
+# row sums of the last column tile (N = 70 against BN = 64)
+SUMS_PAD = """
+kernel head_sums(X: f32[H, M, N], w: f32[N]) -> (Y: f32[H, M, N]) {
+  tile G = 4, BM = 32, BN = 64
+  parallel g: G of H, i: BM of M, j: BN of N {
+    x = load(X[g, i, j], pad=-1.5)                # f32[G, BM, BN]
+    r = rowsum(x)                                  # f32[G, BM]: one value per row
+    store(Y[g, i, j], x * load(w[j])[None, :] + r[:, :, None])
+  }
+}
+"""
+SUMS_SHAPE = {"H": 6, "M": 45, "N": 70}     # heads 6, 7 and rows 45.. lie outside
+
+# f16 with zeros and 64 columns: 16-byte vector copies of each row, whole rows reduced
+MAX_VEC = """
+kernel head_max(X: f16[H, M, N]) -> (Y: f16[H, M, N]) {
+  dims N = 64
+  tile G = 4, BM = 32
+  parallel g: G of H, i: BM of M {
+    x = load(X[g, i, :])
+    mx = full(f32[G, BM], -inf)
+    mx = max(mx, rowmax(x as f32))
+    store(Y[g, i, :], ((x as f32) * 2.0 - mx[:, :, None]) as f16)
+  }
+}
+"""
+MAX_SHAPE = {"H": 7, "M": 40, "N": 64}
+
+
+def sums_want(x: np.ndarray, w: np.ndarray, pad: float, bn: int) -> np.ndarray:
+    H, M, N = x.shape
+    y = np.zeros_like(x)
+    for j0 in range(0, N, bn):
+        cols = slice(j0, min(j0 + bn, N))
+        missing = j0 + bn - min(j0 + bn, N)
+        r = x[:, :, cols].astype(np.float64).sum(axis=2) + pad * missing
+        y[:, :, cols] = (x[:, :, cols] * w[cols] + r[:, :, None]).astype(x.dtype)
+    return y
+
+
+def sums_inputs(seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    H, M, N = (SUMS_SHAPE[d] for d in "HMN")
+    return {"X": rng.standard_normal((H, M, N)).astype(np.float32),
+            "w": rng.standard_normal(N).astype(np.float32)}
+
+
+def max_inputs(seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    return {"X": rng.standard_normal(tuple(MAX_SHAPE[d] for d in "HMN")).astype(np.float16)}
+
+
+def max_want(x: np.ndarray) -> np.ndarray:
+    x32 = x.astype(np.float32)
+    return (x32 * 2.0 - x32.max(axis=2, keepdims=True)).astype(np.float16)
+
+
+# ---- the language and its row form ---------------------------------------------------------
+def test_the_interpreter_computes_tiles_of_rank_3_per_head_and_row():
+    kernel = typed(SUMS_PAD, SUMS_SHAPE)
+    for seed in (0, 1):
+        inputs = sums_inputs(seed)
+        got = run_kernel(kernel, inputs, shapes=SUMS_SHAPE)["Y"]
+        np.testing.assert_allclose(got, sums_want(inputs["X"], inputs["w"], -1.5, 64),
+                                   rtol=1e-5, atol=1e-5)
+    inputs = max_inputs(0)
+    got = run_kernel(typed(MAX_VEC, MAX_SHAPE), inputs, shapes=MAX_SHAPE)["Y"]
+    np.testing.assert_array_equal(got, max_want(inputs["X"]))
+
+
+def test_the_row_values_of_a_tile_of_rank_3_are_found_through_loops_and_names():
+    kernel = typed(open(_corpus("gqa_packed_attn.pt")).read(), {})
+    # the running maxima and sums, carried through the loop, are the query rows' values
+    assert analyze(kernel).names == {"mx", "l", "mn", "a"}
+    assert not analyze(kernel).errors
+
+
+def test_the_back_end_builds_the_rows_and_the_typed_program_keeps_rank_3():
+    kernel = typed(SUMS_PAD, SUMS_SHAPE)
+    assert "f32[G, BM, BN]" in print_kernel(kernel)
+    flat = print_kernel(flatten(kernel))
+    assert "f32[G*BM, BN]" in flat and "f32[G*BM, 1]" in flat and "f32[G, BM" not in flat
+    plain = typed(open(_corpus("gqa_attn.pt")).read(), {})
+    assert flatten(plain) is plain           # nothing of rank 3: the kernel itself
+    text = print_lowered(driver.lowered(kernel, "sm80", shapes=SUMS_SHAPE)[0][0])
+    assert "X[128x64] rows of 4x32" in text and "Y[128x64] rows of 4x32" in text
+
+
+def test_a_tile_of_rank_3_goes_by_no_tma_box_and_the_producers_threads_copy_its_rows():
+    from ptc.lower.tma import BATCHED, tma_box
+    kernel = flatten(typed(MAX_VEC, MAX_SHAPE))
+    load = kernel.body[0].body[0].value
+    assert tma_box(kernel, {"G": 4, "BM": 32}, load) == BATCHED
+    plan = driver.schedule(kernel, "sm90", shapes=MAX_SHAPE).best.plan
+    units = {s.task: s.unit for r in plan.roles for s in r.body}
+    assert units["load_X"] in ("cp_async", "per_thread"), units
+
+
+# ---- on the emulators ------------------------------------------------------------------------
+@pytest.mark.cxx
+@pytest.mark.parametrize("target", TARGETS)
+def test_element_copies_pad_the_heads_and_rows_outside_on_every_target(target):
+    kernel, source, device = rendered(SUMS_PAD, target, tuple(SUMS_SHAPE.items()))
+    assert "BatchRows<32>" in source and "copy_gathered_sync" in source
+    run = emulated(source, device)
+    for seed in (0, 1):
+        inputs = sums_inputs(seed)
+        want = sums_want(inputs["X"], inputs["w"], -1.5, 64)
+        for config in ORDERS:
+            np.testing.assert_allclose(run(kernel, inputs, SUMS_SHAPE, **config)["Y"], want,
+                                       rtol=1e-5, atol=1e-5,
+                                       err_msg=f"{target} seed={seed} {config}")
+
+
+# the vector copy each target issues for the rows of an f16 tile of rank 3
+VECTOR_COPY = {"sm80": "copy_gathered_async<__half, 128, 64, 8",
+               "sm90": "copy_gathered_async<__half, 128, 64, 8",
+               "gfx90a": "load_gathered(", "gfx942": "load_gathered("}
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("target", TARGETS)
+def test_vector_copies_zero_fill_the_heads_and_rows_outside_on_every_target(target):
+    kernel, source, device = rendered(MAX_VEC, target, tuple(MAX_SHAPE.items()))
+    assert VECTOR_COPY[target] in source
+    run = emulated(source, device)
+    for seed in (0, 1):
+        inputs = max_inputs(seed)
+        want = max_want(inputs["X"])
+        for config in ORDERS + (dict(eager_cp_async=True),):
+            np.testing.assert_array_equal(run(kernel, inputs, MAX_SHAPE, **config)["Y"], want,
+                                          err_msg=f"{target} seed={seed} {config}")
+
+
+def _corpus(name: str) -> str:
+    from pathlib import Path
+    return str(Path(__file__).resolve().parent / "kernels" / name)
