@@ -37,6 +37,7 @@ from typing import Mapping
 from ..lower import ir, pairs
 from ..sched.plan import Style
 from ..lower.atoms import wgmma_operand_bytes
+from ..lower.storage import BatchRows
 from ..lower.swizzle import SmemLayout
 from ..lower.affine import standing
 from ..sema.dtypes import DTYPE_BYTES
@@ -349,7 +350,7 @@ def _tma_load(ctx: _Context, op: ir.TmaLoad):
 
 def _producer_copy(ctx: _Context, op: ir.ProducerCopy):
     tile = op.tile
-    rows = "rank3" if isinstance(tile.gather, ir.BatchRows) else \
+    rows = "rank3" if isinstance(tile.gather, BatchRows) else \
         "gathered" if tile.gather is not None else \
         "strided" if tile.row_step > 1 else "consecutive"
     for vector in ctx.variants(op.vector > 1):

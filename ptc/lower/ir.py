@@ -24,7 +24,7 @@ from .atoms import Atom
 from .layout import Layout
 # where values live and the global tiles ops address are ptc.lower.storage's; readers
 # spell them ir.Buffer, ir.RegTile ... like the rest of the IR
-from .storage import BatchRows, Buffer, GlobalTile, InShared, RegTile
+from .storage import Buffer, GlobalTile, InShared, RegTile
 
 Home = Union[RegTile, InShared]      # where a tile value lives
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..sema.printer import expr as print_expr
 from . import ir
 from .atoms import wgmma_k
+from .storage import BatchRows
 
 
 def print_lowered(k: ir.LoweredKernel) -> str:
@@ -173,7 +174,7 @@ def print_op(op) -> str:
 def _gathered(t: ir.GlobalTile) -> str:
     """ `rows gathered by idx` for a tile whose rows' positions are loaded, `rows of 4x32`
     for a tile of rank 3's rows."""
-    if isinstance(t.gather, ir.BatchRows):
+    if isinstance(t.gather, BatchRows):
         return f" rows of {t.rows // t.gather.inner}x{t.gather.inner}"
     return "" if t.gather is None else f" rows gathered by {t.gather.tile.tensor}"
 

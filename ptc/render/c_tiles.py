@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 
 from ..lower import ir
+from ..lower.storage import BatchRows
 from ..lower.layout import Layout
 from ..sema import typed as T
 from .errors import RenderError
@@ -58,7 +59,7 @@ class GlobalTileOps:
         """Declare `rows`, the positions of a gathered tile's rows (GatherRows in the copy
         headers): its index tile's address, stride and length, the index load's pad and
         the gathered dim."""
-        if isinstance(tile.gather, ir.BatchRows):
+        if isinstance(tile.gather, BatchRows):
             self.batch_rows(tile.gather, ahead_var, ahead)
             return
         index = tile.gather.tile
@@ -72,7 +73,7 @@ class GlobalTileOps:
                   f"({rows_left}) > 0 ? {cols_left} : 0, {tile.gather.pad}, "
                   f"(long long)({bound})}};")
 
-    def batch_rows(self, rows: ir.BatchRows, ahead_var: str | None, ahead: int) -> None:
+    def batch_rows(self, rows: BatchRows, ahead_var: str | None, ahead: int) -> None:
         """Declare `rows`, the positions of a tile of rank 3's rows (BatchRows in the copy
         headers): each axis's first element and end, and the outer axis's stride in rows."""
         with self.iteration_ahead(ahead_var, ahead):
