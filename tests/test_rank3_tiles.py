@@ -124,6 +124,38 @@ def test_a_tile_of_rank_3_goes_by_no_tma_box_and_the_producers_threads_copy_its_
     assert units["load_X"] in ("cp_async", "per_thread"), units
 
 
+# an index tile broadcast over the heads, named: row m of each head keeps its first m + 1
+# columns (arange's positions within the tile, computed again for every row of the heads)
+LOWER_TRIANGLE = """
+kernel lower_triangle(X: f32[H, M, N]) -> (Y: f32[H, M, N]) {
+  tile G = 4, BM = 32, BN = 32
+  parallel g: G of H, i: BM of M, j: BN of N {
+    keep = arange(BM)[:, None] + 1 > arange(BN)[None, :]
+    store(Y[g, i, j], where(keep, load(X[g, i, j]), -2.0))
+  }
+}
+"""
+
+
+def triangle_want(x: np.ndarray) -> np.ndarray:
+    H, M, N = x.shape
+    keep = (np.arange(M)[:, None] % 32) >= (np.arange(N)[None, :] % 32)
+    return np.where(keep[None], x, np.float32(-2.0))
+
+
+@pytest.mark.cxx
+def test_an_index_tile_broadcast_over_the_heads_is_computed_again_for_every_row():
+    kernel = typed(LOWER_TRIANGLE, SUMS_SHAPE)
+    assert "mod(arange(G*BM), BM)" in print_kernel(flatten(kernel))
+    x = sums_inputs(2)["X"]
+    want = triangle_want(x)
+    np.testing.assert_array_equal(run_kernel(kernel, {"X": x}, shapes=SUMS_SHAPE)["Y"], want)
+    kernel, source, device = rendered(LOWER_TRIANGLE, "sm80", tuple(SUMS_SHAPE.items()))
+    run = emulated(source, device)
+    for config in ORDERS:
+        np.testing.assert_array_equal(run(kernel, {"X": x}, SUMS_SHAPE, **config)["Y"], want)
+
+
 # ---- on the emulators ------------------------------------------------------------------------
 @pytest.mark.cxx
 @pytest.mark.parametrize("target", TARGETS)

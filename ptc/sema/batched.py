@@ -8,7 +8,8 @@ are then vectors of `A * R` rows. A `[A, R]` value is "batched" when it is such 
 and a plain 2-D tile otherwise; `analyze` decides which by unification over a grid's
 statements and reports what the row form cannot compute (docs/language.md, "Tiles of rank
 3"); `flatten` rewrites a checked kernel into that form (`ptc.sema.grids`: every grid the
-back end builds is flat). The reference interpreter computes the language's own rank-3
+back end builds is flat), computing a 2-D index tile broadcast over the heads (a causal
+mask) again for every row (ptc.sema.batched_index). The reference interpreter computes the language's own rank-3
 semantics, and nothing here is its truth.
 """
 from __future__ import annotations
@@ -17,10 +18,12 @@ from dataclasses import dataclass, replace
 
 from ..diagnostics import Span
 from . import typed as T
+from .batched_index import index_only, over_rows, single_definitions
 
 HINT = ("a tile of rank 3 [A, R, C] is computed as A*R rows: it combines with tiles of its "
-        "shape, [C] rows ([1, C], [1, 1, C]), scalars, and its own row values ([A, R] "
-        "reductions along its last axis, as [A, R, 1]) (docs/language.md, \"Tiles of rank 3\")")
+        "shape, [C] rows ([1, C], [1, 1, C]), scalars, its own row values ([A, R] "
+        "reductions along its last axis, as [A, R, 1]) and [R, C] tiles computed from "
+        "indices only (docs/language.md, \"Tiles of rank 3\")")
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,8 @@ class _Classes:
 
 
 class _Analysis:
-    def __init__(self):
+    def __init__(self, defs):
+        self.defs = defs            # single definitions: named index tiles (a causal mask)
         self.classes = _Classes()
         self.rank2: dict[int, object] = {}     # id(expr) -> its class key
         self.errors: list[BatchError] = []
@@ -175,11 +179,13 @@ class _Analysis:
                 return
 
     def broadcast_rows(self, arg: T.TExpr, key) -> None:
-        """A 2-D operand of a rank-3 result: a row `[1, C]` broadcast over all the rows."""
-        if arg.type.shape[0] != 1:
+        """A 2-D operand of a rank-3 result: a row `[1, C]` broadcast over all the rows, or
+        a tile computed from indices only, which the row form computes again per row."""
+        if arg.type.shape[0] != 1 and not index_only(arg, self.defs):
             self.fail(f"a {arg.type} tile is broadcast over the first axis of a tile of "
                       "rank 3; a tile of rank 3 is computed as rows, which a 2-D tile "
-                      "cannot follow")
+                      "cannot follow (one computed from indices only, such as a causal "
+                      "mask, can)")
         elif key is not None:
             self.plain(key, f"the {arg.type} row broadcast over a tile of rank 3 is a plain "
                             "2-D tile")
@@ -236,7 +242,7 @@ def _what(e: T.TExpr) -> str:
 
 def analyze(kernel: T.TypedKernel) -> Batched:
     """Which rank-2 values are a rank-3 tile's row vectors, and what cannot be computed."""
-    a = _Analysis()
+    a = _Analysis(single_definitions(kernel))
     for grid in kernel.body:
         a.block(grid.body)
     classes = a.classes
@@ -276,7 +282,8 @@ def flatten(kernel: T.TypedKernel) -> T.TypedKernel:
     info = analyze(kernel)
     if info.errors:      # check reported them; a caller that skipped it gets the first
         raise ValueError(info.errors[0].message)
-    return replace(kernel, body=tuple(replace(g, body=_stmts(g.body, info))
+    form = _RowForm(info, single_definitions(kernel), {t.name for t in kernel.tiles})
+    return replace(kernel, body=tuple(replace(g, body=form.stmts(g.body))
                                       for g in kernel.body))
 
 
@@ -290,16 +297,6 @@ def _has_rank3(kernel: T.TypedKernel) -> bool:
     return any(block(g.body) for g in kernel.body)
 
 
-def _stmts(stmts, info: Batched) -> tuple:
-    out = []
-    for s in stmts:
-        if isinstance(s, (T.Let, T.Store)):
-            out.append(replace(s, value=_expr(s.value, info)))
-        else:
-            out.append(replace(s, body=_stmts(s.body, info)))
-    return tuple(out)
-
-
 def _type(t: T.TileType, batched: bool) -> T.TileType:
     if t.rank == 3:
         return T.TileType(t.dtype, (rows_extent(*t.shape[:2]), t.shape[2]))
@@ -308,12 +305,36 @@ def _type(t: T.TileType, batched: bool) -> T.TileType:
     return t
 
 
-def _expr(e: T.TExpr, info: Batched) -> T.TExpr:
-    batched = e.type.rank == 2 and (info.of(e) or isinstance(e, T.Var) and e.name in info.names)
-    new = T.map_children(e, lambda c: _expr(c, info))
-    if isinstance(e, T.Reduce) and e.arg.type.rank == 3:
-        new = replace(new, axis=1)
-    elif isinstance(e, T.Expand) and e.type.rank == 3:
-        # [A, R] -> [A, R, 1] is [A*R] -> [A*R, 1]; [C] -> [1, 1, C] is [1, C]
-        new = replace(new, axes={2: (1,), 1: (0,), 0: (0, 1)}[e.arg.type.rank])
-    return replace(new, type=_type(e.type, batched)) if hasattr(new, "type") else new
+class _RowForm:
+    """The rewrite of a kernel's statements into the row form."""
+
+    def __init__(self, info: Batched, defs, tile_names):
+        self.info, self.defs, self.tile_names = info, defs, tile_names
+
+    def stmts(self, stmts) -> tuple:
+        return tuple(replace(s, value=self.expr(s.value)) if isinstance(s, (T.Let, T.Store))
+                     else replace(s, body=self.stmts(s.body)) for s in stmts)
+
+    def size(self, e: T.Extent) -> T.TExpr:
+        if isinstance(e, int):
+            return T.Const(e, T.TileType("i32"))
+        return T.Scalar(e, "tile" if e in self.tile_names else "dim", T.TileType("i32"))
+
+    def expr(self, e: T.TExpr) -> T.TExpr:
+        info = self.info
+        batched = e.type.rank == 2 and (info.of(e) or isinstance(e, T.Var) and
+                                        e.name in info.names)
+        if isinstance(e, T.Elementwise) and e.type.rank == 3:
+            # a 2-D index tile broadcast over the heads: computed again for every row
+            new = replace(e, args=tuple(
+                over_rows(a, e.type.shape[0], self.defs, self.size, rows_extent)
+                if a.type.rank == 2 and a.type.shape[0] != 1 else self.expr(a)
+                for a in e.args))
+        else:
+            new = T.map_children(e, self.expr)
+        if isinstance(e, T.Reduce) and e.arg.type.rank == 3:
+            new = replace(new, axis=1)
+        elif isinstance(e, T.Expand) and e.type.rank == 3:
+            # [A, R] -> [A, R, 1] is [A*R] -> [A*R, 1]; [C] -> [1, 1, C] is [1, C]
+            new = replace(new, axes={2: (1,), 1: (0,), 0: (0, 1)}[e.arg.type.rank])
+        return replace(new, type=_type(e.type, batched)) if hasattr(new, "type") else new

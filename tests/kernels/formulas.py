@@ -146,6 +146,13 @@ def _gqa_ref(i, d):
     return {"O": attention(i["Q"], k, v)}
 
 
+def _gqa_causal_ref(i, d):
+    rep, S = d["H"] // d["G"], d["S"]
+    k, v = np.repeat(f64(i["K"]), rep, axis=1), np.repeat(f64(i["V"]), rep, axis=1)
+    seen = np.arange(S)[:, None] >= np.arange(S)[None, :]
+    return {"O": attention(i["Q"], k, v, mask_bias(seen))}
+
+
 def _norm_inputs(dtype, *extra):
     def make(d, rng):
         M, N = d["M"], d["N"]
@@ -404,6 +411,9 @@ KERNELS: dict[str, Entry] = {
     "gqa_packed_attn": Entry(      # a group of 4 query heads, packed 4 or 2 to a tile
         _attn_inputs(BF16, kv_heads="G", T="T"), _gqa_ref,
         dict(B=1, H=8, G=2, S=50, T=90, D=64), {"O": HALF}),
+    "gqa_packed_causal": Entry(    # a named causal mask over the packed heads
+        _attn_inputs(F16, kv_heads="G", T="S"), _gqa_causal_ref,
+        dict(B=1, H=8, G=2, S=70, D=64), {"O": HALF}),
     "sliding_window_attn": Entry(
         _sliding_inputs, _sliding_ref,
         dict(B=1, H=2, S=200, D=64), {"O": HALF}),

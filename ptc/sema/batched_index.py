@@ -1,0 +1,80 @@
+"""Index tiles broadcast over a tile of rank 3, in its row form (ptc.sema.batched).
+
+A 2-D tile broadcast over the first axis of a `[GH, BM, BN]` tile would have each of the
+`GH * BM` rows read row `r % BM` of it, which a register tile cannot follow. A tile
+computed from indices only -- tile and loop indices, `index(m)`, `arange`, dims, scalars
+and literals, as a causal mask `index(m)[:, None] >= index(n)[None, :]` is, named or not --
+is computed again in the row form instead: `index(m)` over the rows is
+`m * BM + arange(GH * BM) % BM`, so each row holds the position of its own query.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Mapping
+
+from . import typed as T
+
+I32 = "i32"
+
+
+def single_definitions(kernel: T.TypedKernel) -> dict[str, T.TExpr]:
+    """The value of each variable assigned exactly once in the kernel (a named mask)."""
+    values: dict[str, list] = {}
+
+    def walk(stmts) -> None:
+        for s in stmts:
+            if isinstance(s, T.Let):
+                values.setdefault(s.name, []).append(s.value)
+            elif isinstance(s, T.Loop):
+                walk(s.body)
+    for grid in kernel.body:
+        walk(grid.body)
+    return {name: vs[0] for name, vs in values.items() if len(vs) == 1}
+
+
+def index_only(e: T.TExpr, defs: Mapping[str, T.TExpr]) -> bool:
+    """Whether e is computed from indices, dims, scalars and literals only."""
+    if isinstance(e, (T.Const, T.Scalar, T.IndexVec)):
+        return True
+    if isinstance(e, T.Var):
+        return e.name in defs and index_only(defs[e.name], defs)
+    if isinstance(e, (T.Elementwise, T.Expand, T.Convert)):
+        return all(index_only(c, defs) for c in T.children(e))
+    return False
+
+
+def over_rows(e: T.TExpr, heads: T.Extent, defs: Mapping[str, T.TExpr],
+              size: Callable[[T.Extent], T.TExpr], rows: Callable) -> T.TExpr:
+    """An index-only `[R, C]` tile (or `[R, 1]`) broadcast over the `heads` of a tile of
+    rank 3, as the `[heads * R, C]` tile of its rows. `size(extent)` is an extent as an
+    i32 scalar expression, `rows(heads, R)` the rows' extent."""
+    if isinstance(e, T.Var):
+        return over_rows(defs[e.name], heads, defs, size, rows)
+    if e.type.rank <= 1 or e.type.shape[0] == 1:      # a row, a scalar: as it is
+        return e
+    shape = (rows(heads, e.type.shape[0]),) + e.type.shape[1:]
+    if isinstance(e, T.Expand):                         # v[:, None]: a vector of the rows
+        arg = _vector(e.arg, heads, defs, size, rows)
+        return replace(e, arg=arg, type=T.TileType(e.type.dtype, shape))
+    new = T.map_children(e, lambda c: over_rows(c, heads, defs, size, rows))
+    return replace(new, type=T.TileType(e.type.dtype, shape))
+
+
+def _vector(v: T.TExpr, heads: T.Extent, defs, size, rows) -> T.TExpr:
+    """An index-only `[R]` vector as the `[heads * R]` vector of the rows: row r holds
+    element r % R."""
+    if isinstance(v, T.Var):
+        return _vector(defs[v.name], heads, defs, size, rows)
+    if v.type.rank == 0:
+        return v
+    n = rows(heads, v.type.shape[0])
+    if isinstance(v, T.IndexVec):
+        every = T.IndexVec(None, n, T.TileType(I32, (n,)))
+        pos = T.Elementwise("mod", (every, size(v.size)), T.TileType(I32, (n,)))
+        if v.var is None:                                 # arange(R)
+            return pos
+        start = T.Elementwise("mul", (T.Scalar(v.var, "index", T.TileType(I32)),
+                                      size(v.size)), T.TileType(I32))
+        return T.Elementwise("add", (pos, start), T.TileType(I32, (n,)))
+    new = T.map_children(v, lambda c: _vector(c, heads, defs, size, rows))
+    return replace(new, type=T.TileType(v.type.dtype, (n,)))
