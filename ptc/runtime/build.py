@@ -181,7 +181,17 @@ def _swap_in(tmp: Path, target: Path) -> None:
 
 
 # ---- the commands ----------------------------------------------------------------------
-def build_script(arch: str, backend: str = "cuda", compiler: Compiler | None = None) -> str:
+def tried_steps(chain: Toolchain, steps, attempt: int) -> tuple[Step, ...]:
+    """The steps with the kernel's compiles asked again (`attempt` > 0: the toolchain's
+    retry where the report showed spills)."""
+    if not attempt:
+        return tuple(steps)
+    return tuple(chain.retried(s, attempt) or s if chain.kernel_file in s.inputs else s
+                 for s in steps)
+
+
+def build_script(arch: str, backend: str = "cuda", compiler: Compiler | None = None,
+                 attempt: int = 0) -> str:
     chain = toolchain(backend)
     compiler = compiler or chain.named(arch)
     lines = ["#!/bin/sh",
@@ -189,14 +199,16 @@ def build_script(arch: str, backend: str = "cuda", compiler: Compiler | None = N
              "#   sh build.sh            then   ./ptc_run DIR",
              "set -e", 'cd "$(dirname "$0")"']
     lines += [f"export {k}={shlex.quote(v)}" for k, v in chain.environment(compiler).items()]
-    lines += [shlex.join(step.command) for step in chain.steps(arch, compiler)]
+    lines += [shlex.join(step.command)
+              for step in tried_steps(chain, chain.steps(arch, compiler), attempt)]
     return "\n".join(lines) + "\n"
 
 
-def makefile(arch: str, backend: str = "cuda", compiler: Compiler | None = None) -> str:
+def makefile(arch: str, backend: str = "cuda", compiler: Compiler | None = None,
+             attempt: int = 0) -> str:
     chain = toolchain(backend)
     compiler = compiler or chain.named(arch)
-    steps = chain.steps(arch, compiler)
+    steps = tried_steps(chain, chain.steps(arch, compiler), attempt)
     kernel_deps = [h.name for h in device_headers(backend)]
     out = ["# Written by ptc: the commands of build.sh as make rules (`make -j2`).", ""]
     out += [f"export {k} = {v}\n" for k, v in chain.environment(compiler).items()]
@@ -276,15 +288,12 @@ def build(directory: str | Path, arch: str | None = None, *,
             pass
         except OSError as exc:
             raise BuildError(f"cannot write {folder}: {exc.strerror or exc}") from None
-    for name, text in (("build.sh", build_script(arch, backend, compiler)),
-                       ("Makefile", makefile(arch, backend, compiler))):
-        if not (folder / name).is_file() or (folder / name).read_text() != text:
-            (folder / name).write_text(text)      # the commands that run here, exactly
+    _write_commands(folder, arch, backend, compiler, 0)
     start = time.perf_counter()
-    outputs: dict[str, str] = {}
-    for stage in sorted({s.stage for s in steps}):
-        outputs.update(_run_parallel([s for s in steps if s.stage == stage], folder, echo,
-                                     chain, compiler))
+    outputs, attempt = _run_stages(steps, report_step, folder, echo, chain, compiler)
+    if attempt:
+        steps = list(tried_steps(chain, steps, attempt))
+        _write_commands(folder, arch, backend, compiler, attempt)
     seconds = time.perf_counter() - start
     if report_step:
         (folder / chain.report_file).write_text(outputs[report_step])
@@ -297,6 +306,52 @@ def build(directory: str | Path, arch: str | None = None, *,
         "commands": [shlex.join(c) for c in result.commands],
         chain.report_name: report.to_json()}, indent=2) + "\n")
     return result
+
+
+def _write_commands(folder: Path, arch: str, backend: str, compiler: Compiler,
+                    attempt: int) -> None:
+    for name, text in (("build.sh", build_script(arch, backend, compiler, attempt)),
+                       ("Makefile", makefile(arch, backend, compiler, attempt))):
+        if not (folder / name).is_file() or (folder / name).read_text() != text:
+            (folder / name).write_text(text)      # the commands that run here, exactly
+
+
+def _run_stages(steps, report_step: str, folder: Path, echo, chain: Toolchain,
+                compiler: Compiler) -> tuple[dict[str, str], int]:
+    """Each stage's steps at once, the stages in order: (each step's output by the file it
+    makes, the kernel compile's attempt kept: `_fewest_spills`)."""
+    outputs: dict[str, str] = {}
+    attempt = 0
+    for stage in sorted({s.stage for s in steps}):
+        outputs.update(_run_parallel([s for s in steps if s.stage == stage], folder, echo,
+                                     chain, compiler))
+        kernel = next((s for s in steps if s.stage == stage and s.output == report_step), None)
+        if kernel is not None:
+            attempt, outputs[report_step] = _fewest_spills(kernel, outputs[report_step],
+                                                           folder, echo, chain, compiler)
+    return outputs, attempt
+
+
+def _fewest_spills(step: Step, report: str, folder: Path, echo, chain: Toolchain,
+                   compiler: Compiler) -> tuple[int, str]:
+    """(attempt, its report): the kernel compiled again while its report shows spills, as
+    the toolchain asks (`retried`), keeping the first attempt without spills, else the one
+    with the fewest; its object is the one left in the folder."""
+    if chain.retried(step, 1) is None:
+        return 0, report
+    best = (chain.parse(report).spills, 0, report)
+    attempt = 1
+    while best[0] and (again := chain.retried(step, attempt)) is not None:
+        if echo:
+            echo(f"# ptxas spilled {best[0]} bytes: {step.output} again, attempt {attempt}")
+        text = _run_parallel([again], folder, echo, chain, compiler)[again.output]
+        if chain.parse(text).spills < best[0]:
+            best = (chain.parse(text).spills, attempt, text)
+        attempt += 1
+    if attempt > 1 and best[1] != attempt - 1:     # the folder holds the last attempt's
+        chosen = chain.retried(step, best[1]) if best[1] else step
+        _run_parallel([chosen], folder, echo, chain, compiler)
+    return best[1], best[2]
 
 
 def _run_parallel(steps: list[Step], folder: Path, echo: Callable[[str], None] | None,

@@ -91,6 +91,11 @@ class Toolchain:
         """Why the driver sees no GPU, where it can say (asked when the runtime sees none)."""
         return None
 
+    def retried(self, step: Step, attempt: int) -> Step | None:
+        """The kernel's compile asked again, where the report shows spills (attempt 1, 2,
+        ..), or None: no other attempt (the default: a backend without retries)."""
+        return None
+
     def parse(self, report: str):
         """The resource report (a PtxasReport, an IsaReport) from report_file's text."""
         raise NotImplementedError

@@ -14,12 +14,18 @@
 #include "ptc_types.cuh"
 #include "global_to_shared.cuh"
 #include "mma_sync.cuh"
+// Where ptxas spills within the registers MIN_BLOCKS leaves it, the build compiles again
+// with -DPTC_REGISTER_TRY=1 (the plan's blocks per SM), then 2 (one block): ptc.runtime.build
+#ifndef PTC_REGISTER_TRY
+#define PTC_REGISTER_TRY 0
+#endif
 
 namespace {
 constexpr int THREADS = 128;
 constexpr int MIN_BLOCKS = 0;
 constexpr int MIN_BLOCKS_ELEMENTWISE = 1;
 constexpr int SMEM_BYTES = 25104;
+constexpr int PLAN_BLOCKS = 3;
 }  // namespace
 
 // register layouts (ptc/lower/layout.py): which thread and register holds which element
@@ -69,7 +75,7 @@ struct L_acc_b {
 
 // ALIGNED: the launch checked what the vector copies and stores assume
 template <bool ALIGNED>
-__global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELEMENTWISE) ptc_mamba2_chunk_state_kernel(
+__global__ void __launch_bounds__(THREADS, ALIGNED ? ptc::tried_min_blocks(MIN_BLOCKS, PLAN_BLOCKS, PTC_REGISTER_TRY) : MIN_BLOCKS_ELEMENTWISE) ptc_mamba2_chunk_state_kernel(
     const __half* __restrict__ g_x,
     const __half* __restrict__ g_Bm,
     const float* __restrict__ g_dt,

@@ -18,12 +18,18 @@
 #include "register_to_shared_stmatrix.cuh"
 #include "wgmma.cuh"
 #include "warpgroup.cuh"
+// Where ptxas spills within the registers MIN_BLOCKS leaves it, the build compiles again
+// with -DPTC_REGISTER_TRY=1 (the plan's blocks per SM), then 2 (one block): ptc.runtime.build
+#ifndef PTC_REGISTER_TRY
+#define PTC_REGISTER_TRY 0
+#endif
 
 namespace {
 constexpr int THREADS = 384;
 constexpr int MIN_BLOCKS = 1;
 constexpr int MIN_BLOCKS_ELEMENTWISE = 1;
 constexpr int SMEM_BYTES = 99440;
+constexpr int PLAN_BLOCKS = 1;
 constexpr int LAUNCH_REGISTERS = 168;
 }  // namespace
 
@@ -47,7 +53,7 @@ struct L_acc_c {
 
 // ALIGNED: the launch checked what the vector copies and stores assume
 template <bool ALIGNED>
-__global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELEMENTWISE) ptc_moe_gemm_kernel(
+__global__ void __launch_bounds__(THREADS, ALIGNED ? ptc::tried_min_blocks(MIN_BLOCKS, PLAN_BLOCKS, PTC_REGISTER_TRY) : MIN_BLOCKS_ELEMENTWISE) ptc_moe_gemm_kernel(
     const __grid_constant__ CUtensorMap map_load_W,
     const __grid_constant__ CUtensorMap map_load_gate,
     const __half* __restrict__ g_X,

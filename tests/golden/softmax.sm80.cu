@@ -12,12 +12,18 @@
 #include "ptc_types.cuh"
 #include "global_to_shared.cuh"
 #include "mma_sync.cuh"
+// Where ptxas spills within the registers MIN_BLOCKS leaves it, the build compiles again
+// with -DPTC_REGISTER_TRY=1 (the plan's blocks per SM), then 2 (one block): ptc.runtime.build
+#ifndef PTC_REGISTER_TRY
+#define PTC_REGISTER_TRY 0
+#endif
 
 namespace {
 constexpr int THREADS = 128;
 constexpr int MIN_BLOCKS = 0;
 constexpr int MIN_BLOCKS_ELEMENTWISE = 1;
 constexpr int SMEM_BYTES = 16384;
+constexpr int PLAN_BLOCKS = 4;
 }  // namespace
 
 // register layouts (ptc/lower/layout.py): which thread and register holds which element
@@ -51,7 +57,7 @@ struct L_blocked_2x4096_s1 {
 
 // ALIGNED: the launch checked what the vector copies and stores assume
 template <bool ALIGNED>
-__global__ void __launch_bounds__(THREADS, ALIGNED ? MIN_BLOCKS : MIN_BLOCKS_ELEMENTWISE) ptc_softmax_kernel(
+__global__ void __launch_bounds__(THREADS, ALIGNED ? ptc::tried_min_blocks(MIN_BLOCKS, PLAN_BLOCKS, PTC_REGISTER_TRY) : MIN_BLOCKS_ELEMENTWISE) ptc_softmax_kernel(
     const __half* __restrict__ g_X,
     __half* __restrict__ g_Y,
     long long d_M,

@@ -50,7 +50,9 @@ class CudaRenderer(CSourceRenderer):
         return SPECIALIZED_HEADERS if any(_specialized(low) for low in self.lows) else ()
 
     def constants(self, low: LoweredKernel) -> list[tuple[str, int]]:
-        return [("LAUNCH_REGISTERS", low.launch.registers)] if _specialized(low) else []
+        planned = [("PLAN_BLOCKS", low.launch.blocks_per_eu)]   # a retry's (ptc.runtime.build)
+        return planned + ([("LAUNCH_REGISTERS", low.launch.registers)] if _specialized(low)
+                          else [])
 
     def map_setup(self, m: ir.TensorMap, tensor_index: int, scalar_expr) -> list[str]:
         return tensor_map_setup(m, tensor_index, scalar_expr)

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 from ptc.runtime import object_cache
@@ -123,6 +124,18 @@ class NvccToolchain(Toolchain):
         command = (compiler.shown, *STANDARD, "-gencode", f"arch={virtual_arch(arch)},code={arch}",
                    "-lineinfo", "-Xptxas", "-v", "-cubin", "kernel.cu", "-o", CUBIN)
         return (Step(CUBIN, ("kernel.cu",), command, 0),), CUBIN
+
+    def retried(self, step: Step, attempt: int) -> Step | None:
+        """kernel.cu's PTC_REGISTER_TRY: where ptxas spilled within the registers the
+        lowering's MIN_BLOCKS left it, ask for the plan's blocks per SM (1), then for one
+        block (2): ptxas's own budget is an occupancy heuristic that spills a few bytes
+        where a few more registers would do (docs/lowering.md, "Registers")."""
+        if attempt > 2:
+            return None
+        flag = f"-DPTC_REGISTER_TRY={attempt}"
+        command = [c for c in step.command if not c.startswith("-DPTC_REGISTER_TRY=")]
+        at = command.index("-lineinfo")
+        return replace(step, command=tuple(command[:at] + [flag] + command[at:]))
 
     def why_no_device(self) -> str | None:
         from ptc.runtime.cuda import find_gpus

@@ -71,6 +71,13 @@ __device__ __forceinline__ uint32_t cvt_e5m2x2(float a, float b) {
 
 namespace ptc {
 
+// The blocks per SM the vector variant's __launch_bounds__ asks ptxas to keep resident:
+// the lowering's count (0: ptxas's own choice) and, on the build's retries where ptxas
+// spilled (PTC_REGISTER_TRY in kernel.cu, ptc.runtime.build), the plan's count, then one.
+constexpr int tried_min_blocks(int lowered, int planned, int attempt) {
+  return attempt == 0 ? lowered : attempt == 1 ? planned : 1;
+}
+
 // Shared addresses are 32-bit offsets from here (0 in the emulation).
 __device__ __forceinline__ uint32_t shared_base() {
   return static_cast<uint32_t>(__cvta_generic_to_shared(ptc_smem));
