@@ -1,7 +1,7 @@
 """conv2d's main loop next to the f16 GEMM's at the same plan, from the machine code.
 
     python benchmarks/conv_mainloop.py [--target sm80|sm90|gfx90a|gfx942] [--shape N=8,...]
-                                       [--sample conv2d|conv2d_stride2]
+                                       [--sample conv2d|conv2d_stride2|conv2d_pixels]
 
 Issue 22 asks that a conv2d 3x3 main loop issue at most 1.5x the instructions per
 tensor-core MFLOP of the f16 GEMM at the same tile. For each plan (the search's pick for
@@ -9,8 +9,10 @@ samples/conv2d.pt at its benchmark shape, and the warp-specialized plans at the 
 where the target has them) this builds conv2d and samples/gemm.pt with the same tiles
 (BM = BQ, BN = BCO, BK) and plan choice, at the GEMM the convolution is (M = N * OH * OW,
 N = CO, K = R * S * C), and prints what each main loop issues per warp (wave) and
-iteration with the ratio of instructions per tensor-core MFLOP (ptc.runtime.mainloop, ptc.targets.hip.isa). Needs
-nvcc and cuobjdump, or a HIP compiler for gfx targets; no GPU.
+iteration with the ratio of instructions per tensor-core MFLOP (ptc.runtime.mainloop,
+ptc.targets.hip.isa). conv2d_pixels (tests/kernels) tiles M as a 2-D block of BP x BQ
+output pixels (a tile of rank 3): the GEMM's BM is BP * BQ. Needs nvcc and cuobjdump, or a
+HIP compiler for gfx targets; no GPU.
 """
 from __future__ import annotations
 
@@ -62,12 +64,20 @@ def counts(loop, target: str) -> str:
     return "".join(f"{c:>9}" for c in row(loop)[:-1])
 
 
+def sample_path(sample: str) -> Path:
+    found = ROOT / "samples" / f"{sample}.pt"
+    return found if found.exists() else ROOT / "tests" / "kernels" / f"{sample}.pt"
+
+
 def plans(sample: str, target: str, shapes: dict) -> list[tuple[dict, Choice]]:
     """The search's plan of `sample` at `shapes`, and warp-specialized ones at its tiles
     (the plan the GEMM takes on sm90)."""
-    kernel = check_file(ROOT / "samples" / f"{sample}.pt", shapes).kernels[0]
+    kernel = check_file(sample_path(sample), shapes).kernels[0]
     result = schedule(kernel, target, shapes=shapes)
     best = next(c for c in result.ranked if can_render(c.plan, get_device(target)) is None)
+    if "BP" in best.tiles:         # a 2-D block of pixels: 4 x 16 of them for one warpgroup
+        return [(dict(best.tiles), best.choice),
+                (dict(best.tiles, BP=4, BQ=16), Choice("warp_specialized", 3, 1))]
     # and the warp-specialized plans (wgmma on sm90), where the target has them
     return [(dict(best.tiles), best.choice),
             (dict(best.tiles, BQ=64), Choice("warp_specialized", 3, 1)),
@@ -79,7 +89,8 @@ def main() -> None:
     ap.add_argument("--target", default="sm80", choices=tuple(ARCH))
     ap.add_argument("--shape", default=None,
                     help="default N=8,H=56,W=56,C=128,CO=128,R=3,S=3 and OH, OW for the stride")
-    ap.add_argument("--sample", default="conv2d", choices=("conv2d", "conv2d_stride2"))
+    ap.add_argument("--sample", default="conv2d",
+                    choices=("conv2d", "conv2d_stride2", "conv2d_pixels"))
     args = ap.parse_args()
     out = 28 if args.sample == "conv2d_stride2" else 56
     args.shape = args.shape or f"N=8,H=56,W=56,C=128,CO=128,R=3,S=3,OH={out},OW={out}"
@@ -94,9 +105,10 @@ def main() -> None:
     print(f"{'':<10}" + "".join(f"{c:>9}" for c in columns) + f"{'per MFLOP':>11}{'ratio':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         for i, (tiles, choice) in enumerate(plans(args.sample, args.target, conv)):
-            gtiles = {"BM": tiles["BQ"], "BN": tiles["BCO"], "BK": tiles["BK"]}
+            rows = tiles["BQ"] * tiles.get("BP", 1)
+            gtiles = {"BM": rows, "BN": tiles["BCO"], "BK": tiles["BK"]}
             try:
-                ours = built_loop(ROOT / "samples" / f"{args.sample}.pt", conv, tiles, choice,
+                ours = built_loop(sample_path(args.sample), conv, tiles, choice,
                                   args.target, Path(tmp) / f"conv{i}")
                 theirs = built_loop(ROOT / "samples" / "gemm.pt", gemm, gtiles, choice,
                                     args.target, Path(tmp) / f"gemm{i}")
@@ -105,7 +117,9 @@ def main() -> None:
             except Exception as exc:   # a row that says why, not a crash
                 print(f"{choice.describe()} {tiles}: error: {exc}")
                 continue
-            print(f"({choice.describe()}, BQ/BM={tiles['BQ']} BCO/BN={tiles['BCO']} "
+            pixels = f"BP x BQ={tiles['BP']}x{tiles['BQ']}" if "BP" in tiles else \
+                f"BQ={tiles['BQ']}"
+            print(f"({choice.describe()}, {pixels}=BM {rows}, BCO/BN={tiles['BCO']} "
                   f"BK={tiles['BK']})")
             print(f"{args.sample[:10]:<10}" + counts(ours, args.target) + f"{ours.per_mflop:>11.0f}"
                   + f"{ours.per_mflop / theirs.per_mflop:>6.2f}x")

@@ -156,6 +156,48 @@ def test_an_index_tile_broadcast_over_the_heads_is_computed_again_for_every_row(
         np.testing.assert_array_equal(run(kernel, {"X": x}, SUMS_SHAPE, **config)["Y"], want)
 
 
+# both leading axes moved and strided (a stride-2 convolution's pixels), the columns moved
+# too, with a pad: element (a, b, c) of tile (g, i, j) is X[(4g + a) * 2 - 1, (16i + b) * 2
+# + s, 32j + c - t] where inside X, the pad elsewhere -- below 0 and past the end
+MOVED = """
+kernel moved(X: f32[H, M, N], s: i32, t: i32) -> (Y: f32[OH, OM, N]) {
+  tile G = 4, BM = 16, BN = 32
+  parallel g: G of OH, i: BM of OM, j: BN of N {
+    store(Y[g, i, j], load(X[index(g) * 2 - 1, index(i) * 2 + s, index(j) - t], pad=-1.5))
+  }
+}
+"""
+MOVED_SHAPE = {"H": 9, "M": 40, "N": 50, "OH": 6, "OM": 22}
+
+
+def moved_want(x: np.ndarray, s: int, t: int) -> np.ndarray:
+    H, M, N = x.shape
+    y = np.full((MOVED_SHAPE["OH"], MOVED_SHAPE["OM"], N), -1.5, np.float32)
+    for a in range(y.shape[0]):
+        for b in range(y.shape[1]):
+            for c in range(N):
+                h, m, n = a * 2 - 1, b * 2 + s, c - t
+                if 0 <= h < H and 0 <= m < M and 0 <= n < N:
+                    y[a, b, c] = x[h, m, n]
+    return y
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("target", TARGETS)
+def test_offset_and_strided_axes_of_a_tile_of_rank_3_read_the_pad_outside(target):
+    kernel, source, device = rendered(MOVED, target, tuple(MOVED_SHAPE.items()))
+    assert "BatchRows<16, 2, 2>" in source
+    run = emulated(source, device)
+    x = np.random.default_rng(5).standard_normal((9, 40, 50)).astype(np.float32)
+    for s, t in ((0, 0), (-3, 5), (1, -7)):
+        inputs = {"X": x, "s": np.int32(s), "t": np.int32(t)}
+        want = moved_want(x, s, t)
+        np.testing.assert_array_equal(run_kernel(kernel, inputs, shapes=MOVED_SHAPE)["Y"], want)
+        for config in ORDERS:
+            np.testing.assert_array_equal(run(kernel, inputs, MOVED_SHAPE, **config)["Y"], want,
+                                          err_msg=f"{target} s={s} t={t} {config}")
+
+
 # ---- on the emulators ------------------------------------------------------------------------
 @pytest.mark.cxx
 @pytest.mark.parametrize("target", TARGETS)

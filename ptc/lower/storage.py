@@ -103,11 +103,12 @@ class GatherRows:
 @dataclass(frozen=True)
 class BatchRows:
     """The rows of a tile of rank 3 (ptc.sema.batched): row r of the tile is element
-    r // inner of its outer axis and r % inner of its inner axis, at position
-    (outer_start + r // inner) * ratio + inner_start + r % inner counted in rows of the
-    inner axis from the GlobalTile's origin (which leaves both out, as a gathered tile's
-    does); a row either axis puts outside its dim is no row (the pad is read, a store
-    skips it). `ratio` is the outer axis's stride over the inner's."""
+    o = outer_start + (r // inner) * outer_step of its outer axis and i = inner_start +
+    (r % inner) * inner_step of its inner axis, at position o * ratio + i counted in rows
+    of the inner axis from the GlobalTile's origin (which leaves both out, as a gathered
+    tile's does); a row either axis puts outside its dim (below 0 or past the end) is no
+    row (the pad is read, a store skips it). `ratio` is the outer axis's stride over the
+    inner's."""
 
     inner: int
     outer_start: T.TExpr
@@ -115,6 +116,10 @@ class BatchRows:
     inner_start: T.TExpr
     inner_bound: T.TExpr
     ratio: T.TExpr
+    # an offset axis may start below 0 (its rows there are none); a strided one takes
+    # every step-th element: element k of the axis is start + k * step
+    outer_step: int = 1
+    inner_step: int = 1
 
 
 def c_name(value: str) -> str:

@@ -151,32 +151,31 @@ def _rank3_tile(kernel: T.TypedKernel, tiles, tensor: str, items, dims, strides,
         raise TileError(f"a tile of rank 3 of {tensor} is not split over warpgroups")
     origin: T.TExpr = const(0)
     valid: T.TExpr | None = None
-    axes = []       # (dim position, extent, start, bound)
+    axes = []       # (dim position, extent, start, bound, may start below 0, step)
     for j, (item, d, stride) in enumerate(zip(items, dims, strides)):
         if isinstance(item, T.Point):
             at = point_index(kernel, item)
             origin = add(origin, mul(at, stride))
             valid = both(both(valid, T.Elementwise("ge", (at, const(0)), BOOL)),
                          T.Elementwise("lt", (at, d), BOOL))
-        elif isinstance(item, T.TileSlice):
-            if item.offset is not None or item.stride != 1:
-                raise TileError(f"a tile of rank 3 of {tensor} is an offset or strided tile "
-                                "(not supported yet)")
+        elif isinstance(item, T.TileSlice):      # offset and strided axes too (a conv's pixels)
             size = extent_value(kernel, tiles, item.size)
-            axes.append((j, size, mul(index(item.var), const(size)), d))
+            axes.append((j, size, tile_start(kernel, item, size), d, item.offset is not None,
+                         item.stride))
         elif isinstance(item, T.WholeDim):
-            axes.append((j, extent_value(kernel, tiles, item.extent), const(0), d))
+            axes.append((j, extent_value(kernel, tiles, item.extent), const(0), d, False, 1))
         else:
             raise TileError(f"a tile of rank 3 of {tensor} gathers its rows (not supported yet)")
-    (a, a_size, a_start, a_bound), (r, r_size, r_start, r_bound), (c, cols, c_start, c_bound) \
-        = axes
+    (a, a_size, a_start, a_bound, _, a_step), (r, r_size, r_start, r_bound, _, r_step), \
+        (c, cols, c_start, c_bound, c_low, c_step) = axes
     ratio: T.TExpr = const(1)
     for d in dims[a + 1:r + 1]:
         ratio = mul(ratio, d)
     origin = add(origin, mul(c_start, strides[c]))
-    rows = BatchRows(r_size, a_start, a_bound, r_start, r_bound, ratio)
-    return GlobalTile(tensor, p.dtype, a_size * r_size, cols, origin, strides[r], strides[c],
-                      const(0), const(a_size * r_size), c_start, c_bound, valid, gather=rows)
+    rows = BatchRows(r_size, a_start, a_bound, r_start, r_bound, ratio, a_step, r_step)
+    return GlobalTile(tensor, p.dtype, a_size * r_size, cols, origin, strides[r],
+                      mul(strides[c], const(c_step)), const(0), const(a_size * r_size),
+                      c_start, c_bound, valid, col_low=c_low, col_step=c_step, gather=rows)
 
 
 def tile_start(kernel: T.TypedKernel, item: T.TileSlice, size: int) -> T.TExpr:

@@ -80,7 +80,9 @@ class GlobalTileOps:
             args = ", ".join(f"(int)({self.scalar_expr(e)})" for e in (
                 rows.outer_start, rows.outer_bound, rows.inner_start, rows.inner_bound,
                 rows.ratio))
-        self.emit(f"const ptc::BatchRows<{rows.inner}> rows{{{args}}};")
+        steps = (f", {rows.outer_step}, {rows.inner_step}"
+                 if (rows.outer_step, rows.inner_step) != (1, 1) else "")
+        self.emit(f"const ptc::BatchRows<{rows.inner}{steps}> rows{{{args}}};")
 
     @staticmethod
     def gathered_args(tile: ir.GlobalTile) -> str:

@@ -153,6 +153,33 @@ def _gqa_causal_ref(i, d):
     return {"O": attention(i["Q"], k, v, mask_bias(seen))}
 
 
+def _conv_pad_dilation(d) -> tuple[int, int]:
+    """Padding 1, and the dilation whose output the shapes give (OH = H + 2 - 2 D)."""
+    return 1, (d["H"] + 2 - d["OH"]) // 2
+
+
+def _conv_inputs(d, rng):
+    pad, dil = _conv_pad_dilation(d)
+    return {"x": randn(rng, (d["N"], d["H"], d["W"], d["C"]), F16),
+            "w": randn(rng, (3, 3, d["C"], d["CO"]), F16, (9 * d["C"]) ** -0.5),
+            "P": np.int32(pad), "D": np.int32(dil)}
+
+
+def _conv_ref(i, d):
+    """Channels-last conv2d on a zero-padded copy of x (stride 1)."""
+    x, w = f64(i["x"]), f64(i["w"])
+    pad, dil = _conv_pad_dilation(d)
+    N, H, W, C = x.shape
+    OH, OW = d["OH"], d["OW"]
+    padded = np.zeros((N, H + 2 * pad + 2 * dil, W + 2 * pad + 2 * dil, C))
+    padded[:, pad:pad + H, pad:pad + W] = x
+    y = np.zeros((N, OH, OW, w.shape[3]))
+    for r in range(3):
+        for s in range(3):
+            y += padded[:, r * dil:r * dil + OH, s * dil:s * dil + OW] @ w[r, s]
+    return {"y": y}
+
+
 def _norm_inputs(dtype, *extra):
     def make(d, rng):
         M, N = d["M"], d["N"]
@@ -414,6 +441,10 @@ KERNELS: dict[str, Entry] = {
     "gqa_packed_causal": Entry(    # a named causal mask over the packed heads
         _attn_inputs(F16, kv_heads="G", T="S"), _gqa_causal_ref,
         dict(B=1, H=8, G=2, S=70, D=64), {"O": HALF}),
+    "conv2d_pixels": Entry(        # 2-D pixel tiles; padding 1, dilation 2: taps outside
+        _conv_inputs, _conv_ref,
+        dict(N=2, H=9, W=7, C=40, CO=72, R=3, S=3, OH=7, OW=5),
+        {"y": HALF}),
     "sliding_window_attn": Entry(
         _sliding_inputs, _sliding_ref,
         dict(B=1, H=2, S=200, D=64), {"O": HALF}),

@@ -67,15 +67,16 @@ struct GatherRows {
 };
 
 // The rows of a tile of rank 3 (ptc/lower/storage.py, BatchRows), its first two axes'
-// elements in order: row r is element r / INNER of the outer axis and r % INNER of the
-// inner one, at position (outer0 + r / INNER) * ratio + inner0 + r % INNER in rows of the
-// inner axis; -1 (no row) where either lies past its dim. Copies take it as GatherRows.
-template <int INNER>
+// elements in order: row r is element o = outer0 + (r / INNER) * OUTER_STEP of the outer
+// axis and i = inner0 + (r % INNER) * INNER_STEP of the inner one, at position
+// o * ratio + i in rows of the inner axis; -1 (no row) where either lies outside its dim
+// (an offset axis may start below 0). Copies take it as GatherRows.
+template <int INNER, int OUTER_STEP = 1, int INNER_STEP = 1>
 struct BatchRows {
   int outer0, outer_end, inner0, inner_end, ratio;
   __device__ __forceinline__ int at(int r) const {
-    const int o = outer0 + r / INNER, i = inner0 + r % INNER;
-    return o < outer_end && i < inner_end ? o * ratio + i : -1;
+    const int o = outer0 + (r / INNER) * OUTER_STEP, i = inner0 + (r % INNER) * INNER_STEP;
+    return 0 <= o && o < outer_end && 0 <= i && i < inner_end ? o * ratio + i : -1;
   }
 };
 
