@@ -114,14 +114,49 @@ def test_the_back_end_builds_the_rows_and_the_typed_program_keeps_rank_3():
     assert "X[128x64] rows of 4x32" in text and "Y[128x64] rows of 4x32" in text
 
 
-def test_a_tile_of_rank_3_goes_by_no_tma_box_and_the_producers_threads_copy_its_rows():
-    from ptc.lower.tma import BATCHED, tma_box
+def test_a_tile_of_rank_3_is_one_tma_box_of_three_dims_whose_rows_land_in_order():
+    from ptc.lower.tma import STRIDED, TmaBox, tma_box
     kernel = flatten(typed(MAX_VEC, MAX_SHAPE))
     load = kernel.body[0].body[0].value
-    assert tma_box(kernel, {"G": 4, "BM": 32}, load) == BATCHED
-    plan = driver.schedule(kernel, "sm90", shapes=MAX_SHAPE).best.plan
-    units = {s.task: s.unit for r in plan.roles for s in r.body}
-    assert units["load_X"] in ("cp_async", "per_thread"), units
+    box = tma_box(kernel, {"G": 4, "BM": 32}, load)
+    assert isinstance(box, TmaBox) and box.box == (4, 32, 64), box
+    assert (box.layout.rows, box.layout.cols) == (128, 64)     # the rows: 4 x 32, in order
+    strided = flatten(typed(MAX_VEC.replace("X[g, i, :]", "X[g, index(i) * 2, :]"),
+                            MAX_SHAPE)).body[0].body[0].value
+    assert tma_box(kernel, {"G": 4, "BM": 32}, strided) == STRIDED   # the threads copy it
+
+
+# a warp-specialized sm90 plan loads the [G, BM, BK] tile by TMA (a box of three dims);
+# where K leaves a row unaligned the launch takes the element-wise variant, whose producer
+# threads address each row (BatchRows) into the layout the box writes
+HEADS_ROWSUM = """
+kernel heads_rowsum(X: f16[H, M, K]) -> (S: f32[H, M, 1]) {
+  tile G = 4, BM = 16, BK = 64
+  parallel g: G of H, i: BM of M {
+    acc = zeros(f32[G, BM, 1])
+    for k: BK of K {
+      acc += rowsum(load(X[g, i, k]) as f32)[:, :, None]
+    }
+    store(S[g, i, :], acc)
+  }
+}
+"""
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("k", [128, 70])
+def test_sm90_loads_a_tile_of_rank_3_by_tma_and_without_a_tensor_map(k):
+    from ptc.sched.construct import Choice, Style
+    shape = {"H": 6, "M": 40, "K": k}
+    kernel, source, device = rendered(HEADS_ROWSUM, "sm90", tuple(shape.items()),
+                                      Choice(Style.WARP_SPECIALIZED, 2, 1))
+    assert "ptc::tma_load<3>" in source and "copy_gathered_to_tma_layout<" in source
+    x = np.random.default_rng(1).standard_normal((6, 40, k)).astype(np.float16)
+    want = x.astype(np.float32).sum(axis=2, keepdims=True)
+    run = emulated(source, device)
+    for config in ORDERS:
+        np.testing.assert_allclose(run(kernel, {"X": x}, shape, **config)["S"], want,
+                                   rtol=1e-5, atol=1e-5, err_msg=f"K={k} {config}")
 
 
 # an index tile broadcast over the heads, named: row m of each head keeps its first m + 1

@@ -46,9 +46,9 @@ def tensor_strides(kernel: T.TypedKernel, tensor: str) -> tuple[T.TExpr, ...]:
 GATHERED = "its rows are gathered (each row's position is loaded; no tiled TMA box)"
 # a box of every n-th element (elementStrides) is not used: the producer's threads copy it
 STRIDED = "it takes every n-th element of a dim (a strided tile: the threads copy it)"
-# a tile of rank 3 is its rows (ptc.sema.batched); a 3-D box would land them in order, but
-# is not used yet: the producer's threads copy its rows
-BATCHED = "its rows span two dims (a tile of rank 3: the threads copy its rows)"
+# a tile of rank 3 is its rows (ptc.sema.batched): a load's box of three dims lands them in
+# order; a store of one goes from the registers
+BATCHED = "its rows span two dims (a tile of rank 3, stored from the registers)"
 
 
 def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
@@ -57,8 +57,6 @@ def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
         return f"TMA fills out-of-bounds elements with zero, not {load.pad}"
     if any(isinstance(i, T.Gather) for i in load.index):
         return GATHERED
-    if batched_rows(load):
-        return BATCHED
     if any(isinstance(i, T.TileSlice) and i.stride != 1 for i in load.index):
         return STRIDED
     inner = load.index[-1]
@@ -68,7 +66,9 @@ def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
         # the box's rows start anywhere (negative ones too); its innermost start is kept
         # to whole 16-byte chunks, where the PTX ISA's tiled mode is plainly safe
         return "its columns are moved by an offset that may not be whole 16-byte chunks"
-    return _box(kernel, tiles, load.tensor, load.index, load.type.shape, 1)
+    # a tile of rank 3 is a box of three dims > 1, whose rows land in order: its rows
+    return _box(kernel, tiles, load.tensor, load.index, load.type.shape, 1,
+                3 if batched_rows(load) else 2)
 
 
 def tma_store_box(kernel: T.TypedKernel, tiles, store: T.Store, parts: int = 1) -> TmaBox | str:
@@ -85,7 +85,8 @@ def tma_store_box(kernel: T.TypedKernel, tiles, store: T.Store, parts: int = 1) 
     return _box(kernel, tiles, store.tensor, store.index, store.value.type.shape, parts)
 
 
-def _box(kernel, tiles, name: str, index, shape_exprs, parts: int) -> TmaBox | str:
+def _box(kernel, tiles, name: str, index, shape_exprs, parts: int,
+         box_dims: int = 2) -> TmaBox | str:
     tensor = kernel.tensor(name)
     if tensor.dtype not in TMA_DTYPES:
         return f"no tensor map takes {tensor.dtype} elements"
@@ -115,7 +116,7 @@ def _box(kernel, tiles, name: str, index, shape_exprs, parts: int) -> TmaBox | s
     if box[-1] * esize % 16:
         return (f"its innermost extent ({box[-1]} x {esize} bytes) is not whole 16-byte "
                 "chunks")
-    if len([x for x in box if x > 1]) > 2 or len(shape) > 2:
+    if len([x for x in box if x > 1]) > box_dims or len(shape) > 2:
         return "it spans more than two dims of the tensor"
     rows, cols = shape if len(shape) == 2 else (1, shape[0])
     if cols != box[-1]:

@@ -25,7 +25,7 @@ from ..devices import Device, Unit, UnitKind
 from ..devices.model import Terms
 from ..lower.atoms import mma_atom, why_no_atom, why_no_wgmma, why_not_k_major, wgmma_k
 from ..lower.swizzle import tma_layout
-from ..lower.tma import BATCHED, GATHERED, STRIDED, per_thread_copy, tma_box, tma_store_box
+from ..lower.tma import GATHERED, STRIDED, per_thread_copy, tma_box, tma_store_box
 from ..sema import typed as T
 from ..stask.graph import STaskGraph, TaskKind, TaskOp
 from ..sema import dtypes as dt
@@ -243,7 +243,7 @@ def _producer_box(graph: STaskGraph, t, wgmma_operand: bool):
     threads copy it; Unfit when neither can, or a wgmma operand would not land in the
     layout wgmma reads."""
     box = tma_box(graph.kernel, graph.tiles, t.stmts[0].value)
-    if box in (STRIDED, BATCHED) or box == GATHERED and wgmma_operand:
+    if box == STRIDED or box == GATHERED and wgmma_operand:
         why = _threads_copy(graph, t, box)
         if why == box:
             return box

@@ -103,7 +103,9 @@ class SpecializedOps:
             origin, rs, cs, rows_left, cols_left = self.tile_bounds(tile, None, 0)
             firsts = self.inline_firsts(tile)
             self.emit(f"const {ctype}* g = g_{tile.tensor} + ({origin});")
-            if lay.swizzle == "tma":
+            if tile.gather is not None:     # a tile of rank 3: each row's position
+                self.tma_fallback_rows(tile, b, slot, rs, cs, cols_left)
+            elif lay.swizzle == "tma":
                 self.emit(f"ptc::copy_tile_to_tma_layout<{ctype}, {lay.rows}, {lay.cols}, "
                           f"{lay.span}, {lay.panel_bytes}>({slot}, g, (int)({rs}), "
                           f"(int)({cs}), {rows_left}, {cols_left}, tid % 128{firsts});")
@@ -113,6 +115,26 @@ class SpecializedOps:
                           f"{rows_left}, {cols_left}, 0.0f, tid % 128{firsts});")
             self.emit("ptc::fence_proxy_async();  // generic stores, read by the tensor cores")
             self.emit(f"ptc::mbarrier_arrive({bar});  // each thread: its copies are in")
+
+    def tma_fallback_rows(self, tile: ir.GlobalTile, b: ir.Buffer, slot: str, rs: str,
+                          cs: str, cols_left: str) -> None:
+        """A TMA load's element-wise variant for a tile of rank 3 (a box of three dims):
+        each row addressed from its position (BatchRows), into the layout the box writes."""
+        lay = b.layout
+        ctype = CTYPES[tile.dtype]
+        self.emit(f"const int cols_left = {cols_left};")
+        if tile.col_low:
+            self.emit(f"const int cols_first = {self.tile_firsts(tile)[1]};")
+        self.gather_rows(tile)
+        tail = f"rows, cols_left, 0.0f, tid % 128{self.gathered_args(tile)});"
+        if lay.swizzle == "tma":
+            self.emit(f"ptc::copy_gathered_to_tma_layout<{ctype}, {lay.rows}, {lay.cols}, "
+                      f"{lay.span}, {lay.panel_bytes}>({slot}, g, (long long)({rs}), "
+                      f"(int)({cs}), rows, cols_left, tid % 128{self.gathered_args(tile)});")
+        else:
+            self.emit(f"ptc::copy_gathered_sync<{ctype}, {lay.rows}, {lay.cols}, 128, "
+                      f"{lay.row_bytes}, false>({slot}, g, (long long)({rs}), (int)({cs}), "
+                      + tail)
 
     def inline_firsts(self, tile: ir.GlobalTile) -> str:
         """An offset tile's rows_first, cols_first arguments, as expressions."""
