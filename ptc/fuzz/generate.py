@@ -22,6 +22,7 @@ import random
 from .program import (LOW, Program, Scope, Value, elementwise_step, full_tile, is_float,
                       mask, odd, tiles_line)
 from .quant import quant_grid
+from .rank3 import rank3_grid
 
 def elementwise_grid(rng: random.Random, seed: int) -> Program:
     """A 2-D grid: loads of tiles, rows and columns, named and inline broadcasts, masks,
@@ -300,7 +301,7 @@ def indexed_grid(rng: random.Random, seed: int) -> Program:
 
 
 SKELETONS = (elementwise_grid, elementwise_grid, row_grid, loop_grid, loop_grid, chain_grid,
-             column_grids, quant_grid, indexed_grid)
+             column_grids, quant_grid, indexed_grid, rank3_grid)
 
 
 def generate(seed: int) -> Program:
