@@ -126,6 +126,38 @@ def test_a_tile_of_rank_3_is_one_tma_box_of_three_dims_whose_rows_land_in_order(
     assert tma_box(kernel, {"G": 4, "BM": 32}, strided) == STRIDED   # the threads copy it
 
 
+# the row values of a tile of rank 3 stored to a 2-D tile of two tiled dims (a flash
+# attention's log-sum-exp): their vector of rows goes out as a column of rows, each at its
+# (head, row) position, none past H or M
+ROW_SUMS = """
+kernel row_sums(X: f32[H, M, N]) -> (S: f32[H, M], Y: f32[H, M, N]) {
+  dims N = 48
+  tile G = 4, BM = 16
+  parallel g: G of H, i: BM of M {
+    x = load(X[g, i, :])
+    r = rowsum(x)
+    store(S[g, i], r * 0.5)
+    store(Y[g, i, :], x - r[:, :, None])
+  }
+}
+"""
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("target", TARGETS)
+def test_row_values_of_a_tile_of_rank_3_are_stored_to_their_heads_and_rows(target):
+    shape = {"H": 7, "M": 37, "N": 48}
+    kernel, source, device = rendered(ROW_SUMS, target, tuple(shape.items()))
+    x = np.random.default_rng(3).standard_normal((7, 37, 48)).astype(np.float32)
+    sums = x.astype(np.float64).sum(axis=2)
+    run = emulated(source, device)
+    for config in ORDERS:
+        got = run(kernel, {"X": x}, shape, **config)
+        np.testing.assert_allclose(got["S"], sums * 0.5, rtol=1e-5, atol=1e-5,
+                                   err_msg=f"{target} {config}")
+        np.testing.assert_allclose(got["Y"], x - sums[:, :, None], rtol=1e-5, atol=1e-5)
+
+
 # a warp-specialized sm90 plan loads the [G, BM, BK] tile by TMA (a box of three dims);
 # where K leaves a row unaligned the launch takes the element-wise variant, whose producer
 # threads address each row (BatchRows) into the layout the box writes

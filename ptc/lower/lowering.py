@@ -46,7 +46,7 @@ from .program import Stmt, flatten, mma_parts, reads
 from .staged_copies import staged_waits
 from .storage import c_name
 from .swizzle import ALIGN, smem_layout, transposed_layout
-from .tiles import TileError, divisible_all, extent_value, global_tile, until_bound
+from .tiles import TileError, divisible_all, extent_value, global_tile, stored_rows, until_bound
 from .tiling_choice import cheapest_tilings, tiling_cost
 
 
@@ -556,7 +556,8 @@ class Builder:
     def store(self, s: Stmt) -> ir.StoreTile:
         st: T.Store = s.stmt
         try:
-            tile = global_tile(self.low.kernel, self.low.tiles, st.tensor, st.index)
+            tile = global_tile(self.low.kernel, self.low.tiles, st.tensor, st.index,
+                               column_of_rows=stored_rows(st))
         except TileError as exc:
             raise LoweringError(str(exc)) from None
         if not isinstance(st.value, T.Var):

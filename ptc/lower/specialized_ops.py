@@ -23,7 +23,7 @@ from .stmatrix import stmatrix_blocks
 from .swizzle import ALIGN, SmemLayout, smem_layout, tma_layout
 from .sync import op_reads
 from .tiles import (add, const, dim_expr, extent_value, global_tile, index, mul, point_index,
-                    until_bound)
+                    stored_rows, until_bound)
 from .tma import TmaBox, batched_rows, strided_rows, tma_box, tma_store_box
 
 
@@ -314,7 +314,7 @@ class SpecializedBuilder(Builder):
             return op
         st: T.Store = s.stmt
         tile = global_tile(self.low.kernel, self.spec.tiles, st.tensor, st.index,
-                           (self.spec.split, index(ROW0), self.spec.rows))
+                           (self.spec.split, index(ROW0), self.spec.rows), stored_rows(st))
         return replace(op, tile=tile)
 
     def store_op(self, s: Stmt, step: Step):

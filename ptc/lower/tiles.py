@@ -85,9 +85,12 @@ def dim_expr(kernel: T.TypedKernel, d: T.Extent) -> T.TExpr:
 
 
 def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
-                split: tuple[str, T.TExpr, int] | None = None) -> GlobalTile:
+                split: tuple[str, T.TExpr, int] | None = None,
+                column_of_rows: bool = False) -> GlobalTile:
     """`split` = (grid index, first row, rows): a warpgroup's share of the tile rows that
-    index selects (the rows from `first row` on of each tile)."""
+    index selects (the rows from `first row` on of each tile). `column_of_rows`: a 2-D
+    tile stored from a tile of rank 3's row values, one column of its two axes' rows
+    (`stored_rows`)."""
     p = kernel.tensor(tensor)
     dims = [dim_expr(kernel, d) for d in p.dims]
     strides: list[T.TExpr] = []
@@ -101,7 +104,7 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
     axes: list[tuple[int, T.TExpr, T.TExpr, T.TExpr, bool, int]] = []
     gather: GatherRows | BatchRows | None = None
     # (extent, start, bound, stride, whether the start may be below 0, step)
-    if sum(not isinstance(i, T.Point) for i in items) == 3:
+    if sum(not isinstance(i, T.Point) for i in items) == 3 or column_of_rows:
         return _rank3_tile(kernel, tiles, tensor, items, dims, strides, split)
     for item, d, stride in zip(items, dims, strides):
         if isinstance(item, T.Point):
@@ -166,6 +169,9 @@ def _rank3_tile(kernel: T.TypedKernel, tiles, tensor: str, items, dims, strides,
             axes.append((j, extent_value(kernel, tiles, item.extent), const(0), d, False, 1))
         else:
             raise TileError(f"a tile of rank 3 of {tensor} gathers its rows (not supported yet)")
+    if len(axes) == 2:       # row values: one column (its stride unused, its bound 1)
+        axes.append((len(dims), 1, const(0), const(1), False, 1))
+        strides = list(strides) + [const(1)]
     (a, a_size, a_start, a_bound, _, a_step), (r, r_size, r_start, r_bound, _, r_step), \
         (c, cols, c_start, c_bound, c_low, c_step) = axes
     ratio: T.TExpr = const(1)
@@ -176,6 +182,14 @@ def _rank3_tile(kernel: T.TypedKernel, tiles, tensor: str, items, dims, strides,
     return GlobalTile(tensor, p.dtype, a_size * r_size, cols, origin, strides[r],
                       mul(strides[c], const(c_step)), const(0), const(a_size * r_size),
                       c_start, c_bound, valid, col_low=c_low, col_step=c_step, gather=rows)
+
+
+def stored_rows(store: T.Store) -> bool:
+    """Whether a store writes a tile of rank 3's row values to a 2-D tile: its value is
+    their column of rows (`[GH*BM, 1]`, ptc.sema.batched) and its subscript two axes."""
+    shape = store.value.type.shape
+    return len(shape) == 2 and shape[1] == 1 and len(T.extent_factors(shape[0])) == 2 \
+        and sum(not isinstance(i, T.Point) for i in store.index) == 2
 
 
 def tile_start(kernel: T.TypedKernel, item: T.TileSlice, size: int) -> T.TExpr:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
 from .swizzle import SmemLayout, tma_layout
-from .tiles import TileError, const, dim_expr, divisible, divisible_all, extent_value, mul
+from .tiles import (TileError, const, dim_expr, divisible, divisible_all, extent_value, mul,
+                    stored_rows)
 
 MAX_RANK = 5
 # the element types a tensor map names (cuTensorMapEncodeTiled's CUtensorMapDataType;
@@ -78,7 +79,7 @@ def tma_store_box(kernel: T.TypedKernel, tiles, store: T.Store, parts: int = 1) 
         return "it adds atomically (no TMA reduction is issued)"
     if any(isinstance(i, T.Gather) for i in store.index):
         return GATHERED
-    if batched_rows(store):
+    if batched_rows(store) or stored_rows(store):
         return BATCHED
     if len(store.value.type.shape) != 2:
         return "the epilogue stores 2-D tiles by TMA; others from the registers"

@@ -110,10 +110,11 @@ class _Analysis:
         key = self.value(s.value)
         if axes == 3 and s.value.type.rank == 2:
             self.broadcast_rows(s.value, key)
-        elif s.value.type.rank == 2:
-            self.plain(key, f"the {s.value.type} value stored to a 2-D tile of {s.tensor} "
-                            "is a plain 2-D tile (storing a tile of rank 3's row values is "
-                            "not supported yet)")
+        elif s.value.type.rank == 2 and any(isinstance(i, T.Gather) for i in s.index):
+            self.plain(key, f"the {s.value.type} value scattered to {s.tensor} is a plain "
+                            "2-D tile")
+        # a 2-D value stored to a 2-D tile: plain, or a tile of rank 3's row values (the
+        # back end stores their vector as a column of rows: ptc.lower.tiles)
 
     # ---- expressions ---------------------------------------------------------------------
     def value(self, e: T.TExpr):
@@ -311,8 +312,17 @@ class _RowForm:
         self.info, self.defs, self.tile_names = info, defs, tile_names
 
     def stmts(self, stmts) -> tuple:
-        return tuple(replace(s, value=self.expr(s.value)) if isinstance(s, (T.Let, T.Store))
+        return tuple(self.store(s) if isinstance(s, T.Store) else
+                     replace(s, value=self.expr(s.value)) if isinstance(s, T.Let)
                      else replace(s, body=self.stmts(s.body)) for s in stmts)
+
+    def store(self, s: T.Store) -> T.Store:
+        """A store of row values ([A, R], their vector of A*R rows) is a store of its
+        column of rows, [A*R, 1]: ptc.lower.tiles addresses the tile's two axes as rows."""
+        value = self.expr(s.value)
+        if s.value.type.rank == 2 and value.type.rank == 1:
+            value = T.Expand(value, (1,), T.TileType(value.type.dtype, value.type.shape + (1,)))
+        return replace(s, value=value)
 
     def size(self, e: T.Extent) -> T.TExpr:
         if isinstance(e, int):

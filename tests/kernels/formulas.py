@@ -146,6 +146,15 @@ def _gqa_ref(i, d):
     return {"O": attention(i["Q"], k, v)}
 
 
+def _gqa_lse_ref(i, d):
+    """O as gqa_attn's, and each query's log-sum-exp of its scaled scores."""
+    rep = d["H"] // d["G"]
+    k = np.repeat(f64(i["K"]), rep, axis=1)
+    s = np.einsum("bhsd,bhtd->bhst", f64(i["Q"]), k) / np.sqrt(i["Q"].shape[-1])
+    m = s.max(axis=-1)
+    return {**_gqa_ref(i, d), "LSE": m + np.log(np.exp(s - m[..., None]).sum(axis=-1))}
+
+
 def _gqa_causal_ref(i, d):
     rep, S = d["H"] // d["G"], d["S"]
     k, v = np.repeat(f64(i["K"]), rep, axis=1), np.repeat(f64(i["V"]), rep, axis=1)
@@ -436,8 +445,8 @@ KERNELS: dict[str, Entry] = {
         _attn_inputs(BF16, kv_heads="G", T="T"), _gqa_ref,
         dict(B=1, H=4, G=2, S=100, T=90, D=64), {"O": HALF}),
     "gqa_packed_attn": Entry(      # a group of 4 query heads, packed 4 or 2 to a tile
-        _attn_inputs(BF16, kv_heads="G", T="T"), _gqa_ref,
-        dict(B=1, H=8, G=2, S=50, T=90, D=64), {"O": HALF}),
+        _attn_inputs(BF16, kv_heads="G", T="T"), _gqa_lse_ref,
+        dict(B=1, H=8, G=2, S=50, T=90, D=64), {"O": HALF, "LSE": 1e-5}),
     "gqa_packed_causal": Entry(    # a named causal mask over the packed heads
         _attn_inputs(F16, kv_heads="G", T="S"), _gqa_causal_ref,
         dict(B=1, H=8, G=2, S=70, D=64), {"O": HALF}),
