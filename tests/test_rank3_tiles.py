@@ -191,6 +191,36 @@ def test_sm90_loads_a_tile_of_rank_3_by_tma_and_without_a_tensor_map(k):
                                    rtol=1e-5, atol=1e-5, err_msg=f"K={k} {config}")
 
 
+@pytest.mark.cxx
+def test_two_consumer_warpgroups_divide_the_heads_of_a_tile_of_rank_3():
+    """sm90, 2 consumers: the [4, 32, D] query tile's 128 rows are two warpgroups' 64, two
+    heads each (the split along the outer axis: ptc.lower.specialized_plan.split_rows); each
+    stores its heads' rows of O and their log-sum-exps."""
+    from ptc.sched.construct import Choice, Style
+    shape = dict(B=1, H=8, G=2, S=50, T=90, D=64)
+    text = open(_corpus("gqa_packed_attn.pt")).read().replace(
+        "tile GH in [4, 2], BM in [32, 16, 64]", "tile GH in [4], BM in [32]")
+    kernel, source, device = rendered(text, "sm90", tuple(shape.items()),
+                                      Choice(Style.WARP_SPECIALIZED, 2, 2))
+    assert "rows 64 each" in source
+    rng = np.random.default_rng(4)
+    import ml_dtypes
+    q, k, v = (rng.standard_normal(s).astype(ml_dtypes.bfloat16) for s in
+               ((1, 8, 50, 64), (1, 2, 90, 64), (1, 2, 90, 64)))
+    scores = np.einsum("bhsd,bhtd->bhst", q.astype(np.float64),
+                       np.repeat(k.astype(np.float64), 4, axis=1)) / 8.0
+    top = scores.max(axis=-1)
+    weights = np.exp(scores - top[..., None])
+    lse = top + np.log(weights.sum(axis=-1))
+    o = (weights / weights.sum(axis=-1)[..., None]) @ np.repeat(v.astype(np.float64), 4, axis=1)
+    run = emulated(source, device)
+    for config in ORDERS:
+        got = run(kernel, {"Q": q, "K": k, "V": v}, shape, **config)
+        np.testing.assert_allclose(got["LSE"], lse, rtol=1e-5, atol=1e-5, err_msg=str(config))
+        np.testing.assert_allclose(got["O"].astype(np.float64), o, atol=2e-2,
+                                   err_msg=str(config))
+
+
 # an index tile broadcast over the heads, named: row m of each head keeps its first m + 1
 # columns (arange's positions within the tile, computed again for every row of the heads)
 LOWER_TRIANGLE = """

@@ -42,10 +42,7 @@ class SpecializedBuilder(Builder):
     # ---- homes ---------------------------------------------------------------------------
     def split_rows(self, value: T.TExpr) -> bool:
         """Whether a tile's first axis holds the rows the consumers divide."""
-        if not self.spec.split:
-            return False
-        tile = next(a.size for a in self.graph.grid.axes if a.var == self.spec.split)
-        return bool(value.type.shape) and value.type.shape[0] == tile
+        return self.spec.holds_rows(value.type.shape)
 
     def load_unit(self, task: str) -> str:
         return next(s.unit for r, s in self.plan.steps() if s.task == task)
@@ -188,7 +185,9 @@ class SpecializedBuilder(Builder):
         def fix(e: T.TExpr) -> T.TExpr:
             e = T.map_children(e, fix)
             if isinstance(e, T.IndexVec) and e.var == self.spec.split:
-                return T.Elementwise("add", (e, index(ROW0)), e.type)
+                first = index(ROW0) if self.spec.inner == 1 else T.Elementwise(
+                    "floordiv", (index(ROW0), const(self.spec.inner)), T.TileType("i32"))
+                return T.Elementwise("add", (e, first), e.type)
             return e
         if isinstance(s.stmt, T.Let):
             return replace(s, stmt=replace(s.stmt, value=fix(s.stmt.value)))

@@ -112,6 +112,7 @@ class SpecializedPlan:
         if self.producer.instances != 1:
             raise LoweringError("one producer warpgroup issues the loads")
         self.parts = self.consumer.instances
+        self.inner = 1      # rows per element of the split axis (a tile of rank 3's BM)
         self.split, self.rows = self.split_rows()
 
     # ---- which rows each consumer warpgroup computes ------------------------------------
@@ -125,15 +126,27 @@ class SpecializedPlan:
             raise LoweringError("several consumer warpgroups divide an mma's rows; this plan "
                                 "has no mma")
         first = mmas[0].mma.type.shape[0]
-        axis = next((a for a in self.graph.grid.axes if a.size == first), None)
-        if axis is None or not isinstance(first, str):
+        # the rows of a tile of rank 3 (GH*BM): the consumers divide its outer axis (heads)
+        outer = T.extent_factors(first)[0]
+        axis = next((a for a in self.graph.grid.axes if a.size == outer), None)
+        if axis is None or not isinstance(outer, str) or len(T.extent_factors(first)) > 2:
             raise LoweringError(f"the mma rows ({first}) are not a tile of the grid: the "
                                 "consumer warpgroups cannot divide them")
-        total = self.tiles[first]
-        if total % self.parts or (total // self.parts) % 64:
+        total = extent_value(self.kernel, self.tiles, first)
+        self.inner = total // self.tiles[outer]
+        if self.tiles[outer] % self.parts or (total // self.parts) % 64:
             raise LoweringError(f"{total} rows do not divide into {self.parts} consumer "
                                 "warpgroups of whole 64-row wgmma atoms")
         return axis.var, total // self.parts
+
+    def holds_rows(self, shape) -> bool:
+        """Whether a value's first axis holds the rows the consumers divide (the split
+        tile's, or a tile of rank 3's rows GH*BM whose outer axis is the split tile)."""
+        if not self.split or not shape:
+            return False
+        tile = next(a.size for a in self.graph.grid.axes if a.var == self.split)
+        factors = T.extent_factors(shape[0])
+        return shape[0] == tile or len(factors) == 2 and factors[0] == tile
 
     # ---- the consumer's view ------------------------------------------------------------
     def consumer_view(self) -> RoleView:
@@ -142,7 +155,7 @@ class SpecializedPlan:
         rows = {}
         if self.split:
             tile = next(a.size for a in self.graph.grid.axes if a.var == self.split)
-            rows = {tile: self.rows}
+            rows = {tile: self.rows // self.inner}
         consumer = RoleView(self, "consumer", rows)
         self.check_rows(consumer)
         layouts = self.tilings(consumer)
@@ -203,16 +216,15 @@ class SpecializedPlan:
         that holds the split rows makes a result that does too, along its first axis."""
         if not self.split:
             return
-        tile = next(a.size for a in self.graph.grid.axes if a.var == self.split)
         for s in view.stmts:
             if not isinstance(s.stmt, T.Let):
                 continue
             v = s.stmt.value
-            if isinstance(v, T.Reduce) and v.axis == 0 and v.arg.type.shape[:1] == (tile,):
+            if isinstance(v, T.Reduce) and v.axis == 0 and self.holds_rows(v.arg.type.shape):
                 raise LoweringError(f"{s.stmt.name} sums over the rows the consumer "
                                     "warpgroups divide")
-            if isinstance(v, T.MmaAccumulate) and v.b.type.shape[:1] == (tile,):
+            if isinstance(v, T.MmaAccumulate) and self.holds_rows(v.b.type.shape):
                 raise LoweringError(f"{s.task} multiplies by the rows the consumer "
                                     "warpgroups divide")
-            if isinstance(v, T.Transpose) and v.arg.type.shape[:1] == (tile,):
+            if isinstance(v, T.Transpose) and self.holds_rows(v.arg.type.shape):
                 raise LoweringError(f"{s.stmt.name} transposes the divided rows")

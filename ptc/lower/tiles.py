@@ -150,8 +150,6 @@ def _rank3_tile(kernel: T.TypedKernel, tiles, tensor: str, items, dims, strides,
     """A tile of rank 3 as its rows (ptc.sema.batched): the first two axes' elements in
     order, addressed through BatchRows, the third the columns."""
     p = kernel.tensor(tensor)
-    if split is not None:
-        raise TileError(f"a tile of rank 3 of {tensor} is not split over warpgroups")
     origin: T.TExpr = const(0)
     valid: T.TExpr | None = None
     axes = []       # (dim position, extent, start, bound, may start below 0, step)
@@ -178,6 +176,13 @@ def _rank3_tile(kernel: T.TypedKernel, tiles, tensor: str, items, dims, strides,
     for d in dims[a + 1:r + 1]:
         ratio = mul(ratio, d)
     origin = add(origin, mul(c_start, strides[c]))
+    if split is not None:       # a consumer warpgroup's rows: whole elements of the outer axis
+        if not (isinstance(items[a], T.TileSlice) and items[a].var == split[0]) or \
+                split[2] % r_size:
+            raise TileError(f"a tile of rank 3 of {tensor} is split over warpgroups other "
+                            "than along its outer axis")
+        first = T.Elementwise("floordiv", (split[1], const(r_size)), I32)
+        a_start, a_size = add(a_start, mul(first, const(a_step))), split[2] // r_size
     rows = BatchRows(r_size, a_start, a_bound, r_start, r_bound, ratio, a_step, r_step)
     return GlobalTile(tensor, p.dtype, a_size * r_size, cols, origin, strides[r],
                       mul(strides[c], const(c_step)), const(0), const(a_size * r_size),
