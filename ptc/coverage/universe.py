@@ -313,9 +313,9 @@ def _specialized(device, t: str):
         yield form(t, "tma.load.elementwise", layout=layout)
     for nbytes in sorted({DTYPE_BYTES[d] for d in DTYPES if DTYPE_BYTES[d] >= 4}):
         yield form(t, "producer.cp_async", bytes=nbytes, rows="consecutive", chunks="elements")
-    # gathered, strided and rank-3 rows (ptc.lower.tma.per_thread_copy): 16-byte chunks or, where the
-    # launch finds a row unaligned, elements; f16/bf16 and 8-bit wgmma operands, f32 tiles
-    # the CUDA cores read
+    # gathered, strided and rank-3 rows (ptc.lower.tma.per_thread_copy): 16-byte chunks or,
+    # where the launch finds a row unaligned, elements; f16/bf16 and 8-bit wgmma operands,
+    # f32 tiles the CUDA cores read
     for nbytes in (1, 2, 4):
         for rows in ("gathered", "strided", "rank3"):
             for chunks in ("16B", "elements"):

@@ -9,8 +9,8 @@ and a plain 2-D tile otherwise; `analyze` decides which by unification over a gr
 statements and reports what the row form cannot compute (docs/language.md, "Tiles of rank
 3"); `flatten` rewrites a checked kernel into that form (`ptc.sema.grids`: every grid the
 back end builds is flat), computing a 2-D index tile broadcast over the heads (a causal
-mask) again for every row (ptc.sema.batched_index). The reference interpreter computes the language's own rank-3
-semantics, and nothing here is its truth.
+mask) again for every row (ptc.sema.batched_index). The reference interpreter computes the
+language's own rank-3 semantics, and nothing here is its truth.
 """
 from __future__ import annotations
 
