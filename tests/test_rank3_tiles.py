@@ -240,14 +240,23 @@ def triangle_want(x: np.ndarray) -> np.ndarray:
     return np.where(keep[None], x, np.float32(-2.0))
 
 
+# the same in the spelling of rank 3: 1 along the heads (`[None, :, None]`)
+LOWER_TRIANGLE_3D = LOWER_TRIANGLE.replace(
+    "keep = arange(BM)[:, None] + 1 > arange(BN)[None, :]",
+    "keep = arange(BM)[None, :, None] + 1 > arange(BN)[None, None, :]")
+
+
 @pytest.mark.cxx
-def test_an_index_tile_broadcast_over_the_heads_is_computed_again_for_every_row():
-    kernel = typed(LOWER_TRIANGLE, SUMS_SHAPE)
+@pytest.mark.parametrize("text,target", [(LOWER_TRIANGLE, "sm80"),
+                                         (LOWER_TRIANGLE_3D, "sm80"),
+                                         (LOWER_TRIANGLE_3D, "gfx942")])
+def test_an_index_tile_broadcast_over_the_heads_is_computed_again_for_every_row(text, target):
+    kernel = typed(text, SUMS_SHAPE)
     assert "mod(arange(G*BM), BM)" in print_kernel(flatten(kernel))
     x = sums_inputs(2)["X"]
     want = triangle_want(x)
     np.testing.assert_array_equal(run_kernel(kernel, {"X": x}, shapes=SUMS_SHAPE)["Y"], want)
-    kernel, source, device = rendered(LOWER_TRIANGLE, "sm80", tuple(SUMS_SHAPE.items()))
+    kernel, source, device = rendered(text, target, tuple(SUMS_SHAPE.items()))
     run = emulated(source, device)
     for config in ORDERS:
         np.testing.assert_array_equal(run(kernel, {"X": x}, SUMS_SHAPE, **config)["Y"], want)

@@ -134,9 +134,13 @@ class _Analysis:
 
     def rank3(self, e: T.TExpr) -> None:
         lead = e.type.shape[:2]
+        if lead[0] == 1 and lead[1] != 1 and index_only(e, self.defs):
+            return      # `index(m)[None, :, None]`: computed again for every row of the heads
         if (lead[0] == 1) != (lead[1] == 1):
             self.fail(f"a {e.type} tile broadcasts along one of its first two axes only; "
-                      "a tile of rank 3 is computed as rows, so both are whole or both 1")
+                      "a tile of rank 3 is computed as rows, so both are whole or both 1 "
+                      "(or, for a tile of indices, 1 along the heads)")
+            return
         if isinstance(e, T.Load):
             self.rows_of(e.tensor, e.index)
             for c in T.children(e):
@@ -199,7 +203,10 @@ class _Analysis:
         elif isinstance(e, T.Reduce):
             if e.arg.type.rank == 3:
                 self.rank3(e.arg)
-                if e.axis != 2:
+                if e.arg.type.shape[0] == 1 and e.arg.type.shape[1] != 1:
+                    self.fail(f"a {e.arg.type} tile of indices is reduced; reduce its 2-D "
+                              "form (without the leading None)")
+                elif e.axis != 2:
                     self.fail(f"a tile of rank 3 ({e.arg.type}) reduces along its last axis "
                               f"only, not axis {e.axis}")
                 else:
@@ -337,8 +344,9 @@ class _RowForm:
             # a 2-D index tile broadcast over the heads: computed again for every row
             new = replace(e, args=tuple(
                 over_rows(a, e.type.shape[0], self.defs, self.size, rows_extent)
-                if a.type.rank == 2 and a.type.shape[0] != 1 else self.expr(a)
-                for a in e.args))
+                if a.type.rank == 2 and a.type.shape[0] != 1 or
+                a.type.rank == 3 and a.type.shape[0] == 1 and a.type.shape[1] != 1
+                else self.expr(a) for a in e.args))
         else:
             new = T.map_children(e, self.expr)
         if isinstance(e, T.Reduce) and e.arg.type.rank == 3:

@@ -50,6 +50,8 @@ def over_rows(e: T.TExpr, heads: T.Extent, defs: Mapping[str, T.TExpr],
     i32 scalar expression, `rows(heads, R)` the rows' extent."""
     if isinstance(e, T.Var):
         return over_rows(defs[e.name], heads, defs, size, rows)
+    if e.type.rank == 3:            # [1, R, C] (`index(m)[None, :, None]`): its 2-D form's
+        return _leading_one(e, heads, defs, size, rows)
     if e.type.rank <= 1 or e.type.shape[0] == 1:      # a row, a scalar: as it is
         return e
     shape = (rows(heads, e.type.shape[0]),) + e.type.shape[1:]
@@ -57,6 +59,29 @@ def over_rows(e: T.TExpr, heads: T.Extent, defs: Mapping[str, T.TExpr],
         arg = _vector(e.arg, heads, defs, size, rows)
         return replace(e, arg=arg, type=T.TileType(e.type.dtype, shape))
     new = T.map_children(e, lambda c: over_rows(c, heads, defs, size, rows))
+    return replace(new, type=T.TileType(e.type.dtype, shape))
+
+
+def _leading_one(e: T.TExpr, heads: T.Extent, defs, size, rows) -> T.TExpr:
+    """An index-only tile of rank 3 that is 1 along the heads (`[1, R, C]`, `[1, 1, C]`,
+    `[1, R, 1]`) as the rows' 2-D tile: `[heads * R, C]` (a row `[1, C]` as it is)."""
+    if isinstance(e, T.Var):
+        return _leading_one(defs[e.name], heads, defs, size, rows)
+    if e.type.rank < 3:             # [R, C], [C], scalars beside it: as over_rows takes them
+        return over_rows(e, heads, defs, size, rows)
+    _, r, c = e.type.shape
+    shape = ((rows(heads, r),) if r != 1 else (1,)) + (c,)
+    if isinstance(e, T.Expand):
+        # v[None, :, None] -> the rows' vector as a column; v[None, None, :] -> [1, C];
+        # x[None, :, :] -> x's rows; a scalar -> [1, 1]
+        if e.arg.type.rank == 1:
+            arg = _vector(e.arg, heads, defs, size, rows) if r != 1 else e.arg
+            return replace(e, arg=arg, axes=(1,) if r != 1 else (0,),
+                           type=T.TileType(e.type.dtype, shape))
+        if e.arg.type.rank == 2:
+            return over_rows(e.arg, heads, defs, size, rows)
+        return replace(e, axes=(0, 1), type=T.TileType(e.type.dtype, shape))
+    new = T.map_children(e, lambda x: _leading_one(x, heads, defs, size, rows))
     return replace(new, type=T.TileType(e.type.dtype, shape))
 
 
