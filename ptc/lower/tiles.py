@@ -104,7 +104,7 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
     axes: list[tuple[int, T.TExpr, T.TExpr, T.TExpr, bool, int]] = []
     gather: GatherRows | BatchRows | None = None
     # (extent, start, bound, stride, whether the start may be below 0, step)
-    if sum(not isinstance(i, T.Point) for i in items) == 3 or column_of_rows:
+    if T.tile_axes(items) == 3 or column_of_rows:
         return _rank3_tile(kernel, tiles, tensor, items, dims, strides, split)
     for item, d, stride in zip(items, dims, strides):
         if isinstance(item, T.Point):
@@ -194,7 +194,7 @@ def stored_rows(store: T.Store) -> bool:
     their column of rows (`[GH*BM, 1]`, ptc.sema.batched) and its subscript two axes."""
     shape = store.value.type.shape
     return len(shape) == 2 and shape[1] == 1 and len(T.extent_factors(shape[0])) == 2 \
-        and sum(not isinstance(i, T.Point) for i in store.index) == 2
+        and T.tile_axes(store.index) == 2
 
 
 def tile_start(kernel: T.TypedKernel, item: T.TileSlice, size: int) -> T.TExpr:

@@ -165,7 +165,7 @@ def strided_rows(load: T.Load) -> bool:
 def batched_rows(access: T.Load | T.Store) -> bool:
     """Whether a load or store is of a tile of rank 3, computed as its rows: the copy
     addresses each row (ptc.lower.tiles, BatchRows)."""
-    return sum(not isinstance(i, T.Point) for i in access.index) == 3
+    return T.tile_axes(access.index) == 3
 
 
 __all__ = ["TmaBox", "tma_box", "tma_store_box", "tensor_strides", "per_thread_copy",

@@ -345,8 +345,9 @@ def _fewest_spills(step: Step, report: str, folder: Path, echo, chain: Toolchain
         if echo:
             echo(f"# ptxas spilled {best[0]} bytes: {step.output} again, attempt {attempt}")
         text = _run_parallel([again], folder, echo, chain, compiler)[again.output]
-        if chain.parse(text).spills < best[0]:
-            best = (chain.parse(text).spills, attempt, text)
+        spills = chain.parse(text).spills
+        if spills < best[0]:
+            best = (spills, attempt, text)
         attempt += 1
     if attempt > 1 and best[1] != attempt - 1:     # the folder holds the last attempt's
         chosen = chain.retried(step, best[1]) if best[1] else step

@@ -104,7 +104,7 @@ class _Analysis:
                 self.block(s.body)
 
     def store(self, s: T.Store) -> None:
-        axes = sum(not isinstance(i, T.Point) for i in s.index)
+        axes = T.tile_axes(s.index)
         if axes == 3:
             self.rows_of(s.tensor, s.index)
         key = self.value(s.value)

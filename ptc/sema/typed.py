@@ -314,6 +314,11 @@ def index_operand(item: IndexItem) -> "TExpr | None":
     return None
 
 
+def tile_axes(index: tuple[IndexItem, ...]) -> int:
+    """How many axes a subscript's tile has: its items other than single indices."""
+    return sum(not isinstance(i, Point) for i in index)
+
+
 def map_children(e: TExpr, fn) -> TExpr:
     """e with every operand c replaced by fn(c) (the inverse view of `children`)."""
     from dataclasses import replace

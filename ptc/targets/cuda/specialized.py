@@ -104,7 +104,7 @@ class SpecializedOps:
             firsts = self.inline_firsts(tile)
             self.emit(f"const {ctype}* g = g_{tile.tensor} + ({origin});")
             if tile.gather is not None:     # a tile of rank 3: each row's position
-                self.tma_fallback_rows(tile, b, slot, rs, cs, cols_left)
+                self.gathered_rows_copy(tile, 1, b, slot, (rs, cs, cols_left))
             elif lay.swizzle == "tma":
                 self.emit(f"ptc::copy_tile_to_tma_layout<{ctype}, {lay.rows}, {lay.cols}, "
                           f"{lay.span}, {lay.panel_bytes}>({slot}, g, (int)({rs}), "
@@ -115,26 +115,6 @@ class SpecializedOps:
                           f"{rows_left}, {cols_left}, 0.0f, tid % 128{firsts});")
             self.emit("ptc::fence_proxy_async();  // generic stores, read by the tensor cores")
             self.emit(f"ptc::mbarrier_arrive({bar});  // each thread: its copies are in")
-
-    def tma_fallback_rows(self, tile: ir.GlobalTile, b: ir.Buffer, slot: str, rs: str,
-                          cs: str, cols_left: str) -> None:
-        """A TMA load's element-wise variant for a tile of rank 3 (a box of three dims):
-        each row addressed from its position (BatchRows), into the layout the box writes."""
-        lay = b.layout
-        ctype = CTYPES[tile.dtype]
-        self.emit(f"const int cols_left = {cols_left};")
-        if tile.col_low:
-            self.emit(f"const int cols_first = {self.tile_firsts(tile)[1]};")
-        self.gather_rows(tile)
-        tail = f"rows, cols_left, 0.0f, tid % 128{self.gathered_args(tile)});"
-        if lay.swizzle == "tma":
-            self.emit(f"ptc::copy_gathered_to_tma_layout<{ctype}, {lay.rows}, {lay.cols}, "
-                      f"{lay.span}, {lay.panel_bytes}>({slot}, g, (long long)({rs}), "
-                      f"(int)({cs}), rows, cols_left, tid % 128{self.gathered_args(tile)});")
-        else:
-            self.emit(f"ptc::copy_gathered_sync<{ctype}, {lay.rows}, {lay.cols}, 128, "
-                      f"{lay.row_bytes}, false>({slot}, g, (long long)({rs}), (int)({cs}), "
-                      + tail)
 
     def inline_firsts(self, tile: ir.GlobalTile) -> str:
         """An offset tile's rows_first, cols_first arguments, as expressions."""
@@ -156,7 +136,7 @@ class SpecializedOps:
             self.emit(f"const {ctype}* g = g_{tile.tensor} + ({origin});")
             firsts = self.inline_firsts(tile)
             if tile.gather is not None:
-                self.producer_gathered(op, b, slot, rs, cs, cols_left)
+                self.gathered_rows_copy(tile, op.vector, b, slot, (rs, cs, cols_left))
             elif b.layout.swizzle == "tma":     # strided rows, where wgmma reads them
                 self.producer_strided(op, b, slot, (rs, cs, rows_left, cols_left), firsts)
             elif tile.cols == 1 or (isinstance(tile.col_stride, T.Const)
@@ -191,34 +171,36 @@ class SpecializedOps:
         else:
             self.emit(slow)
 
-    def producer_gathered(self, op: ir.ProducerCopy, b: ir.Buffer, slot: str, rs: str,
-                          cs: str, cols_left: str) -> None:
-        """The producer's copy of gathered rows: 16-byte cp.async chunks where the launch
-        found the rows aligned, else element copies; into the layout TMA would write where
-        wgmma reads the tile (ProducerCopy fences their bytes for the async proxy after the
-        wait)."""
+    def gathered_rows_copy(self, tile: ir.GlobalTile, vector: int, b: ir.Buffer, slot: str,
+                           bounds: tuple[str, str, str]) -> None:
+        """The warpgroup's copy of rows at computed positions (gathered rows, a tile of rank
+        3's BatchRows): 16-byte cp.async chunks where `vector` > 1 and the launch found the
+        rows aligned, else element copies; into the layout TMA would write where wgmma
+        reads the tile. The producer's copy (ProducerCopy fences their bytes for the async
+        proxy after the wait) and a TMA load's element-wise variant take it."""
+        rs, cs, cols_left = bounds
         lay = b.layout
-        ctype = CTYPES[op.tile.dtype]
+        ctype = CTYPES[tile.dtype]
         self.emit(f"const int cols_left = {cols_left};")
-        if op.tile.col_low:
-            self.emit(f"const int cols_first = {self.tile_firsts(op.tile)[1]};")
-        self.gather_rows(op.tile)
-        args = f"(long long)({rs}), rows, cols_left, tid % 128{self.gathered_args(op.tile)}"
+        if tile.col_low:
+            self.emit(f"const int cols_first = {self.tile_firsts(tile)[1]};")
+        self.gather_rows(tile)
+        args = f"(long long)({rs}), rows, cols_left, tid % 128{self.gathered_args(tile)}"
         if lay.swizzle == "tma":
             shape = f"{ctype}, {lay.rows}, {lay.cols}, {lay.span}, {lay.panel_bytes}"
             fast = f"ptc::copy_gathered_to_tma_layout_async<{shape}>({slot}, g, {args});"
             slow = (f"ptc::copy_gathered_to_tma_layout<{shape}>({slot}, g, (long long)({rs}), "
-                    f"(int)({cs}), rows, cols_left, tid % 128{self.gathered_args(op.tile)});")
+                    f"(int)({cs}), rows, cols_left, tid % 128{self.gathered_args(tile)});")
         else:
             rows, cols, row_bytes, swz = self.tile_shape(b)
             shape = f"{ctype}, {rows}, {cols}"
             tail = f"128, {row_bytes}, {'true' if swz else 'false'}"
-            fast = (f"ptc::copy_gathered_async<{shape}, {op.vector}, {tail}>({slot}, g, "
+            fast = (f"ptc::copy_gathered_async<{shape}, {vector}, {tail}>({slot}, g, "
                     f"{args});")
             slow = (f"ptc::copy_gathered_sync<{shape}, {tail}>({slot}, g, (long long)({rs}), "
                     f"(int)({cs}), rows, cols_left, 0.0f, tid % 128"
-                    f"{self.gathered_args(op.tile)});")
-        if op.vector > 1:
+                    f"{self.gathered_args(tile)});")
+        if vector > 1:
             self.emit(f"if (ALIGNED) {fast}")
             self.emit(f"else {slow}")
         else:
