@@ -45,8 +45,9 @@ from .passes import PassTrace
 from .program import Stmt, flatten, mma_parts, reads
 from .staged_copies import staged_waits
 from .storage import c_name
-from .swizzle import ALIGN, smem_layout, transposed_layout
-from .tiles import TileError, divisible_all, extent_value, global_tile, stored_rows, until_bound
+from .swizzle import ALIGN, transposed_layout
+from .tiles import (TileError, copy_layout, divisible_all, extent_value, global_tile, stored_rows,
+                    until_bound)
 from .tiling_choice import cheapest_tilings, tiling_cost
 
 
@@ -212,7 +213,7 @@ class Builder:
             task = self.low.tasks[b.producer]
             shape = tuple(b.shape)
             rows, cols = (shape if len(shape) == 2 else (1, shape[0]) if shape else (1, 1))
-            lay = smem_layout(rows, cols, b.dtype) if len(shape) == 2 else None
+            lay = copy_layout(self.low.kernel, self.low.tiles, task.stmts[0].value, shape, b.dtype)
             if lay is not None and self.k_along_rows(b.value):
                 lay = transposed_layout(rows, cols, b.dtype) or lay
             slot = lay.bytes if lay else max(math.prod(shape), 1) * DTYPE_BYTES[b.dtype]
@@ -419,8 +420,7 @@ class Builder:
         self.alignment.extend(conditions)
         op = ir.CopyTile(t.name, buf.name, tile, vector, unit.is_async and vector > 0,
                          s.value.pad, loops[-1] if loops and (buf.stages > 1 or ahead) else "",
-                         ahead,
-                         guard, fallback)
+                         ahead, guard, fallback)
         if not op.asynchronous:
             op = replace(op, vector=1)
         elif self.low.caps is not None and self.low.caps.staged_copies:

@@ -35,7 +35,9 @@ def print_lowered(k: ir.LoweredKernel) -> str:
     lines.append("  shared memory")
     for b in sorted(k.buffers, key=lambda b: b.offset):
         shape = f"{b.dtype}{list(b.shape)}" + (f" x {b.slots}" if b.slots > 1 else "")
-        layout = f" {b.layout.name}" if b.layout is not None else ""
+        layout = "" if b.layout is None else f" {b.layout.name}"
+        if len(b.shape) == 1 and b.layout is not None and b.layout.rows > 1:   # rows' vector
+            layout = f" as {b.layout.rows}x{b.layout.cols}{layout}"
         lines.append(f"    {b.name}: {shape}{layout} at {b.offset}..{b.end} "
                      f"live {b.live[0]}..{b.live[1]}  # {b.purpose}")
     if k.tensor_maps:
@@ -174,6 +176,8 @@ def print_op(op) -> str:
 def _gathered(t: ir.GlobalTile) -> str:
     """ `rows gathered by idx` for a tile whose rows' positions are loaded, `rows of 4x32`
     for a tile of rank 3's rows."""
+    if isinstance(t.gather, BatchRows) and t.gather.outer_step == 0:
+        return f" rows of {t.gather.inner} for each of {t.rows // t.gather.inner} heads"
     if isinstance(t.gather, BatchRows):
         return f" rows of {t.rows // t.gather.inner}x{t.gather.inner}"
     return "" if t.gather is None else f" rows gathered by {t.gather.tile.tensor}"

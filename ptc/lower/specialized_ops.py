@@ -23,8 +23,8 @@ from .stmatrix import stmatrix_blocks
 from .swizzle import ALIGN, SmemLayout, smem_layout, tma_layout
 from .sync import op_reads
 from .tiles import (add, const, dim_expr, extent_value, global_tile, index, mul, point_index,
-                    stored_rows, until_bound)
-from .tma import TmaBox, batched_rows, strided_rows, tma_box, tma_store_box
+                    rows_vector_layout, stored_rows, until_bound)
+from .tma import TmaBox, batched_rows, head_rows, strided_rows, tma_box, tma_store_box
 
 
 class SpecializedBuilder(Builder):
@@ -60,7 +60,7 @@ class SpecializedBuilder(Builder):
         where wgmma can read them, the layout TMA would write (construct.py checked that a
         strided tile has one)."""
         load = task.stmts[0].value
-        chunked = task.gathered or strided_rows(load) or batched_rows(load)
+        chunked = task.gathered or strided_rows(load) or batched_rows(load) or head_rows(load)
         lay = tma_layout(rows, cols, dtype) if chunked else None
         return lay if lay is not None and lay.swizzle == "tma" else \
             smem_layout(rows, cols, dtype)
@@ -73,7 +73,8 @@ class SpecializedBuilder(Builder):
             if self.device.unit(self.load_unit(b.producer)).is_bulk_tensor_copy:
                 lay = self.box(b.producer).layout
             else:
-                lay = self.threads_layout(task, rows, cols, b.dtype)
+                lay = rows_vector_layout(self.low.kernel, self.spec.tiles, task.stmts[0].value) \
+                    or self.threads_layout(task, rows, cols, b.dtype)
             slot = align_up(lay.bytes, ALIGN)
             self.buffers[b.name] = ir.Buffer(b.name, b.dtype, shape, b.stages, lay, slot, 0,
                                              f"ring of {b.producer}" if b.stages > 1

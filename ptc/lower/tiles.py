@@ -8,10 +8,12 @@ into the origin and a validity condition.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 from ..sema import typed as T
 from .storage import BatchRows, GatherRows, GlobalTile
+from .swizzle import SmemLayout, smem_layout
 
 I32 = T.TileType("i32")
 BOOL = T.TileType("bool")
@@ -93,12 +95,7 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
     (`stored_rows`)."""
     p = kernel.tensor(tensor)
     dims = [dim_expr(kernel, d) for d in p.dims]
-    strides: list[T.TExpr] = []
-    for j in range(len(dims)):
-        s: T.TExpr = const(1)
-        for d in dims[j + 1:]:
-            s = mul(s, d)
-        strides.append(s)
+    strides = [functools.reduce(mul, dims[j + 1:], const(1)) for j in range(len(dims))]
     origin: T.TExpr = const(0)
     valid: T.TExpr | None = None
     axes: list[tuple[int, T.TExpr, T.TExpr, T.TExpr, bool, int]] = []
@@ -121,21 +118,17 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
             origin = add(origin, mul(start, stride))
             axes.append((size, start, d, mul(stride, const(item.stride)),
                          item.offset is not None, item.stride))
-        elif isinstance(item, T.Gather):
-            # every row is inside the tile's bounds; the copy checks each loaded position
-            if axes:
-                raise TileError(f"a tile of {tensor} gathers a dim after a tiled one; "
-                                "gathered dims are the tile's rows")
-            # a warpgroup's share of the rows is its share of the positions
-            index = global_tile(kernel, tiles, item.index.tensor, item.index.index, split)
-            size = index.cols
-            gather = GatherRows(index, int(item.index.pad), d)
+        elif isinstance(item, (T.HeadRows, T.Gather)):
+            # rows at computed positions (the tile's rows): the copy checks each one
+            gather, size = _row_positions(kernel, tiles, tensor, item, d, split, bool(axes))
             axes.append((size, const(0), const(size), stride, False, 1))
         else:
             axes.append((extent_value(kernel, tiles, item.extent), const(0), d, stride, False,
                          1))
     if len(axes) > 2:
         raise TileError(f"a tile of {tensor} spans {len(axes)} dims; tiles have at most 2")
+    if isinstance(gather, BatchRows) and len(axes) == 1:     # a vector of repeated rows
+        axes.append((1, const(0), const(1), const(1), False, 1))
     if gather is not None and len(axes) < 2:
         raise TileError(f"a tile of {tensor} gathers without a dim of columns")
     while len(axes) < 2:
@@ -143,6 +136,29 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
     (rows, r0, rb, rs, rlow, rstep), (cols, c0, cb, cs, clow, cstep) = axes
     return GlobalTile(tensor, p.dtype, rows, cols, origin, rs, cs, r0, rb, c0, cb, valid,
                       rlow, clow, rstep, cstep, gather)
+
+
+def _row_positions(kernel: T.TypedKernel, tiles, tensor: str, item, d: T.TExpr, split,
+                   after_tiled: bool) -> tuple[GatherRows | BatchRows, int]:
+    """(the rows' positions, their count) of gathered rows (every row inside the tile's
+    bounds; a warpgroup's share of the rows is its share of the positions), or of a 2-D
+    tile's rows read once per head of a tile of rank 3 (the row form: row r is row r % R
+    of the tile, BatchRows of outer step 0)."""
+    if isinstance(item, T.Gather):
+        if after_tiled:
+            raise TileError(f"a tile of {tensor} gathers a dim after a tiled one; "
+                            "gathered dims are the tile's rows")
+        index = global_tile(kernel, tiles, item.index.tensor, item.index.index, split)
+        return GatherRows(index, int(item.index.pad), d), index.cols
+    if after_tiled:
+        raise TileError(f"a tile of {tensor} repeats a dim after a tiled one")
+    heads = extent_value(kernel, tiles, item.heads)
+    if isinstance(item.rows, T.TileSlice):
+        size = extent_value(kernel, tiles, item.rows.size)
+        start, step = tile_start(kernel, item.rows, size), item.rows.stride
+    else:
+        size, start, step = extent_value(kernel, tiles, item.rows.extent), const(0), 1
+    return BatchRows(size, const(0), const(1), start, d, const(0), 0, step), heads * size
 
 
 def _rank3_tile(kernel: T.TypedKernel, tiles, tensor: str, items, dims, strides,
@@ -195,6 +211,28 @@ def stored_rows(store: T.Store) -> bool:
     shape = store.value.type.shape
     return len(shape) == 2 and shape[1] == 1 and len(T.extent_factors(shape[0])) == 2 \
         and T.tile_axes(store.index) == 2
+
+
+def copy_layout(kernel: T.TypedKernel, tiles, load: T.TExpr, shape, dtype: str
+                ) -> SmemLayout | None:
+    """The shared layout of a copied tile of `shape` (before an operand's transposition):
+    a 2-D tile's (swizzle.smem_layout), a vector of rows' (rows_vector_layout), or none
+    (a plain vector)."""
+    if len(shape) == 2:
+        return smem_layout(shape[0], shape[1], dtype)
+    return rows_vector_layout(kernel, tiles, load)
+
+
+def rows_vector_layout(kernel: T.TypedKernel, tiles, load: T.TExpr) -> SmemLayout | None:
+    """The shared layout of a vector of a tile of rank 3's rows loaded as a tile of several
+    rows (ptc.sema.batched): from two axes (`load(LSE[b, h, m])` as `[G*BM]`), or a vector
+    repeated for each head (`load(w[m])[None, :, None]`, one column). The tile is stored in
+    order, unswizzled, so element r of the vector is row r // C, column r % C. None for
+    any other load."""
+    if not isinstance(load, T.Load) or load.type.rank != 1:
+        return None
+    tile = global_tile(kernel, tiles, load.tensor, load.index)
+    return SmemLayout(tile.rows, tile.cols, tile.dtype, "none") if tile.rows > 1 else None
 
 
 def tile_start(kernel: T.TypedKernel, item: T.TileSlice, size: int) -> T.TExpr:

@@ -50,6 +50,8 @@ STRIDED = "it takes every n-th element of a dim (a strided tile: the threads cop
 # a tile of rank 3 is its rows (ptc.sema.batched): a load's box of three dims lands them in
 # order; a store of one goes from the registers
 BATCHED = "its rows span two dims (a tile of rank 3, stored from the registers)"
+# a 2-D tile broadcast over the heads of a tile of rank 3 reads its rows once per head
+REPEATED = "its rows repeat for each head of a tile of rank 3 (no box reads a row twice)"
 
 
 def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
@@ -60,6 +62,8 @@ def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
         return GATHERED
     if any(isinstance(i, T.TileSlice) and i.stride != 1 for i in load.index):
         return STRIDED
+    if head_rows(load):
+        return REPEATED
     inner = load.index[-1]
     if isinstance(inner, T.TileSlice) and inner.offset is not None and \
             divisible(inner.offset, 16 // DTYPE_BYTES[kernel.tensor(load.tensor).dtype]) \
@@ -144,7 +148,7 @@ def per_thread_copy(kernel: T.TypedKernel, load: T.Load) -> str | None:
     if isinstance(load.index[-1], T.TileSlice) and load.index[-1].stride != 1:
         return "its columns are every n-th element of the innermost dim (a strided tile)"
     if any(isinstance(i, T.Gather) for i in load.index) or strided_rows(load) or \
-            batched_rows(load):
+            batched_rows(load) or head_rows(load):
         # 16-byte chunks of each row (element copies where the launch finds them unaligned)
         if load.pad != 0.0:
             return f"cp.async fills rows outside the tensor with zero, not {load.pad}"
@@ -168,5 +172,11 @@ def batched_rows(access: T.Load | T.Store) -> bool:
     return T.tile_axes(access.index) == 3
 
 
+def head_rows(load: T.Load) -> bool:
+    """Whether a load's rows repeat for each head of a tile of rank 3 (T.HeadRows): the
+    copy addresses each row (ptc.lower.tiles, BatchRows of outer step 0)."""
+    return any(isinstance(i, T.HeadRows) for i in load.index)
+
+
 __all__ = ["TmaBox", "tma_box", "tma_store_box", "tensor_strides", "per_thread_copy",
-           "strided_rows", "batched_rows", "BATCHED"]
+           "strided_rows", "batched_rows", "head_rows", "BATCHED", "REPEATED"]

@@ -4,13 +4,15 @@ The back ends hold 1-D and 2-D register tiles, so a tile of rank 3 (a GQA group 
 heads, `q = load(Q[b, g, i, :])` as `[G, BM, D]`) is computed as the 2-D tile of its rows,
 as FlashAttention-3's PackGQA packs the heads of a group into the M dimension. Values of
 shape `[A, R]` that come from it (its row maxima and sums, what they are combined with)
-are then vectors of `A * R` rows. A `[A, R]` value is "batched" when it is such a vector,
-and a plain 2-D tile otherwise; `analyze` decides which by unification over a grid's
+are then vectors of `A * R` rows (a `[A, R]` load too: its elements in order are the
+vector, `load(LSE[b, g, i])`). A `[A, R]` value is "batched" when it is such a vector, and
+a plain 2-D tile otherwise; `analyze` decides which by unification over a grid's
 statements and reports what the row form cannot compute (docs/language.md, "Tiles of rank
 3"); `flatten` rewrites a checked kernel into that form (`ptc.sema.grids`: every grid the
-back end builds is flat), computing a 2-D index tile broadcast over the heads (a causal
-mask) again for every row (ptc.sema.batched_index). The reference interpreter computes the
-language's own rank-3 semantics, and nothing here is its truth.
+back end builds is flat), computing a 2-D tile of indices and loads broadcast over the
+heads (a causal mask, an attention bias) again for every row (ptc.sema.batched_index).
+The reference interpreter computes the language's own rank-3 semantics, and nothing here
+is its truth.
 """
 from __future__ import annotations
 
@@ -18,12 +20,12 @@ from dataclasses import dataclass, replace
 
 from ..diagnostics import Span
 from . import typed as T
-from .batched_index import index_only, over_rows, single_definitions
+from .batched_index import over_rows, per_row, single_definitions
 
 HINT = ("a tile of rank 3 [A, R, C] is computed as A*R rows: it combines with tiles of its "
         "shape, [C] rows ([1, C], [1, 1, C]), scalars, its own row values ([A, R] "
-        "reductions along its last axis, as [A, R, 1]) and [R, C] tiles computed from "
-        "indices only (docs/language.md, \"Tiles of rank 3\")")
+        "reductions along its last axis or loads, as [A, R, 1]) and [R, C] tiles computed "
+        "from indices and loads only (docs/language.md, \"Tiles of rank 3\")")
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ class _Classes:
 
 class _Analysis:
     def __init__(self, defs):
-        self.defs = defs            # single definitions: named index tiles (a causal mask)
+        self.defs = defs            # single definitions: named tiles computed per row
         self.classes = _Classes()
         self.rank2: dict[int, object] = {}     # id(expr) -> its class key
         self.errors: list[BatchError] = []
@@ -134,12 +136,12 @@ class _Analysis:
 
     def rank3(self, e: T.TExpr) -> None:
         lead = e.type.shape[:2]
-        if lead[0] == 1 and lead[1] != 1 and index_only(e, self.defs):
+        if lead[0] == 1 and lead[1] != 1 and per_row(e, self.defs):
             return      # `index(m)[None, :, None]`: computed again for every row of the heads
         if (lead[0] == 1) != (lead[1] == 1):
             self.fail(f"a {e.type} tile broadcasts along one of its first two axes only; "
                       "a tile of rank 3 is computed as rows, so both are whole or both 1 "
-                      "(or, for a tile of indices, 1 along the heads)")
+                      "(or 1 along the heads, for a tile computed from indices and loads)")
             return
         if isinstance(e, T.Load):
             self.rows_of(e.tensor, e.index)
@@ -184,14 +186,15 @@ class _Analysis:
 
     def broadcast_rows(self, arg: T.TExpr, key) -> None:
         """A 2-D operand of a rank-3 result: a row `[1, C]` broadcast over all the rows, or
-        a tile computed from indices only, which the row form computes again per row."""
-        if arg.type.shape[0] != 1 and not index_only(arg, self.defs):
+        a tile computed from indices and loads only, which the row form computes again per
+        row (an attention bias, a causal mask)."""
+        if arg.type.shape[0] != 1 and not per_row(arg, self.defs):
             self.fail(f"a {arg.type} tile is broadcast over the first axis of a tile of "
                       "rank 3; a tile of rank 3 is computed as rows, which a 2-D tile "
-                      "cannot follow (one computed from indices only, such as a causal "
-                      "mask, can)")
+                      "cannot follow (one computed from indices and loads only, such as a "
+                      "causal mask or a loaded bias, can)")
         elif key is not None:
-            self.plain(key, f"the {arg.type} row broadcast over a tile of rank 3 is a plain "
+            self.plain(key, f"the {arg.type} tile broadcast over a tile of rank 3 is a plain "
                             "2-D tile")
 
     def rank2_value(self, e: T.TExpr):
@@ -228,10 +231,14 @@ class _Analysis:
                                     "is a plain 2-D tile")
         elif isinstance(e, T.Fill):
             self.value(e.value)
+        elif isinstance(e, T.Load) and not any(isinstance(i, T.Gather) for i in e.index):
+            # either: its A*R elements in order are the rows' vector (`load(LSE[b, h, m])`)
+            for c in T.children(e):
+                self.value(c)
         elif isinstance(e, (T.Load, T.IndexVec, T.Const, T.Scalar, T.ElementAt)):
             for c in T.children(e):
                 self.value(c)
-            source = f"loaded from {e.tensor}" if isinstance(e, T.Load) else "of indices"
+            source = f"gathered from {e.tensor}" if isinstance(e, T.Load) else "of indices"
             self.plain(key, f"the {e.type} tile {source} is a plain 2-D tile")
         else:      # Transpose, MatMul, MmaAccumulate, Expand of a vector: plain 2-D tiles
             for c in T.children(e):
@@ -341,7 +348,7 @@ class _RowForm:
         batched = e.type.rank == 2 and (info.of(e) or isinstance(e, T.Var) and
                                         e.name in info.names)
         if isinstance(e, T.Elementwise) and e.type.rank == 3:
-            # a 2-D index tile broadcast over the heads: computed again for every row
+            # a 2-D tile of indices and loads broadcast over the heads: again for every row
             new = replace(e, args=tuple(
                 over_rows(a, e.type.shape[0], self.defs, self.size, rows_extent)
                 if a.type.rank == 2 and a.type.shape[0] != 1 or

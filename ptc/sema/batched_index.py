@@ -1,11 +1,13 @@
-"""Index tiles broadcast over a tile of rank 3, in its row form (ptc.sema.batched).
+"""2-D tiles broadcast over a tile of rank 3, in its row form (ptc.sema.batched).
 
-A 2-D tile broadcast over the first axis of a `[GH, BM, BN]` tile would have each of the
-`GH * BM` rows read row `r % BM` of it, which a register tile cannot follow. A tile
-computed from indices only -- tile and loop indices, `index(m)`, `arange`, dims, scalars
-and literals, as a causal mask `index(m)[:, None] >= index(n)[None, :]` is, named or not --
-is computed again in the row form instead: `index(m)` over the rows is
-`m * BM + arange(GH * BM) % BM`, so each row holds the position of its own query.
+A 2-D tile broadcast over the first axis of a `[GH, BM, BN]` tile has each of the
+`GH * BM` rows read row `r % BM` of it, which a register tile of BM rows cannot follow. A
+tile computed from indices and loads only -- tile and loop indices, `index(m)`, `arange`,
+dims, scalars, literals and loads of plain tiles, as a causal mask `index(m)[:, None] >=
+index(n)[None, :]` or an attention bias `load(bias[b, m, n])` is, named or not -- is
+computed again in the row form instead: `index(m)` over the rows is
+`m * BM + arange(GH * BM) % BM`, so each row holds the position of its own query, and a
+load reads its rows once for each head (T.HeadRows: row r of the copy is row r % BM).
 """
 from __future__ import annotations
 
@@ -32,14 +34,19 @@ def single_definitions(kernel: T.TypedKernel) -> dict[str, T.TExpr]:
     return {name: vs[0] for name, vs in values.items() if len(vs) == 1}
 
 
-def index_only(e: T.TExpr, defs: Mapping[str, T.TExpr]) -> bool:
-    """Whether e is computed from indices, dims, scalars and literals only."""
+def per_row(e: T.TExpr, defs: Mapping[str, T.TExpr]) -> bool:
+    """Whether e is computed from indices, dims, scalars, literals and loads of plain tiles
+    (of at most two axes, not gathered) only: what the row form computes again per row."""
     if isinstance(e, (T.Const, T.Scalar, T.IndexVec)):
         return True
     if isinstance(e, T.Var):
-        return e.name in defs and index_only(defs[e.name], defs)
+        return e.name in defs and per_row(defs[e.name], defs)
+    if isinstance(e, T.Load):
+        return e.type.rank <= 2 and T.tile_axes(e.index) == e.type.rank and \
+            not any(isinstance(i, (T.Gather, T.HeadRows)) for i in e.index) and \
+            all(per_row(c, defs) for c in T.children(e))
     if isinstance(e, (T.Elementwise, T.Expand, T.Convert)):
-        return all(index_only(c, defs) for c in T.children(e))
+        return all(per_row(c, defs) for c in T.children(e))
     return False
 
 
@@ -55,6 +62,8 @@ def over_rows(e: T.TExpr, heads: T.Extent, defs: Mapping[str, T.TExpr],
     if e.type.rank <= 1 or e.type.shape[0] == 1:      # a row, a scalar: as it is
         return e
     shape = (rows(heads, e.type.shape[0]),) + e.type.shape[1:]
+    if isinstance(e, T.Load):
+        return _head_load(e, heads, shape)
     if isinstance(e, T.Expand):                         # v[:, None]: a vector of the rows
         arg = _vector(e.arg, heads, defs, size, rows)
         return replace(e, arg=arg, type=T.TileType(e.type.dtype, shape))
@@ -93,6 +102,8 @@ def _vector(v: T.TExpr, heads: T.Extent, defs, size, rows) -> T.TExpr:
     if v.type.rank == 0:
         return v
     n = rows(heads, v.type.shape[0])
+    if isinstance(v, T.Load):
+        return _head_load(v, heads, (n,))
     if isinstance(v, T.IndexVec):
         every = T.IndexVec(None, n, T.TileType(I32, (n,)))
         pos = T.Elementwise("mod", (every, size(v.size)), T.TileType(I32, (n,)))
@@ -103,3 +114,12 @@ def _vector(v: T.TExpr, heads: T.Extent, defs, size, rows) -> T.TExpr:
         return T.Elementwise("add", (pos, start), T.TileType(I32, (n,)))
     new = T.map_children(v, lambda c: _vector(c, heads, defs, size, rows))
     return replace(new, type=T.TileType(v.type.dtype, (n,)))
+
+
+def _head_load(load: T.Load, heads: T.Extent, shape) -> T.Load:
+    """A load of `[R, C]` (or `[R]`) as the `[heads * R, ..]` tile that reads its rows once
+    for each head: its first tile axis wrapped in T.HeadRows."""
+    first = next(k for k, i in enumerate(load.index) if not isinstance(i, T.Point))
+    index = load.index[:first] + (T.HeadRows(load.index[first], heads),) + \
+        load.index[first + 1:]
+    return replace(load, index=index, type=T.TileType(load.type.dtype, tuple(shape)))

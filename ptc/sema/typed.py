@@ -165,7 +165,17 @@ class Gather:
     size: Extent
 
 
-IndexItem = Union[TileSlice, Point, WholeDim, Gather]
+@dataclass(frozen=True)
+class HeadRows:
+    """Subscript item of the row form only (ptc.sema.batched_index): the rows `rows` selects
+    (a tile slice or a whole dim), once for each of `heads` heads -- a 2-D tile of data
+    broadcast over the heads of a tile of rank 3, whose row r is row r % R of it."""
+
+    rows: "TileSlice | WholeDim"
+    heads: Extent
+
+
+IndexItem = Union[TileSlice, Point, WholeDim, Gather, HeadRows]
 
 
 @dataclass(frozen=True)
@@ -311,6 +321,8 @@ def index_operand(item: IndexItem) -> "TExpr | None":
         return item.index
     if isinstance(item, TileSlice):
         return item.offset
+    if isinstance(item, HeadRows):
+        return index_operand(item.rows)
     return None
 
 
@@ -333,10 +345,13 @@ def map_children(e: TExpr, fn) -> TExpr:
     if isinstance(e, Fill):
         return replace(e, value=fn(e.value))
     if isinstance(e, Load):
-        return replace(e, index=tuple(
-            replace(i, index=fn(i.index)) if isinstance(i, Point) else
-            replace(i, offset=fn(i.offset)) if isinstance(i, TileSlice) and i.offset is not None
-            else i for i in e.index))
+        def item(i):
+            if isinstance(i, Point):
+                return replace(i, index=fn(i.index))
+            if isinstance(i, TileSlice) and i.offset is not None:
+                return replace(i, offset=fn(i.offset))
+            return replace(i, rows=item(i.rows)) if isinstance(i, HeadRows) else i
+        return replace(e, index=tuple(item(i) for i in e.index))
     if isinstance(e, ElementAt):
         return replace(e, offset=fn(e.offset), valid=None if e.valid is None else fn(e.valid))
     return e

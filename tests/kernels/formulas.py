@@ -155,6 +155,47 @@ def _gqa_lse_ref(i, d):
     return {**_gqa_ref(i, d), "LSE": m + np.log(np.exp(s - m[..., None]).sum(axis=-1))}
 
 
+def _gqa_bias_inputs(d, rng):
+    """An additive bias [B, S, T] shared by the heads: N(0, 2) with a quarter of the keys
+    of each query hidden by -inf (never all of them: key 0 stays)."""
+    out = _attn_inputs(F16, kv_heads="G", T="T")(d, rng)
+    shape = (d["B"], d["S"], d["T"])
+    hidden = rng.random(shape) < 0.25
+    hidden[..., 0] = False
+    out["Bias"] = np.where(hidden, -np.inf, randn(rng, shape, F32, 2.0)).astype(F16)
+    return out
+
+
+def _gqa_bias_ref(i, d):
+    rep = d["H"] // d["G"]
+    k, v = np.repeat(f64(i["K"]), rep, axis=1), np.repeat(f64(i["V"]), rep, axis=1)
+    return {"O": attention(i["Q"], k, v, f64(i["Bias"])[:, None])}
+
+
+def _gqa_bwd_inputs(d, rng):
+    """Q, K, V and dO, with the forward's LSE and Delta = rowsum(dO * O) computed here from
+    them in float64 (what the forward and the preprocessing kernels would have stored)."""
+    out = _attn_inputs(BF16, kv_heads="G", T="T")(d, rng)
+    out["dO"] = randn(rng, out["Q"].shape, BF16)
+    rep = d["H"] // d["G"]
+    k, v = np.repeat(f64(out["K"]), rep, axis=1), np.repeat(f64(out["V"]), rep, axis=1)
+    s = np.einsum("bhsd,bhtd->bhst", f64(out["Q"]), k) / np.sqrt(d["D"])
+    lse = np.log(np.exp(s).sum(axis=-1))
+    o = np.exp(s - lse[..., None]) @ v
+    out["LSE"] = lse.astype(F32)
+    out["Delta"] = (f64(out["dO"]) * o).sum(axis=-1).astype(F32)
+    return out
+
+
+def _gqa_bwd_dq_ref(i, d):
+    """dQ = (P * (dO V^T - Delta)) K / sqrt(D), P = exp(Q K^T / sqrt(D) - LSE)."""
+    rep, scale = d["H"] // d["G"], 1.0 / np.sqrt(d["D"])
+    k, v = np.repeat(f64(i["K"]), rep, axis=1), np.repeat(f64(i["V"]), rep, axis=1)
+    p = np.exp(np.einsum("bhsd,bhtd->bhst", f64(i["Q"]), k) * scale - f64(i["LSE"])[..., None])
+    dp = np.einsum("bhsd,bhtd->bhst", f64(i["dO"]), v)
+    return {"dQ": (p * (dp - f64(i["Delta"])[..., None])) @ k * scale}
+
+
 def _gqa_causal_ref(i, d):
     rep, S = d["H"] // d["G"], d["S"]
     k, v = np.repeat(f64(i["K"]), rep, axis=1), np.repeat(f64(i["V"]), rep, axis=1)
@@ -447,6 +488,12 @@ KERNELS: dict[str, Entry] = {
     "gqa_packed_attn": Entry(      # a group of 4 query heads, packed 4 or 2 to a tile
         _attn_inputs(BF16, kv_heads="G", T="T"), _gqa_lse_ref,
         dict(B=1, H=8, G=2, S=50, T=90, D=64), {"O": HALF, "LSE": 1e-5}),
+    "gqa_packed_bias": Entry(      # a [BM, BN] bias tile broadcast over the packed heads
+        _gqa_bias_inputs, _gqa_bias_ref,
+        dict(B=1, H=8, G=2, S=50, T=90, D=64), {"O": HALF}),
+    "gqa_packed_bwd_dq": Entry(    # row values loaded: the forward's LSE and Delta
+        _gqa_bwd_inputs, _gqa_bwd_dq_ref,
+        dict(B=1, H=8, G=2, S=50, T=90, D=64), {"dQ": HALF}),
     "gqa_packed_causal": Entry(    # a named causal mask over the packed heads
         _attn_inputs(F16, kv_heads="G", T="S"), _gqa_causal_ref,
         dict(B=1, H=8, G=2, S=70, D=64), {"O": HALF}),

@@ -1,0 +1,169 @@
+"""Issue 22: what a tile of rank 3 combines with beyond its own shape (docs/language.md,
+"Tiles of rank 3"). Its row form (ptc.sema.batched) computes `[G, BM, BN]` as G * BM rows:
+
+- a `[G, BM]` tile loaded from a tensor meets the tile's row values (a backward pass reads
+  the forward's log-sum-exps): its G x BM elements in order are the rows' vector;
+- a 2-D tile of data broadcast over the heads (`s + load(bias[i, j])`, `[None, :, :]`, a
+  vector `load(w[i])[:, None]`, a named mask) is computed again for every row: its load
+  reads its rows once per head (T.HeadRows; the copy's BatchRows has an outer step of 0).
+
+The truth is NumPy written here from the language's broadcasting rules, and the
+interpreter; every target's kernel is emulated in three thread orders, sm90's
+warp-specialized plans with one and two consumer warpgroups too.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ptc import driver
+from ptc.interp import run_kernel
+from ptc.lower.printer import print_lowered
+from ptc.sema.batched import flatten
+from ptc.sema.printer import print_kernel
+from test_offset_tiles import emulated, rendered, typed
+
+TARGETS = ("sm80", "sm90", "gfx90a", "gfx942")
+ORDERS = (dict(), dict(order="reverse"), dict(order="random", seed=5))
+SHAPE = {"H": 6, "M": 45, "N": 70}      # heads 6, 7 and rows 45.. lie outside
+
+# the data broadcast over the heads, in each spelling: a [BM, BN] tile by NumPy's rule, a
+# named [BM, BN] mask, a [BM] vector as a column, and the same at rank 3 ([None, :, None])
+BROADCAST = """
+kernel broadcast(S: f32[H, M, N], bias: f32[M, N], w: f32[M], mask: f32[M, N])
+    -> (O: f32[H, M, N]) {
+  tile G in [4], BM in [32], BN in [64, 32]
+  parallel g: G of H, i: BM of M, j: BN of N {
+    keep = load(mask[i, j]) > 0.0
+    shift = load(w[i])[None, :, None]
+    s = load(S[g, i, j]) * load(w[i])[:, None] + load(bias[i, j])
+    store(O[g, i, j], where(keep, s + shift, -1.0))
+  }
+}
+"""
+
+# row values loaded from a tensor: the [G, BM] tile of maxima m0 meets the tile's own row
+# maxima (one value per row, of its BN columns, the pad 0 past N), and comes back per row
+LOADED_ROWS = """
+kernel loaded_rows(S: f32[H, M, N], m0: f32[H, M]) -> (O: f32[H, M, N]) {
+  tile G in [4], BM in [32], BN in [64]
+  parallel g: G of H, i: BM of M, j: BN of N {
+    s = load(S[g, i, j])
+    mx = max(rowmax(s), load(m0[g, i]))
+    store(O[g, i, j], s - mx[:, :, None])
+  }
+}
+"""
+
+
+def inputs(seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    H, M, N = (SHAPE[d] for d in "HMN")
+    return {"S": rng.standard_normal((H, M, N)).astype(np.float32),
+            "bias": rng.standard_normal((M, N)).astype(np.float32),
+            "w": rng.standard_normal(M).astype(np.float32),
+            "mask": rng.standard_normal((M, N)).astype(np.float32),
+            "m0": rng.standard_normal((H, M)).astype(np.float32)}
+
+
+def broadcast_want(i: dict) -> np.ndarray:
+    w = i["w"][None, :, None]
+    s = i["S"] * w + i["bias"][None]
+    return np.where(i["mask"][None] > 0, s + w, np.float32(-1.0)).astype(np.float32)
+
+
+def loaded_rows_want(i: dict, bn: int = 64) -> np.ndarray:
+    S = i["S"]
+    out = np.empty_like(S)
+    for j0 in range(0, S.shape[2], bn):
+        cols = slice(j0, j0 + bn)
+        mx = S[:, :, cols].max(axis=2)
+        if j0 + bn > S.shape[2]:            # the pad, 0, of the columns past N
+            mx = np.maximum(mx, 0.0)
+        out[:, :, cols] = S[:, :, cols] - np.maximum(mx, i["m0"])[:, :, None]
+    return out
+
+
+def only(kernel, values: dict) -> dict:
+    return {p.name: values[p.name] for p in kernel.inputs}
+
+
+CASES = {"broadcast": (BROADCAST, broadcast_want), "loaded_rows": (LOADED_ROWS, loaded_rows_want)}
+
+
+# ---- the language and its row form ---------------------------------------------------------
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_interpreter_broadcasts_as_numpy_does(case):
+    text, want = CASES[case]
+    kernel = typed(text, SHAPE)
+    for seed in (0, 1):
+        values = only(kernel, inputs(seed))
+        np.testing.assert_allclose(run_kernel(kernel, values, shapes=SHAPE)["O"], want(values),
+                                   rtol=1e-6, err_msg=f"seed {seed}")
+
+
+def test_the_row_form_reads_a_broadcast_tiles_rows_once_per_head():
+    flat = print_kernel(flatten(typed(BROADCAST, SHAPE)))
+    assert "load(bias[heads(G, i:BM), j:BN])" in flat
+    assert "load(mask[heads(G, i:BM), j:BN])" in flat        # the named mask, per row
+    assert "expand(load(w[heads(G, i:BM)]), f32[G*BM, 1])" in flat
+    text = print_lowered(driver.lowered(typed(BROADCAST, SHAPE), "sm80", shapes=SHAPE)[0][0])
+    assert "bias[128x32] rows of 32 for each of 4 heads" in text
+    assert "w[128x1] rows of 32 for each of 4 heads" in text
+    assert "f32[128] as 128x1 rows" in text                  # the vector's rows, in order
+
+
+def test_loaded_row_values_are_the_vector_of_the_rows():
+    flat = print_kernel(flatten(typed(LOADED_ROWS, SHAPE)))
+    # the loaded [G, BM] tile is a vector of the G * BM rows, as the row maxima are
+    assert "mx: f32[G*BM] = max(max(s, axis=1), load(m0[g:G, i:BM]))" in flat
+    text = print_lowered(driver.lowered(typed(LOADED_ROWS, SHAPE), "sm80", shapes=SHAPE)[0][0])
+    assert "f32[128] as 4x32 rows" in text and "m0[4x32]" in text
+
+
+# ---- on the emulators ------------------------------------------------------------------------
+@pytest.mark.cxx
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_target_computes_the_broadcasts_per_row(case, target):
+    text, want = CASES[case]
+    kernel, source, device = rendered(text, target, tuple(SHAPE.items()))
+    run = emulated(source, device)
+    values = only(kernel, inputs(2))
+    for config in ORDERS:
+        np.testing.assert_allclose(run(kernel, values, SHAPE, **config)["O"], want(values),
+                                   rtol=1e-5, atol=1e-5, err_msg=f"{target} {config}")
+
+
+@pytest.mark.cxx
+def test_a_copy_that_reads_the_heads_rows_fails_the_check():
+    """The emulated check sees the repetition: the bias copy told to step through rows
+    (outer step 1) instead of repeating them reads other rows, and the result differs."""
+    kernel, source, device = rendered(BROADCAST, "sm80", tuple(SHAPE.items()))
+    assert source.count("ptc::BatchRows<32, 0, 1>") >= 3
+    broken = source.replace("ptc::BatchRows<32, 0, 1>", "ptc::BatchRows<32, 1, 1>", 1)
+    values = only(kernel, inputs(2))
+    got = emulated(broken, device)(kernel, values, SHAPE)["O"]
+    assert not np.allclose(got, broadcast_want(values), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("consumers", [1, 2])
+@pytest.mark.parametrize("name,output", [("gqa_packed_bias", "O"), ("gqa_packed_bwd_dq", "dQ")])
+def test_sm90_warp_specialized_plans_read_broadcast_and_loaded_rows(name, output, consumers):
+    """The producer's threads copy the bias's rows once per head and the loaded row
+    values' G x BM tile; two consumer warpgroups each read their heads' rows of both."""
+    from ptc.sched.construct import Choice, Style
+    from test_kernels import KF, CORPUS
+    entry = KF.KERNELS[name]
+    text = (CORPUS / f"{name}.pt").read_text().replace(
+        "tile GH in [4, 2], BM in [32, 16, 64]", "tile GH in [4], BM in [32]")
+    kernel, source, device = rendered(text, "sm90", tuple(entry.shapes.items()),
+                                      Choice(Style.WARP_SPECIALIZED, 2, consumers))
+    values = entry.make_inputs(entry.shapes, np.random.default_rng(1))
+    want = entry.reference(values, entry.shapes)[output]
+    run = emulated(source, device)
+    for config in ORDERS:
+        got = run(kernel, values, entry.shapes, **config)[output].astype(np.float64)
+        error = np.linalg.norm(got - want) / np.linalg.norm(want)
+        assert error <= entry.tolerance[output], (config, error)
