@@ -5,7 +5,10 @@
   the forward's log-sum-exps): its G x BM elements in order are the rows' vector;
 - a 2-D tile of data broadcast over the heads (`s + load(bias[i, j])`, `[None, :, :]`, a
   vector `load(w[i])[:, None]`, a named mask) is computed again for every row: its load
-  reads its rows once per head (T.HeadRows; the copy's BatchRows has an outer step of 0).
+  reads its rows once per head (T.RepeatRows; the copy's BatchRows has an outer step of 0);
+- a value per head broadcast over its rows (`load(slope[g])[:, None, None]`, a `[G, 1,
+  BN]` row per head, `index(g)[:, None, None]`) is computed for every row of its head: its
+  load reads each row for the head's rows (BatchRows of inner step 0).
 
 The truth is NumPy written here from the language's broadcasting rules, and the
 interpreter; every target's kernel is emulated in three thread orders, sm90's
@@ -56,6 +59,20 @@ kernel loaded_rows(S: f32[H, M, N], m0: f32[H, M]) -> (O: f32[H, M, N]) {
 """
 
 
+# one value per head ([G, 1, 1]: ALiBi's slopes, an index) and one row per head
+# ([G, 1, BN]), each broadcast over the head's rows, beside a [BM, BN] tile of indices
+PER_HEAD = """
+kernel per_head(S: f32[H, M, N], slope: f32[H], hb: f32[H, N]) -> (O: f32[H, M, N]) {
+  tile G in [4], BM in [32], BN in [64, 32]
+  parallel g: G of H, i: BM of M, j: BN of N {
+    dist = (index(j)[None, :] - index(i)[:, None]) as f32
+    s = load(S[g, i, j]) + load(slope[g])[:, None, None] * dist
+    store(O[g, i, j], s + load(hb[g, j])[:, None, :] + (index(g) as f32)[:, None, None])
+  }
+}
+"""
+
+
 def inputs(seed: int) -> dict:
     rng = np.random.default_rng(seed)
     H, M, N = (SHAPE[d] for d in "HMN")
@@ -63,7 +80,9 @@ def inputs(seed: int) -> dict:
             "bias": rng.standard_normal((M, N)).astype(np.float32),
             "w": rng.standard_normal(M).astype(np.float32),
             "mask": rng.standard_normal((M, N)).astype(np.float32),
-            "m0": rng.standard_normal((H, M)).astype(np.float32)}
+            "m0": rng.standard_normal((H, M)).astype(np.float32),
+            "slope": rng.standard_normal(H).astype(np.float32),
+            "hb": rng.standard_normal((H, N)).astype(np.float32)}
 
 
 def broadcast_want(i: dict) -> np.ndarray:
@@ -84,11 +103,19 @@ def loaded_rows_want(i: dict, bn: int = 64) -> np.ndarray:
     return out
 
 
+def per_head_want(i: dict) -> np.ndarray:
+    H, M, N = i["S"].shape
+    dist = (np.arange(N)[None, :] - np.arange(M)[:, None]).astype(np.float32)
+    heads = np.arange(H, dtype=np.float32)[:, None, None]
+    return i["S"] + i["slope"][:, None, None] * dist + i["hb"][:, None, :] + heads
+
+
 def only(kernel, values: dict) -> dict:
     return {p.name: values[p.name] for p in kernel.inputs}
 
 
-CASES = {"broadcast": (BROADCAST, broadcast_want), "loaded_rows": (LOADED_ROWS, loaded_rows_want)}
+CASES = {"broadcast": (BROADCAST, broadcast_want), "loaded_rows": (LOADED_ROWS, loaded_rows_want),
+         "per_head": (PER_HEAD, per_head_want)}
 
 
 # ---- the language and its row form ---------------------------------------------------------
@@ -104,13 +131,23 @@ def test_the_interpreter_broadcasts_as_numpy_does(case):
 
 def test_the_row_form_reads_a_broadcast_tiles_rows_once_per_head():
     flat = print_kernel(flatten(typed(BROADCAST, SHAPE)))
-    assert "load(bias[heads(G, i:BM), j:BN])" in flat
-    assert "load(mask[heads(G, i:BM), j:BN])" in flat        # the named mask, per row
-    assert "expand(load(w[heads(G, i:BM)]), f32[G*BM, 1])" in flat
+    assert "load(bias[repeat(i:BM, G), j:BN])" in flat
+    assert "load(mask[repeat(i:BM, G), j:BN])" in flat        # the named mask, per row
+    assert "expand(load(w[repeat(i:BM, G)]), f32[G*BM, 1])" in flat
     text = print_lowered(driver.lowered(typed(BROADCAST, SHAPE), "sm80", shapes=SHAPE)[0][0])
     assert "bias[128x32] rows of 32 for each of 4 heads" in text
     assert "w[128x1] rows of 32 for each of 4 heads" in text
     assert "f32[128] as 128x1 rows" in text                  # the vector's rows, in order
+
+
+def test_the_row_form_reads_a_heads_value_for_each_of_its_rows():
+    flat = print_kernel(flatten(typed(PER_HEAD, SHAPE)))
+    assert "load(slope[repeat_each(g:G, BM)])" in flat
+    assert "load(hb[repeat_each(g:G, BM), j:BN])" in flat
+    assert "add(floordiv(arange(G*BM), BM), mul(g, G))" in flat    # index(g) per row
+    text = print_lowered(driver.lowered(typed(PER_HEAD, SHAPE), "sm80", shapes=SHAPE)[0][0])
+    assert "hb[128x32] rows of 4, each for 32 rows" in text
+    assert "slope[128x1] rows of 4, each for 32 rows" in text
 
 
 def test_loaded_row_values_are_the_vector_of_the_rows():
@@ -136,23 +173,28 @@ def test_every_target_computes_the_broadcasts_per_row(case, target):
 
 
 @pytest.mark.cxx
-def test_a_copy_that_reads_the_heads_rows_fails_the_check():
-    """The emulated check sees the repetition: the bias copy told to step through rows
-    (outer step 1) instead of repeating them reads other rows, and the result differs."""
-    kernel, source, device = rendered(BROADCAST, "sm80", tuple(SHAPE.items()))
-    assert source.count("ptc::BatchRows<32, 0, 1>") >= 3
-    broken = source.replace("ptc::BatchRows<32, 0, 1>", "ptc::BatchRows<32, 1, 1>", 1)
+@pytest.mark.parametrize("case,rows", [("broadcast", "ptc::BatchRows<32, 0, 1>"),
+                                       ("per_head", "ptc::BatchRows<32, 1, 0>")])
+def test_a_copy_that_steps_through_the_rows_fails_the_check(case, rows):
+    """The emulated check sees the repetition: a copy told to step through the rows (steps
+    1, 1) instead of repeating them reads other rows, and the result differs."""
+    text, want = CASES[case]
+    kernel, source, device = rendered(text, "sm80", tuple(SHAPE.items()))
+    assert source.count(rows) >= 2
+    broken = source.replace(rows, "ptc::BatchRows<32, 1, 1>", 1)
     values = only(kernel, inputs(2))
     got = emulated(broken, device)(kernel, values, SHAPE)["O"]
-    assert not np.allclose(got, broadcast_want(values), rtol=1e-5, atol=1e-5)
+    assert not np.allclose(got, want(values), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.cxx
 @pytest.mark.parametrize("consumers", [1, 2])
-@pytest.mark.parametrize("name,output", [("gqa_packed_bias", "O"), ("gqa_packed_bwd_dq", "dQ")])
+@pytest.mark.parametrize("name,output", [("gqa_packed_bias", "O"), ("gqa_packed_bwd_dq", "dQ"),
+                                         ("gqa_packed_alibi", "O")])
 def test_sm90_warp_specialized_plans_read_broadcast_and_loaded_rows(name, output, consumers):
-    """The producer's threads copy the bias's rows once per head and the loaded row
-    values' G x BM tile; two consumer warpgroups each read their heads' rows of both."""
+    """The producer's threads copy the bias's rows once per head, the loaded row values'
+    G x BM tile and each head's slope for its rows; two consumer warpgroups each read
+    their heads' rows of them."""
     from ptc.sched.construct import Choice, Style
     from test_kernels import KF, CORPUS
     entry = KF.KERNELS[name]

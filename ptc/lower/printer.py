@@ -178,6 +178,8 @@ def _gathered(t: ir.GlobalTile) -> str:
     for a tile of rank 3's rows."""
     if isinstance(t.gather, BatchRows) and t.gather.outer_step == 0:
         return f" rows of {t.gather.inner} for each of {t.rows // t.gather.inner} heads"
+    if isinstance(t.gather, BatchRows) and t.gather.inner_step == 0:
+        return f" rows of {t.rows // t.gather.inner}, each for {t.gather.inner} rows"
     if isinstance(t.gather, BatchRows):
         return f" rows of {t.rows // t.gather.inner}x{t.gather.inner}"
     return "" if t.gather is None else f" rows gathered by {t.gather.tile.tensor}"

@@ -118,7 +118,7 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
             origin = add(origin, mul(start, stride))
             axes.append((size, start, d, mul(stride, const(item.stride)),
                          item.offset is not None, item.stride))
-        elif isinstance(item, (T.HeadRows, T.Gather)):
+        elif isinstance(item, (T.RepeatRows, T.Gather)):
             # rows at computed positions (the tile's rows): the copy checks each one
             gather, size = _row_positions(kernel, tiles, tensor, item, d, split, bool(axes))
             axes.append((size, const(0), const(size), stride, False, 1))
@@ -141,9 +141,10 @@ def global_tile(kernel: T.TypedKernel, tiles, tensor: str, items,
 def _row_positions(kernel: T.TypedKernel, tiles, tensor: str, item, d: T.TExpr, split,
                    after_tiled: bool) -> tuple[GatherRows | BatchRows, int]:
     """(the rows' positions, their count) of gathered rows (every row inside the tile's
-    bounds; a warpgroup's share of the rows is its share of the positions), or of a 2-D
-    tile's rows read once per head of a tile of rank 3 (the row form: row r is row r % R
-    of the tile, BatchRows of outer step 0)."""
+    bounds; a warpgroup's share of the rows is its share of the positions), or of rows
+    repeated in the row form of a tile of rank 3 (T.RepeatRows): a 2-D tile's R rows
+    once per head (row r is row r % R: BatchRows of outer step 0), or each of a tile's
+    rows for the rows of its head (row r is row r // times: inner step 0)."""
     if isinstance(item, T.Gather):
         if after_tiled:
             raise TileError(f"a tile of {tensor} gathers a dim after a tiled one; "
@@ -152,13 +153,15 @@ def _row_positions(kernel: T.TypedKernel, tiles, tensor: str, item, d: T.TExpr, 
         return GatherRows(index, int(item.index.pad), d), index.cols
     if after_tiled:
         raise TileError(f"a tile of {tensor} repeats a dim after a tiled one")
-    heads = extent_value(kernel, tiles, item.heads)
+    times = extent_value(kernel, tiles, item.times)
     if isinstance(item.rows, T.TileSlice):
         size = extent_value(kernel, tiles, item.rows.size)
         start, step = tile_start(kernel, item.rows, size), item.rows.stride
     else:
         size, start, step = extent_value(kernel, tiles, item.rows.extent), const(0), 1
-    return BatchRows(size, const(0), const(1), start, d, const(0), 0, step), heads * size
+    if item.each:       # position (start + (r // times) * step) * 1 + 0
+        return BatchRows(times, start, d, const(0), const(1), const(1), step, 0), size * times
+    return BatchRows(size, const(0), const(1), start, d, const(0), 0, step), times * size
 
 
 def _rank3_tile(kernel: T.TypedKernel, tiles, tensor: str, items, dims, strides,

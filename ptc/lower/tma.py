@@ -62,7 +62,7 @@ def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
         return GATHERED
     if any(isinstance(i, T.TileSlice) and i.stride != 1 for i in load.index):
         return STRIDED
-    if head_rows(load):
+    if repeated_rows(load):
         return REPEATED
     inner = load.index[-1]
     if isinstance(inner, T.TileSlice) and inner.offset is not None and \
@@ -148,7 +148,7 @@ def per_thread_copy(kernel: T.TypedKernel, load: T.Load) -> str | None:
     if isinstance(load.index[-1], T.TileSlice) and load.index[-1].stride != 1:
         return "its columns are every n-th element of the innermost dim (a strided tile)"
     if any(isinstance(i, T.Gather) for i in load.index) or strided_rows(load) or \
-            batched_rows(load) or head_rows(load):
+            batched_rows(load) or repeated_rows(load):
         # 16-byte chunks of each row (element copies where the launch finds them unaligned)
         if load.pad != 0.0:
             return f"cp.async fills rows outside the tensor with zero, not {load.pad}"
@@ -172,11 +172,11 @@ def batched_rows(access: T.Load | T.Store) -> bool:
     return T.tile_axes(access.index) == 3
 
 
-def head_rows(load: T.Load) -> bool:
-    """Whether a load's rows repeat for each head of a tile of rank 3 (T.HeadRows): the
+def repeated_rows(load: T.Load) -> bool:
+    """Whether a load's rows repeat for each head of a tile of rank 3 (T.RepeatRows): the
     copy addresses each row (ptc.lower.tiles, BatchRows of outer step 0)."""
-    return any(isinstance(i, T.HeadRows) for i in load.index)
+    return any(isinstance(i, T.RepeatRows) for i in load.index)
 
 
 __all__ = ["TmaBox", "tma_box", "tma_store_box", "tensor_strides", "per_thread_copy",
-           "strided_rows", "batched_rows", "head_rows", "BATCHED", "REPEATED"]
+           "strided_rows", "batched_rows", "repeated_rows", "BATCHED", "REPEATED"]

@@ -10,7 +10,8 @@ a plain 2-D tile otherwise; `analyze` decides which by unification over a grid's
 statements and reports what the row form cannot compute (docs/language.md, "Tiles of rank
 3"); `flatten` rewrites a checked kernel into that form (`ptc.sema.grids`: every grid the
 back end builds is flat), computing a 2-D tile of indices and loads broadcast over the
-heads (a causal mask, an attention bias) again for every row (ptc.sema.batched_index).
+heads (a causal mask, an attention bias) again for every row, and one of a value per head
+(`load(slope[h])[:, None, None]`) for every row of its head (ptc.sema.batched_index).
 The reference interpreter computes the language's own rank-3 semantics, and nothing here
 is its truth.
 """
@@ -20,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from ..diagnostics import Span
 from . import typed as T
-from .batched_index import over_rows, per_row, single_definitions
+from .batched_index import over_rows, per_head, per_row, single_definitions
 
 HINT = ("a tile of rank 3 [A, R, C] is computed as A*R rows: it combines with tiles of its "
         "shape, [C] rows ([1, C], [1, 1, C]), scalars, its own row values ([A, R] "
@@ -136,12 +137,14 @@ class _Analysis:
 
     def rank3(self, e: T.TExpr) -> None:
         lead = e.type.shape[:2]
-        if lead[0] == 1 and lead[1] != 1 and per_row(e, self.defs):
-            return      # `index(m)[None, :, None]`: computed again for every row of the heads
+        if (lead[0] == 1) != (lead[1] == 1) and per_row(e, self.defs):
+            # `index(m)[None, :, None]`, `load(slope[h])[:, None, None]`: computed again
+            # for every row of the heads, or every row of each head
+            return
         if (lead[0] == 1) != (lead[1] == 1):
             self.fail(f"a {e.type} tile broadcasts along one of its first two axes only; "
                       "a tile of rank 3 is computed as rows, so both are whole or both 1 "
-                      "(or 1 along the heads, for a tile computed from indices and loads)")
+                      "(or either 1, for a tile computed from indices and loads)")
             return
         if isinstance(e, T.Load):
             self.rows_of(e.tensor, e.index)
@@ -206,9 +209,9 @@ class _Analysis:
         elif isinstance(e, T.Reduce):
             if e.arg.type.rank == 3:
                 self.rank3(e.arg)
-                if e.arg.type.shape[0] == 1 and e.arg.type.shape[1] != 1:
-                    self.fail(f"a {e.arg.type} tile of indices is reduced; reduce its 2-D "
-                              "form (without the leading None)")
+                if (e.arg.type.shape[0] == 1) != (e.arg.type.shape[1] == 1):
+                    self.fail(f"a {e.arg.type} tile of indices and loads is reduced; reduce "
+                              "its 2-D form (without the None)")
                 elif e.axis != 2:
                     self.fail(f"a tile of rank 3 ({e.arg.type}) reduces along its last axis "
                               f"only, not axis {e.axis}")
@@ -343,17 +346,26 @@ class _RowForm:
             return T.Const(e, T.TileType("i32"))
         return T.Scalar(e, "tile" if e in self.tile_names else "dim", T.TileType("i32"))
 
+    def broadcast(self, a: T.TExpr, shape) -> T.TExpr:
+        """An operand of a rank-3 element-wise result of `shape`, in the row form: a 2-D
+        tile of indices and loads (or one of rank 3 that is 1 along the heads) computed
+        for every row of the heads, one that is 1 along the rows for every row of its
+        head; others as they are."""
+        lead = a.type.shape[:2]
+        if a.type.rank == 2 and a.type.shape[0] != 1 or \
+                a.type.rank == 3 and lead[0] == 1 and lead[1] != 1:
+            return over_rows(a, shape[0], self.defs, self.size, rows_extent)
+        if a.type.rank == 3 and lead[0] != 1 and lead[1] == 1:
+            return per_head(a, shape[1], self.defs, self.size, rows_extent)
+        return self.expr(a)
+
     def expr(self, e: T.TExpr) -> T.TExpr:
         info = self.info
         batched = e.type.rank == 2 and (info.of(e) or isinstance(e, T.Var) and
                                         e.name in info.names)
         if isinstance(e, T.Elementwise) and e.type.rank == 3:
             # a 2-D tile of indices and loads broadcast over the heads: again for every row
-            new = replace(e, args=tuple(
-                over_rows(a, e.type.shape[0], self.defs, self.size, rows_extent)
-                if a.type.rank == 2 and a.type.shape[0] != 1 or
-                a.type.rank == 3 and a.type.shape[0] == 1 and a.type.shape[1] != 1
-                else self.expr(a) for a in e.args))
+            new = replace(e, args=tuple(self.broadcast(a, e.type.shape) for a in e.args))
         else:
             new = T.map_children(e, self.expr)
         if isinstance(e, T.Reduce) and e.arg.type.rank == 3:

@@ -7,7 +7,7 @@ dims, scalars, literals and loads of plain tiles, as a causal mask `index(m)[:, 
 index(n)[None, :]` or an attention bias `load(bias[b, m, n])` is, named or not -- is
 computed again in the row form instead: `index(m)` over the rows is
 `m * BM + arange(GH * BM) % BM`, so each row holds the position of its own query, and a
-load reads its rows once for each head (T.HeadRows: row r of the copy is row r % BM).
+load reads its rows once for each head (T.RepeatRows: row r of the copy is row r % BM).
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def per_row(e: T.TExpr, defs: Mapping[str, T.TExpr]) -> bool:
         return e.name in defs and per_row(defs[e.name], defs)
     if isinstance(e, T.Load):
         return e.type.rank <= 2 and T.tile_axes(e.index) == e.type.rank and \
-            not any(isinstance(i, (T.Gather, T.HeadRows)) for i in e.index) and \
+            not any(isinstance(i, (T.Gather, T.RepeatRows)) for i in e.index) and \
             all(per_row(c, defs) for c in T.children(e))
     if isinstance(e, (T.Elementwise, T.Expand, T.Convert)):
         return all(per_row(c, defs) for c in T.children(e))
@@ -51,23 +51,50 @@ def per_row(e: T.TExpr, defs: Mapping[str, T.TExpr]) -> bool:
 
 
 def over_rows(e: T.TExpr, heads: T.Extent, defs: Mapping[str, T.TExpr],
-              size: Callable[[T.Extent], T.TExpr], rows: Callable) -> T.TExpr:
-    """An index-only `[R, C]` tile (or `[R, 1]`) broadcast over the `heads` of a tile of
-    rank 3, as the `[heads * R, C]` tile of its rows. `size(extent)` is an extent as an
-    i32 scalar expression, `rows(heads, R)` the rows' extent."""
+              size: Callable[[T.Extent], T.TExpr], rows: Callable,
+              each: bool = False) -> T.TExpr:
+    """A `[R, C]` tile (or `[R, 1]`) of indices and loads broadcast over the `heads` of a
+    tile of rank 3, as the `[heads * R, C]` tile of its rows (row r is row r % R). With
+    `each`, a `[G, C]` tile of one row per head, as the `[G * heads, C]` tile of each head's
+    `heads` rows (row r is row r // heads). `size(extent)` is an extent as an i32 scalar
+    expression, `rows(A, R)` the extent of A * R rows."""
     if isinstance(e, T.Var):
-        return over_rows(defs[e.name], heads, defs, size, rows)
+        return over_rows(defs[e.name], heads, defs, size, rows, each)
     if e.type.rank == 3:            # [1, R, C] (`index(m)[None, :, None]`): its 2-D form's
         return _leading_one(e, heads, defs, size, rows)
     if e.type.rank <= 1 or e.type.shape[0] == 1:      # a row, a scalar: as it is
         return e
-    shape = (rows(heads, e.type.shape[0]),) + e.type.shape[1:]
+    n = rows(e.type.shape[0], heads) if each else rows(heads, e.type.shape[0])
+    shape = (n,) + e.type.shape[1:]
     if isinstance(e, T.Load):
-        return _head_load(e, heads, shape)
+        return _repeated_load(e, heads, shape, each)
     if isinstance(e, T.Expand):                         # v[:, None]: a vector of the rows
-        arg = _vector(e.arg, heads, defs, size, rows)
+        arg = _vector(e.arg, heads, defs, size, rows, each)
         return replace(e, arg=arg, type=T.TileType(e.type.dtype, shape))
-    new = T.map_children(e, lambda c: over_rows(c, heads, defs, size, rows))
+    new = T.map_children(e, lambda c: over_rows(c, heads, defs, size, rows, each))
+    return replace(new, type=T.TileType(e.type.dtype, shape))
+
+
+def per_head(e: T.TExpr, rows_per_head: T.Extent, defs: Mapping[str, T.TExpr],
+             size: Callable[[T.Extent], T.TExpr], rows: Callable) -> T.TExpr:
+    """A tile of rank 3 of indices and loads that is 1 along the rows (`[G, 1, C]`,
+    `[G, 1, 1]`: a value per head, `load(slope[h])[:, None, None]`) broadcast over the
+    `rows_per_head` rows of each head, as the `[G * R, C]` tile of the rows: row r holds
+    head r // R's."""
+    if isinstance(e, T.Var):
+        return per_head(defs[e.name], rows_per_head, defs, size, rows)
+    if e.type.rank < 3:             # [C] rows, [1, C], scalars beside it: as they are
+        return e
+    g, _, c = e.type.shape
+    if g == 1:                      # [1, 1, C] beside it: a row
+        return _leading_one(e, rows_per_head, defs, size, rows)
+    shape = (rows(g, rows_per_head), c)
+    if isinstance(e, T.Expand) and e.arg.type.rank == 2:      # x[:, None, :]
+        return over_rows(e.arg, rows_per_head, defs, size, rows, each=True)
+    if isinstance(e, T.Expand) and e.arg.type.rank == 1:      # v[:, None, None]
+        arg = _vector(e.arg, rows_per_head, defs, size, rows, each=True)
+        return replace(e, arg=arg, axes=(1,), type=T.TileType(e.type.dtype, shape))
+    new = T.map_children(e, lambda x: per_head(x, rows_per_head, defs, size, rows))
     return replace(new, type=T.TileType(e.type.dtype, shape))
 
 
@@ -94,32 +121,34 @@ def _leading_one(e: T.TExpr, heads: T.Extent, defs, size, rows) -> T.TExpr:
     return replace(new, type=T.TileType(e.type.dtype, shape))
 
 
-def _vector(v: T.TExpr, heads: T.Extent, defs, size, rows) -> T.TExpr:
-    """An index-only `[R]` vector as the `[heads * R]` vector of the rows: row r holds
-    element r % R."""
+def _vector(v: T.TExpr, heads: T.Extent, defs, size, rows, each: bool = False) -> T.TExpr:
+    """A `[R]` vector of indices and loads as the `[heads * R]` vector of the rows: row r
+    holds element r % R; with `each`, a `[G]` vector as the `[G * heads]` one whose row r
+    holds element r // heads."""
     if isinstance(v, T.Var):
-        return _vector(defs[v.name], heads, defs, size, rows)
+        return _vector(defs[v.name], heads, defs, size, rows, each)
     if v.type.rank == 0:
         return v
-    n = rows(heads, v.type.shape[0])
+    n = rows(v.type.shape[0], heads) if each else rows(heads, v.type.shape[0])
     if isinstance(v, T.Load):
-        return _head_load(v, heads, (n,))
+        return _repeated_load(v, heads, (n,), each)
     if isinstance(v, T.IndexVec):
         every = T.IndexVec(None, n, T.TileType(I32, (n,)))
-        pos = T.Elementwise("mod", (every, size(v.size)), T.TileType(I32, (n,)))
+        pos = T.Elementwise("floordiv", (every, size(heads)), T.TileType(I32, (n,))) if each \
+            else T.Elementwise("mod", (every, size(v.size)), T.TileType(I32, (n,)))
         if v.var is None:                                 # arange(R)
             return pos
         start = T.Elementwise("mul", (T.Scalar(v.var, "index", T.TileType(I32)),
                                       size(v.size)), T.TileType(I32))
         return T.Elementwise("add", (pos, start), T.TileType(I32, (n,)))
-    new = T.map_children(v, lambda c: _vector(c, heads, defs, size, rows))
+    new = T.map_children(v, lambda c: _vector(c, heads, defs, size, rows, each))
     return replace(new, type=T.TileType(v.type.dtype, (n,)))
 
 
-def _head_load(load: T.Load, heads: T.Extent, shape) -> T.Load:
-    """A load of `[R, C]` (or `[R]`) as the `[heads * R, ..]` tile that reads its rows once
-    for each head: its first tile axis wrapped in T.HeadRows."""
+def _repeated_load(load: T.Load, times: T.Extent, shape, each: bool) -> T.Load:
+    """A load of `[R, C]` (or `[R]`) as the tile that reads its rows `times` times, as a
+    whole or each in turn: its first tile axis wrapped in T.RepeatRows."""
     first = next(k for k, i in enumerate(load.index) if not isinstance(i, T.Point))
-    index = load.index[:first] + (T.HeadRows(load.index[first], heads),) + \
+    index = load.index[:first] + (T.RepeatRows(load.index[first], times, each),) + \
         load.index[first + 1:]
     return replace(load, index=index, type=T.TileType(load.type.dtype, tuple(shape)))

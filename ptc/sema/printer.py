@@ -67,8 +67,9 @@ def _stmt(s: T.TStmt, depth: int, out: list[str]) -> None:
 def _index(items) -> str:
     parts = []
     for it in items:
-        if isinstance(it, T.HeadRows):      # the row form's rows repeated per head
-            parts.append(f"heads({it.heads}, {_index((it.rows,))})")
+        if isinstance(it, T.RepeatRows):      # the row form's rows, repeated
+            how = "repeat_each" if it.each else "repeat"
+            parts.append(f"{how}({_index((it.rows,))}, {it.times})")
         elif isinstance(it, T.TileSlice):
             step = "" if it.stride == 1 else f"*{it.stride}"
             parts.append(f"{it.var}:{it.size}{step}" if it.offset is None

@@ -166,16 +166,18 @@ class Gather:
 
 
 @dataclass(frozen=True)
-class HeadRows:
-    """Subscript item of the row form only (ptc.sema.batched_index): the rows `rows` selects
-    (a tile slice or a whole dim), once for each of `heads` heads -- a 2-D tile of data
-    broadcast over the heads of a tile of rank 3, whose row r is row r % R of it."""
+class RepeatRows:
+    """Subscript item of the row form only (ptc.sema.batched_index): the R rows `rows`
+    selects (a tile slice or a whole dim), `times` times -- as a whole (row r is row
+    r % R: a 2-D tile of data broadcast over the heads of a tile of rank 3), or `each`
+    row in turn (row r is row r // times: one row per head broadcast over its rows)."""
 
     rows: "TileSlice | WholeDim"
-    heads: Extent
+    times: Extent
+    each: bool = False
 
 
-IndexItem = Union[TileSlice, Point, WholeDim, Gather, HeadRows]
+IndexItem = Union[TileSlice, Point, WholeDim, Gather, RepeatRows]
 
 
 @dataclass(frozen=True)
@@ -321,7 +323,7 @@ def index_operand(item: IndexItem) -> "TExpr | None":
         return item.index
     if isinstance(item, TileSlice):
         return item.offset
-    if isinstance(item, HeadRows):
+    if isinstance(item, RepeatRows):
         return index_operand(item.rows)
     return None
 
@@ -350,7 +352,7 @@ def map_children(e: TExpr, fn) -> TExpr:
                 return replace(i, index=fn(i.index))
             if isinstance(i, TileSlice) and i.offset is not None:
                 return replace(i, offset=fn(i.offset))
-            return replace(i, rows=item(i.rows)) if isinstance(i, HeadRows) else i
+            return replace(i, rows=item(i.rows)) if isinstance(i, RepeatRows) else i
         return replace(e, index=tuple(item(i) for i in e.index))
     if isinstance(e, ElementAt):
         return replace(e, offset=fn(e.offset), valid=None if e.valid is None else fn(e.valid))

@@ -172,6 +172,21 @@ def _gqa_bias_ref(i, d):
     return {"O": attention(i["Q"], k, v, f64(i["Bias"])[:, None])}
 
 
+def _gqa_alibi_inputs(d, rng):
+    out = _attn_inputs(F16, kv_heads="G", T="S")(d, rng)
+    out["Slopes"] = (2.0 ** (-8.0 * np.arange(1, d["H"] + 1) / d["H"])).astype(F32)
+    return out
+
+
+def _gqa_alibi_ref(i, d):
+    """Causal attention whose head h adds Slopes[h] * (n - m) to the score of (m, n)."""
+    rep, S = d["H"] // d["G"], d["S"]
+    k, v = np.repeat(f64(i["K"]), rep, axis=1), np.repeat(f64(i["V"]), rep, axis=1)
+    dist = np.arange(S)[None, :] - np.arange(S)[:, None]
+    bias = f64(i["Slopes"])[:, None, None] * dist + mask_bias(dist <= 0)
+    return {"O": attention(i["Q"], k, v, bias[None])}
+
+
 def _gqa_bwd_inputs(d, rng):
     """Q, K, V and dO, with the forward's LSE and Delta = rowsum(dO * O) computed here from
     them in float64 (what the forward and the preprocessing kernels would have stored)."""
@@ -488,6 +503,9 @@ KERNELS: dict[str, Entry] = {
     "gqa_packed_attn": Entry(      # a group of 4 query heads, packed 4 or 2 to a tile
         _attn_inputs(BF16, kv_heads="G", T="T"), _gqa_lse_ref,
         dict(B=1, H=8, G=2, S=50, T=90, D=64), {"O": HALF, "LSE": 1e-5}),
+    "gqa_packed_alibi": Entry(     # a [GH] vector of slopes broadcast over each head's rows
+        _gqa_alibi_inputs, _gqa_alibi_ref,
+        dict(B=1, H=8, G=2, S=70, D=64), {"O": HALF}),
     "gqa_packed_bias": Entry(      # a [BM, BN] bias tile broadcast over the packed heads
         _gqa_bias_inputs, _gqa_bias_ref,
         dict(B=1, H=8, G=2, S=50, T=90, D=64), {"O": HALF}),
