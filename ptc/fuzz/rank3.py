@@ -4,13 +4,20 @@ convolution's pixels, computed by the back end as its G * BM rows (ptc.sema.batc
 from __future__ import annotations
 
 import random
+import re
 
 from .program import (LOW, Program, Scope, Value, binary, full_tile, is_float, odd, tiles_line,
                       unary)
 
 HEADS = ("G", "BM", "BN")
-# what a tile of rank 3 combines with: its own shape, its row values brought back, rows
-OPERANDS = (HEADS, ("G", "BM", "1"), ("BN",), ("1", "BN"), ("1", "1", "BN"))
+# what a tile of rank 3 combines with: its own shape, its row values brought back, rows,
+# 2-D tiles and vectors of the rows broadcast over the heads, values and rows per head
+OPERANDS = (HEADS, ("G", "BM", "1"), ("BN",), ("1", "BN"), ("1", "1", "BN"), ("BM", "BN"),
+            ("1", "BM", "BN"), ("BM", "1"), ("1", "BM", "1"), ("G", "1", "1"),
+            ("G", "1", "BN"))
+# the tensors a program reads beside X, A, B and W, declared where it reads them
+EXTRA = {"R": "R: f32[H, M]", "Bias": "Bias: {lp}[M, N]", "V": "V: f32[M]", "P": "P: f32[H]",
+         "Hb": "Hb: {lp}[H, N]"}
 
 
 def rank3_grid(rng: random.Random, seed: int) -> Program:
@@ -33,6 +40,7 @@ def rank3_grid(rng: random.Random, seed: int) -> Program:
         form = rng.choice(["", "[None, :]", "[None, None, :]"])
         s.bind("w", f"load(W[j]){form}", lp, {"": ("BN",), "[None, :]": ("1", "BN"),
                                               "[None, None, :]": ("1", "1", "BN")}[form])
+    used = _broadcasts(rng, s, lp)
     if rng.random() < 0.5:
         s.bind("k", rng.choice([f"index(j)[None, :] < N - {rng.randint(0, 5)}",
                                 "index(i)[:, None] >= index(j)[None, :]",
@@ -45,13 +53,23 @@ def rank3_grid(rng: random.Random, seed: int) -> Program:
             fn = rng.choice(["rowmax", "rowsum", "rowmin"])
             red = s.bind("r", f"{fn}({v.name})", "f32" if fn == "rowsum" else v.dtype,
                          ("G", "BM"))
+            if red.dtype == "f32" and rng.random() < 0.4:     # row values loaded
+                red = s.bind("rl", rng.choice([f"max({red.name}, load(R[g, i]))",
+                                               f"({red.name} - load(R[g, i]))"]),
+                             "f32", ("G", "BM"))
+                used.add("R")
             s.bind("rb", f"{red.name}[:, :, None]", red.dtype, ("G", "BM", "1"))
         else:
             _step(s)
+    last = _consume(s, [v.name for v in s.values if v.name.startswith(DRAWN)])
     out = full_tile(s, HEADS)
+    if last is not None and not re.search(rf"\b{last.name}\b", s.lines[-1]):
+        f32 = last.name if last.dtype == "f32" else f"({last.name} as f32)"
+        out = s.bind("out", f"({out.name} + {f32})", "f32", HEADS)
     body += s.lines + [f"store(O[g, i, j], {out.name})"]
     a = "A: f32[H, M, K]" if not product else f"A: {lp}[H, M, K], B: {lp}[K, N]"
-    header = (f"kernel gen{seed}(X: f32[H, M, N], {a}, W: {lp}[N]) "
+    extra = "".join(f", {EXTRA[t].format(lp=lp)}" for t in EXTRA if t in used)
+    header = (f"kernel gen{seed}(X: f32[H, M, N], {a}, W: {lp}[N]{extra}) "
               f"-> (O: f32[H, M, N]) {{")
     sizes = {"G": (2, 4, 1), "BM": (16, 32, 8), "BN": (64, 32, 16)}
     if product:
@@ -62,6 +80,60 @@ def rank3_grid(rng: random.Random, seed: int) -> Program:
     return Program(f"gen{seed}", "rank3", header, decls,
                    (("parallel g: G of H, i: BM of M, j: BN of N {", tuple(body), "}"),),
                    tuple(sorted(shapes.items())), seed)
+
+
+# the stems of the values a program draws to be read: broadcasts, row values loaded
+DRAWN = ("bb", "dm", "vr", "ph", "hr", "rl", "rb")
+
+
+def _consume(s: Scope, names: list[str]) -> Value | None:
+    """Fold each value of `names` that nothing reads yet into a chain of new [G, BM, BN]
+    values (a mask by `where`, row values brought back by `[:, :, None]`), whose last one
+    (returned) the store reads."""
+    last = None
+    for name in names:
+        if any(re.search(rf"\b{name}\b", line.split("=", 1)[1]) for line in s.lines):
+            continue
+        v = next(v for v in s.values if v.name == name)
+        a = last or s.pick(lambda x: is_float(x) and x.shape == HEADS)
+        if a is None:
+            return None
+        if v.dtype == "bool":
+            last = s.bind("m", f"where({name}, {a.name}, 0.5)", a.dtype, HEADS)
+            continue
+        if v.shape == ("G", "BM"):
+            v = Value(f"{name}[:, :, None]", v.dtype, ("G", "BM", "1"))
+        made = binary(s.rng, a, v)
+        if made is not None:
+            last = s.bind("e", made[0], made[1], HEADS)
+    return last
+
+
+def _broadcasts(rng: random.Random, s: Scope, lp: str) -> set[str]:
+    """Data broadcast into the [G, BM, BN] tile, each drawn sometimes (the tensors read):
+    a [BM, BN] tile over the heads (as NumPy aligns it, or `[None, :, :]`), a mask loaded
+    so, a vector of the rows (`[:, None]`, `[None, :, None]`), a value per head
+    (`[:, None, None]`) and a row per head (`[:, None, :]`)."""
+    used: set[str] = set()
+    if rng.random() < 0.3:
+        form = rng.choice(["", "[None, :, :]"])
+        s.bind("bb", f"load(Bias[i, j]){form}", lp, ("1", "BM", "BN") if form else ("BM", "BN"))
+        used.add("Bias")
+    if rng.random() < 0.15:
+        s.bind("dm", f"load(Bias[i, j]) > {rng.choice(['0.0', '-0.5'])}", "bool", ("BM", "BN"))
+        used.add("Bias")
+    if rng.random() < 0.25:
+        form = rng.choice(["[:, None]", "[None, :, None]"])
+        s.bind("vr", f"load(V[i]){form}", "f32",
+               ("BM", "1") if form == "[:, None]" else ("1", "BM", "1"))
+        used.add("V")
+    if rng.random() < 0.25:
+        s.bind("ph", "load(P[g])[:, None, None]", "f32", ("G", "1", "1"))
+        used.add("P")
+    if rng.random() < 0.2:
+        s.bind("hr", "load(Hb[g, j])[:, None, :]", lp, ("G", "1", "BN"))
+        used.add("Hb")
+    return used
 
 
 def _product(rng: random.Random, s: Scope, lp: str) -> list[str]:
