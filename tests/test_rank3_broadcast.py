@@ -6,6 +6,9 @@
 - a 2-D tile of data broadcast over the heads (`s + load(bias[i, j])`, `[None, :, :]`, a
   vector `load(w[i])[:, None]`, a named mask) is computed again for every row: its load
   reads its rows once per head (T.RepeatRows; the copy's BatchRows has an outer step of 0);
+- row values take a value per head or per row of each head spelled from vectors
+  (`mx * load(slope[g])[:, None] + load(w[i])`, `where(index(i)[None, :] < M, mx, 0.0)`):
+  the row form makes each the rows' vector;
 - a value per head broadcast over its rows (`load(slope[g])[:, None, None]`, a `[G, 1,
   BN]` row per head, `index(g)[:, None, None]`) is computed for every row of its head: its
   load reads each row for the head's rows (BatchRows of inner step 0).
@@ -73,9 +76,27 @@ kernel per_head(S: f32[H, M, N], slope: f32[H], hb: f32[H, N]) -> (O: f32[H, M, 
 """
 
 
-def inputs(seed: int) -> dict:
+# row values with a value per head ([G, 1]) and per row ([BM], [1, BM]) beside them,
+# stored as a tile of rank 3 and as themselves (whole rows: one task writes each of L's)
+ROW_VALUES = """
+kernel row_values(S: f32[H, M, N], slope: f32[H], w: f32[M]) -> (O: f32[H, M, N],
+    L: f32[H, M]) {
+  dims N = 64
+  tile G in [4], BM in [32]
+  parallel g: G of H, i: BM of M {
+    s = load(S[g, i, :])
+    mx = rowmax(s) * load(slope[g])[:, None] + load(w[i])
+    mx = where(index(i)[None, :] < M - 3, mx, 0.0)
+    store(O[g, i, :], s - mx[:, :, None])
+    store(L[g, i], mx + (index(g) as f32)[:, None])
+  }
+}
+"""
+
+
+def inputs(seed: int, shape: dict = SHAPE) -> dict:
     rng = np.random.default_rng(seed)
-    H, M, N = (SHAPE[d] for d in "HMN")
+    H, M, N = (shape[d] for d in "HMN")
     return {"S": rng.standard_normal((H, M, N)).astype(np.float32),
             "bias": rng.standard_normal((M, N)).astype(np.float32),
             "w": rng.standard_normal(M).astype(np.float32),
@@ -110,23 +131,39 @@ def per_head_want(i: dict) -> np.ndarray:
     return i["S"] + i["slope"][:, None, None] * dist + i["hb"][:, None, :] + heads
 
 
+def row_values_want(i: dict) -> dict:
+    S = i["S"]
+    H, M, _ = S.shape
+    mx = S.max(axis=2) * i["slope"][:, None] + i["w"][None, :]
+    mx = np.where(np.arange(M)[None, :] < M - 3, mx, 0.0).astype(np.float32)
+    return {"O": S - mx[:, :, None], "L": mx + np.arange(H, dtype=np.float32)[:, None]}
+
+
 def only(kernel, values: dict) -> dict:
     return {p.name: values[p.name] for p in kernel.inputs}
 
 
 CASES = {"broadcast": (BROADCAST, broadcast_want), "loaded_rows": (LOADED_ROWS, loaded_rows_want),
-         "per_head": (PER_HEAD, per_head_want)}
+         "per_head": (PER_HEAD, per_head_want), "row_values": (ROW_VALUES, row_values_want)}
+SHAPES = {"row_values": {"H": 6, "M": 45, "N": 64}}     # N is the kernel's own dim
+
+
+def outputs(got) -> dict:
+    return got if isinstance(got, dict) else {"O": got}
 
 
 # ---- the language and its row form ---------------------------------------------------------
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_interpreter_broadcasts_as_numpy_does(case):
     text, want = CASES[case]
-    kernel = typed(text, SHAPE)
+    shape = SHAPES.get(case, SHAPE)
+    kernel = typed(text, shape)
     for seed in (0, 1):
-        values = only(kernel, inputs(seed))
-        np.testing.assert_allclose(run_kernel(kernel, values, shapes=SHAPE)["O"], want(values),
-                                   rtol=1e-6, err_msg=f"seed {seed}")
+        values = only(kernel, inputs(seed, shape))
+        got = run_kernel(kernel, values, shapes=shape)
+        for name, expected in outputs(want(values)).items():
+            np.testing.assert_allclose(got[name], expected, rtol=1e-6, atol=1e-6,
+                                       err_msg=f"{name} seed {seed}")
 
 
 def test_the_row_form_reads_a_broadcast_tiles_rows_once_per_head():
@@ -150,6 +187,13 @@ def test_the_row_form_reads_a_heads_value_for_each_of_its_rows():
     assert "slope[128x1] rows of 4, each for 32 rows" in text
 
 
+def test_row_values_take_a_value_per_head_and_per_row_as_their_vector():
+    flat = print_kernel(flatten(typed(ROW_VALUES, SHAPES["row_values"])))
+    assert "load(slope[repeat_each(g:G, BM)])" in flat and "load(w[repeat(i:BM, G)])" in flat
+    assert "lt(add(mod(arange(G*BM), BM), mul(i, BM)), sub(M, 3:i32))" in flat
+    assert "mx: f32[G*BM]" in flat
+
+
 def test_loaded_row_values_are_the_vector_of_the_rows():
     flat = print_kernel(flatten(typed(LOADED_ROWS, SHAPE)))
     # the loaded [G, BM] tile is a vector of the G * BM rows, as the row maxima are
@@ -164,12 +208,15 @@ def test_loaded_row_values_are_the_vector_of_the_rows():
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_every_target_computes_the_broadcasts_per_row(case, target):
     text, want = CASES[case]
-    kernel, source, device = rendered(text, target, tuple(SHAPE.items()))
+    shape = SHAPES.get(case, SHAPE)
+    kernel, source, device = rendered(text, target, tuple(shape.items()))
     run = emulated(source, device)
-    values = only(kernel, inputs(2))
+    values = only(kernel, inputs(2, shape))
     for config in ORDERS:
-        np.testing.assert_allclose(run(kernel, values, SHAPE, **config)["O"], want(values),
-                                   rtol=1e-5, atol=1e-5, err_msg=f"{target} {config}")
+        got = run(kernel, values, shape, **config)
+        for name, expected in outputs(want(values)).items():
+            np.testing.assert_allclose(got[name], expected, rtol=1e-5, atol=1e-5,
+                                       err_msg=f"{name} {target} {config}")
 
 
 @pytest.mark.cxx

@@ -21,7 +21,8 @@ from dataclasses import dataclass, replace
 
 from ..diagnostics import Span
 from . import typed as T
-from .batched_index import over_rows, per_head, per_row, single_definitions
+from .batched_index import along_rows, along_rows_form, over_rows, per_head, per_row, \
+    single_definitions
 
 HINT = ("a tile of rank 3 [A, R, C] is computed as A*R rows: it combines with tiles of its "
         "shape, [C] rows ([1, C], [1, 1, C]), scalars, its own row values ([A, R] "
@@ -226,12 +227,15 @@ class _Analysis:
                 if sub is not None and arg.type.shape == e.type.shape:
                     self.classes.union(key, sub)
                 elif sub is not None or arg.type.rank == 1 and arg.type.shape != (1,):
-                    # broadcast along one axis: a plain 2-D tile's rows or columns
+                    # broadcast along one axis: a plain 2-D tile's rows or columns, or
+                    # (spelled from vectors of indices and loads) a value per head or
+                    # per row, which row values take too
                     if sub is not None:
                         self.plain(sub, f"the {arg.type} value broadcast to {e.type} is a "
                                         "plain 2-D tile")
-                    self.plain(key, f"the {e.type} value of a broadcast {arg.type} operand "
-                                    "is a plain 2-D tile")
+                    if not along_rows_form(arg, e.type.shape, self.defs):
+                        self.plain(key, f"the {e.type} value of a broadcast {arg.type} "
+                                        "operand is a plain 2-D tile")
         elif isinstance(e, T.Fill):
             self.value(e.value)
         elif isinstance(e, T.Load) and not any(isinstance(i, T.Gather) for i in e.index):
@@ -366,6 +370,11 @@ class _RowForm:
         if isinstance(e, T.Elementwise) and e.type.rank == 3:
             # a 2-D tile of indices and loads broadcast over the heads: again for every row
             new = replace(e, args=tuple(self.broadcast(a, e.type.shape) for a in e.args))
+        elif isinstance(e, (T.Elementwise, T.Convert)) and batched:
+            # row values: a value per head or per row beside them, as their vector
+            new = T.map_children(e, lambda a: along_rows(
+                a, e.type.shape, self.defs, self.size, rows_extent)
+                if a.type.rank >= 1 and a.type.shape != e.type.shape else self.expr(a))
         else:
             new = T.map_children(e, self.expr)
         if isinstance(e, T.Reduce) and e.arg.type.rank == 3:

@@ -50,6 +50,49 @@ def per_row(e: T.TExpr, defs: Mapping[str, T.TExpr]) -> bool:
     return False
 
 
+def along_rows_form(e: T.TExpr, shape, defs: Mapping[str, T.TExpr]) -> bool:
+    """Whether e, broadcast against `[A, R]` row values, is a value per head (`[A, 1]`) or
+    per row of each head (`[1, R]`, `[R]`) spelled from vectors of indices and loads
+    (`load(slope[h])[:, None]`, `index(m)[None, :] < S`), scalars and element-wise work on
+    them: what `along_rows` turns into the rows' vector."""
+    a, r = shape
+    if e.type.shape not in ((a, 1), (1, r), (r,)) or a == 1 or r == 1:
+        return False
+    return _vector_spelled(e, defs)
+
+
+def _vector_spelled(e: T.TExpr, defs) -> bool:
+    if isinstance(e, T.Var):
+        return e.name in defs and _vector_spelled(defs[e.name], defs)
+    if e.type.rank <= 1:
+        return per_row(e, defs)
+    if isinstance(e, T.Expand):
+        return e.arg.type.rank <= 1 and per_row(e.arg, defs)
+    if isinstance(e, (T.Elementwise, T.Convert)):
+        return all(_vector_spelled(c, defs) for c in T.children(e))
+    return False
+
+
+def along_rows(e: T.TExpr, shape, defs: Mapping[str, T.TExpr],
+               size: Callable[[T.Extent], T.TExpr], rows: Callable) -> T.TExpr:
+    """A value per head or per row (along_rows_form) broadcast against `[A, R]` row values,
+    as the `[A * R]` vector of the rows: element r is head r // R's, or row r % R's."""
+    a, r = shape
+    if isinstance(e, T.Var):
+        return along_rows(defs[e.name], shape, defs, size, rows)
+    if e.type.rank == 0:
+        return e
+    if e.type.rank == 1:                                  # [R], aligned as [1, R]
+        return _vector(e, a, defs, size, rows)
+    if isinstance(e, T.Expand) and e.arg.type.rank == 0:  # a scalar as [1, 1]
+        return e.arg
+    if isinstance(e, T.Expand):
+        per_head = e.type.shape == (a, 1)
+        return _vector(e.arg, r if per_head else a, defs, size, rows, each=per_head)
+    new = T.map_children(e, lambda c: along_rows(c, shape, defs, size, rows))
+    return replace(new, type=T.TileType(e.type.dtype, (rows(a, r),)))
+
+
 def over_rows(e: T.TExpr, heads: T.Extent, defs: Mapping[str, T.TExpr],
               size: Callable[[T.Extent], T.TExpr], rows: Callable,
               each: bool = False) -> T.TExpr:
