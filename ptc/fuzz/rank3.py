@@ -50,15 +50,7 @@ def rank3_grid(rng: random.Random, seed: int) -> Program:
     for _ in range(rng.randint(2, 6)):
         v = s.pick(lambda v: is_float(v) and v.shape == HEADS)
         if rng.random() < 0.3 and v is not None:
-            fn = rng.choice(["rowmax", "rowsum", "rowmin"])
-            red = s.bind("r", f"{fn}({v.name})", "f32" if fn == "rowsum" else v.dtype,
-                         ("G", "BM"))
-            if red.dtype == "f32" and rng.random() < 0.4:     # row values loaded
-                red = s.bind("rl", rng.choice([f"max({red.name}, load(R[g, i]))",
-                                               f"({red.name} - load(R[g, i]))"]),
-                             "f32", ("G", "BM"))
-                used.add("R")
-            s.bind("rb", f"{red.name}[:, :, None]", red.dtype, ("G", "BM", "1"))
+            _row_values(s, v, used)
         else:
             _step(s)
     last = _consume(s, [v.name for v in s.values if v.name.startswith(DRAWN)])
@@ -80,6 +72,29 @@ def rank3_grid(rng: random.Random, seed: int) -> Program:
     return Program(f"gen{seed}", "rank3", header, decls,
                    (("parallel g: G of H, i: BM of M, j: BN of N {", tuple(body), "}"),),
                    tuple(sorted(shapes.items())), seed)
+
+
+def _row_values(s: Scope, v: Value, used: set[str]) -> None:
+    """A reduction of `v` along its rows (`rowmax`, ...), combined sometimes with a `[G,
+    BM]` tile loaded from R and with a value per head or per row, brought back as
+    `[:, :, None]` (the tensors read go into `used`)."""
+    rng = s.rng
+    fn = rng.choice(["rowmax", "rowsum", "rowmin"])
+    red = s.bind("r", f"{fn}({v.name})", "f32" if fn == "rowsum" else v.dtype, ("G", "BM"))
+    if red.dtype == "f32" and rng.random() < 0.4:     # row values loaded
+        red = s.bind("rl", rng.choice([f"max({red.name}, load(R[g, i]))",
+                                       f"({red.name} - load(R[g, i]))"]), "f32", ("G", "BM"))
+        used.add("R")
+    if red.dtype == "f32" and rng.random() < 0.4:     # a value per head or per row
+        expr, tensor = rng.choice([
+            (f"{red.name} * load(P[g])[:, None]", "P"),
+            (f"({red.name} + load(V[i]))", "V"),
+            (f"({red.name} - load(V[i])[None, :])", "V"),
+            (f"where(index(i)[None, :] < M - {rng.randint(0, 9)}, {red.name}, 0.0)", ""),
+            (f"({red.name} + (index(g) as f32)[:, None])", "")])
+        red = s.bind("rl", expr, "f32", ("G", "BM"))
+        used.update({tensor} - {""})
+    s.bind("rb", f"{red.name}[:, :, None]", red.dtype, ("G", "BM", "1"))
 
 
 # the stems of the values a program draws to be read: broadcasts, row values loaded
