@@ -256,3 +256,46 @@ def test_sm90_warp_specialized_plans_read_broadcast_and_loaded_rows(name, output
         got = run(kernel, values, entry.shapes, **config)[output].astype(np.float64)
         error = np.linalg.norm(got - want) / np.linalg.norm(want)
         assert error <= entry.tolerance[output], (config, error)
+
+
+# a broadcast tile moved and strided along its rows, with a pad (row 2m + s of bias, the
+# pad where that is outside), and a vector of the rows moved back by 3: BatchRows' inner
+# axis starts below 0 or ends past the dim, and each head reads the same positions
+MOVED = """
+kernel moved(S: f32[H, M, N], bias: f32[M2, N], w: f32[M2], s: i32) -> (O: f32[H, M, N]) {
+  tile G in [4], BM in [32], BN in [64, 32]
+  parallel g: G of H, i: BM of M, j: BN of N {
+    b = load(bias[index(i) * 2 + s, j], pad=0.5)
+    v = load(w[index(i) - 3])[:, None]
+    store(O[g, i, j], load(S[g, i, j]) + b + v)
+  }
+}
+"""
+MOVED_SHAPE = {"H": 6, "M": 32, "N": 70, "M2": 50}
+
+
+def moved_want(i: dict, s: int) -> np.ndarray:
+    M2 = i["bias"].shape[0]
+    rows, back = np.arange(32) * 2 + s, np.arange(32) - 3
+    b = np.where(((rows >= 0) & (rows < M2))[:, None], i["bias"][np.clip(rows, 0, M2 - 1)], 0.5)
+    v = np.where((back >= 0) & (back < M2), i["w"][np.clip(back, 0, M2 - 1)], 0.0)
+    return (i["S"] + b[None] + v[None, :, None]).astype(np.float32)
+
+
+@pytest.mark.cxx
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_moved_and_strided_broadcast_reads_the_pad_outside_for_every_head(target):
+    kernel, source, device = rendered(MOVED, target, tuple(MOVED_SHAPE.items()))
+    run = emulated(source, device)
+    rng = np.random.default_rng(6)
+    values = {"S": rng.standard_normal((6, 32, 70)).astype(np.float32),
+              "bias": rng.standard_normal((50, 70)).astype(np.float32),
+              "w": rng.standard_normal(50).astype(np.float32)}
+    for s in (5, -7, 20):
+        values["s"] = np.int32(s)
+        want = moved_want(values, s)
+        np.testing.assert_allclose(run_kernel(kernel, values, shapes=MOVED_SHAPE)["O"], want,
+                                   rtol=1e-5, atol=1e-5)
+        for config in ORDERS:
+            np.testing.assert_allclose(run(kernel, values, MOVED_SHAPE, **config)["O"], want,
+                                       rtol=1e-5, atol=1e-5, err_msg=f"{target} s={s} {config}")

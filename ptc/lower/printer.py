@@ -175,7 +175,8 @@ def print_op(op) -> str:
 
 def _gathered(t: ir.GlobalTile) -> str:
     """ `rows gathered by idx` for a tile whose rows' positions are loaded, `rows of 4x32`
-    for a tile of rank 3's rows."""
+    for a tile of rank 3's rows, `rows of 32 for each of 4 heads` and `rows of 4, each for
+    32 rows` for the row form's repeated rows (T.RepeatRows)."""
     if isinstance(t.gather, BatchRows) and t.gather.outer_step == 0:
         return f" rows of {t.gather.inner} for each of {t.rows // t.gather.inner} heads"
     if isinstance(t.gather, BatchRows) and t.gather.inner_step == 0:

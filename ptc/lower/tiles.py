@@ -229,7 +229,8 @@ def copy_layout(kernel: T.TypedKernel, tiles, load: T.TExpr, shape, dtype: str
 def rows_vector_layout(kernel: T.TypedKernel, tiles, load: T.TExpr) -> SmemLayout | None:
     """The shared layout of a vector of a tile of rank 3's rows loaded as a tile of several
     rows (ptc.sema.batched): from two axes (`load(LSE[b, h, m])` as `[G*BM]`), or a vector
-    repeated for each head (`load(w[m])[None, :, None]`, one column). The tile is stored in
+    repeated (`load(w[m])[:, None]` for each head, `load(slope[h])[:, None]` for each row
+    of the head: one column). The tile is stored in
     order, unswizzled, so element r of the vector is row r // C, column r % C. None for
     any other load."""
     if not isinstance(load, T.Load) or load.type.rank != 1:

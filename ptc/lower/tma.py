@@ -50,7 +50,8 @@ STRIDED = "it takes every n-th element of a dim (a strided tile: the threads cop
 # a tile of rank 3 is its rows (ptc.sema.batched): a load's box of three dims lands them in
 # order; a store of one goes from the registers
 BATCHED = "its rows span two dims (a tile of rank 3, stored from the registers)"
-# a 2-D tile broadcast over the heads of a tile of rank 3 reads its rows once per head
+# a 2-D tile broadcast over the heads of a tile of rank 3 reads its rows once per head (a
+# row per head, each row for the head's rows)
 REPEATED = "its rows repeat for each head of a tile of rank 3 (no box reads a row twice)"
 
 
@@ -173,8 +174,8 @@ def batched_rows(access: T.Load | T.Store) -> bool:
 
 
 def repeated_rows(load: T.Load) -> bool:
-    """Whether a load's rows repeat for each head of a tile of rank 3 (T.RepeatRows): the
-    copy addresses each row (ptc.lower.tiles, BatchRows of outer step 0)."""
+    """Whether a load's rows repeat in the row form of a tile of rank 3 (T.RepeatRows):
+    the copy addresses each row (ptc.lower.tiles, BatchRows of a step 0 along one axis)."""
     return any(isinstance(i, T.RepeatRows) for i in load.index)
 
 
