@@ -396,6 +396,10 @@ class Machine:
     def _Transpose(self, e: T.Transpose):
         return np.ascontiguousarray(self.eval(e.arg).T)
 
+    def _Rows(self, e: T.Rows):
+        a = self.eval(e.arg)
+        return a.reshape(a.shape[0] * a.shape[1], a.shape[2])
+
     def _Convert(self, e: T.Convert):
         a = self.eval(e.arg)
         if e.type.dtype == "tf32":

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from ..diagnostics import Span
 from . import typed as T
+from .typed import rows_extent
 from .batched_index import along_rows, along_rows_form, over_rows, per_head, per_row, \
     single_definitions
 
@@ -236,6 +237,8 @@ class _Analysis:
                     if not along_rows_form(arg, e.type.shape, self.defs):
                         self.plain(key, f"the {e.type} value of a broadcast {arg.type} "
                                         "operand is a plain 2-D tile")
+        elif isinstance(e, T.Rows):
+            self.rows(e, key)
         elif isinstance(e, T.Fill):
             self.value(e.value)
         elif isinstance(e, T.Load) and not any(isinstance(i, T.Gather) for i in e.index):
@@ -255,6 +258,16 @@ class _Analysis:
                                     "tile")
             self.plain(key, f"the {e.type} {_what(e)} is a plain 2-D tile")
         return key
+
+
+    def rows(self, e: T.Rows, key) -> None:
+        """`rows(x)`: x's rows as a plain 2-D tile (the row form drops it)."""
+        if 1 in e.arg.type.shape[:2]:
+            self.fail(f"rows() of a {e.arg.type} tile: one that is 1 along either of its "
+                      "first two axes is computed only as an operand broadcast over a tile "
+                      "of rank 3; take its 2-D form instead")
+        self.value(e.arg)
+        self.plain(key, f"the rows of a {e.arg.type} tile are a plain 2-D tile")
 
 
 def _what(e: T.TExpr) -> str:
@@ -283,17 +296,6 @@ def analyze(kernel: T.TypedKernel) -> Batched:
 
 
 # ---- the row form ------------------------------------------------------------------------
-def rows_extent(a: T.Extent, r: T.Extent) -> T.Extent:
-    """The extent of A * R rows: `G*BM` (ptc.sema.typed.extent_factors reads it back)."""
-    if isinstance(a, int) and isinstance(r, int):
-        return a * r
-    if a == 1:
-        return r
-    if r == 1:
-        return a
-    return f"{a}*{r}"
-
-
 def flatten(kernel: T.TypedKernel) -> T.TypedKernel:
     """The kernel with every tile of rank 3 computed as its rows (`kernel` itself when it
     has none). Loads and stores keep their subscripts: the back end addresses the rows of
@@ -364,6 +366,8 @@ class _RowForm:
         return self.expr(a)
 
     def expr(self, e: T.TExpr) -> T.TExpr:
+        if isinstance(e, T.Rows):       # the row form is the rows already
+            return self.expr(e.arg)
         info = self.info
         batched = e.type.rank == 2 and (info.of(e) or isinstance(e, T.Var) and
                                         e.name in info.names)

@@ -14,7 +14,7 @@ UNARY_MATH = ops.UNARY_FUNCTIONS   # exp, exp2, log, sqrt, rsqrt, abs
 ROW_REDUCE = {"rowsum": "sum", "rowmax": "max", "rowmin": "min"}
 KNOWN_FUNCS = (UNARY_MATH + tuple(ROW_REDUCE) +
                ("load", "store", "atomic_add", "zeros", "full", "index", "arange", "where", "max",
-                "min", "sum"))
+                "min", "sum", "rows"))
 
 
 class CallChecker:
@@ -62,6 +62,8 @@ class CallChecker:
             return self._extremum(call)
         if f == "where":
             return self._where(call)
+        if f == "rows":
+            return self._rows(call)
         hint = suggest(f, KNOWN_FUNCS)
         self.fail(f"unknown function {f!r}", call.func_span, hint)
 
@@ -119,6 +121,16 @@ class CallChecker:
                       f"reduce a 1-D tile with {op}(x, axis=0)" if v.type.rank == 1 else
                       f"for other ranks use {op}(x, axis=...)")
         return self._reduce(ROW_REDUCE[f], v, v.type.rank - 1, call)
+
+    def _rows(self, call: ast.Call) -> V:
+        """`rows(x)`: a tile of rank 3 `[A, R, C]` as the 2-D tile of its rows, `[A*R, C]`
+        (a product over them sums over both axes: `rows(p).T @ rows(do)`)."""
+        v = self._one_operand(call)
+        if v.type.rank != 3:
+            self.fail(f"rows() takes a tile of rank 3; this one is {v.type}", call.args[0].span,
+                      "a 2-D tile is its rows already")
+        a, r, c = v.type.shape
+        return V(T.Rows(v.expr, T.TileType(v.type.dtype, (T.rows_extent(a, r), c))))
 
     def _axis_reduce(self, call: ast.Call, axis_ast: ast.Expr) -> V:
         """`max(x, axis=1)`, `min(...)`, `sum(...)`: x reduced along one axis."""

@@ -62,6 +62,10 @@ class ExprChecker:
                 self.fail(f"tiles have no attribute {e.name!r}", e.span, "only `.T` (transpose)")
             if v.type.rank != 2:
                 hint = None
+                if v.type.rank == 3:
+                    text = self._operand_text(e.base, "x")
+                    hint = (f"rows({text}).T is the transpose of its {v.type.shape[0]} x "
+                            f"{v.type.shape[1]} rows (a product with it sums over both axes)")
                 if v.type.rank == 1:
                     text = self._operand_text(e.base, "x")
                     hint = (f"a 1-D tile is neither a row nor a column; `{text}[None, :]` is "

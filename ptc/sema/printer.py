@@ -117,6 +117,8 @@ def expr(e: T.TExpr) -> str:
         return f"mma_acc({expr(e.acc)}, {expr(e.a)}, {expr(e.b)})"
     if isinstance(e, T.Transpose):
         return f"transpose({expr(e.arg)})"
+    if isinstance(e, T.Rows):
+        return f"rows({expr(e.arg)})"
     if isinstance(e, T.Convert):
         return f"convert({expr(e.arg)}, {e.type.dtype})"
     if isinstance(e, T.Expand):

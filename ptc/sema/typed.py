@@ -20,6 +20,17 @@ def extent_factors(e: Extent) -> tuple[Extent, ...]:
     return tuple(e.split("*")) if isinstance(e, str) and "*" in e else (e,)
 
 
+def rows_extent(a: Extent, r: Extent) -> Extent:
+    """The extent of A * R rows: `G*BM` (extent_factors reads it back)."""
+    if isinstance(a, int) and isinstance(r, int):
+        return a * r
+    if a == 1:
+        return r
+    if r == 1:
+        return a
+    return f"{a}*{r}"
+
+
 @dataclass(frozen=True)
 class TileType:
     dtype: str
@@ -237,6 +248,15 @@ class Transpose:
 
 
 @dataclass(frozen=True)
+class Rows:
+    """`rows(x)`: a tile of rank 3 `[A, R, C]` as the 2-D tile of its `A * R` rows, in
+    order (NumPy's `x.reshape(A * R, C)`; the back end's own form of it, ptc.sema.batched)."""
+
+    arg: "TExpr"
+    type: TileType
+
+
+@dataclass(frozen=True)
 class Convert:
     arg: "TExpr"
     type: TileType
@@ -282,14 +302,14 @@ class ElementAt:
 
 
 TExpr = Union[Const, Var, Scalar, Load, Elementwise, Reduce, MatMul, MmaAccumulate, Transpose,
-              Convert, Expand, Fill, IndexVec, ElementAt]
+              Rows, Convert, Expand, Fill, IndexVec, ElementAt]
 
 
 def children(e: TExpr) -> tuple[TExpr, ...]:
     """The operands of an expression (a load's operands are its point indices)."""
     if isinstance(e, Elementwise):
         return e.args
-    if isinstance(e, (Reduce, Transpose, Convert, Expand)):
+    if isinstance(e, (Reduce, Transpose, Rows, Convert, Expand)):
         return (e.arg,)
     if isinstance(e, MatMul):
         return (e.lhs, e.rhs)
@@ -338,7 +358,7 @@ def map_children(e: TExpr, fn) -> TExpr:
     from dataclasses import replace
     if isinstance(e, Elementwise):
         return replace(e, args=tuple(fn(a) for a in e.args))
-    if isinstance(e, (Reduce, Transpose, Convert, Expand)):
+    if isinstance(e, (Reduce, Transpose, Rows, Convert, Expand)):
         return replace(e, arg=fn(e.arg))
     if isinstance(e, MatMul):
         return replace(e, lhs=fn(e.lhs), rhs=fn(e.rhs))

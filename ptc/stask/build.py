@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..sema import typed as T
-from ..sema.batched import flatten, rows_extent
+from ..sema.batched import flatten
+from ..sema.typed import rows_extent
 from .graph import Edge, Region, STask, STaskGraph, TaskKind, TaskOp
 
 

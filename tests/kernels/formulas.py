@@ -211,6 +211,20 @@ def _gqa_bwd_dq_ref(i, d):
     return {"dQ": (p * (dp - f64(i["Delta"])[..., None])) @ k * scale}
 
 
+def _gqa_bwd_dkdv_ref(i, d):
+    """dV = sum over a group's heads of P^T dO, dK = the sum of dS^T Q / sqrt(D), with
+    dS = P * (dO V^T - Delta)."""
+    B, H, G, D = d["B"], d["H"], d["G"], d["D"]
+    rep, scale = H // G, 1.0 / np.sqrt(D)
+    k, v = np.repeat(f64(i["K"]), rep, axis=1), np.repeat(f64(i["V"]), rep, axis=1)
+    q, do = f64(i["Q"]), f64(i["dO"])
+    p = np.exp(np.einsum("bhsd,bhtd->bhst", q, k) * scale - f64(i["LSE"])[..., None])
+    ds = p * (np.einsum("bhsd,bhtd->bhst", do, v) - f64(i["Delta"])[..., None])
+    per_head = {"dK": np.einsum("bhst,bhsd->bhtd", ds, q) * scale,
+                "dV": np.einsum("bhst,bhsd->bhtd", p, do)}
+    return {n: x.reshape(B, G, rep, *x.shape[2:]).sum(axis=2) for n, x in per_head.items()}
+
+
 def _gqa_causal_ref(i, d):
     rep, S = d["H"] // d["G"], d["S"]
     k, v = np.repeat(f64(i["K"]), rep, axis=1), np.repeat(f64(i["V"]), rep, axis=1)
@@ -509,6 +523,9 @@ KERNELS: dict[str, Entry] = {
     "gqa_packed_bias": Entry(      # a [BM, BN] bias tile broadcast over the packed heads
         _gqa_bias_inputs, _gqa_bias_ref,
         dict(B=1, H=8, G=2, S=50, T=90, D=64), {"O": HALF}),
+    "gqa_packed_bwd_dkdv": Entry(  # products over the packed heads' rows: rows(p).T @ ..
+        _gqa_bwd_inputs, _gqa_bwd_dkdv_ref,
+        dict(B=1, H=8, G=2, S=50, T=90, D=64), {"dK": HALF, "dV": HALF}),
     "gqa_packed_bwd_dq": Entry(    # row values loaded: the forward's LSE and Delta
         _gqa_bwd_inputs, _gqa_bwd_dq_ref,
         dict(B=1, H=8, G=2, S=50, T=90, D=64), {"dQ": HALF}),
