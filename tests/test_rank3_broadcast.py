@@ -299,3 +299,20 @@ def test_a_moved_and_strided_broadcast_reads_the_pad_outside_for_every_head(targ
         for config in ORDERS:
             np.testing.assert_allclose(run(kernel, values, MOVED_SHAPE, **config)["O"], want,
                                        rtol=1e-5, atol=1e-5, err_msg=f"{target} s={s} {config}")
+
+
+def test_a_named_load_outside_a_loop_is_read_once_for_its_uses_inside():
+    """ALiBi's slopes, named before the loop over the keys and read in it: the row form
+    binds their per-row tile beside the definition, so its copy stays outside the loop; a
+    named tile of indices is computed where it is used, as its 2-D form is."""
+    from test_kernels import CORPUS
+    from ptc.stask import build_graphs
+    kernel = typed((CORPUS / "gqa_packed_alibi.pt").read_text(), {})
+    flat = print_kernel(flatten(kernel))
+    before_loop = flat.split("for n:")[0]
+    assert "slope_rows1: f32[GH*BM, 1] = expand(load(Slopes[repeat_each(h:GH, BM)])" in \
+        before_loop
+    assert "mul(slope_rows1, convert(sub(" in flat          # dist, computed in place
+    (graph,) = build_graphs(kernel)
+    loop_tasks = [t.name for t in graph.tasks if t.region != graph.tasks[0].region]
+    assert "load_Slopes" not in loop_tasks and "load_K" in loop_tasks

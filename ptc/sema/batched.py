@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from ..diagnostics import Span
 from . import typed as T
 from .typed import rows_extent
-from .batched_index import along_rows, along_rows_form, over_rows, per_head, per_row, \
-    single_definitions
+from .batched_index import RowDefinitions, along_rows, along_rows_form, over_rows, per_head, \
+    per_row, single_definitions
 
 HINT = ("a tile of rank 3 [A, R, C] is computed as A*R rows: it combines with tiles of its "
         "shape, [C] rows ([1, C], [1, 1, C]), scalars, its own row values ([A, R] "
@@ -305,9 +305,33 @@ def flatten(kernel: T.TypedKernel) -> T.TypedKernel:
     info = analyze(kernel)
     if info.errors:      # check reported them; a caller that skipped it gets the first
         raise ValueError(info.errors[0].message)
-    form = _RowForm(info, single_definitions(kernel), {t.name for t in kernel.tiles})
+    names, depths = _names(kernel)
+    defs = RowDefinitions(single_definitions(kernel), names, depths)
+    form = _RowForm(info, defs, {t.name for t in kernel.tiles})
+    for g in kernel.body:       # once to find the row forms of named values the uses ask for
+        form.stmts(g.body)
     return replace(kernel, body=tuple(replace(g, body=form.stmts(g.body))
                                       for g in kernel.body))
+
+
+def _names(kernel: T.TypedKernel) -> tuple[set[str], dict[str, int]]:
+    """Every name a kernel binds or declares, and the loop depth of each variable's (last)
+    assignment."""
+    names = {p.name for p in kernel.inputs + kernel.outputs} | {t.name for t in kernel.tiles}
+    depths: dict[str, int] = {}
+
+    def walk(stmts, depth: int) -> None:
+        for s in stmts:
+            if isinstance(s, T.Let):
+                names.add(s.name)
+                depths[s.name] = depth
+            elif isinstance(s, T.Loop):
+                names.add(s.axis.var)
+                walk(s.body, depth + 1)
+    for g in kernel.body:
+        names.update(a.var for a in g.axes)
+        walk(g.body, 0)
+    return names, depths
 
 
 def _has_rank3(kernel: T.TypedKernel) -> bool:
@@ -335,9 +359,18 @@ class _RowForm:
         self.info, self.defs, self.tile_names = info, defs, tile_names
 
     def stmts(self, stmts) -> tuple:
-        return tuple(self.store(s) if isinstance(s, T.Store) else
-                     replace(s, value=self.expr(s.value)) if isinstance(s, T.Let)
-                     else replace(s, body=self.stmts(s.body)) for s in stmts)
+        out: list = []
+        for s in stmts:
+            if isinstance(s, T.Let):        # then the row forms its uses asked for
+                out.append(replace(s, value=self.expr(s.value)))
+                out += [T.Let(fresh, value, s.span) for fresh, value in self.defs.after(s.name)]
+            elif isinstance(s, T.Store):
+                out.append(self.store(s))
+            else:
+                self.defs.depth += 1
+                out.append(replace(s, body=self.stmts(s.body)))
+                self.defs.depth -= 1
+        return tuple(out)
 
     def store(self, s: T.Store) -> T.Store:
         """A store of row values ([A, R], their vector of A*R rows) is a store of its

@@ -50,6 +50,56 @@ def per_row(e: T.TExpr, defs: Mapping[str, T.TExpr]) -> bool:
     return False
 
 
+def named(var: T.Var, defs: Mapping[str, T.TExpr], key: tuple, convert) -> T.TExpr:
+    """A named value in the row form: its definition converted (`convert`). One that reads
+    memory, used inside a loop its definition is outside of, is bound to a name of its
+    own beside the definition where `defs` keeps such names (RowDefinitions), so that its
+    load is not moved into the loop; any other is computed where it is used, as its
+    2-D form would be."""
+    if isinstance(defs, RowDefinitions) and defs.outside(var.name) and \
+            _reads_memory(defs[var.name], defs):
+        return defs.bind(var.name, key, convert)
+    return convert(defs[var.name])
+
+
+def _reads_memory(e: T.TExpr, defs: Mapping[str, T.TExpr]) -> bool:
+    if isinstance(e, T.Load):
+        return True
+    if isinstance(e, T.Var):
+        return e.name in defs and _reads_memory(defs[e.name], defs)
+    return any(_reads_memory(c, defs) for c in T.children(e))
+
+
+class RowDefinitions(dict):
+    """The single definitions of a kernel, and the row forms of them the rewrite asked for
+    by (name, how): each bound to a fresh name (`rows`) right after its definition."""
+
+    def __init__(self, defs: Mapping[str, T.TExpr], taken: set[str], depths: dict[str, int]):
+        super().__init__(defs)
+        self.taken = set(taken) | set(defs)
+        self.depths = depths        # each definition's loop depth
+        self.depth = 0              # the loop depth of the statement being rewritten
+        self.rows: dict[tuple, tuple[str, T.TExpr]] = {}
+
+    def outside(self, name: str) -> bool:
+        """Whether `name` is defined outside a loop the statement being rewritten is in."""
+        return self.depths.get(name, 0) < self.depth
+
+    def bind(self, name: str, key: tuple, convert) -> T.Var:
+        if (name, key) not in self.rows:
+            value = convert(self[name])
+            fresh = next(f"{name}_rows{k}" for k in range(1, 1000)
+                         if f"{name}_rows{k}" not in self.taken)
+            self.taken.add(fresh)
+            self.rows[(name, key)] = fresh, value
+        fresh, value = self.rows[(name, key)]
+        return T.Var(fresh, value.type)
+
+    def after(self, name: str) -> list[tuple[str, T.TExpr]]:
+        """The row forms of `name` to bind after its definition, in the order asked."""
+        return [bound for (n, _), bound in self.rows.items() if n == name]
+
+
 def along_rows_form(e: T.TExpr, shape, defs: Mapping[str, T.TExpr]) -> bool:
     """Whether e, broadcast against `[A, R]` row values, is a value per head (`[A, 1]`) or
     per row of each head (`[1, R]`, `[R]`) spelled from vectors of indices and loads
@@ -79,7 +129,8 @@ def along_rows(e: T.TExpr, shape, defs: Mapping[str, T.TExpr],
     as the `[A * R]` vector of the rows: element r is head r // R's, or row r % R's."""
     a, r = shape
     if isinstance(e, T.Var):
-        return along_rows(defs[e.name], shape, defs, size, rows)
+        return named(e, defs, ("along", shape),
+                     lambda d: along_rows(d, shape, defs, size, rows))
     if e.type.rank == 0:
         return e
     if e.type.rank == 1:                                  # [R], aligned as [1, R]
@@ -102,7 +153,8 @@ def over_rows(e: T.TExpr, heads: T.Extent, defs: Mapping[str, T.TExpr],
     `heads` rows (row r is row r // heads). `size(extent)` is an extent as an i32 scalar
     expression, `rows(A, R)` the extent of A * R rows."""
     if isinstance(e, T.Var):
-        return over_rows(defs[e.name], heads, defs, size, rows, each)
+        return named(e, defs, ("over", heads, each),
+                     lambda d: over_rows(d, heads, defs, size, rows, each))
     if e.type.rank == 3:            # [1, R, C] (`index(m)[None, :, None]`): its 2-D form's
         return _leading_one(e, heads, defs, size, rows)
     if e.type.rank <= 1 or e.type.shape[0] == 1:      # a row, a scalar: as it is
@@ -125,7 +177,8 @@ def per_head(e: T.TExpr, rows_per_head: T.Extent, defs: Mapping[str, T.TExpr],
     `rows_per_head` rows of each head, as the `[G * R, C]` tile of the rows: row r holds
     head r // R's."""
     if isinstance(e, T.Var):
-        return per_head(defs[e.name], rows_per_head, defs, size, rows)
+        return named(e, defs, ("head", rows_per_head),
+                     lambda d: per_head(d, rows_per_head, defs, size, rows))
     if e.type.rank < 3:             # [C] rows, [1, C], scalars beside it: as they are
         return e
     g, _, c = e.type.shape
@@ -145,7 +198,8 @@ def _leading_one(e: T.TExpr, heads: T.Extent, defs, size, rows) -> T.TExpr:
     """An index-only tile of rank 3 that is 1 along the heads (`[1, R, C]`, `[1, 1, C]`,
     `[1, R, 1]`) as the rows' 2-D tile: `[heads * R, C]` (a row `[1, C]` as it is)."""
     if isinstance(e, T.Var):
-        return _leading_one(defs[e.name], heads, defs, size, rows)
+        return named(e, defs, ("one", heads),
+                     lambda d: _leading_one(d, heads, defs, size, rows))
     if e.type.rank < 3:             # [R, C], [C], scalars beside it: as over_rows takes them
         return over_rows(e, heads, defs, size, rows)
     _, r, c = e.type.shape
@@ -169,7 +223,8 @@ def _vector(v: T.TExpr, heads: T.Extent, defs, size, rows, each: bool = False) -
     holds element r % R; with `each`, a `[G]` vector as the `[G * heads]` one whose row r
     holds element r // heads."""
     if isinstance(v, T.Var):
-        return _vector(defs[v.name], heads, defs, size, rows, each)
+        return named(v, defs, ("vector", heads, each),
+                     lambda d: _vector(d, heads, defs, size, rows, each))
     if v.type.rank == 0:
         return v
     n = rows(v.type.shape[0], heads) if each else rows(heads, v.type.shape[0])
