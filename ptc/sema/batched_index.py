@@ -8,6 +8,10 @@ index(n)[None, :]` or an attention bias `load(bias[b, m, n])` is, named or not -
 computed again in the row form instead: `index(m)` over the rows is
 `m * BM + arange(GH * BM) % BM`, so each row holds the position of its own query, and a
 load reads its rows once for each head (T.RepeatRows: row r of the copy is row r % BM).
+The same holds the other way round (`per_head`): a tile of one value or row per head,
+`[GH, 1, ..]`, is computed for every row of its head (row r is head r // BM's); and
+`along_rows` makes a value per head or per row beside a tile's row values their vector.
+A named definition that reads memory keeps its place outside a loop (RowDefinitions).
 """
 from __future__ import annotations
 
