@@ -189,6 +189,12 @@ class SpecializedBuilder(Builder):
                 first = index(ROW0) if self.spec.inner == 1 else T.Elementwise(
                     "floordiv", (index(ROW0), const(self.spec.inner)), T.TileType("i32"))
                 return T.Elementwise("add", (e, first), e.type)
+            if isinstance(e, T.IndexVec) and e.var is None and self.spec.inner > 1 and \
+                    len(T.extent_factors(e.size)) == 2:
+                # the row form's positions of a tile of rank 3's rows (`arange(G*BM)`, which
+                # the row form makes and a program cannot write): from the warpgroup's first
+                # row, so that `// BM` gives the row's head (ptc.sema.batched_index)
+                return T.Elementwise("add", (e, index(ROW0)), e.type)
             return e
         if isinstance(s.stmt, T.Let):
             return replace(s, stmt=replace(s.stmt, value=fix(s.stmt.value)))
