@@ -244,10 +244,11 @@ def main(argv=None) -> int:
     from ptc.diagnostics import CompileError
     from ptc.devices import get_device
     from ptc.runtime import measured as M
-    from ptc.runtime.cuda import find_gpus
+    from ptc.runtime.toolchains import toolchain
 
+    chain = toolchain("cuda")        # the baselines are CUDA's: cuBLAS, FlashAttention
     try:
-        gpu = find_gpus()[0]
+        gpu = chain.find_gpus()[0]
     except CompileError as exc:
         print(f"benchmarks/run.py: {exc}", file=sys.stderr)
         return 1
@@ -265,7 +266,7 @@ def main(argv=None) -> int:
     import contenders
     import torch
 
-    peaks_name = M.peaks_target(gpu.major) or pairs[0][1]
+    peaks_name = M.peaks_target(gpu, chain) or pairs[0][1]
     peaks = get_device(peaks_name)
     flush = contenders.flush_buffer()
     rows, notes = [], []

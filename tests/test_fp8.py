@@ -325,7 +325,7 @@ def test_the_gpu_converts_to_fp8_as_the_interpreter_does(tmp_path, monkeypatch):
     fix-up) give the interpreter's codes, every case of CONVERT's grids (NaN codes: 0x7F)."""
     from ptc import runtime as R
     from ptc.devices import get_device
-    from ptc.runtime.cuda import can_run, find_gpus
+    from ptc.targets.cuda.driver import can_run, find_gpus
 
     try:
         gpu = find_gpus()[0]

@@ -32,7 +32,7 @@ from ptc import targets
 from ptc.render import headers as render_headers
 from ptc.targets.hip import toolchain as hip
 from ptc.targets.hip.isa import parse_isa
-from ptc.runtime.cuda import ABI_SYMBOLS
+from ptc.runtime.library import ABI_SYMBOLS
 from ptc.runtime.harness import render_harness
 from ptc.runtime.signature import signature_of
 from ptc.runtime.toolchain import Compiler
@@ -196,12 +196,15 @@ def test_build_script_and_makefile_of_a_hip_directory():
 
 def test_the_hip_harness_is_the_cuda_harness_in_hip_names():
     """One harness text (templates/host/harness.j2): HIP's differs from CUDA's only in the
-    runtime's names, so every behaviour the fake-CUDA tests check holds for HIP too."""
+    runtime's names and where the device's arch name comes from (gfx942 from
+    gcnArchName, sm_90 from the compute capability), so every behaviour the fake-CUDA
+    tests check holds for HIP too."""
     cuda, hip_text = render_harness(), render_harness("hip")
     assert "#include <hip/hip_runtime.h>" in hip_text and "hipDeviceProp_t prop;" in hip_text
     assert "cuda" not in hip_text.lower() and "{{" not in hip_text
     back = hip_text
-    for hip_name, cuda_name in (("hipDeviceProp_t", "cudaDeviceProp"),
+    for hip_name, cuda_name in (('"%s", prop.gcnArchName', '"sm_%d%d", prop.major, prop.minor'),
+                                ("hipDeviceProp_t", "cudaDeviceProp"),
                                 ("hip/hip_runtime.h", "cuda_runtime.h"),
                                 ("harness.hip", "harness.cu"), ("kernel.hip", "kernel.cu"),
                                 ("HIP", "CUDA"), ("hip", "cuda")):

@@ -29,7 +29,8 @@ import ptc.runtime as R
 from ptc import driver
 from ptc.cli import cli
 from ptc.interp import run_kernel
-from ptc.runtime.cuda import ABI_SYMBOLS, find_gpus
+from ptc.runtime.library import ABI_SYMBOLS
+from ptc.targets.cuda.driver import find_gpus
 from ptc.targets.cuda.ptxas import parse_ptxas
 from ptc.targets.cuda.toolchain import find_cuobjdump
 from ptc.runtime.signature import Signature, signature_of
@@ -374,15 +375,6 @@ def test_compile_caches_by_content(tmp_path, monkeypatch):
     assert loaded.signature == first.signature and loaded.arch == "sm_80"
 
 
-def test_which_gpus_run_which_arch():
-    from ptc.runtime.cuda import GpuInfo, can_run
-
-    h100, a100, l4 = GpuInfo(0, "H100", 9, 0), GpuInfo(0, "A100", 8, 0), GpuInfo(0, "L4", 8, 9)
-    assert can_run(h100, "sm_80") and can_run(h100, "sm_90a")      # sm_80 embeds PTX
-    assert can_run(a100, "sm_80") and not can_run(a100, "sm_90a")
-    assert can_run(l4, "sm_80") and not can_run(l4, "sm_90a") and not can_run(a100, "sm_89")
-
-
 def test_ptc_bench_without_a_gpu_exits_1():
     if has_gpu():
         pytest.skip("there is a GPU")
@@ -557,7 +549,7 @@ def test_timing(fake):
 
 def test_timing_with_the_l2_flushed(fake, monkeypatch):
     """flush_bytes: one timed launch per call, each after a scratch buffer is written."""
-    from ptc.runtime.cuda import HarnessLibrary
+    from ptc.runtime.library import HarnessLibrary
 
     writes = []
     memset = HarnessLibrary.memset
@@ -671,7 +663,7 @@ def test_bench_on_the_fake_runtime(fake, capsys):
     assert result.dims == {"M": 64, "N": 48} and len(result.timing.ms) == 5
     assert result.bound == "memory" and result.work.flops == 0
     assert result.work.bytes == 64 * 48 * (4 + 2 + 4) + 64 * 4     # A, B, C, S
-    assert "fake CUDA device" in result.gpu
+    assert result.gpu == "fake CUDA device (sm_80)"     # the harness's name and arch
     print_bench(result)
     shown = capsys.readouterr().out
     assert "axpy on fake CUDA device" in shown and "GB/s" in shown and "ok" in shown
@@ -679,16 +671,17 @@ def test_bench_on_the_fake_runtime(fake, capsys):
 
 
 def test_ptc_bench_through_the_cli(fake, monkeypatch):
-    from ptc.runtime import cuda
+    from ptc.runtime.library import GpuInfo
+    from ptc.targets.cuda import driver
 
-    monkeypatch.setattr(cuda, "find_gpus", lambda: [cuda.GpuInfo(0, "fake CUDA device", 8, 0)])
+    monkeypatch.setattr(driver, "find_gpus", lambda: [GpuInfo(0, "fake CUDA device", "sm_80")])
     monkeypatch.setattr(R, "build_prepared", lambda prepared, out, shapes=None: fake)
     code, stdout, stderr = ptc("bench", AXPY_PT, "-t", "sm80", "--kernel-source", AXPY_HOST,
                                "--shape", "M=20,N=30", "--iters", "3", "--json")
     assert code == 0, stderr
     result = json.loads(stdout)
     assert result["ok"] and result["dims"] == {"M": 20, "N": 30} and result["runs"] == 3
-    monkeypatch.setattr(cuda, "find_gpus", lambda: [cuda.GpuInfo(0, "old GPU", 7, 0)])
+    monkeypatch.setattr(driver, "find_gpus", lambda: [GpuInfo(0, "old GPU", "sm_70")])
     code, _, stderr = ptc("bench", AXPY_PT, "-t", "sm80", "--kernel-source", AXPY_HOST)
     assert code == 1 and "cannot run code built for sm_80" in stderr
 
@@ -782,7 +775,7 @@ def test_gpu_samples_match_the_reference(gpu, tmp_path, monkeypatch, sample, sha
     from ptc.devices import get_device
     from ptc.diagnostics import CompileError
     from ptc.runtime.bench import compare
-    from ptc.runtime.cuda import can_run
+    from ptc.targets.cuda.driver import can_run
 
     if not can_run(gpu, get_device(target).arch):
         pytest.skip(f"{gpu.name} cannot run {target} code")

@@ -16,8 +16,9 @@ from ptc import driver
 from ptc.cli import tune as cli_tune
 from ptc.cli import cli
 from ptc.devices import get_device
-from ptc.runtime import cuda
 from ptc.runtime.errors import NoDevice
+from ptc.runtime.library import GpuInfo
+from ptc.targets.cuda import driver as cuda_driver
 from ptc.tune import (Candidate, Measurement, TuningError, TuningKey, db as D, make_key,
                       select_trials, source_sha256)
 from ptc.tune.checkshape import check_dims
@@ -254,7 +255,7 @@ def test_the_winner_is_the_fastest_trial_that_passed(gemm, gemm_search):
 @pytest.fixture
 def fake_gpu(monkeypatch):
     """A GPU that is not there, and a measurer that measures nothing (fake_measure)."""
-    monkeypatch.setattr(cuda, "find_gpus", lambda: [cuda.GpuInfo(0, FAKE_GPU, 9, 0)])
+    monkeypatch.setattr(cuda_driver, "find_gpus", lambda: [GpuInfo(0, FAKE_GPU, "sm_90")])
     monkeypatch.setattr(cli_tune, "make_measurer", lambda **options: fake_measure(3))
 
 
@@ -263,7 +264,7 @@ def test_tune_without_a_gpu_exits_1_with_one_line(gemm, monkeypatch):
         exc = NoDevice("no CUDA GPU found (libcuda.so.1 cannot be loaded)")
         exc.reason = "libcuda.so.1 cannot be loaded"
         raise exc
-    monkeypatch.setattr(cuda, "find_gpus", none)
+    monkeypatch.setattr(cuda_driver, "find_gpus", none)
     code, out, err = ptc("tune", gemm, "-t", "sm90")
     assert code == 1 and out == ""
     assert err.splitlines()[0] == ("ptc: error: ptc tune measures plans on a GPU, and this "
@@ -274,7 +275,7 @@ def test_tune_without_a_gpu_exits_1_with_one_line(gemm, monkeypatch):
 def test_tune_refuses_what_it_cannot_measure(gemm, fake_gpu, monkeypatch):
     code, _, err = ptc("tune", gemm, "-t", "gfx942")
     assert code == 1 and "gfx942 is a hip target" in err
-    monkeypatch.setattr(cuda, "find_gpus", lambda: [cuda.GpuInfo(0, "an A100", 8, 0)])
+    monkeypatch.setattr(cuda_driver, "find_gpus", lambda: [GpuInfo(0, "an A100", "sm_80")])
     code, _, err = ptc("tune", gemm, "-t", "sm90")
     assert code == 1 and "cannot run code built for sm_90a" in err
     code, _, err = ptc("tune", gemm)

@@ -213,7 +213,6 @@ def bench(file, target, device_file, kernel_name, shapes, tiles, schedule_file, 
     peak (from its YAML) and the speed-up over a torch baseline. Exit 1 if a check fails."""
     from .. import runtime
     from ..runtime import bench as B
-    from ..runtime.cuda import can_run, find_gpus
     from ..runtime.toolchains import toolchain
 
     chosen = chosen_target(target, device_file)
@@ -221,11 +220,12 @@ def bench(file, target, device_file, kernel_name, shapes, tiles, schedule_file, 
     from ..devices import get_device
 
     device = user_errors(lambda: get_device(chosen))   # then the target's
-    if not toolchain(device.backend).runs:
+    chain = toolchain(device.backend)
+    if not chain.runs:
         raise fail(f"{chosen} is a {device.backend} target; ptc bench runs CUDA targets "
                    "(sm80, sm90)")
-    gpus = user_errors(find_gpus)
-    if not can_run(gpus[0], device.arch):
+    gpus = user_errors(chain.find_gpus)
+    if not chain.can_run(gpus[0], device.arch):
         raise fail(f"the GPU is {gpus[0].name} ({gpus[0].arch}), which cannot run code built "
                    f"for {device.arch} ({device.name})",
                    hint="choose the target of this GPU (sm90 for an H100, sm80 for an A100)")

@@ -119,32 +119,31 @@ def make_measurer(**options):
     return GpuMeasurer(**options)
 
 
-def find_gpu(arch: str):
+def find_gpu(chain, arch: str):
     """The GPU to tune on; exit 1 with one line where there is none (or it cannot run
-    `arch`). Asks the driver through ptc.runtime.cuda.find_gpus (the tests replace it)."""
-    from ..runtime import cuda
+    `arch`). Asks the backend's driver (`chain`'s find_gpus; the tests replace it)."""
     from ..runtime.errors import NoDevice
 
     try:
-        gpus = cuda.find_gpus()
+        gpus = chain.find_gpus()
     except NoDevice as exc:
         raise fail(f"ptc tune measures plans on a GPU, and this machine has none "
                    f"({getattr(exc, 'reason', None) or exc})",
-                   hint="run it where there is an NVIDIA GPU; ptc compile, build and explain "
+                   hint=f"run it where there is {chain.gpu}; ptc compile, build and explain "
                         "read the tuning database without one") from None
-    if not cuda.can_run(gpus[0], arch):
+    if not chain.can_run(gpus[0], arch):
         raise fail(f"the GPU is {gpus[0].name} ({gpus[0].arch}), which cannot run code built "
                    f"for {arch}", hint="tune for this GPU's target (sm90 on an H100)")
     return gpus[0]
 
 
-def peaks_device(gpu, fallback):
+def peaks_device(gpu, chain, fallback):
     """The builtin device whose peaks describe `gpu` (ptc.runtime.measured.peaks_target),
     else `fallback`."""
     from ..devices import get_device
     from ..runtime.measured import peaks_target
 
-    name = peaks_target(gpu.major)
+    name = peaks_target(gpu, chain)
     return get_device(name) if name else fallback
 
 
@@ -202,11 +201,12 @@ def tune(file, target, device_file, kernel_name, shapes, top, neighbours, check_
     chosen = chosen_target(target, device_file)
     kernel, text = checked_kernel(file, kernel_name, shapes)
     device = user_errors(lambda: get_device(chosen))
-    if not toolchain(device.backend).runs:
+    chain = toolchain(device.backend)
+    if not chain.runs:
         raise fail(f"{chosen} is a {device.backend} target; ptc tune measures CUDA targets "
                    "(sm80, sm90)")
-    gpu = find_gpu(device.arch)
-    nvcc = user_errors(lambda: toolchain(device.backend).find(device.arch).path)
+    gpu = find_gpu(chain, device.arch)
+    nvcc = user_errors(lambda: chain.find(device.arch).path)
     path = database or str(D.default_path(file))
     db = user_errors(lambda: D.load(path))
     say = (lambda message: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
@@ -221,7 +221,7 @@ def tune(file, target, device_file, kernel_name, shapes, top, neighbours, check_
                    compiler_release(device.backend, nvcc))
     measure = make_measurer(file=str(file), kernel=kernel.name, target=chosen,
                             shapes=dict(shapes), dims=dims, check_shapes=checks or None,
-                            gpu_name=gpu.name, peaks=peaks_device(gpu, device),
+                            gpu_name=gpu.name, peaks=peaks_device(gpu, chain, device),
                             warmup=warmup, iters=iters, seed=seed, check=not no_check,
                             progress=say)
     say(f"measuring {len(trials)} plan(s) of {kernel.name} on {gpu.name}")
@@ -230,7 +230,7 @@ def tune(file, target, device_file, kernel_name, shapes, top, neighbours, check_
     if result.entry is not None:
         user_errors(lambda: D.save(D.with_entry(db, result.entry), path))
     if record:
-        _record(record, result, gpu)
+        _record(record, result, gpu, chain)
     if as_json:
         click.echo(json.dumps(_tune_json(result, path), indent=2))
     else:
@@ -240,12 +240,12 @@ def tune(file, target, device_file, kernel_name, shapes, top, neighbours, check_
                    "unchanged", hint="the table above says why each was refused")
 
 
-def _record(path, result, gpu) -> None:
+def _record(path, result, gpu, chain) -> None:
     from ..runtime import measured as M
     from .common import save_text_atomic
 
     doc = M.Document(gpu.name, gpu.arch, datetime.date.today().isoformat(), result.rows,
-                     source="ptc tune", peaks_from=M.peaks_target(gpu.major))
+                     source="ptc tune", peaks_from=M.peaks_target(gpu, chain))
     save_text_atomic(path, M.dumps(doc))
 
 

@@ -24,7 +24,7 @@ from ..interp import NUMPY_DTYPES
 from . import arrays as A
 from .binding import BoundCall, bind_call, nbytes_of
 from .build import LIBRARY, BuildResult, sass
-from .cuda import HarnessLibrary, can_run
+from .library import HarnessLibrary
 from .errors import ArgumentError, BuildError, NoDevice
 from .signature import Signature
 from .toolchains import toolchain
@@ -149,9 +149,9 @@ class CompiledKernel:
                                  f"{lib.signature()}, not {self.signature}",
                                  hint="rebuild the directory (ptc build)")
             self._library = lib
-        gpu = self._library.device()
-        if self.arch and not can_run(gpu, self.arch):
-            raise NoDevice(f"no CUDA device for {self.arch}: the GPU is {gpu.name} "
+        gpu, chain = self._library.device(), self._library.toolchain
+        if self.arch and not chain.can_run(gpu, self.arch):
+            raise NoDevice(f"no {chain.language} device for {self.arch}: the GPU is {gpu.name} "
                            f"({gpu.arch}), which cannot run code built for {self.arch}",
                            hint="compile for the GPU's target (e.g. --target sm90 on an H100)")
         return self._library

@@ -199,10 +199,18 @@ def _row(item: Mapping) -> Row:
         str(item.get("check", "skipped")), str(item.get("error", "")))
 
 
-def peaks_target(major: int) -> str:
-    """The builtin target whose YAML describes a GPU of compute capability `major`.x (its
-    peaks are what % of peak is of): sm90 for Hopper, sm80 for Ampere; "" otherwise."""
-    return {9: "sm90", 8: "sm80"}.get(major, "")
+def peaks_target(gpu, chain) -> str:
+    """The builtin target whose YAML describes `gpu` (a GpuInfo of `chain`'s backend; its
+    peaks are what % of peak is of): the one whose arch is of the GPU's family (sm90 for
+    Hopper, sm80 for an A100 or an L4, gfx942 for an MI300X); "" where none is."""
+    from ..devices import builtin_targets, get_device
+
+    for name in builtin_targets():
+        device = get_device(name)
+        if device.backend == chain.backend and \
+                chain.family(device.arch) == chain.family(gpu.arch):
+            return name
+    return ""
 
 
 def merged(docs) -> Document:

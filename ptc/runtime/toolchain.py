@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BuildError
+from .errors import BuildError, NoDevice
 
 LIBRARY = "libptc_kernel.so"     # every backend's products, for ctypes and for the shell
 EXECUTABLE = "ptc_run"
@@ -86,6 +86,21 @@ class Toolchain:
     def environment(self, compiler: Compiler) -> dict[str, str]:
         """Variables the commands need (exported by build.sh and the Makefile too)."""
         return {}
+
+    def find_gpus(self) -> list:
+        """This backend's GPUs on this machine, as its driver lists them
+        (ptc.runtime.library.GpuInfo); NoDevice saying why where there are none."""
+        raise NoDevice(f"ptc finds no {self.language} GPUs",
+                       hint=f"ptc builds {self.language} here; running needs {self.gpu}")
+
+    def can_run(self, gpu, arch: str) -> bool:
+        """Whether code built for `arch` runs on `gpu` (a GpuInfo of this backend)."""
+        return gpu.arch == arch
+
+    def family(self, arch: str) -> str:
+        """What GPUs of `arch` share with the device description whose peaks describe
+        them (ptc.runtime.measured.peaks_target)."""
+        return arch
 
     def why_no_device(self) -> str | None:
         """Why the driver sees no GPU, where it can say (asked when the runtime sees none)."""

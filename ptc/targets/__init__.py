@@ -10,7 +10,8 @@ test's) holds everything that names its target:
                    capabilities the lowering builds plans for
     atoms.py       ATOMS: its matrix instructions and their fragment layouts (ptc.lower.atoms;
                    optional: a backend without its own matrix unit has none)
-    toolchain.py   TOOLCHAIN: how its build folders are built (ptc.runtime.toolchain.Toolchain)
+    toolchain.py   TOOLCHAIN: how its build folders are built (ptc.runtime.toolchain.Toolchain),
+                   and which GPUs of its kind the machine has (a driver.py of its own)
     emulation.py   EMULATION: how the CPU emulator builds its kernels (ptc.render.emulate)
     templates/     its kernel and harness templates and device headers; templates/emulate
                    holds the emulator's shim

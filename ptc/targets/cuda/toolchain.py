@@ -15,6 +15,7 @@ from ptc.runtime import object_cache
 from ptc.runtime.errors import BuildError, NoDevice
 from ptc.runtime.toolchain import EXECUTABLE, LIBRARY, Compiler, Step, Toolchain
 
+from . import driver
 from .ptxas import parse_ptxas
 
 NVCC_HINT = ("install the CUDA toolkit (nvcc), or put its bin/ folder on PATH "
@@ -137,11 +138,18 @@ class NvccToolchain(Toolchain):
         at = command.index("-lineinfo")
         return replace(step, command=tuple(command[:at] + [flag] + command[at:]))
 
-    def why_no_device(self) -> str | None:
-        from ptc.runtime.cuda import find_gpus
+    def find_gpus(self) -> list:
+        return driver.find_gpus()
 
+    def can_run(self, gpu, arch: str) -> bool:
+        return driver.can_run(gpu, arch)
+
+    def family(self, arch: str) -> str:
+        return driver.family(arch)
+
+    def why_no_device(self) -> str | None:
         try:
-            find_gpus()
+            driver.find_gpus()
         except NoDevice as exc:
             return exc.reason
         return None

@@ -22,6 +22,7 @@ from pathlib import Path
 from ptc.runtime.errors import BuildError
 from ptc.runtime.toolchain import EXECUTABLE, LIBRARY, Compiler, Step, Toolchain
 
+from . import driver
 from .isa import parse_isa
 from .prelude import with_prelude
 
@@ -190,6 +191,9 @@ class HipToolchain(Toolchain):
 
     def parse(self, report: str):
         return parse_isa(report)
+
+    def find_gpus(self) -> list:
+        return driver.find_gpus()
 
 
 TOOLCHAIN = HipToolchain(

@@ -1,6 +1,6 @@
-"""ctypes bindings: the built harness library (libptc_kernel.so, CUDA or HIP: the harness's
-C ABI is the same) and, to find out whether there is a GPU at all before building
-anything, the driver library libcuda.
+"""ctypes bindings of the built harness library (libptc_kernel.so, CUDA or HIP: the
+harness's C ABI is the same). Whether a machine has a GPU at all, before anything is
+built, each backend's toolchain says (`Toolchain.find_gpus`, its package's driver.py).
 
 Loading a CUDA libptc_kernel.so needs no GPU and no driver (nvcc links the CUDA runtime
 statically; a HIP one needs libamdhip64); the first call that needs a device finds out
@@ -28,7 +28,8 @@ _ABI = {
     "ptc_signature": (ctypes.c_char_p, []),
     "ptc_error_string": (ctypes.c_char_p, [ctypes.c_int]),
     "ptc_device_count": (ctypes.c_int, [_c_int_p]),
-    "ptc_device_info": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, _c_int_p, _c_int_p]),
+    "ptc_device_info": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                                       ctypes.c_int]),
     "ptc_malloc": (ctypes.c_void_p, [ctypes.c_size_t]),
     "ptc_free": (ctypes.c_int, [ctypes.c_void_p]),
     "ptc_memcpy_h2d": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]),
@@ -47,80 +48,11 @@ ABI_SYMBOLS = tuple(_ABI)
 
 @dataclass(frozen=True)
 class GpuInfo:
+    """A GPU as its backend's driver or the harness reports it."""
+
     index: int
     name: str
-    major: int
-    minor: int
-
-    @property
-    def arch(self) -> str:
-        return f"sm_{self.major}{self.minor}"
-
-
-# ---- the driver: is there a GPU? --------------------------------------------------------
-def find_gpus() -> list[GpuInfo]:
-    """The CUDA GPUs the driver sees; raises NoDevice("no CUDA GPU found (why)") if none."""
-    reason = None
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        raise _no_gpu("libcuda.so.1 cannot be loaded: no NVIDIA driver on this machine") \
-            from None
-    rc = cuda.cuInit(0)
-    if rc != 0:
-        reason = f"cuInit failed: {_driver_error(cuda, rc)}"
-    count = ctypes.c_int(0)
-    if reason is None:
-        rc = cuda.cuDeviceGetCount(ctypes.byref(count))
-        if rc != 0:
-            reason = f"cuDeviceGetCount failed: {_driver_error(cuda, rc)}"
-        elif count.value == 0:
-            reason = "the driver sees no device; check CUDA_VISIBLE_DEVICES"
-    if reason:
-        raise _no_gpu(reason)
-    gpus = []
-    for i in range(count.value):
-        dev = ctypes.c_int(0)
-        name = ctypes.create_string_buffer(256)
-        major, minor = ctypes.c_int(0), ctypes.c_int(0)
-        cuda.cuDeviceGet(ctypes.byref(dev), i)
-        cuda.cuDeviceGetName(name, 256, dev)
-        cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)   # COMPUTE_CAPABILITY_MAJOR
-        cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)   # COMPUTE_CAPABILITY_MINOR
-        gpus.append(GpuInfo(i, name.value.decode(errors="replace"), major.value, minor.value))
-    return gpus
-
-
-def _no_gpu(reason: str) -> NoDevice:
-    exc = NoDevice(f"no CUDA GPU found ({reason})")
-    exc.reason = reason
-    return exc
-
-
-def _driver_error(cuda, rc: int) -> str:
-    name, text = ctypes.c_char_p(), ctypes.c_char_p()
-    try:
-        cuda.cuGetErrorName(rc, ctypes.byref(name))
-        cuda.cuGetErrorString(rc, ctypes.byref(text))
-    except AttributeError:
-        return f"error {rc}"
-    if name.value is None:
-        return f"error {rc}"
-    return f"{name.value.decode()}: {(text.value or b'').decode()}"
-
-
-def can_run(gpu: GpuInfo, arch: str) -> bool:
-    """Whether code built with `nvcc -arch=ARCH` runs on `gpu`: sm_XYa only on X.Y itself;
-    sm_XY (which embeds PTX) on X.Y and every later GPU."""
-    digits = arch.removeprefix("sm_").removeprefix("compute_")
-    specific = digits.endswith("a")
-    digits = digits.rstrip("af")
-    if not digits.isdigit():
-        return True
-    major, minor = int(digits[:-1]), int(digits[-1])
-    if specific:
-        return (gpu.major, gpu.minor) == (major, minor)
-    return (gpu.major, gpu.minor) >= (major, minor)
+    arch: str        # as the backend's device descriptions spell it: sm_90, gfx942
 
 
 # ---- the harness library ------------------------------------------------------------------
@@ -169,17 +101,17 @@ class HarnessLibrary:
                    or f"the {language} runtime sees no device")
             raise NoDevice(f"no {language} device: {why}",
                            hint="ptc can build here without a GPU; running needs one")
-        name = ctypes.create_string_buffer(256)
-        major, minor = ctypes.c_int(0), ctypes.c_int(0)
-        self.check(self.lib.ptc_device_info(name, 256, ctypes.byref(major), ctypes.byref(minor)),
-                   "querying the device")
-        self._gpu = GpuInfo(0, name.value.decode(errors="replace"), major.value, minor.value)
+        name, arch = ctypes.create_string_buffer(256), ctypes.create_string_buffer(64)
+        self.check(self.lib.ptc_device_info(name, 256, arch, 64), "querying the device")
+        self._gpu = GpuInfo(0, name.value.decode(errors="replace"),
+                            arch.value.decode(errors="replace"))
         return self._gpu
 
     # -- calls
     def check(self, status: int, what: str) -> None:
         if status != 0:
-            raise LaunchError(f"{what} failed: {self.last_error() or f'CUDA error {status}'}")
+            why = self.last_error() or f"{self.toolchain.language} error {status}"
+            raise LaunchError(f"{what} failed: {why}")
 
     def malloc(self, nbytes: int) -> int:
         ptr = self.lib.ptc_malloc(nbytes)
