@@ -24,7 +24,7 @@ from .swizzle import ALIGN, SmemLayout, smem_layout, tma_layout
 from .sync import op_reads
 from .tiles import (add, const, dim_expr, extent_value, global_tile, index, mul, point_index,
                     rows_vector_layout, stored_rows, until_bound)
-from .tma import TmaBox, batched_rows, repeated_rows, strided_rows, tma_box, tma_store_box
+from .tma import TmaBox, rows_addressed_each, tma_box, tma_store_box
 
 
 class SpecializedBuilder(Builder):
@@ -59,9 +59,7 @@ class SpecializedBuilder(Builder):
         """The layout of a tile the producer's threads copy: gathered or strided rows go
         where wgmma can read them, the layout TMA would write (construct.py checked that a
         strided tile has one)."""
-        load = task.stmts[0].value
-        chunked = task.gathered or strided_rows(load) or batched_rows(load) or repeated_rows(load)
-        lay = tma_layout(rows, cols, dtype) if chunked else None
+        lay = tma_layout(rows, cols, dtype) if rows_addressed_each(task.stmts[0].value) else None
         return lay if lay is not None and lay.swizzle == "tma" else \
             smem_layout(rows, cols, dtype)
 

@@ -148,8 +148,7 @@ def per_thread_copy(kernel: T.TypedKernel, load: T.Load) -> str | None:
     esize = DTYPE_BYTES[kernel.tensor(load.tensor).dtype]
     if isinstance(load.index[-1], T.TileSlice) and load.index[-1].stride != 1:
         return "its columns are every n-th element of the innermost dim (a strided tile)"
-    if any(isinstance(i, T.Gather) for i in load.index) or strided_rows(load) or \
-            batched_rows(load) or repeated_rows(load):
+    if rows_addressed_each(load):
         # 16-byte chunks of each row (element copies where the launch finds them unaligned)
         if load.pad != 0.0:
             return f"cp.async fills rows outside the tensor with zero, not {load.pad}"
@@ -159,6 +158,14 @@ def per_thread_copy(kernel: T.TypedKernel, load: T.Load) -> str | None:
     if load.pad != 0.0:
         return f"cp.async fills past the edges with zero, not {load.pad}"
     return None
+
+
+def rows_addressed_each(load: T.Load) -> bool:
+    """Whether each of a load's rows is at a position of its own (gathered, strided, the
+    rows of a tile of rank 3, or repeated for each head): no tiled box takes them, and the
+    producer's threads copy each row's 16-byte chunks into the layout TMA would write."""
+    return any(isinstance(i, T.Gather) for i in load.index) or strided_rows(load) or \
+        batched_rows(load) or repeated_rows(load)
 
 
 def strided_rows(load: T.Load) -> bool:
@@ -180,4 +187,5 @@ def repeated_rows(load: T.Load) -> bool:
 
 
 __all__ = ["TmaBox", "tma_box", "tma_store_box", "tensor_strides", "per_thread_copy",
-           "strided_rows", "batched_rows", "repeated_rows", "BATCHED", "REPEATED"]
+           "rows_addressed_each", "strided_rows", "batched_rows", "repeated_rows", "BATCHED",
+           "REPEATED"]
