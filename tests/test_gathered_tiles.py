@@ -134,6 +134,7 @@ def test_vector_copies_zero_fill_rows_with_no_position_on_every_target(target):
 # ---- the plan sees a gathered copy -------------------------------------------------------
 def test_a_gathered_copy_goes_by_no_tma_and_costs_a_request_per_row():
     from ptc.lower.tma import GATHERED, tma_box
+    from ptc.targets import copy_rules
     from ptc.sched.cost import SECTOR_BYTES, gathered_bytes
     from ptc.stask import build_graphs, propagate
 
@@ -145,7 +146,7 @@ def test_a_gathered_copy_goes_by_no_tma_and_costs_a_request_per_row():
     assert (load.gathered, store.gathered) == ("idx", "out")
     assert gathered_bytes(load) == gathered_bytes(store) == 2 * SECTOR_BYTES * 32
     (let,) = load.stmts
-    assert tma_box(kernel, {"BM": 32, "BN": 64}, let.value) == GATHERED
+    assert tma_box(kernel, {"BM": 32, "BN": 64}, let.value, copy_rules("cuda")) == GATHERED
 
 
 def test_sm90_multiplies_gathered_rows_on_wgmma_from_the_producers_copies():

@@ -339,13 +339,39 @@ kernel moved(A: f16[M, K], B: f16[K, N], s: i32) -> (C: f32[M, N]) {{
 @pytest.mark.parametrize("cols, takes", [("8 * s", True), ("s", False), ("2 * s + 1", False)])
 def test_tma_takes_rows_moved_anywhere_and_columns_moved_by_whole_chunks(cols, takes):
     from ptc.lower.tma import TmaBox, tma_box
+    from ptc.targets import copy_rules
 
     kernel = typed(COLUMN_MOVE.format(cols=cols), {"M": 256, "N": 256, "K": 256})
     (load,) = [e for e in _loads(kernel.body) if e.tensor == "A"]
-    box = tma_box(kernel, {"BM": 64, "BN": 64, "BK": 32}, load)
+    box = tma_box(kernel, {"BM": 64, "BN": 64, "BK": 32}, load, copy_rules("cuda"))
     assert isinstance(box, TmaBox) == takes, box
     if not takes:
         assert "16-byte chunks" in box
+
+
+def test_what_a_box_takes_is_its_backends_declaration():
+    """The geometry is ptc's (ptc.lower.tma), the limits each backend's own (its
+    copy_rules.py): rules of 32-byte chunks refuse the column move 16-byte ones take; a
+    backend that declares none (HIP) loads nothing by a bulk copy; CUDA's element types
+    are the ones its tensor maps name (one table)."""
+    from dataclasses import replace
+
+    from ptc.lower.tma import TmaBox, per_thread_copy, tma_box
+    from ptc.targets import copy_rules
+    from ptc.targets.cuda.specialized import TMA_DTYPES
+
+    kernel = typed(COLUMN_MOVE.format(cols="8 * s"), {"M": 256, "N": 256, "K": 256})
+    (load,) = [e for e in _loads(kernel.body) if e.tensor == "A"]
+    tiles, cuda = {"BM": 64, "BN": 64, "BK": 32}, copy_rules("cuda")
+    assert isinstance(tma_box(kernel, tiles, load, cuda), TmaBox)
+    assert "whole 32-byte chunks" in tma_box(kernel, tiles, load, replace(cuda, chunk_bytes=32))
+    assert "fills out-of-bounds elements with 1.5" in \
+        tma_box(kernel, tiles, load, replace(cuda, fill=1.5))
+    assert copy_rules("hip") is None
+    assert tma_box(kernel, tiles, load, None) == "the backend declares no bulk tensor copy"
+    assert per_thread_copy(kernel, load, None) == \
+        "the backend declares no per-thread asynchronous copy"
+    assert cuda.dtypes == frozenset(TMA_DTYPES) and cuda.unit == "TMA"
 
 
 def _loads(stmts):

@@ -116,14 +116,15 @@ def test_the_back_end_builds_the_rows_and_the_typed_program_keeps_rank_3():
 
 def test_a_tile_of_rank_3_is_one_tma_box_of_three_dims_whose_rows_land_in_order():
     from ptc.lower.tma import STRIDED, TmaBox, tma_box
+    from ptc.targets import copy_rules
     kernel = flatten(typed(MAX_VEC, MAX_SHAPE))
-    load = kernel.body[0].body[0].value
-    box = tma_box(kernel, {"G": 4, "BM": 32}, load)
+    load, rules = kernel.body[0].body[0].value, copy_rules("cuda")
+    box = tma_box(kernel, {"G": 4, "BM": 32}, load, rules)
     assert isinstance(box, TmaBox) and box.box == (4, 32, 64), box
     assert (box.layout.rows, box.layout.cols) == (128, 64)     # the rows: 4 x 32, in order
     strided = flatten(typed(MAX_VEC.replace("X[g, i, :]", "X[g, index(i) * 2, :]"),
                             MAX_SHAPE)).body[0].body[0].value
-    assert tma_box(kernel, {"G": 4, "BM": 32}, strided) == STRIDED   # the threads copy it
+    assert tma_box(kernel, {"G": 4, "BM": 32}, strided, rules) == STRIDED  # the threads copy it
 
 
 # the row values of a tile of rank 3 stored to a 2-D tile of two tiled dims (a flash

@@ -24,7 +24,7 @@ from .swizzle import ALIGN, SmemLayout, smem_layout, tma_layout
 from .sync import op_reads
 from .tiles import (add, const, dim_expr, extent_value, global_tile, index, mul, point_index,
                     rows_vector_layout, stored_rows, until_bound)
-from .tma import TmaBox, rows_addressed_each, tma_box, tma_store_box
+from .tma import TmaBox, copy_rules, rows_addressed_each, tma_box, tma_store_box
 
 
 class SpecializedBuilder(Builder):
@@ -49,7 +49,7 @@ class SpecializedBuilder(Builder):
 
     def box(self, task: str) -> TmaBox:
         (s,) = self.low.tasks[task].stmts
-        box = tma_box(self.low.kernel, self.spec.tiles, s.value)
+        box = tma_box(self.low.kernel, self.spec.tiles, s.value, copy_rules(self.device))
         if isinstance(box, str):
             raise LoweringError(f"{task}: the plan loads it by TMA, but {box}")
         return box
@@ -335,7 +335,7 @@ class SpecializedBuilder(Builder):
             return op
         st: T.Store = s.stmt
         kernel = self.low.kernel
-        box = tma_store_box(kernel, self.spec.tiles, st, self.spec.parts)
+        box = tma_store_box(kernel, self.spec.tiles, st, copy_rules(self.device), self.spec.parts)
         if isinstance(box, str):
             raise LoweringError(f"{s.task}: the plan stores it by TMA, but {box}")
         lay = box.layout

@@ -1,11 +1,15 @@
-"""Which loads one TMA box (per 128-byte panel) moves, and how (docs/sm90.md).
+"""Which loads one box of a bulk tensor copy (TMA on sm90; one per 128-byte panel) moves,
+and how (docs/sm90.md).
 
-    box = tma_box(kernel, tiles, load)    # TmaBox, or a string saying why TMA cannot
+    rules = copy_rules(device)                   # its backend's CopyRules, or None
+    box = tma_box(kernel, tiles, load, rules)    # TmaBox, or a string saying why not
 
 Read by the plan construction (a warp-specialized producer loads a tile by TMA where a box
 takes it, else with per-thread copies) and by the lowering (the box, the tensor map, the
-layout TMA writes). cuTensorMapEncodeTiled takes boxes of rank 1 to 5 whose innermost
-extent is whole 16-byte chunks, and fills out-of-bounds elements with zero only.
+layout TMA writes). What a box may hold (element types, ranks, the chunk its rows and
+strides come in, what it fills past the tensor's edges) and what a per-thread copy moves
+at least are the backend's (`CopyRules`, declared by ptc/targets/<backend>/copy_rules.py:
+CUDA's are cuTensorMapEncodeTiled's and cp.async's); the geometry is here.
 """
 from __future__ import annotations
 
@@ -17,10 +21,34 @@ from .swizzle import SmemLayout, tma_layout
 from .tiles import (TileError, const, dim_expr, divisible, divisible_all, extent_value, mul,
                     stored_rows)
 
-MAX_RANK = 5
-# the element types a tensor map names (cuTensorMapEncodeTiled's CUtensorMapDataType;
-# ptc's bool is one byte, moved as UINT8)
-TMA_DTYPES = frozenset({"f16", "bf16", "f32", "i32", "i8", "u8", "f8e4m3", "f8e5m2", "bool"})
+
+
+@dataclass(frozen=True)
+class CopyRules:
+    """What a backend's copy units move (its copy_rules.py's RULES): a bulk tensor copy's
+    box, and a per-thread asynchronous copy."""
+
+    unit: str                  # the bulk copy's name, in messages ("TMA")
+    dtypes: frozenset[str]     # the element types its descriptors name
+    max_rank: int              # tensors of rank 1 .. max_rank
+    chunk_bytes: int           # a box's rows, its innermost start and the tensor's strides
+                               # are whole chunks of this many bytes
+    fill: float                # what a copy writes for elements outside the tensor
+    thread_unit: str           # the per-thread asynchronous copy's name ("cp.async")
+    thread_bytes: int          # the least one of them moves
+
+    @property
+    def fills(self) -> str:
+        """The fill value in messages."""
+        return "zero" if self.fill == 0.0 else f"{self.fill}"
+
+
+def copy_rules(device) -> CopyRules | None:
+    """The copy rules `device`'s backend declares (None: it declares none, and no plan
+    loads by a bulk tensor copy)."""
+    from .. import targets
+
+    return targets.copy_rules(device.backend)
 
 
 @dataclass(frozen=True)
@@ -55,10 +83,13 @@ BATCHED = "its rows span two dims (a tile of rank 3, stored from the registers)"
 REPEATED = "its rows repeat for each head of a tile of rank 3 (no box reads a row twice)"
 
 
-def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
-    """The box that loads `load`'s tile, or why TMA cannot."""
-    if load.pad != 0.0:
-        return f"TMA fills out-of-bounds elements with zero, not {load.pad}"
+def tma_box(kernel: T.TypedKernel, tiles, load: T.Load, rules: CopyRules | None
+            ) -> TmaBox | str:
+    """The box that loads `load`'s tile, or why no bulk copy can."""
+    if rules is None:
+        return "the backend declares no bulk tensor copy"
+    if load.pad != rules.fill:
+        return f"{rules.unit} fills out-of-bounds elements with {rules.fills}, not {load.pad}"
     if any(isinstance(i, T.Gather) for i in load.index):
         return GATHERED
     if any(isinstance(i, T.TileSlice) and i.stride != 1 for i in load.index):
@@ -66,20 +97,24 @@ def tma_box(kernel: T.TypedKernel, tiles, load: T.Load) -> TmaBox | str:
     if repeated_rows(load):
         return REPEATED
     inner = load.index[-1]
+    chunk = rules.chunk_bytes
     if isinstance(inner, T.TileSlice) and inner.offset is not None and \
-            divisible(inner.offset, 16 // DTYPE_BYTES[kernel.tensor(load.tensor).dtype]) \
+            divisible(inner.offset, chunk // DTYPE_BYTES[kernel.tensor(load.tensor).dtype]) \
             != (True, ()):
         # the box's rows start anywhere (negative ones too); its innermost start is kept
-        # to whole 16-byte chunks, where the PTX ISA's tiled mode is plainly safe
-        return "its columns are moved by an offset that may not be whole 16-byte chunks"
+        # to whole chunks, where the PTX ISA's tiled mode is plainly safe
+        return f"its columns are moved by an offset that may not be whole {chunk}-byte chunks"
     # a tile of rank 3 is a box of three dims > 1, whose rows land in order: its rows
-    return _box(kernel, tiles, load.tensor, load.index, load.type.shape, 1,
+    return _box(kernel, tiles, load.tensor, load.index, load.type.shape, rules, 1,
                 3 if batched_rows(load) else 2)
 
 
-def tma_store_box(kernel: T.TypedKernel, tiles, store: T.Store, parts: int = 1) -> TmaBox | str:
+def tma_store_box(kernel: T.TypedKernel, tiles, store: T.Store, rules: CopyRules | None,
+                  parts: int = 1) -> TmaBox | str:
     """The box that stores `store`'s tile (each of `parts` consumer warpgroups its share
-    of the rows), or why TMA cannot. TMA stores clip at the tensor's edges."""
+    of the rows), or why no bulk copy can. TMA stores clip at the tensor's edges."""
+    if rules is None:
+        return "the backend declares no bulk tensor copy"
     if store.atomic:
         return "it adds atomically (no TMA reduction is issued)"
     if any(isinstance(i, T.Gather) for i in store.index):
@@ -88,16 +123,17 @@ def tma_store_box(kernel: T.TypedKernel, tiles, store: T.Store, parts: int = 1) 
         return BATCHED
     if len(store.value.type.shape) != 2:
         return "the epilogue stores 2-D tiles by TMA; others from the registers"
-    return _box(kernel, tiles, store.tensor, store.index, store.value.type.shape, parts)
+    return _box(kernel, tiles, store.tensor, store.index, store.value.type.shape, rules, parts)
 
 
-def _box(kernel, tiles, name: str, index, shape_exprs, parts: int,
+def _box(kernel, tiles, name: str, index, shape_exprs, rules: CopyRules, parts: int,
          box_dims: int = 2) -> TmaBox | str:
     tensor = kernel.tensor(name)
-    if tensor.dtype not in TMA_DTYPES:
-        return f"no tensor map takes {tensor.dtype} elements"
-    if not 1 <= len(tensor.dims) <= MAX_RANK:
-        return f"TMA takes tensors of rank 1 to {MAX_RANK}, not {len(tensor.dims)}"
+    if tensor.dtype not in rules.dtypes:
+        return f"no {rules.unit} descriptor takes {tensor.dtype} elements"
+    if not 1 <= len(tensor.dims) <= rules.max_rank:
+        return (f"{rules.unit} takes tensors of rank 1 to {rules.max_rank}, not "
+                f"{len(tensor.dims)}")
     try:
         box = []
         for item in index:
@@ -118,9 +154,9 @@ def _box(kernel, tiles, name: str, index, shape_exprs, parts: int,
             return "its rows are not one dim of the tensor"
         box[row] //= parts
         shape[0] //= parts
-    esize = DTYPE_BYTES[tensor.dtype]
-    if box[-1] * esize % 16:
-        return (f"its innermost extent ({box[-1]} x {esize} bytes) is not whole 16-byte "
+    esize, chunk = DTYPE_BYTES[tensor.dtype], rules.chunk_bytes
+    if box[-1] * esize % chunk:
+        return (f"its innermost extent ({box[-1]} x {esize} bytes) is not whole {chunk}-byte "
                 "chunks")
     if len([x for x in box if x > 1]) > box_dims or len(shape) > 2:
         return "it spans more than two dims of the tensor"
@@ -132,31 +168,33 @@ def _box(kernel, tiles, name: str, index, shape_exprs, parts: int,
         return (f"no box takes a {rows} x {cols} {tensor.dtype} tile (rows of whole 16-byte "
                 "chunks, at most 256 rows)")
     strides = tensor_strides(kernel, name)
-    known, conds = divisible_all(strides, 16)     # the row stride first: it asks for all
+    known, conds = divisible_all(strides, chunk)     # the row stride first: it asks for all
     if not known:
-        return f"a row of {tensor.name} is never a whole number of 16-byte chunks"
+        return f"a row of {tensor.name} is never a whole number of {chunk}-byte chunks"
     conditions = [c for c in conds if isinstance(c, T.Scalar)]
     box[-1] = min(box[-1], layout.panel_cols)
     return TmaBox(tuple(box), layout, strides, tuple(conditions))
 
 
-def per_thread_copy(kernel: T.TypedKernel, load: T.Load) -> str | None:
-    """None when a load the producer's threads copy can go by cp.async, else why not:
-    gathered or strided rows in 16-byte chunks of each row (construct.py checks that a
-    layout TMA would write takes them), any other tile one element of 4 bytes or wider
-    per copy at any stride; zero past the edges."""
-    esize = DTYPE_BYTES[kernel.tensor(load.tensor).dtype]
+def per_thread_copy(kernel: T.TypedKernel, load: T.Load, rules: CopyRules | None) -> str | None:
+    """None when a load the producer's threads copy can go by per-thread asynchronous
+    copies (cp.async), else why not: gathered or strided rows in chunks of each row
+    (construct.py checks that a layout TMA would write takes them), any other tile one
+    element of `thread_bytes` or wider per copy at any stride; `fill` past the edges."""
+    if rules is None:
+        return "the backend declares no per-thread asynchronous copy"
+    esize, fill, unit = DTYPE_BYTES[kernel.tensor(load.tensor).dtype], rules.fill, rules.thread_unit
     if isinstance(load.index[-1], T.TileSlice) and load.index[-1].stride != 1:
         return "its columns are every n-th element of the innermost dim (a strided tile)"
     if rows_addressed_each(load):
-        # 16-byte chunks of each row (element copies where the launch finds them unaligned)
-        if load.pad != 0.0:
-            return f"cp.async fills rows outside the tensor with zero, not {load.pad}"
+        # chunks of each row (element copies where the launch finds them unaligned)
+        if load.pad != fill:
+            return f"{unit} fills rows outside the tensor with {rules.fills}, not {load.pad}"
         return None
-    if esize < 4:
-        return f"cp.async moves at least 4 bytes, and its elements are {esize}"
-    if load.pad != 0.0:
-        return f"cp.async fills past the edges with zero, not {load.pad}"
+    if esize < rules.thread_bytes:
+        return f"{unit} moves at least {rules.thread_bytes} bytes, and its elements are {esize}"
+    if load.pad != fill:
+        return f"{unit} fills past the edges with {rules.fills}, not {load.pad}"
     return None
 
 
@@ -186,6 +224,6 @@ def repeated_rows(load: T.Load) -> bool:
     return any(isinstance(i, T.RepeatRows) for i in load.index)
 
 
-__all__ = ["TmaBox", "tma_box", "tma_store_box", "tensor_strides", "per_thread_copy",
+__all__ = ["CopyRules", "TmaBox", "copy_rules", "tma_box", "tma_store_box", "tensor_strides", "per_thread_copy",
            "rows_addressed_each", "strided_rows", "batched_rows", "repeated_rows", "BATCHED",
            "REPEATED"]

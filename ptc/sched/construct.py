@@ -25,7 +25,7 @@ from ..devices import Device, Unit, UnitKind
 from ..devices.model import Terms
 from ..lower.atoms import mma_atom, why_no_atom, why_no_wgmma, why_not_k_major, wgmma_k
 from ..lower.swizzle import tma_layout
-from ..lower.tma import GATHERED, STRIDED, per_thread_copy, tma_box, tma_store_box
+from ..lower.tma import GATHERED, STRIDED, copy_rules, per_thread_copy, tma_box, tma_store_box
 from ..sema import typed as T
 from ..stask.graph import STaskGraph, TaskKind, TaskOp
 from ..sema import dtypes as dt
@@ -110,7 +110,7 @@ def construct(graph: STaskGraph, device: Device, choice: Choice,
     return _single_role(graph, device, choice, loop, atoms)
 
 
-def _threads_copy(graph: STaskGraph, t, why: str) -> str:
+def _threads_copy(graph: STaskGraph, t, why: str, rules) -> str:
     """A tile no TMA box takes (`why`: its rows are gathered, or strided) that the
     producer's threads copy row by row, in 16-byte chunks, into the layout TMA would write
     (where wgmma reads it): `why` back, for the per-thread unit, or why they cannot."""
@@ -121,7 +121,7 @@ def _threads_copy(graph: STaskGraph, t, why: str) -> str:
     lay = tma_layout(rows, cols, load.type.dtype)
     if lay is None or lay.swizzle != "tma":
         return f"{why}, and no layout wgmma reads takes a {rows} x {cols} tile"
-    return per_thread_copy(graph.kernel, load) or why
+    return per_thread_copy(graph.kernel, load, rules) or why
 
 
 def _mma_dtype_ok(graph: STaskGraph, device: Device) -> None:
@@ -185,7 +185,7 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
     operands = _mma_operand_loads(graph, on_wgmma)
     for t in program_order(graph, lambda t: t.name in on_wgmma):
         if t.op == TaskOp.LOAD:
-            box = _producer_box(graph, t, t.name in operands)
+            box = _producer_box(graph, t, t.name in operands, copy_rules(device))
             b.Append(t.name, ("producer", (per_thread if isinstance(box, str) else tma).name))
         elif t.kind == TaskKind.MMA:
             b.Append(t.name, ("consumer", (mma if t.name in on_wgmma else simt).name))
@@ -193,7 +193,8 @@ def _warp_specialized(graph, device, choice, loop) -> Plan:
             # a tile TMA stores goes through shared memory and one thread's bulk copy;
             # others (atomic adds, odd rows) the consumers store from their registers
             (store,) = [s for s in t.stmts if isinstance(s, T.Store)]
-            box = tma_store_box(graph.kernel, graph.tiles, store, choice.consumers)
+            box = tma_store_box(graph.kernel, graph.tiles, store, copy_rules(device),
+                                choice.consumers)
             b.Append(t.name, ("consumer", (per_thread if isinstance(box, str) else tma).name))
         else:
             b.Append(t.name, ("consumer", simt.name))
@@ -238,13 +239,13 @@ def _wgmma_mmas(graph: STaskGraph, choice: Choice, rows: int) -> set[str]:
     return on_wgmma
 
 
-def _producer_box(graph: STaskGraph, t, wgmma_operand: bool):
+def _producer_box(graph: STaskGraph, t, wgmma_operand: bool, rules):
     """The TMA box the producer loads task `t` with, or (a str) why none takes it and its
     threads copy it; Unfit when neither can, or a wgmma operand would not land in the
     layout wgmma reads."""
-    box = tma_box(graph.kernel, graph.tiles, t.stmts[0].value)
+    box = tma_box(graph.kernel, graph.tiles, t.stmts[0].value, rules)
     if box == STRIDED or box == GATHERED and wgmma_operand:
-        why = _threads_copy(graph, t, box)
+        why = _threads_copy(graph, t, box, rules)
         if why == box:
             return box
         if not wgmma_operand:      # strided rows go only into the layout TMA would write
@@ -255,7 +256,7 @@ def _producer_box(graph: STaskGraph, t, wgmma_operand: bool):
         raise Unfit(f"{t.name} feeds wgmma from shared memory in a layout TMA "
                     f"writes, but {why}")
     if isinstance(box, str):
-        why = per_thread_copy(graph.kernel, t.stmts[0].value)
+        why = per_thread_copy(graph.kernel, t.stmts[0].value, rules)
         if why:
             raise Unfit(f"the producer cannot load {t.name}: no TMA box takes it "
                         f"({box}), and {why}")

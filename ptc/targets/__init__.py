@@ -10,6 +10,9 @@ test's) holds everything that names its target:
                    capabilities the lowering builds plans for
     atoms.py       ATOMS: its matrix instructions and their fragment layouts (ptc.lower.atoms;
                    optional: a backend without its own matrix unit has none)
+    copy_rules.py  RULES: what its bulk tensor copies and per-thread asynchronous copies move
+                   (ptc.lower.tma.CopyRules; optional: without it, no plan loads by a bulk
+                   tensor copy)
     toolchain.py   TOOLCHAIN: how its build folders are built (ptc.runtime.toolchain.Toolchain),
                    and which GPUs of its kind the machine has (a driver.py of its own)
     emulation.py   EMULATION: how the CPU emulator builds its kernels (ptc.render.emulate)
@@ -109,10 +112,20 @@ def atoms(name: str) -> tuple:
         return ()
 
 
+def copy_rules(name: str):
+    """What backend `name`'s copy units move (its copy_rules.py's RULES; None without one)."""
+    try:
+        return _part(name, "copy_rules").RULES
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{_package(name)}.copy_rules":
+            raise
+        return None
+
+
 def emulation(name: str):
     """How the CPU emulator builds backend `name`'s kernels (its emulation.py's EMULATION)."""
     return _part(name, "emulation").EMULATION
 
 
-__all__ = ["BACKENDS", "Backend", "UnknownBackend", "atoms", "backend", "backends", "emulation",
-           "names", "renderer", "toolchain"]
+__all__ = ["BACKENDS", "Backend", "UnknownBackend", "atoms", "backend", "backends", "copy_rules",
+           "emulation", "names", "renderer", "toolchain"]
