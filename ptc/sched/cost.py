@@ -26,7 +26,7 @@ from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
 from ..lower.atoms import rate_dtype
 from .plan import Estimate, Plan, walk_steps
-from .results import Dependences, Results, dependences
+from .results import Dependences, dependences
 from .turns import timed
 from .unroll import Exec, unroll
 
@@ -151,6 +151,18 @@ def simulate_timeline(plan: Plan, graph: STaskGraph, device: Device,
     return _TimelineRun(plan, graph, device, trips, ctas, record, deps).run()
 
 
+class _Fact:
+    """What the simulation reads of one execution, computed once per unrolled process
+    (the CTAs share them): its step, unit (None for a sync step), duration, the keys of
+    the async results it waits for with their leads, and the key it records its own
+    under. (A plain class with slots: tens of thousands are made per search.)"""
+
+    __slots__ = ("step", "unit", "cycles", "needs", "key")
+
+    def __init__(self, step, unit, cycles: float, needs: tuple, key: tuple) -> None:
+        self.step, self.unit, self.cycles, self.needs, self.key = step, unit, cycles, needs, key
+
+
 class _TimelineRun:
     """One simulate_timeline: every process (cta, role, instance) at its next step, the
     units' and barriers' state, and the steps' start times."""
@@ -162,11 +174,15 @@ class _TimelineRun:
         self.tasks = {t.name: t for t in graph.tasks}
         self.roles = {r.name: r for r in plan.roles}
         self.unrolled = timed(plan, unroll(plan, lambda v, outer: trips[v]),
-                          lambda unit: device.unit(unit).kind)
+                              lambda unit: device.unit(unit).kind)
         self.barriers = self.unrolled.barriers
-        self.procs: dict[tuple, list[Exec]] = {}
+        deps = deps if deps is not None else role_dependences(plan, graph, device)
+        self.cost_cache: dict[tuple, float] = {}
+        facts = {key: [self.fact(key[0], e, deps[key[0]]) for e in execs]
+                 for key, execs in self.unrolled.procs.items()}
+        self.procs: dict[tuple, list[_Fact]] = {}
         for cta in range(ctas):
-            for (role, inst), execs in self.unrolled.procs.items():
+            for (role, inst), execs in facts.items():
                 self.procs[(cta, role, inst)] = execs
         self.pos = {p: 0 for p in self.procs}
         self.ready = {p: 0.0 for p in self.procs}
@@ -176,28 +192,43 @@ class _TimelineRun:
         self.phase_arrivals: dict[tuple, list[float]] = {}  # (cta, barrier, phase) -> times
         self.wait_count: dict[tuple, int] = {}       # (cta, barrier, process) -> waits so far
         self.spans: list[tuple[str, str, str, float, float]] = []
-        self.cost_cache: dict[tuple, float] = {}
-        deps = deps if deps is not None else role_dependences(plan, graph, device)
-        self.results = {p: Results(deps[p[1]]) for p in self.procs}
+        self.done = {p: {} for p in self.procs}      # a process's async results' times
+
+    def fact(self, role: str, e: Exec, deps: Dependences) -> _Fact:
+        step = e.step
+        if step.is_sync:
+            return _Fact(step, None, 0.0, (), ())
+        iters = dict(e.iters)
+        needs = []
+        for p in deps.producers.get(step.task, ()):
+            at = {v: iters[v] for v in deps.loops[p.task] if v in iters}
+            if p.distance:
+                if p.loop not in at or at[p.loop] == 0:
+                    continue            # the first iteration reads the initial value
+                at[p.loop] -= p.distance
+            needs.append(((p.task, tuple(sorted(at.items()))), p.lead))
+        return _Fact(step, self.device.unit(step.unit), self.cycles(role, step),
+                     tuple(needs), (step.task, tuple(sorted(iters.items()))))
 
     def run(self) -> Timeline:
         """Start, again and again, the step that can start first (the first process in
         order on a tie) until every process is done or none can start."""
         procs, start_time = self.procs, self.start_time
-        live = set(p for p in procs if procs[p])
+        live = sorted(p for p in procs if procs[p])
         while live:
             best, best_t = None, None
-            for p in sorted(live):
+            for p in live:
                 t = start_time(p)
                 if t is not None and (best_t is None or t < best_t):
                     best, best_t = p, t
             if best is None:
-                stuck = sorted(live)[0]
-                e = procs[stuck][self.pos[stuck]]
+                stuck = live[0]
+                f = procs[stuck][self.pos[stuck]]
                 return Timeline(math.inf, self.busy, self.spans,
-                                deadlock=f"{stuck[1]} blocks at {e.step.task} waiting on "
-                                         f"{', '.join(e.step.waits)}", ctas=self.ctas)
-            self.start(best, best_t, live)
+                                deadlock=f"{stuck[1]} blocks at {f.step.task} waiting on "
+                                         f"{', '.join(f.step.waits)}", ctas=self.ctas)
+            if self.start(best, best_t):
+                live.remove(best)
         end = max(self.ready.values(), default=0.0)
         end = max([end] + [s[4] for s in self.spans])
         return Timeline(end, self.busy, self.spans, ctas=self.ctas)
@@ -207,84 +238,90 @@ class _TimelineRun:
         b = self.barriers[bname]
         if phase < b.initial:
             return 0.0
-        times = self.phase_arrivals.get((cta, bname, phase), [])
+        times = self.phase_arrivals.get((cta, bname, phase), ())
         return max(times) if len(times) >= b.arrivals else None
 
-    def cycles(self, p, e) -> float:
-        """Cycles process p's unit is busy with execution e (step_cycles, cached)."""
-        key = (e.step.task, e.step.unit, p[1])
+    def cycles(self, role: str, step) -> float:
+        """Cycles a process of `role` keeps its unit busy with `step` (step_cycles, once
+        per task, unit and role)."""
+        key = (step.task, step.unit, role)
         cost_cache = self.cost_cache
         if key not in cost_cache:
-            share = self.unrolled.share[p[1]]     # lockstep instances: one process, all warps
-            role = self.roles[p[1]]
-            cost_cache[key] = step_cycles(self.tasks[e.step.task],
-                                          self.device.unit(e.step.unit), self.device, share,
-                                          self.plan.issue_of(e.step.task),
-                                          role.warps * role.instances // share)
+            share = self.unrolled.share[role]     # lockstep instances: one process, all warps
+            r = self.roles[role]
+            cost_cache[key] = step_cycles(self.tasks[step.task], self.device.unit(step.unit),
+                                          self.device, share, self.plan.issue_of(step.task),
+                                          r.warps * r.instances // share)
         return cost_cache[key]
 
     def start_time(self, p) -> float | None:
         """When process p's next step can start (None: a wait's phase is not complete)."""
-        e = self.procs[p][self.pos[p]]
-        step = e.step
+        f = self.procs[p][self.pos[p]]
         t = self.ready[p]
         cta = p[0]
-        for w in step.waits:
+        for w in f.step.waits:
             pt = self.phase_time(cta, w, self.wait_count.get((cta, w, p), 0))
             if pt is None:
                 return None
-            t = max(t, pt)
-        if not step.is_sync:
-            t = max(t, self.unit_free.get(step.unit, 0.0),
-                    self.results[p].ready(e, self.cycles(p, e)))
+            if pt > t:
+                t = pt
+        if f.unit is not None:
+            free = self.unit_free.get(f.step.unit, 0.0)
+            if free > t:
+                t = free
+            done = self.done[p]
+            for key, lead in f.needs:
+                at = done.get(key)
+                if at is not None and at - lead * f.cycles > t:
+                    t = at - lead * f.cycles
         return t
 
-    def start(self, p, start: float, live: set) -> None:
+    def start(self, p, start: float) -> bool:
         """Run process p's next step from `start`: its waits, its unit's work, its
-        arrives; p leaves `live` after its last step."""
-        e = self.procs[p][self.pos[p]]
+        arrives. True after its last step."""
+        f = self.procs[p][self.pos[p]]
         cta = p[0]
-        for w in e.step.waits:
+        for w in f.step.waits:
             self.wait_count[(cta, w, p)] = self.wait_count.get((cta, w, p), 0) + 1
-        if e.step.is_sync:
+        if f.unit is None:
             done = start
             self.ready[p] = start
         else:
-            done = self.issue(p, e, start)
-        for a in e.step.arrives:
-            self.arrive(p, e, a, start, done)
+            done = self.issue(p, f, start)
+        for a in f.step.arrives:
+            self.arrive(p, f, a, start, done)
         self.pos[p] += 1
         if self.pos[p] >= len(self.procs[p]):
-            live.discard(p)
             self.ready[p] = max(self.ready[p], done)
+            return True
+        return False
 
-    def issue(self, p, e, start: float) -> float:
-        """Occupy e's unit from `start`; when p may go on and when e's result lands (the
+    def issue(self, p, f: _Fact, start: float) -> float:
+        """Occupy f's unit from `start`; when p may go on and when f's result lands (the
         time returned)."""
-        unit = self.device.unit(e.step.unit)
-        dur = self.cycles(p, e)
+        unit, dur = f.unit, f.cycles
         end = start + dur
         done = end + unit.latency_cycles
-        self.unit_free[e.step.unit] = end
-        self.busy[e.step.unit] = self.busy.get(e.step.unit, 0.0) + dur
+        self.unit_free[f.step.unit] = end
+        self.busy[f.step.unit] = self.busy.get(f.step.unit, 0.0) + dur
         self.ready[p] = start + unit.issue_latency_cycles if unit.is_async else done
         if unit.is_async:
-            self.results[p].record(e, done)
+            self.done[p][f.key] = done
         if self.record:
             self.spans.append((f"{p[1]}{p[2]}" if self.unrolled.share[p[1]] > 1 else p[1],
-                               e.step.unit, e.step.task, start, end))
+                               f.step.unit, f.step.task, start, end))
         return done
 
-    def arrive(self, p, e, a: str, start: float, done: float) -> None:
-        """Process p arrives on barrier `a`: a turn as soon as e is issued, others when e's
+    def arrive(self, p, f: _Fact, a: str, start: float, done: float) -> None:
+        """Process p arrives on barrier `a`: a turn as soon as f is issued, others when f's
         result lands (a lockstep process arrives for all its instances)."""
         cta = p[0]
         k = self.arrive_count.get((cta, a, p), 0)
         self.arrive_count[(cta, a, p)] = k + 1
         b = self.barriers[a]
         phase = k + (b.initial if b.kind in ("empty", "turn") else 0)
-        at = start + self.device.unit(e.step.unit).issue_latency_cycles \
-            if b.kind == "turn" else done
+        unit = f.unit or self.device.unit(f.step.unit)
+        at = start + unit.issue_latency_cycles if b.kind == "turn" else done
         self.phase_arrivals.setdefault((cta, a, phase), []).extend(
             [at] * self.unrolled.weight[p[1]])
 
