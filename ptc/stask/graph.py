@@ -8,6 +8,7 @@ loop-carried value (`acc`, `mx`).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Mapping
@@ -136,12 +137,21 @@ class STaskGraph:
 
     def region_path(self, region: str) -> tuple[str, ...]:
         """The loops from the grid down to `region`, outermost first (() for the grid)."""
+        return self.region_paths[region]
+
+    @functools.cached_property
+    def region_paths(self) -> dict[str, tuple[str, ...]]:
+        """Every region's region_path, by name: walked once per graph (the plan
+        construction and the cost model ask tens of thousands of times a search)."""
         parents = {r.name: r.parent for r in self.regions()}
-        path = []
-        while region:
-            path.append(region)
-            region = parents[region]
-        return tuple(reversed(path))
+        out = {}
+        for name in parents:
+            path, region = [], name
+            while region:
+                path.append(region)
+                region = parents[region]
+            out[name] = tuple(reversed(path))
+        return out
 
     def innermost_loops(self) -> list[Region]:
         return [r for r in self.loop_regions()
