@@ -26,7 +26,7 @@ from ..sema import typed as T
 from ..sema.dtypes import DTYPE_BYTES
 from ..lower.atoms import rate_dtype
 from .plan import Estimate, Plan, walk_steps
-from .results import Dependences, dependences
+from .results import Dependences, awaited, dependences, result_key
 from .turns import timed
 from .unroll import Exec, unroll
 
@@ -198,17 +198,8 @@ class _TimelineRun:
         step = e.step
         if step.is_sync:
             return _Fact(step, None, 0.0, (), ())
-        iters = dict(e.iters)
-        needs = []
-        for p in deps.producers.get(step.task, ()):
-            at = {v: iters[v] for v in deps.loops[p.task] if v in iters}
-            if p.distance:
-                if p.loop not in at or at[p.loop] == 0:
-                    continue            # the first iteration reads the initial value
-                at[p.loop] -= p.distance
-            needs.append(((p.task, tuple(sorted(at.items()))), p.lead))
         return _Fact(step, self.device.unit(step.unit), self.cycles(role, step),
-                     tuple(needs), (step.task, tuple(sorted(iters.items()))))
+                     awaited(deps, e), result_key(e))
 
     def run(self) -> Timeline:
         """Start, again and again, the step that can start first (the first process in

@@ -76,33 +76,25 @@ def dependences(graph: STaskGraph, device: Device, placed: dict[str, str]) -> De
     return Dependences(loops, producers)
 
 
-class Results:
-    """Completion times of one process's async steps, against its role's dependences."""
+def result_key(e: Exec) -> tuple:
+    """The key an async step's result is recorded under: its task and iterations."""
+    return (e.step.task, tuple(sorted(e.iters)))
 
-    def __init__(self, deps: Dependences):
-        self.loops = deps.loops
-        self.producers = deps.producers
-        self.done: dict[tuple, float] = {}
 
-    def ready(self, e: Exec, duration: float) -> float:
-        """The earliest time `e` (taking `duration`) may start: its async producers'
-        results are in by the time it reaches the first statement that touches them."""
-        t = 0.0
-        iters = dict(e.iters)
-        for p in self.producers.get(e.step.task, ()):
-            at = {v: iters[v] for v in self.loops[p.task] if v in iters}
-            if p.distance:
-                if p.loop not in at or at[p.loop] == 0:
-                    continue            # the first iteration reads the initial value
-                at[p.loop] -= p.distance
-            done = self.done.get((p.task, tuple(sorted(at.items()))))
-            if done is not None:
-                t = max(t, done - p.lead * duration)
-        return t
-
-    def record(self, e: Exec, done: float) -> None:
-        iters = tuple(sorted(dict(e.iters).items()))
-        self.done[(e.step.task, iters)] = done
+def awaited(deps: Dependences, e: Exec) -> tuple[tuple[tuple, float], ...]:
+    """The results `e` waits for before it may start, as (their result_key, the share of
+    e's work it may run before the wait): each async producer's execution of the same
+    iterations (of the previous one, for a distance of 1; none in the first)."""
+    iters = dict(e.iters)
+    out = []
+    for p in deps.producers.get(e.step.task, ()):
+        at = {v: iters[v] for v in deps.loops[p.task] if v in iters}
+        if p.distance:
+            if p.loop not in at or at[p.loop] == 0:
+                continue            # the first iteration reads the initial value
+            at[p.loop] -= p.distance
+        out.append(((p.task, tuple(sorted(at.items()))), p.lead))
+    return tuple(out)
 
 
 def _lead(t, works: list[int], touches) -> float:
