@@ -128,7 +128,7 @@ def find_gpu(chain, arch: str):
         gpus = chain.find_gpus()
     except NoDevice as exc:
         raise fail(f"ptc tune measures plans on a GPU, and this machine has none "
-                   f"({getattr(exc, 'reason', None) or exc})",
+                   f"({exc.reason or exc})",
                    hint=f"run it where there is {chain.gpu}; ptc compile, build and explain "
                         "read the tuning database without one") from None
     if not chain.can_run(gpus[0], arch):

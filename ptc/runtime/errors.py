@@ -19,7 +19,12 @@ class BuildError(RuntimeFailure):
 
 
 class NoDevice(RuntimeFailure):
-    """No CUDA device (or no driver) where the kernel was to run."""
+    """No GPU (or no driver) where the kernel was to run; `reason`: why, in the driver's
+    words, where a backend's driver said (ptc.targets.<backend>.driver)."""
+
+    def __init__(self, message: str, hint: str | None = None, reason: str | None = None):
+        super().__init__(message, hint)
+        self.reason = reason
 
 
 class ArgumentError(RuntimeFailure):

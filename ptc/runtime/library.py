@@ -90,7 +90,7 @@ class HarnessLibrary:
         return (self.lib.ptc_last_error() or b"").decode(errors="replace")
 
     def device(self) -> GpuInfo:
-        """The GPU the harness runs on; NoDevice("no CUDA device: ...") if there is none."""
+        """The GPU the harness runs on; NoDevice("no CUDA device: ...", or HIP) if there is none."""
         if self._gpu is not None:
             return self._gpu
         count = ctypes.c_int(0)

@@ -102,24 +102,25 @@ def toolchain(name: str):
     return _part(name, "toolchain").TOOLCHAIN
 
 
+def _optional(name: str, module: str, attribute: str, default):
+    """`attribute` of backend `name`'s optional `module`, `default` where it has none (an
+    import error inside the module itself is raised)."""
+    try:
+        return getattr(_part(name, module), attribute)
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{_package(name)}.{module}":
+            raise
+        return default
+
+
 def atoms(name: str) -> tuple:
     """The matrix instructions of backend `name` (its atoms.py's ATOMS; () without one)."""
-    try:
-        return _part(name, "atoms").ATOMS
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{_package(name)}.atoms":
-            raise
-        return ()
+    return _optional(name, "atoms", "ATOMS", ())
 
 
 def copy_rules(name: str):
     """What backend `name`'s copy units move (its copy_rules.py's RULES; None without one)."""
-    try:
-        return _part(name, "copy_rules").RULES
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{_package(name)}.copy_rules":
-            raise
-        return None
+    return _optional(name, "copy_rules", "RULES", None)
 
 
 def emulation(name: str):

@@ -41,9 +41,7 @@ def _gpu(cuda, index: int) -> GpuInfo:
 
 
 def no_gpu(reason: str) -> NoDevice:
-    exc = NoDevice(f"no CUDA GPU found ({reason})")
-    exc.reason = reason
-    return exc
+    return NoDevice(f"no CUDA GPU found ({reason})", reason=reason)
 
 
 def driver_error(cuda, rc: int) -> str:

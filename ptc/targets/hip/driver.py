@@ -53,7 +53,5 @@ def _read(path: Path) -> str:
 
 
 def no_gpu(reason: str) -> NoDevice:
-    exc = NoDevice(f"no AMD GPU found ({reason})")
-    exc.reason = reason
-    return exc
+    return NoDevice(f"no AMD GPU found ({reason})", reason=reason)
 
